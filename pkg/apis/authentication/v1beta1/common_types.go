@@ -1,0 +1,52 @@
+package v1beta1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// ClusterID identifies a cluster: a DNS-1123 label of at most 51 characters, so that the
+// tenant namespace name liqo-tenant-<id> fits in 63.
+// +kubebuilder:validation:MaxLength=51
+// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+type ClusterID string
+
+// AuthParams are what a consumer needs to reach the provider API server as its tenant
+// identity: the provider fills them in Tenant status, the consumer copies them into an
+// Identity.
+type AuthParams struct {
+	// CA is the PEM CA bundle of the provider API server.
+	// +kubebuilder:validation:MaxLength=131072
+	CA []byte `json:"ca,omitempty"`
+	// SignedCRT is the PEM client certificate issued to the consumer.
+	// +kubebuilder:validation:MaxLength=131072
+	SignedCRT []byte `json:"signedCRT,omitempty"`
+	// APIServer is the URL of the provider API server.
+	// +kubebuilder:validation:MaxLength=2048
+	APIServer string `json:"apiServer,omitempty"`
+	// ProxyURL is the optional proxy the consumer uses to reach the provider.
+	// +kubebuilder:validation:MaxLength=2048
+	ProxyURL *string `json:"proxyURL,omitempty"`
+}
+
+// CertificateInfo describes an issued client certificate. It is never the certificate
+// itself, so it can be shown by kubectl without leaking anything.
+type CertificateInfo struct {
+	// SerialNumber of the certificate, in hex.
+	SerialNumber string `json:"serialNumber,omitempty"`
+	// NotBefore is when the certificate becomes valid.
+	NotBefore *metav1.Time `json:"notBefore,omitempty"`
+	// NotAfter is when the certificate expires.
+	NotAfter *metav1.Time `json:"notAfter,omitempty"`
+	// RenewAfter is when the provider issues a new certificate.
+	RenewAfter *metav1.Time `json:"renewAfter,omitempty"`
+}
+
+// Condition types shared by Tenant and Identity.
+const (
+	// ConditionReady is True when the handshake is complete and the credential usable.
+	ConditionReady = "Ready"
+	// ConditionAuthenticated is True once the provider accepted the tenant's handshake.
+	ConditionAuthenticated = "Authenticated"
+	// ConditionCertificateIssued is True while a valid certificate is published.
+	ConditionCertificateIssued = "CertificateIssued"
+	// ConditionAccessGranted is True while the tenant's role binding exists.
+	ConditionAccessGranted = "AccessGranted"
+)

@@ -1,0 +1,83 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ResourceSliceClass is the class of a ResourceSlice, like an ingress class.
+type ResourceSliceClass string
+
+// ResourceSliceSpec is a consumer's request for resources on a provider. This project
+// serves the type for compatibility; negotiating slices is out of its scope.
+// +kubebuilder:validation:XValidation:rule="has(self.class) == has(oldSelf.class) && (!has(self.class) || self.class == oldSelf.class)",message="class is immutable"
+type ResourceSliceSpec struct {
+	// ConsumerClusterID is the consumer cluster's ID.
+	ConsumerClusterID *ClusterID `json:"consumerClusterID,omitempty"`
+	// ProviderClusterID is the provider cluster's ID.
+	ProviderClusterID *ClusterID `json:"providerClusterID,omitempty"`
+	// Resources are the requested resources.
+	Resources corev1.ResourceList `json:"resources,omitempty"`
+	// Class of the slice; immutable.
+	Class ResourceSliceClass `json:"class,omitempty"`
+	// CSR is the consumer's certificate signing request for this slice.
+	// +kubebuilder:validation:MaxLength=65536
+	CSR []byte `json:"csr,omitempty"`
+}
+
+// ResourceSliceCondition reports the state of one aspect of a slice.
+type ResourceSliceCondition struct {
+	// Type of the condition.
+	// +kubebuilder:validation:Enum=Authentication;Resources
+	Type string `json:"type"`
+	// Status of the condition.
+	// +kubebuilder:validation:Enum=Accepted;Denied
+	Status string `json:"status"`
+	// LastTransitionTime is when the status last changed.
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	// Reason is a machine-readable cause.
+	Reason string `json:"reason,omitempty"`
+	// Message is a human-readable explanation.
+	Message string `json:"message,omitempty"`
+}
+
+// ResourceSliceStatus is the provider's answer to a slice request.
+type ResourceSliceStatus struct {
+	// Conditions of the slice.
+	Conditions []ResourceSliceCondition `json:"conditions,omitempty"`
+	// Class resolved by the provider.
+	Class ResourceSliceClass `json:"class,omitempty"`
+	// Resources granted.
+	Resources corev1.ResourceList `json:"resources,omitempty"`
+	// AuthParams of the identity for this slice.
+	AuthParams *AuthParams `json:"authParams,omitempty"`
+	// NodeLabels of the provider.
+	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
+	// NodeSelector applied to offloaded pods.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:categories=liqo,shortName=rslice
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Authentication",type=string,JSONPath=`.status.conditions[?(@.type=="Authentication")].status`
+// +kubebuilder:printcolumn:name="Resources",type=string,JSONPath=`.status.conditions[?(@.type=="Resources")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// ResourceSlice is a slice of resources a provider gives to a consumer.
+type ResourceSlice struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ResourceSliceSpec   `json:"spec,omitempty"`
+	Status ResourceSliceStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ResourceSliceList is a list of ResourceSlices.
+type ResourceSliceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ResourceSlice `json:"items"`
+}

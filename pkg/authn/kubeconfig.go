@@ -1,0 +1,110 @@
+package authn
+
+import (
+	"crypto"
+	"fmt"
+	"net/url"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// KubeconfigParams is what a consumer needs to forge the kubeconfig of an identity.
+type KubeconfigParams struct {
+	// ClusterName names the cluster entry: the provider's cluster ID.
+	ClusterName string
+	// User names the user entry: the consumer's cluster ID, the certificate's CN.
+	User string
+	// Server is the provider API server URL (https).
+	Server string
+	// CA is the PEM CA bundle for Server.
+	CA []byte
+	// ProxyURL is an optional proxy towards Server (http, https or socks5).
+	ProxyURL string
+	// CertPEM is the client certificate signed by the provider.
+	CertPEM []byte
+	// Key is the consumer's private key; it must match CertPEM.
+	Key crypto.Signer
+	// Namespace is the default namespace of the context: the provider's tenant namespace.
+	Namespace string
+}
+
+// ForgeKubeconfig verifies the certificate against the key and the CA, then builds a
+// kubeconfig with one cluster, one user and one current context. It refuses to forge a
+// kubeconfig that could not work or that would trust something unexpected.
+func ForgeKubeconfig(p KubeconfigParams, now time.Time) ([]byte, error) {
+	if err := ValidateServerURL(p.Server); err != nil {
+		return nil, err
+	}
+	if err := ValidateProxyURL(p.ProxyURL); err != nil {
+		return nil, err
+	}
+	if _, err := VerifyCertificate(p.CertPEM, p.CA, p.Key.Public(), p.User, now); err != nil {
+		return nil, err
+	}
+	keyPEM, err := MarshalPrivateKey(p.Key)
+	if err != nil {
+		return nil, err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[p.ClusterName] = &clientcmdapi.Cluster{Server: p.Server, CertificateAuthorityData: p.CA, ProxyURL: p.ProxyURL}
+	cfg.AuthInfos[p.User] = &clientcmdapi.AuthInfo{ClientCertificateData: p.CertPEM, ClientKeyData: keyPEM}
+	cfg.Contexts[p.ClusterName] = &clientcmdapi.Context{Cluster: p.ClusterName, AuthInfo: p.User, Namespace: p.Namespace}
+	cfg.CurrentContext = p.ClusterName
+	return clientcmd.Write(*cfg)
+}
+
+// KubeconfigInfo summarises a forged kubeconfig.
+type KubeconfigInfo struct {
+	Server    string
+	Namespace string
+	CertPEM   []byte
+	CA        []byte
+}
+
+// ReadKubeconfig parses a kubeconfig forged by ForgeKubeconfig (or compatible: one current
+// context with embedded certificate data) and returns what it points at.
+func ReadKubeconfig(data []byte) (*KubeconfigInfo, error) {
+	if len(data) > 4*MaxCertificateSize {
+		return nil, refuse(ReasonKubeconfigInvalid, "the kubeconfig is too large", nil)
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, refuse(ReasonKubeconfigInvalid, "the kubeconfig cannot be parsed", err)
+	}
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok || ctx == nil {
+		return nil, refuse(ReasonKubeconfigInvalid, fmt.Sprintf("the kubeconfig has no current context %q", cfg.CurrentContext), nil)
+	}
+	cluster, user := cfg.Clusters[ctx.Cluster], cfg.AuthInfos[ctx.AuthInfo]
+	if cluster == nil || user == nil {
+		return nil, refuse(ReasonKubeconfigInvalid, "the kubeconfig context refers to a missing cluster or user", nil)
+	}
+	if len(user.ClientCertificateData) == 0 {
+		return nil, refuse(ReasonKubeconfigInvalid, "the kubeconfig user has no embedded client certificate", nil)
+	}
+	return &KubeconfigInfo{Server: cluster.Server, Namespace: ctx.Namespace, CertPEM: user.ClientCertificateData, CA: cluster.CertificateAuthorityData}, nil
+}
+
+// ValidateServerURL checks an API server URL handed over by a provider: absolute https,
+// with a host, without credentials, query or fragment.
+func ValidateServerURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return refuse(ReasonServerURLInvalid, fmt.Sprintf("the API server URL %q must be https://host[:port][/path], without credentials, query or fragment", s), err)
+	}
+	return nil
+}
+
+// ValidateProxyURL checks an optional proxy URL: empty, or http, https or socks5 with a host.
+func ValidateProxyURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Opaque != "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5") {
+		return refuse(ReasonProxyURLInvalid, fmt.Sprintf("the proxy URL %q must be http, https or socks5 with a host", s), err)
+	}
+	return nil
+}

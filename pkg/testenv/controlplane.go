@@ -1,0 +1,299 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// DefaultControllers are the kube-controller-manager controllers a control plane runs:
+// CSR signing and cleaning, namespace deletion and garbage collection.
+var defaultControllers = []string{
+	"certificatesigningrequest-signing-controller", "certificatesigningrequest-cleaner-controller",
+	"namespace-controller", "garbage-collector-controller",
+}
+
+// Options configure one control plane.
+type Options struct {
+	// Name names the control plane in kubeconfigs and logs.
+	Name string
+	// Dir holds PKI, etcd data, kubeconfigs and logs (dir/logs). It is created if needed.
+	Dir string
+	// BinDir holds etcd, kube-apiserver and kube-controller-manager.
+	BinDir string
+	// Detach lets the processes outlive the caller (devclusters); their PIDs are written
+	// to Dir/pids for StopDetached.
+	Detach bool
+	// ReadyTimeout bounds the wait for the API server to be ready (default 60s).
+	ReadyTimeout time.Duration
+}
+
+// ControlPlane is a running etcd + kube-apiserver + kube-controller-manager.
+type ControlPlane struct {
+	// Name of the control plane.
+	Name string
+	// Dir holds everything the control plane writes.
+	Dir string
+	// URL is the API server URL (https://127.0.0.1:<port>).
+	URL string
+	// Config is an admin (system:masters) client configuration.
+	Config *rest.Config
+	// Kubeconfig is the path of an admin kubeconfig file.
+	Kubeconfig string
+	// CA is the client and signing CA.
+	CA *CA
+
+	etcd, apiserver, kcm *process
+}
+
+type ports struct{ etcdClient, etcdPeer, apiserver int }
+
+// Start launches a control plane and waits until its API server is ready. On error,
+// everything started is stopped again.
+func Start(ctx context.Context, o Options) (*ControlPlane, error) {
+	if o.Name == "" || o.Dir == "" || o.BinDir == "" {
+		return nil, errors.New("testenv: Name, Dir and BinDir are required")
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 60 * time.Second
+	}
+	for _, d := range []string{o.Dir, filepath.Join(o.Dir, "pki"), filepath.Join(o.Dir, "logs")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	ca, err := writePKI(filepath.Join(o.Dir, "pki"), o.Name)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: creating PKI: %w", err)
+	}
+	var lastErr error
+	// A port picked as free may be taken before a server binds it; try again with others.
+	for attempt := 0; attempt < 3; attempt++ {
+		cp, err := startOnce(ctx, o, ca)
+		if err == nil {
+			return cp, nil
+		}
+		lastErr = err
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func startOnce(ctx context.Context, o Options, ca *CA) (*ControlPlane, error) {
+	p, err := freePorts()
+	if err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{Name: o.Name, Dir: o.Dir, CA: ca, URL: fmt.Sprintf("https://127.0.0.1:%d", p.apiserver)}
+	if err := cp.writeKubeconfigs(); err != nil {
+		return nil, err
+	}
+	pki, logs := filepath.Join(o.Dir, "pki"), filepath.Join(o.Dir, "logs")
+	bin := func(n string) string { return filepath.Join(o.BinDir, n) }
+	cp.etcd = &process{name: "etcd", path: bin("etcd"), logPath: filepath.Join(logs, "etcd.log"), detach: o.Detach, args: etcdArgs(o.Dir, p)}
+	cp.apiserver = &process{name: "kube-apiserver", path: bin("kube-apiserver"), logPath: filepath.Join(logs, "kube-apiserver.log"), detach: o.Detach, args: apiserverArgs(pki, p)}
+	cp.kcm = &process{name: "kube-controller-manager", path: bin("kube-controller-manager"), logPath: filepath.Join(logs, "kube-controller-manager.log"), detach: o.Detach,
+		args: kcmArgs(pki, filepath.Join(o.Dir, "controller-manager.kubeconfig"))}
+	for _, pr := range cp.processes() {
+		if err := pr.start(); err != nil {
+			cp.Stop()
+			return nil, err
+		}
+	}
+	if o.Detach {
+		if err := writePIDs(o.Dir, cp.processes()); err != nil {
+			cp.Stop()
+			return nil, err
+		}
+	}
+	if err := cp.waitReady(ctx, o.ReadyTimeout); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) processes() []*process {
+	return []*process{cp.etcd, cp.apiserver, cp.kcm}
+}
+
+// PIDs returns the PIDs of the running server processes.
+func (cp *ControlPlane) PIDs() []int {
+	var out []int
+	for _, p := range cp.processes() {
+		if p != nil && p.cmd != nil && !p.exited() {
+			out = append(out, p.cmd.Process.Pid)
+		}
+	}
+	return out
+}
+
+// Stop terminates the controller manager, the API server and etcd, in that order.
+func (cp *ControlPlane) Stop() {
+	for _, p := range []*process{cp.kcm, cp.apiserver, cp.etcd} {
+		if p != nil {
+			p.stop(10 * time.Second)
+		}
+	}
+}
+
+// StopAPIServer stops only the API server, as in an outage.
+func (cp *ControlPlane) StopAPIServer() { cp.apiserver.stop(10 * time.Second) }
+
+// StartAPIServer starts the API server again on the same port and waits for readiness.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	if !cp.apiserver.exited() {
+		return errors.New("testenv: the API server is running")
+	}
+	if err := cp.apiserver.start(); err != nil {
+		return err
+	}
+	return cp.waitReady(ctx, 60*time.Second)
+}
+
+// Logs returns the tail of each server log, for failure reports.
+func (cp *ControlPlane) Logs(lines int) string {
+	var b strings.Builder
+	for _, p := range cp.processes() {
+		if p != nil {
+			fmt.Fprintf(&b, "==> %s/%s (%s) <==\n%s\n", cp.Name, p.name, p.logPath, p.logTail(lines))
+		}
+	}
+	return b.String()
+}
+
+func (cp *ControlPlane) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tr, err := rest.TransportFor(cp.Config)
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Transport: tr, Timeout: 2 * time.Second}
+	for {
+		for _, p := range cp.processes() {
+			if p.exited() {
+				return fmt.Errorf("testenv: %s of %s exited before the API server was ready: %v\n%s", p.name, cp.Name, p.err, p.logTail(15))
+			}
+		}
+		if resp, err := client.Get(cp.URL + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("testenv: API server of %s not ready: %w\n%s", cp.Name, ctx.Err(), cp.Logs(15))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (cp *ControlPlane) writeKubeconfigs() error {
+	cfg, err := cp.UserConfig("admin", "system:masters")
+	if err != nil {
+		return err
+	}
+	cp.Config = cfg
+	cp.Kubeconfig = filepath.Join(cp.Dir, "kubeconfig")
+	if err := WriteKubeconfig(cp.Kubeconfig, cp.Name, cfg); err != nil {
+		return err
+	}
+	kcm, err := cp.UserConfig("system:kube-controller-manager", "system:masters")
+	if err != nil {
+		return err
+	}
+	return WriteKubeconfig(filepath.Join(cp.Dir, "controller-manager.kubeconfig"), cp.Name, kcm)
+}
+
+// UserConfig mints a client certificate for user in groups, signed by the control
+// plane's CA, and returns a client configuration that authenticates with it.
+func (cp *ControlPlane) UserConfig(user string, groups ...string) (*rest.Config, error) {
+	crt, key, err := cp.CA.Issue(user, groups, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host: cp.URL, QPS: 200, Burst: 400,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.CA.CertPEM, CertData: crt, KeyData: key},
+	}, nil
+}
+
+// WriteKubeconfig writes a kubeconfig file for a client configuration with embedded
+// certificates; the cluster, user and context are all called name.
+func WriteKubeconfig(path, name string, cfg *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+func freePorts() (ports, error) {
+	var got [3]int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for i := range got {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return ports{}, err
+		}
+		ls = append(ls, l)
+		got[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports{etcdClient: got[0], etcdPeer: got[1], apiserver: got[2]}, nil
+}
+
+func etcdArgs(dir string, p ports) []string {
+	client := "http://127.0.0.1:" + strconv.Itoa(p.etcdClient)
+	peer := "http://127.0.0.1:" + strconv.Itoa(p.etcdPeer)
+	return []string{
+		"--name=default", "--data-dir=" + filepath.Join(dir, "etcd"),
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=default=" + peer, "--initial-cluster-state=new",
+		"--unsafe-no-fsync", "--log-level=error", "--quota-backend-bytes=2147483648",
+	}
+}
+
+func apiserverArgs(pki string, p ports) []string {
+	f := func(n string) string { return filepath.Join(pki, n) }
+	return []string{
+		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(p.etcdClient),
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p.apiserver),
+		"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+		"--tls-cert-file=" + f("apiserver.crt"), "--tls-private-key-file=" + f("apiserver.key"),
+		"--client-ca-file=" + f("ca.crt"), "--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + f("sa.pub"),
+		"--service-account-signing-key-file=" + f("sa.key"), "--service-cluster-ip-range=10.0.0.0/24",
+		"--enable-priority-and-fairness=false", "--profiling=false", "--v=0",
+	}
+}
+
+func kcmArgs(pki, kubeconfig string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig, "--controllers=" + strings.Join(defaultControllers, ","),
+		"--cluster-signing-cert-file=" + filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file=" + filepath.Join(pki, "ca.key"),
+		"--leader-elect=false", "--secure-port=0", "--kube-api-qps=200", "--kube-api-burst=400",
+		"--controller-start-interval=0", "--v=0",
+	}
+}

@@ -1,0 +1,10 @@
+// Package testenv starts real, isolated Kubernetes control planes (etcd, kube-apiserver
+// with RBAC, and kube-controller-manager running the CSR signer, the CSR cleaner, the
+// namespace controller and the garbage collector) on loopback, for tests, benchmarks
+// and local demos.
+//
+// Each control plane has its own PKI: one CA is both the API server's client CA and the
+// controller manager's cluster-signing CA, so certificates issued through
+// CertificateSigningRequests really authenticate. Processes are tracked by PID and
+// stopped by PID; nothing else on the machine is touched.
+package testenv

@@ -1,0 +1,164 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is one server binary run by a control plane.
+type process struct {
+	name    string
+	path    string
+	args    []string
+	logPath string
+	detach  bool
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func (p *process) start() error {
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if p.detach {
+		// Outlive this process: a new session, and no death signal.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	} else {
+		// Die with the test binary, even when it is killed.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("starting %s: %w", p.name, err)
+	}
+	p.cmd, p.done = cmd, make(chan struct{})
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return nil
+}
+
+// exited reports whether the process has ended.
+func (p *process) exited() bool {
+	if p.done == nil {
+		return true
+	}
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop terminates the process (SIGTERM, then SIGKILL after grace) and waits for it.
+func (p *process) stop(grace time.Duration) {
+	if p.cmd == nil || p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// logTail returns the last n lines of the process log.
+func (p *process) logTail(n int) string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// pidFile records the PIDs of detached processes, one "name pid path" per line.
+const pidFile = "pids"
+
+func writePIDs(dir string, procs []*process) error {
+	var b strings.Builder
+	for _, p := range procs {
+		fmt.Fprintf(&b, "%s %d %s\n", p.name, p.cmd.Process.Pid, p.path)
+	}
+	return os.WriteFile(filepath.Join(dir, pidFile), []byte(b.String()), 0o644)
+}
+
+// StopDetached stops the processes recorded in dir by a detached Start: each PID is
+// signalled only if it still runs the binary that was started, so a recycled PID is
+// never touched. It returns how many processes it stopped.
+func StopDetached(dir string, grace time.Duration) (int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, pidFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var pids []int
+	// Stop in reverse start order: controller manager, API server, etcd.
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) != 3 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[1])
+		if err != nil || !runs(pid, f[2]) {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		pids = append(pids, pid)
+		waitGone(pid, f[2], grace)
+	}
+	if err := os.Remove(filepath.Join(dir, pidFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return len(pids), err
+	}
+	return len(pids), nil
+}
+
+func waitGone(pid int, path string, grace time.Duration) {
+	deadline := time.Now().Add(grace)
+	for runs(pid, path) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(grace)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runs reports whether pid is alive and executes path.
+func runs(pid int, path string) bool {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err == nil {
+		// A zombie ("Z") has exited already.
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return false
+		}
+	}
+	return strings.TrimSuffix(exe, " (deleted)") == path
+}
