@@ -1,0 +1,91 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// MaxClusterIDLength keeps liqo-tenant-<id> within the 63 characters of a namespace name.
+const MaxClusterIDLength = 63 - len(tenantNamespacePfx)
+
+// ValidateClusterID checks that id is a DNS-1123 label of at most 51 characters.
+func ValidateClusterID(id string) error {
+	if id == "" {
+		return fmt.Errorf("the cluster ID is empty")
+	}
+	if len(id) > MaxClusterIDLength {
+		return fmt.Errorf("the cluster ID %q has %d characters; at most %d are allowed so that liqo-tenant-<id> is a valid namespace name", id, len(id), MaxClusterIDLength)
+	}
+	if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
+		return fmt.Errorf("the cluster ID %q is not valid: %s", id, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// GetClusterID reads the cluster ID from the ConfigMap labelled as the cluster-ID
+// ConfigMap in namespace ns. Exactly one must exist.
+func GetClusterID(ctx context.Context, c client.Reader, ns string) (string, error) {
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{ClusterIDLabelKey: ClusterIDLabelValue}); err != nil {
+		return "", fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
+	}
+	switch len(list.Items) {
+	case 0:
+		return "", fmt.Errorf("%w: no ConfigMap labelled %s=%s in namespace %q", ErrNotInstalled, ClusterIDLabelKey, ClusterIDLabelValue, ns)
+	case 1:
+	default:
+		return "", fmt.Errorf("%d ConfigMaps in namespace %q are labelled %s=%s; exactly one must be", len(list.Items), ns, ClusterIDLabelKey, ClusterIDLabelValue)
+	}
+	id := list.Items[0].Data[ClusterIDKey]
+	if err := ValidateClusterID(id); err != nil {
+		return "", fmt.Errorf("ConfigMap %s/%s: %w", ns, list.Items[0].Name, err)
+	}
+	return id, nil
+}
+
+// EnsureClusterID returns the installed cluster ID, creating it when missing: want if
+// given, else a random UUIDv4. An installed ID never changes: asking for another one is
+// an error.
+func EnsureClusterID(ctx context.Context, c client.Client, ns, want string) (id string, created bool, err error) {
+	if want != "" {
+		if err := ValidateClusterID(want); err != nil {
+			return "", false, err
+		}
+	}
+	id, err = GetClusterID(ctx, c, ns)
+	switch {
+	case err == nil:
+		if want != "" && want != id {
+			return "", false, fmt.Errorf("this cluster is already installed with cluster ID %q; a cluster ID never changes (asked for %q)", id, want)
+		}
+		return id, false, nil
+	case !isNotInstalled(err):
+		return "", false, err
+	}
+	if want == "" {
+		want = uuid.NewString()
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: ClusterIDConfigMapName, Namespace: ns,
+			Labels: map[string]string{ClusterIDLabelKey: ClusterIDLabelValue, ManagedByLabel: ManagedByValue}},
+		Data: map[string]string{ClusterIDKey: want},
+	}
+	if err := c.Create(ctx, cm); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return "", false, fmt.Errorf("ConfigMap %s/%s exists without the label %s=%s: label it or remove it", ns, ClusterIDConfigMapName, ClusterIDLabelKey, ClusterIDLabelValue)
+		}
+		return "", false, fmt.Errorf("creating the cluster ID: %w", err)
+	}
+	return want, true, nil
+}
+
+func isNotInstalled(err error) bool { return errors.Is(err, ErrNotInstalled) }

@@ -1,0 +1,72 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ConfigMapName is the ConfigMap where liqoctl install records how this cluster presents
+// itself to consumers.
+const ConfigMapName = "liqo-auth-config"
+
+// Keys of the liqo-auth-config ConfigMap.
+const (
+	ConfigAPIServerURL        = "apiServerURL"
+	ConfigAPIServerCA         = "apiServerCA"
+	ConfigCertificateLifetime = "certificateLifetime"
+)
+
+// Config is how a provider presents itself to its consumers.
+type Config struct {
+	// APIServerURL is the URL consumers use to reach this cluster.
+	APIServerURL string
+	// APIServerCA is the PEM CA bundle for APIServerURL.
+	APIServerCA []byte
+	// CertificateLifetime is the lifetime of issued certificates (0: the default).
+	CertificateLifetime time.Duration
+}
+
+// GetConfig reads the liqo-auth-config ConfigMap; a missing one is an empty Config.
+func GetConfig(ctx context.Context, c client.Reader, ns string) (Config, error) {
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ConfigMapName}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Config{}, nil
+		}
+		return Config{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, ConfigMapName, err)
+	}
+	cfg := Config{APIServerURL: cm.Data[ConfigAPIServerURL], APIServerCA: []byte(cm.Data[ConfigAPIServerCA])}
+	if v := cm.Data[ConfigCertificateLifetime]; v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("ConfigMap %s/%s: %s=%q is not a duration", ns, ConfigMapName, ConfigCertificateLifetime, v)
+		}
+		cfg.CertificateLifetime = d
+	}
+	return cfg, nil
+}
+
+// ForgeConfigMap builds the liqo-auth-config ConfigMap; empty fields are left out.
+func ForgeConfigMap(ns string, cfg Config) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: ns, Labels: managedLabels()},
+		Data:       map[string]string{},
+	}
+	if cfg.APIServerURL != "" {
+		cm.Data[ConfigAPIServerURL] = cfg.APIServerURL
+	}
+	if len(cfg.APIServerCA) > 0 {
+		cm.Data[ConfigAPIServerCA] = string(cfg.APIServerCA)
+	}
+	if cfg.CertificateLifetime > 0 {
+		cm.Data[ConfigCertificateLifetime] = cfg.CertificateLifetime.String()
+	}
+	return cm
+}

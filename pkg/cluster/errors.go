@@ -1,0 +1,9 @@
+package cluster
+
+import "errors"
+
+// ErrNotInstalled means the cluster has no identity yet: liqoctl install creates it.
+var ErrNotInstalled = errors.New("the cluster identity is not installed")
+
+// ErrTenantNamespaceNotFound means no tenant namespace exists for a remote cluster.
+var ErrTenantNamespaceNotFound = errors.New("tenant namespace not found")

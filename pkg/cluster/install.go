@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/crds"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+)
+
+// InstallOptions are what liqoctl install sets up.
+type InstallOptions struct {
+	// Namespace is the Liqo namespace.
+	Namespace string
+	// ClusterID is the wanted cluster ID (random when empty; kept when installed).
+	ClusterID string
+	// KeyAlgorithm of the cluster key pair, when it is created.
+	KeyAlgorithm authn.Algorithm
+	// Config is how this cluster presents itself to consumers.
+	Config Config
+}
+
+// InstallObjects are the objects of an installation that are the same on every apply:
+// CRDs, the Liqo namespace, the ClusterRoles and, when set, the liqo-auth-config ConfigMap.
+func InstallObjects(o InstallOptions) ([]client.Object, error) {
+	defs, err := crds.Load()
+	if err != nil {
+		return nil, err
+	}
+	var objs []client.Object
+	for _, d := range defs {
+		d.TypeMeta = metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"}
+		objs = append(objs, d)
+	}
+	objs = append(objs,
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: managedLabels()}},
+		ForgeControlPlaneClusterRole(), ForgeManagerClusterRole())
+	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 {
+		objs = append(objs, ForgeConfigMap(o.Namespace, o.Config))
+	}
+	return objs, nil
+}
+
+// InstallResult says what an installation holds.
+type InstallResult struct {
+	ClusterID      string
+	Fingerprint    string
+	CreatedID      bool
+	CreatedKey     bool
+	AppliedObjects int
+}
+
+// EnsureInstalled applies the install objects, waits for the CRDs to be established, and
+// ensures the cluster ID and key pair (both kept when they exist).
+func EnsureInstalled(ctx context.Context, c client.Client, o InstallOptions) (*InstallResult, error) {
+	if o.Namespace == "" {
+		o.Namespace = DefaultLiqoNamespace
+	}
+	if o.ClusterID != "" {
+		if err := ValidateClusterID(o.ClusterID); err != nil {
+			return nil, err
+		}
+	}
+	if o.Config.APIServerURL != "" {
+		if err := authn.ValidateServerURL(o.Config.APIServerURL); err != nil {
+			return nil, err
+		}
+	}
+	objs, err := InstallObjects(o)
+	if err != nil {
+		return nil, err
+	}
+	res := &InstallResult{}
+	for _, obj := range objs {
+		if err := Apply(ctx, c, obj, FieldOwner); err != nil {
+			return nil, err
+		}
+		res.AppliedObjects++
+	}
+	if err := WaitCRDsEstablished(ctx, c); err != nil {
+		return nil, err
+	}
+	if res.ClusterID, res.CreatedID, err = EnsureClusterID(ctx, c, o.Namespace, o.ClusterID); err != nil {
+		return nil, err
+	}
+	key, created, err := EnsureClusterKey(ctx, c, o.Namespace, o.KeyAlgorithm)
+	if err != nil {
+		return nil, err
+	}
+	res.CreatedKey = created
+	if res.Fingerprint, err = authn.Fingerprint(key.Public()); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// WaitCRDsEstablished waits until every embedded CRD is established.
+func WaitCRDsEstablished(ctx context.Context, c client.Client) error {
+	defs, err := crds.Load()
+	if err != nil {
+		return err
+	}
+	for _, d := range defs {
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var got apiextensionsv1.CustomResourceDefinition
+			if err := c.Get(ctx, client.ObjectKey{Name: d.Name}, &got); err != nil {
+				return false, err
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for CRD %s to be established: %w", d.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+)
+
+// GetClusterKey reads the cluster key pair from the authentication-keys Secret and checks
+// that its public half matches the private key.
+func GetClusterKey(ctx context.Context, c client.Reader, ns string) (crypto.Signer, error) {
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: KeysSecretName}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: Secret %s/%s not found", ErrNotInstalled, ns, KeysSecretName)
+		}
+		return nil, fmt.Errorf("reading the cluster key: %w", err)
+	}
+	return keyFromSecret(&s)
+}
+
+func keyFromSecret(s *corev1.Secret) (crypto.Signer, error) {
+	key, err := authn.ParsePrivateKey(s.Data[PrivateKeyField])
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	if pub := s.Data[PublicKeyField]; len(pub) > 0 {
+		stored, err := authn.ParsePublicKey(pub)
+		if err != nil || !authn.PublicKeysEqual(stored, key.Public()) {
+			return nil, fmt.Errorf("Secret %s/%s: the public key does not match the private key", s.Namespace, s.Name)
+		}
+	}
+	return key, nil
+}
+
+// EnsureClusterKey returns the cluster key, creating it with the given algorithm when
+// missing. An existing key is never replaced, even if it is of another algorithm or
+// broken: a broken key is an error for an administrator to look at.
+func EnsureClusterKey(ctx context.Context, c client.Client, ns string, alg authn.Algorithm) (key crypto.Signer, created bool, err error) {
+	key, err = GetClusterKey(ctx, c, ns)
+	if err == nil || !isNotInstalled(err) {
+		return key, false, err
+	}
+	key, err = authn.GenerateKey(alg)
+	if err != nil {
+		return nil, false, err
+	}
+	priv, err := authn.MarshalPrivateKey(key)
+	if err != nil {
+		return nil, false, err
+	}
+	pub, err := authn.MarshalPublicKey(key.Public())
+	if err != nil {
+		return nil, false, err
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: KeysSecretName, Namespace: ns, Labels: map[string]string{ManagedByLabel: ManagedByValue}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{PrivateKeyField: priv, PublicKeyField: pub},
+	}
+	if err := c.Create(ctx, s); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Someone else created it first: theirs wins.
+			key, err = GetClusterKey(ctx, c, ns)
+			return key, false, err
+		}
+		return nil, false, fmt.Errorf("creating the cluster key: %w", err)
+	}
+	return key, true, nil
+}

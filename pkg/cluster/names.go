@@ -1,0 +1,66 @@
+package cluster
+
+// Names, labels and keys of the protocol (see docs/protocol.md).
+const (
+	// DefaultLiqoNamespace is where a cluster keeps its own identity.
+	DefaultLiqoNamespace = "liqo"
+
+	ClusterIDConfigMapName = "liqo-clusterid-configmap"
+	ClusterIDKey           = "CLUSTER_ID"
+	ClusterIDLabelKey      = "app.kubernetes.io/name"
+	ClusterIDLabelValue    = "clusterid-configmap"
+
+	KeysSecretName  = "authentication-keys"
+	PrivateKeyField = "privateKey"
+	PublicKeyField  = "publicKey"
+
+	RemoteClusterIDLabel = "liqo.io/remote-cluster-id"
+	TenantNamespaceLabel = "liqo.io/tenant-namespace"
+	tenantNamespacePfx   = "liqo-tenant-"
+
+	NonceSecretName = "liqo-nonce"
+	NonceLabel      = "liqo.io/nonce"
+	NonceField      = "nonce"
+	// NonceIssuedAtAnnotation records when a provider filled a nonce (RFC 3339).
+	NonceIssuedAtAnnotation = "liqo.io/nonce-issued-at"
+
+	SignedNonceSecretName = "liqo-signed-nonce"
+	SignedNonceLabel      = "liqo.io/signed-nonce"
+	SignedNonceField      = "signedNonce"
+
+	IdentityTypeLabel               = "liqo.io/identity-type"
+	RemoteTenantNamespaceAnnotation = "liqo.io/remote-tenant-namespace"
+	KubeconfigField                 = "kubeconfig"
+	// ExpectedCAFingerprintAnnotation on a consumer's tenant namespace pins the CA an
+	// Identity from that provider must present.
+	ExpectedCAFingerprintAnnotation = "liqo.io/expected-ca-fingerprint"
+
+	// ControlPlaneRoleName is the ClusterRole bound, in its tenant namespace, to a
+	// consumer's control-plane user.
+	ControlPlaneRoleName = "liqo-remote-controlplane"
+	// ControlPlaneBindingName is the RoleBinding of that role in a tenant namespace.
+	ControlPlaneBindingName = "liqo-remote-controlplane"
+	// TenantReaderName is the Role and RoleBinding that let a consumer read its own Tenant
+	// (to pick up renewed certificates).
+	TenantReaderName = "liqo-tenant-reader"
+
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "liqo-auth"
+	// TenantUIDLabel links CertificateSigningRequests to the Tenant they are for.
+	TenantUIDLabel = "liqo.io/tenant-uid"
+
+	// TenantFinalizer lets the provider clean up what a Tenant caused.
+	TenantFinalizer = "liqo.io/tenant-cleanup"
+
+	// UserGroup is the group of every control-plane certificate (its Organization).
+	UserGroup = "liqo.io"
+)
+
+// TenantNamespaceName is the default tenant namespace for a remote cluster.
+func TenantNamespaceName(remoteID string) string { return tenantNamespacePfx + remoteID }
+
+// IdentityName is the name of the control-plane Identity for a provider.
+func IdentityName(providerID string) string { return "controlplane-" + providerID }
+
+// KubeconfigSecretName is the name of the kubeconfig Secret of an Identity.
+func KubeconfigSecretName(identityName string) string { return "kubeconfig-" + identityName }

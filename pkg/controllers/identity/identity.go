@@ -1,0 +1,232 @@
+// Package identity is the consumer controller of Identities: it turns an Identity into
+// the kubeconfig Secret of its provider, after checking that the certificate is for this
+// cluster's own key and user, chains to the given CA (and to the pinned CA, if any), and
+// that the Identity sits where the protocol says. A refused Identity gets a Warning Event
+// and a condition, and no kubeconfig is written.
+package identity
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+)
+
+// Reasons of the Ready condition of an Identity.
+const (
+	ReasonKubeconfigReady    = "KubeconfigReady"
+	ReasonMisplaced          = "IdentityNotInTenantNamespace"
+	ReasonNameMismatch       = "IdentityNameMismatch"
+	ReasonLabelMismatch      = "IdentityLabelMismatch"
+	ReasonInvalidClusterID   = "InvalidClusterID"
+	ReasonUnsupportedType    = "UnsupportedIdentityType"
+	ReasonNamespaceMissing   = "RemoteNamespaceMissing"
+	ReasonSecretNotOwned     = "KubeconfigSecretNotOwned"
+	ReasonCertificateExpired = "CertificateExpired"
+)
+
+// Reconciler reconciles Identities.
+type Reconciler struct {
+	Client    client.Client
+	Recorder  events.EventRecorder
+	ClusterID string
+	Key       crypto.Signer
+	Now       func() time.Time
+}
+
+// SetupWithManager registers the reconciler for Identities and their kubeconfig Secrets.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("identity").
+		For(&authv1beta1.Identity{}).
+		Owns(&corev1.Secret{}).
+		Complete(r)
+}
+
+// Reconcile writes the kubeconfig Secret of one Identity.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	id := &authv1beta1.Identity{}
+	if err := r.Client.Get(ctx, req.NamespacedName, id); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if id.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	before := id.Status.DeepCopy()
+	res, err := r.reconcile(ctx, id)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	id.Status.ObservedGeneration = id.Generation
+	if !equality.Semantic.DeepEqual(before, &id.Status) {
+		if err := r.Client.Status().Update(ctx, id); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	return res, nil
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (ctrl.Result, error) {
+	if reason, msg, err := r.checkPlacement(ctx, id); err != nil || reason != "" {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		r.refuse(id, reason, msg)
+		return ctrl.Result{}, nil
+	}
+	params := id.Spec.AuthParams
+	now := r.Now()
+	if pin, err := r.pinnedCA(ctx, id.Namespace); err != nil {
+		return ctrl.Result{}, err
+	} else if pin != "" {
+		got, err := authn.CAFingerprint(params.CA)
+		if err != nil {
+			r.refuse(id, string(authn.ReasonOf(err)), err.Error())
+			return ctrl.Result{}, nil
+		}
+		if got != pin {
+			r.refuse(id, string(authn.ReasonCAFingerprintMismatch), fmt.Sprintf("the Identity presents CA %s, but this cluster expects %s for provider %q (annotation %s on namespace %q)",
+				got, pin, id.Spec.ClusterID, cluster.ExpectedCAFingerprintAnnotation, id.Namespace))
+			return ctrl.Result{}, nil
+		}
+	}
+	kubeconfig, err := authn.ForgeKubeconfig(authn.KubeconfigParams{
+		ClusterName: string(id.Spec.ClusterID), User: r.ClusterID, Server: params.APIServer, CA: params.CA,
+		ProxyURL: ptr.Deref(params.ProxyURL, ""), CertPEM: params.SignedCRT, Key: r.Key, Namespace: ptr.Deref(id.Spec.Namespace, ""),
+	}, now)
+	if err != nil {
+		reason := authn.ReasonOf(err)
+		if reason == "" {
+			return ctrl.Result{}, err
+		}
+		r.refuse(id, string(reason), err.Error())
+		return ctrl.Result{}, nil
+	}
+	cert, _ := authn.ParseCertificate(params.SignedCRT)
+	caFP, _ := authn.CAFingerprint(params.CA)
+	if ok, msg, err := r.ensureSecret(ctx, id, kubeconfig); err != nil || !ok {
+		if err == nil {
+			r.refuse(id, ReasonSecretNotOwned, msg)
+		}
+		return ctrl.Result{}, err
+	}
+	id.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: cluster.KubeconfigSecretName(id.Name)}
+	id.Status.CAFingerprint = caFP
+	id.Status.Certificate = &authv1beta1.CertificateInfo{SerialNumber: cert.SerialNumber.Text(16),
+		NotBefore: ptr.To(metav1.NewTime(cert.NotBefore)), NotAfter: ptr.To(metav1.NewTime(cert.NotAfter))}
+	msg := fmt.Sprintf("kubeconfig %s for %s as user %q, certificate %s valid until %s", id.Status.KubeconfigSecretRef.Name,
+		params.APIServer, r.ClusterID, id.Status.Certificate.SerialNumber, cert.NotAfter.UTC().Format(time.RFC3339))
+	if common.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, true, ReasonKubeconfigReady, msg, id.Generation) {
+		r.Recorder.Eventf(id, nil, corev1.EventTypeNormal, ReasonKubeconfigReady, "WriteKubeconfig", "%s", msg)
+	}
+	// Come back when the certificate expires, to report it.
+	return ctrl.Result{RequeueAfter: cert.NotAfter.Sub(now) + time.Second}, nil
+}
+
+// checkPlacement verifies that the Identity is named, labelled and placed for its provider.
+func (r *Reconciler) checkPlacement(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
+	p := string(id.Spec.ClusterID)
+	if err := cluster.ValidateClusterID(p); err != nil {
+		return ReasonInvalidClusterID, "spec.clusterID: " + err.Error(), nil
+	}
+	if id.Spec.Type != authv1beta1.ControlPlaneIdentityType {
+		return ReasonUnsupportedType, fmt.Sprintf("identities of type %q are not handled by liqo-auth; only %q", id.Spec.Type, authv1beta1.ControlPlaneIdentityType), nil
+	}
+	if id.Name != cluster.IdentityName(p) {
+		return ReasonNameMismatch, fmt.Sprintf("a control-plane Identity for cluster %q is named %q, not %q", p, cluster.IdentityName(p), id.Name), nil
+	}
+	if l := id.Labels[cluster.RemoteClusterIDLabel]; l != p {
+		return ReasonLabelMismatch, fmt.Sprintf("label %s is %q but spec.clusterID is %q", cluster.RemoteClusterIDLabel, l, p), nil
+	}
+	if ptr.Deref(id.Spec.Namespace, "") == "" {
+		return ReasonNamespaceMissing, "spec.namespace (the provider's tenant namespace) is empty", nil
+	}
+	ok, err := common.IsTenantNamespace(ctx, r.Client, id.Namespace, p)
+	if err != nil {
+		return "", "", err
+	}
+	if !ok {
+		return ReasonMisplaced, fmt.Sprintf("namespace %q is not the tenant namespace of cluster %q: apply the Identity in %q", id.Namespace, p, cluster.TenantNamespaceName(p)), nil
+	}
+	return "", "", nil
+}
+
+func (r *Reconciler) pinnedCA(ctx context.Context, ns string) (string, error) {
+	var n corev1.Namespace
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	return n.Annotations[cluster.ExpectedCAFingerprintAnnotation], nil
+}
+
+// ensureSecret creates or updates the kubeconfig Secret, owned by the Identity. A Secret
+// of that name owned by something else is left alone.
+func (r *Reconciler) ensureSecret(ctx context.Context, id *authv1beta1.Identity, kubeconfig []byte) (bool, string, error) {
+	s := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: id.Namespace, Name: cluster.KubeconfigSecretName(id.Name)}
+	err := r.Client.Get(ctx, key, s)
+	if apierrors.IsNotFound(err) {
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	} else if err != nil {
+		return false, "", err
+	} else if owner := metav1.GetControllerOf(s); owner == nil || owner.UID != id.UID {
+		return false, fmt.Sprintf("Secret %s exists and is not owned by this Identity: remove it to let the kubeconfig be written", key), nil
+	}
+	want := s.DeepCopy()
+	want.Labels = mergeMaps(want.Labels, map[string]string{cluster.RemoteClusterIDLabel: string(id.Spec.ClusterID),
+		cluster.IdentityTypeLabel: string(id.Spec.Type), cluster.ManagedByLabel: cluster.ManagedByValue})
+	want.Annotations = mergeMaps(want.Annotations, map[string]string{cluster.RemoteTenantNamespaceAnnotation: ptr.Deref(id.Spec.Namespace, "")})
+	want.Data = map[string][]byte{cluster.KubeconfigField: kubeconfig}
+	want.Type = corev1.SecretTypeOpaque
+	if err := controllerutil.SetControllerReference(id, want, r.Client.Scheme()); err != nil {
+		return false, "", err
+	}
+	switch {
+	case s.ResourceVersion == "":
+		// AlreadyExists: written by an earlier reconcile the cache has not seen yet; its
+		// event brings this Identity back.
+		if err = r.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	case !bytes.Equal(s.Data[cluster.KubeconfigField], kubeconfig) || !equality.Semantic.DeepEqual(s.ObjectMeta, want.ObjectMeta):
+		err = r.Client.Update(ctx, want)
+	}
+	return err == nil, "", err
+}
+
+func mergeMaps(dst, src map[string]string) map[string]string {
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	for k, v := range src {
+		dst[k] = v
+	}
+	return dst
+}
+
+func (r *Reconciler) refuse(id *authv1beta1.Identity, reason, msg string) {
+	if common.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, false, reason, msg, id.Generation) {
+		r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, reason, "WriteKubeconfig", "%s", msg)
+	}
+}

@@ -1,0 +1,90 @@
+// Package noncecreator is the provider controller that fills empty liqo-nonce Secrets
+// with a fresh nonce and records when it was issued. It never refills a nonce.
+package noncecreator
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+)
+
+// Reconciler fills nonce Secrets.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Now      func() time.Time
+}
+
+// SetupWithManager registers the reconciler for Secrets labelled liqo.io/nonce=true.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("noncecreator").
+		For(&corev1.Secret{}, builder.WithPredicates(common.HasLabel(cluster.NonceLabel, "true"))).
+		Complete(r)
+}
+
+// Reconcile fills the nonce of one Secret if it is empty and sits in the right place.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var s corev1.Secret
+	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.Name != cluster.NonceSecretName || s.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	remote := s.Labels[cluster.RemoteClusterIDLabel]
+	ok, err := common.IsTenantNamespace(ctx, r.Client, s.Namespace, remote)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !ok {
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, "NonceOutsideTenantNamespace", "FillNonce",
+			"not filling nonce: namespace %q is not the tenant namespace of cluster %q", s.Namespace, remote)
+		return ctrl.Result{}, nil
+	}
+	if len(s.Data[cluster.NonceField]) > 0 {
+		if s.Annotations[cluster.NonceIssuedAtAnnotation] != "" {
+			return ctrl.Result{}, nil
+		}
+		// Filled by someone else (e.g. a CLI) without the issue time: record when we saw it.
+		return ctrl.Result{}, r.stamp(ctx, &s, s.CreationTimestamp.Time)
+	}
+	nonce, err := authn.NewNonce()
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	s.Data[cluster.NonceField] = []byte(nonce)
+	if err := r.stamp(ctx, &s, r.Now()); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, "NonceGenerated", "FillNonce", "nonce generated for cluster %q", remote)
+	return ctrl.Result{}, nil
+}
+
+// stamp writes the Secret with its issue time. The update carries the resourceVersion
+// read, so two fillers never both succeed: the loser gets a conflict and sees the nonce.
+func (r *Reconciler) stamp(ctx context.Context, s *corev1.Secret, at time.Time) error {
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[cluster.NonceIssuedAtAnnotation] = at.UTC().Format(time.RFC3339)
+	if err := r.Client.Update(ctx, s); err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+// Package noncesigner is the consumer controller that signs liqo-signed-nonce Secrets
+// with the cluster key. It signs only canonical nonces, and only in the tenant namespace
+// of the remote cluster the Secret is labelled with: it is not an oracle.
+package noncesigner
+
+import (
+	"context"
+	"crypto"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+)
+
+// Reconciler signs nonces.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Key      crypto.Signer
+}
+
+// SetupWithManager registers the reconciler for Secrets labelled liqo.io/signed-nonce=true.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("noncesigner").
+		For(&corev1.Secret{}, builder.WithPredicates(common.HasLabel(cluster.SignedNonceLabel, "true"))).
+		Complete(r)
+}
+
+// Reconcile signs the nonce of one Secret, or re-signs it when the signature present
+// does not verify (the nonce was replaced).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var s corev1.Secret
+	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.Name != cluster.SignedNonceSecretName || s.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	remote := s.Labels[cluster.RemoteClusterIDLabel]
+	ok, err := common.IsTenantNamespace(ctx, r.Client, s.Namespace, remote)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !ok {
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, "SignedNonceOutsideTenantNamespace", "SignNonce",
+			"not signing: namespace %q is not the tenant namespace of cluster %q", s.Namespace, remote)
+		return ctrl.Result{}, nil
+	}
+	nonce := string(s.Data[cluster.NonceField])
+	if len(nonce) == 0 {
+		return ctrl.Result{}, nil
+	}
+	if sig := s.Data[cluster.SignedNonceField]; len(sig) > 0 && authn.VerifyNonceSignature(r.Key.Public(), nonce, sig) == nil {
+		return ctrl.Result{}, nil
+	}
+	sig, err := authn.SignNonce(r.Key, nonce)
+	if err != nil {
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, string(authn.ReasonOf(err)), "SignNonce", "not signing: %v", err)
+		return ctrl.Result{}, nil
+	}
+	s.Data[cluster.SignedNonceField] = sig
+	if err := r.Client.Update(ctx, &s); err != nil && !apierrors.IsConflict(err) {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, "NonceSigned", "SignNonce", "nonce of cluster %q signed", remote)
+	return ctrl.Result{}, nil
+}

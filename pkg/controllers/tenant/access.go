@@ -1,0 +1,106 @@
+package tenant
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// Reasons of the AccessGranted condition.
+const (
+	ReasonAccessGranted      = "AccessGranted"
+	ReasonAccessRevoked      = "AccessRevoked"
+	ReasonAccessStillAllowed = "AccessStillAllowed"
+	ReasonCordonedNoGrant    = "CordonedNotGranted"
+)
+
+// TenantRules are all the permissions a Tenant's user holds in its tenant namespace: the
+// control-plane role and the right to read its own Tenant.
+func TenantRules(tenantName string) []rbacv1.PolicyRule {
+	return append(cluster.ControlPlaneRules(), cluster.TenantReaderRules(tenantName)...)
+}
+
+func (r *Reconciler) desiredAccess(t *authv1beta1.Tenant) []client.Object {
+	labels := map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.RemoteClusterIDLabel: string(t.Spec.ClusterID)}
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: string(t.Spec.ClusterID)}}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: labels}
+	}
+	return []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: meta(cluster.ControlPlaneBindingName), Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ControlPlaneRoleName}},
+		&rbacv1.Role{ObjectMeta: meta(cluster.TenantReaderName), Rules: cluster.TenantReaderRules(t.Name)},
+		&rbacv1.RoleBinding{ObjectMeta: meta(cluster.TenantReaderName), Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: cluster.TenantReaderName}},
+	}
+}
+
+// ensureAccess creates or repairs the Tenant's Role and RoleBindings, owned by the Tenant.
+// When onlyRepair is set (Cordoned), missing objects are not created: nothing new is granted.
+func (r *Reconciler) ensureAccess(ctx context.Context, t *authv1beta1.Tenant, onlyRepair bool) (granted bool, err error) {
+	granted = true
+	for _, want := range r.desiredAccess(t) {
+		if err := controllerutil.SetControllerReference(t, want, r.Client.Scheme()); err != nil {
+			return false, err
+		}
+		current := want.DeepCopyObject().(client.Object)
+		err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), current)
+		switch {
+		case apierrors.IsNotFound(err):
+			if onlyRepair {
+				granted = false
+				continue
+			}
+			if err := r.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+				return false, fmt.Errorf("creating %T %s/%s: %w", want, want.GetNamespace(), want.GetName(), err)
+			}
+		case err != nil:
+			return false, err
+		case !sameAccess(current, want):
+			// roleRef is immutable: replace the object rather than patch it.
+			if err := r.Client.Delete(ctx, current); client.IgnoreNotFound(err) != nil {
+				return false, err
+			}
+			if err := r.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+				return false, err
+			}
+		}
+	}
+	return granted, nil
+}
+
+func sameAccess(current, want client.Object) bool {
+	switch w := want.(type) {
+	case *rbacv1.RoleBinding:
+		c := current.(*rbacv1.RoleBinding)
+		return reflect.DeepEqual(c.Subjects, w.Subjects) && c.RoleRef == w.RoleRef
+	case *rbacv1.Role:
+		return reflect.DeepEqual(current.(*rbacv1.Role).Rules, w.Rules)
+	}
+	return false
+}
+
+// revokeAccess deletes the Tenant's Role and RoleBindings, then proves with
+// SubjectAccessReviews that its user can do none of what they granted.
+func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant) (stillAllowed string, err error) {
+	for _, obj := range r.desiredAccess(t) {
+		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	allowed, err := cluster.AllowedActions(ctx, r.Client, string(t.Spec.ClusterID), []string{cluster.UserGroup}, t.Namespace, TenantRules(t.Name))
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(allowed, ", "), nil
+}

@@ -1,0 +1,163 @@
+package tenant
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+)
+
+// Reasons of refusals found by the provider beyond the cryptographic checks of authn.
+const (
+	ReasonInvalidClusterID   authn.Reason = "InvalidClusterID"
+	ReasonNameMismatch       authn.Reason = "TenantNameMismatch"
+	ReasonLabelMismatch      authn.Reason = "TenantLabelMismatch"
+	ReasonMisplaced          authn.Reason = "TenantNotInTenantNamespace"
+	ReasonNonceMissing       authn.Reason = "NonceMissing"
+	ReasonNonceExpired       authn.Reason = "NonceExpired"
+	ReasonNonceInvalid       authn.Reason = "NonceInvalid"
+	ReasonHandshakeChanged   authn.Reason = "HandshakeChanged"
+	ReasonSignatureMissing   authn.Reason = "SignatureMissing"
+	ReasonPublicKeyMissing   authn.Reason = "PublicKeyMissing"
+	ReasonCSRMissing         authn.Reason = "CSRMissing"
+	ReasonAccepted                        = "HandshakeAccepted"
+	reasonNonceIssuedAtWrong authn.Reason = "NonceIssueTimeInvalid"
+)
+
+func refusal(reason authn.Reason, format string, args ...any) *authn.Error {
+	return &authn.Error{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// checkPlacement verifies that the Tenant sits where the protocol says: name, label and
+// spec.clusterID agree, and its namespace is the tenant namespace of that cluster.
+func checkPlacement(ctx context.Context, c client.Reader, t *authv1beta1.Tenant) error {
+	id := string(t.Spec.ClusterID)
+	if err := cluster.ValidateClusterID(id); err != nil {
+		return refusal(ReasonInvalidClusterID, "spec.clusterID: %v", err)
+	}
+	if t.Name != id {
+		return refusal(ReasonNameMismatch, "the Tenant is named %q but spec.clusterID is %q: a Tenant is named after its cluster", t.Name, id)
+	}
+	if l := t.Labels[cluster.RemoteClusterIDLabel]; l != id {
+		return refusal(ReasonLabelMismatch, "label %s is %q but spec.clusterID is %q", cluster.RemoteClusterIDLabel, l, id)
+	}
+	ok, err := common.IsTenantNamespace(ctx, c, t.Namespace, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return refusal(ReasonMisplaced, "namespace %q is not the tenant namespace of cluster %q (labels %s=%s, %s=true): apply the Tenant in %q",
+			t.Namespace, id, cluster.RemoteClusterIDLabel, id, cluster.TenantNamespaceLabel, cluster.TenantNamespaceName(id))
+	}
+	return nil
+}
+
+// acceptance is what a verified handshake records on the Tenant.
+type acceptance struct {
+	fingerprint string
+	csrDigest   string
+	nonce       *corev1.Secret
+}
+
+// verifyHandshake applies every rule of the protocol to a Tenant that has not been
+// accepted: a live, unexpired nonce in its own namespace, a key of an allowed type, a
+// signature of that nonce by that key, and a CSR that passes authn.ValidateCSR.
+func verifyHandshake(ctx context.Context, c client.Reader, t *authv1beta1.Tenant, ttl time.Duration, now time.Time) (*acceptance, error) {
+	id := string(t.Spec.ClusterID)
+	switch {
+	case len(t.Spec.PublicKey) == 0:
+		return nil, refusal(ReasonPublicKeyMissing, "spec.publicKey is empty")
+	case len(t.Spec.Signature) == 0:
+		return nil, refusal(ReasonSignatureMissing, "spec.signature is empty")
+	case len(t.Spec.CSR) == 0:
+		return nil, refusal(ReasonCSRMissing, "spec.csr is empty")
+	}
+	if len(t.Spec.CSR) > authn.MaxCSRSize {
+		return nil, refusal(authn.ReasonCSRTooLarge, "the CSR is %d bytes, more than the %d allowed", len(t.Spec.CSR), authn.MaxCSRSize)
+	}
+	nonceSecret, nonce, err := liveNonce(ctx, c, t.Namespace, id, ttl, now)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := authn.ParsePublicKey(t.Spec.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := authn.VerifyNonceSignature(pub, nonce, t.Spec.Signature); err != nil {
+		return nil, err
+	}
+	if _, err := authn.ValidateCSR(t.Spec.CSR, pub, id); err != nil {
+		return nil, err
+	}
+	fp, err := authn.Fingerprint(pub)
+	if err != nil {
+		return nil, err
+	}
+	return &acceptance{fingerprint: fp, csrDigest: CSRDigest(t.Spec.CSR), nonce: nonceSecret}, nil
+}
+
+// liveNonce returns the nonce Secret of the tenant namespace if it is filled, labelled
+// for this cluster and younger than ttl. It is never searched outside that namespace.
+func liveNonce(ctx context.Context, c client.Reader, ns, id string, ttl time.Duration, now time.Time) (*corev1.Secret, string, error) {
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.NonceSecretName}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, "", refusal(ReasonNonceMissing, "no nonce in namespace %q: it was never created or was already used; start a new handshake (liqoctl create nonce, or liqoctl authenticate)", ns)
+		}
+		return nil, "", err
+	}
+	if s.Labels[cluster.NonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != id {
+		return nil, "", refusal(ReasonNonceInvalid, "Secret %s/%s is not labelled as the nonce of cluster %q", ns, s.Name, id)
+	}
+	nonce := string(s.Data[cluster.NonceField])
+	if nonce == "" {
+		return nil, "", refusal(ReasonNonceMissing, "the nonce in namespace %q is not filled yet", ns)
+	}
+	if err := authn.CheckNonce(nonce); err != nil {
+		return nil, "", refusal(ReasonNonceInvalid, "the nonce in namespace %q is not canonical: %v", ns, err)
+	}
+	issued := s.CreationTimestamp.Time
+	if v := s.Annotations[cluster.NonceIssuedAtAnnotation]; v != "" {
+		at, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return nil, "", refusal(reasonNonceIssuedAtWrong, "annotation %s=%q is not an RFC 3339 time", cluster.NonceIssuedAtAnnotation, v)
+		}
+		issued = at
+	}
+	if age := now.Sub(issued); age > ttl {
+		return nil, "", refusal(ReasonNonceExpired, "the nonce was issued %s ago, more than its %s lifetime: start a new handshake", age.Round(time.Second), ttl)
+	}
+	return &s, nonce, nil
+}
+
+// CSRDigest is the hex SHA-256 of a CSR as sent.
+func CSRDigest(csr []byte) string {
+	sum := sha256.Sum256(csr)
+	return hex.EncodeToString(sum[:])
+}
+
+// handshakeChanged reports whether the key or CSR of an accepted Tenant changed since.
+func handshakeChanged(t *authv1beta1.Tenant) bool {
+	if t.Status.AcceptedKeyFingerprint == "" {
+		return false
+	}
+	if CSRDigest(t.Spec.CSR) != t.Status.AcceptedCSRDigest {
+		return true
+	}
+	pub, err := authn.ParsePublicKey(t.Spec.PublicKey)
+	if err != nil {
+		return true
+	}
+	fp, err := authn.Fingerprint(pub)
+	return err != nil || fp != t.Status.AcceptedKeyFingerprint
+}

@@ -1,0 +1,166 @@
+// Package manager wires the controllers of liqo-auth into a controller-runtime manager.
+// The same Setup serves the long-running liqo-auth-manager, the in-process runner that
+// liqoctl starts for the duration of a command, and any program that embeds the library.
+package manager
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncesigner"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+)
+
+// Defaults of the provider side.
+const (
+	DefaultNonceTTL            = 15 * time.Minute
+	DefaultCertificateLifetime = 30 * 24 * time.Hour
+	DefaultCSRTimeout          = 30 * time.Second
+	// MinCertificateLifetime is the shortest expirationSeconds the CSR API accepts.
+	MinCertificateLifetime = 10 * time.Minute
+)
+
+// Options select and configure the controllers.
+type Options struct {
+	// Namespace is the Liqo namespace holding the cluster identity.
+	Namespace string
+	// ClusterID of this cluster; read from the cluster when empty.
+	ClusterID string
+	// Key of this cluster; read from the cluster when nil.
+	Key crypto.Signer
+	// Provider runs the nonce creator and the tenant controller.
+	Provider bool
+	// Consumer runs the nonce signer and the identity controller.
+	Consumer bool
+	// Tenant configures the provider side.
+	Tenant tenant.Options
+}
+
+// Complete fills defaults and validates the options.
+func (o *Options) Complete() error {
+	if o.Namespace == "" {
+		o.Namespace = cluster.DefaultLiqoNamespace
+	}
+	if !o.Provider && !o.Consumer {
+		return errors.New("nothing to run: enable the provider side, the consumer side, or both")
+	}
+	if o.Tenant.NonceTTL == 0 {
+		o.Tenant.NonceTTL = DefaultNonceTTL
+	}
+	if o.Tenant.CertificateLifetime == 0 {
+		o.Tenant.CertificateLifetime = DefaultCertificateLifetime
+	}
+	if o.Tenant.CSRTimeout == 0 {
+		o.Tenant.CSRTimeout = DefaultCSRTimeout
+	}
+	if o.Tenant.CertificateLifetime < MinCertificateLifetime {
+		return fmt.Errorf("the certificate lifetime %s is shorter than the %s the CertificateSigningRequest API accepts", o.Tenant.CertificateLifetime, MinCertificateLifetime)
+	}
+	if o.Tenant.RenewBefore >= o.Tenant.CertificateLifetime {
+		return fmt.Errorf("renewing %s before expiry is not possible with a certificate lifetime of %s", o.Tenant.RenewBefore, o.Tenant.CertificateLifetime)
+	}
+	return nil
+}
+
+// CacheOptions scope the manager's informers to the objects of the protocol, so that its
+// memory does not grow with the rest of the cluster: Secrets and RoleBindings of tenant
+// namespaces, namespaces labelled as tenant namespaces, and our own CSRs.
+func CacheOptions() cache.Options {
+	remote, _ := labels.NewRequirement(cluster.RemoteClusterIDLabel, selection.Exists, nil)
+	managed := labels.SelectorFromSet(labels.Set{cluster.ManagedByLabel: cluster.ManagedByValue})
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}:                             {Label: labels.NewSelector().Add(*remote)},
+		&corev1.Namespace{}:                          {Label: labels.SelectorFromSet(labels.Set{cluster.TenantNamespaceLabel: "true"})},
+		&rbacv1.RoleBinding{}:                        {Label: managed},
+		&rbacv1.Role{}:                               {Label: managed},
+		&certificatesv1.CertificateSigningRequest{}: {Label: managed},
+	}}
+}
+
+// Setup registers the selected controllers with mgr, reading the cluster ID and key from
+// the cluster when the options do not carry them.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	if err := o.Complete(); err != nil {
+		return err
+	}
+	reader := mgr.GetAPIReader()
+	if o.ClusterID == "" {
+		id, err := cluster.GetClusterID(ctx, reader, o.Namespace)
+		if err != nil {
+			return err
+		}
+		o.ClusterID = id
+	}
+	if o.Key == nil && o.Consumer {
+		key, err := cluster.GetClusterKey(ctx, reader, o.Namespace)
+		if err != nil {
+			return err
+		}
+		o.Key = key
+	}
+	c, rec := mgr.GetClient(), mgr.GetEventRecorder(cluster.ManagerName)
+	var setups []interface{ SetupWithManager(ctrl.Manager) error }
+	if o.Provider {
+		setups = append(setups,
+			&noncecreator.Reconciler{Client: c, Recorder: rec},
+			&tenant.Reconciler{Client: c, APIReader: reader, Recorder: rec, Options: o.Tenant})
+	}
+	if o.Consumer {
+		setups = append(setups,
+			&noncesigner.Reconciler{Client: c, Recorder: rec, Key: o.Key},
+			&identity.Reconciler{Client: c, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key})
+	}
+	for _, s := range setups {
+		if err := s.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up %T: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// ResolveAPIServer decides which API server URL and CA a provider hands to consumers:
+// explicit values first, then the liqo-auth-config ConfigMap, then the client
+// configuration the manager itself uses, unless that is the in-cluster service address,
+// which a remote cluster cannot reach. It never guesses from node addresses.
+func ResolveAPIServer(ctx context.Context, c client.Reader, ns string, cfg *rest.Config, url string, ca []byte) (string, []byte, error) {
+	stored, err := cluster.GetConfig(ctx, c, ns)
+	if err != nil {
+		return "", nil, err
+	}
+	if url == "" {
+		url = stored.APIServerURL
+	}
+	if len(ca) == 0 {
+		ca = stored.APIServerCA
+	}
+	inCluster := os.Getenv("KUBERNETES_SERVICE_HOST") != "" && cfg.Host == "https://"+os.Getenv("KUBERNETES_SERVICE_HOST")+":"+os.Getenv("KUBERNETES_SERVICE_PORT")
+	if url == "" && !inCluster {
+		url = cfg.Host
+	}
+	if len(ca) == 0 {
+		ca = cfg.CAData
+		if len(ca) == 0 && cfg.CAFile != "" {
+			if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+				return "", nil, fmt.Errorf("reading the API server CA: %w", err)
+			}
+		}
+	}
+	return url, ca, nil
+}

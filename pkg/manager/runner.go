@@ -1,0 +1,92 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/go-logr/logr"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// Runner is a manager running in the background of a process (liqoctl's in-process mode).
+type Runner struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+	err    error
+}
+
+// StartInProcess starts the selected controllers against cfg in the background and returns
+// once their caches are synced. They stop when ctx ends or Stop is called. There is no
+// leader election, no metrics and no health server: the runner lives for one command.
+func StartInProcess(ctx context.Context, cfg *rest.Config, o Options, logger logr.Logger) (*Runner, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme.New(), Cache: CacheOptions(), Logger: logger,
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: ctrlConfig(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the in-process controllers: %w", err)
+	}
+	if err := Setup(ctx, mgr, o); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(log.IntoContext(ctx, logger))
+	r := &Runner{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = mgr.Start(ctx)
+	}()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		r.Stop()
+		return nil, fmt.Errorf("the in-process controllers could not sync their caches: %w", errors.Join(ctx.Err(), r.err))
+	}
+	return r, nil
+}
+
+// Stop stops the controllers and waits for them to end.
+func (r *Runner) Stop() error {
+	r.once.Do(func() {
+		r.cancel()
+		<-r.done
+	})
+	if errors.Is(r.err, context.Canceled) {
+		return nil
+	}
+	return r.err
+}
+
+// LeaseName is the leader-election Lease of liqo-auth-manager in the Liqo namespace.
+const LeaseName = cluster.ManagerName
+
+// RunningManager reports whether a liqo-auth-manager holds a fresh leader-election Lease
+// in namespace ns, and which one. A Lease that was released or not renewed within its
+// duration means no manager runs.
+func RunningManager(ctx context.Context, c client.Reader, ns string, now time.Time) (holder string, running bool, err error) {
+	var lease coordinationv1.Lease
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: LeaseName}, &lease); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	s := lease.Spec
+	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
+		return "", false, nil
+	}
+	fresh := s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second).After(now)
+	return *s.HolderIdentity, fresh, nil
+}
