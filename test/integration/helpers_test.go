@@ -1,0 +1,104 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+	"github.com/liqo-auth/liqo-auth/pkg/manager"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+)
+
+// site is one control plane with liqo-auth installed.
+type site struct {
+	cp     *testenv.ControlPlane
+	id     string
+	client client.WithWatch
+}
+
+func newClient(t testing.TB, cfg *rest.Config) client.WithWatch {
+	t.Helper()
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	require.NoError(t, err)
+	return c
+}
+
+// installSites installs liqo-auth on each control plane with the given cluster IDs.
+func installSites(t testing.TB, cps []*testenv.ControlPlane, ids ...string) []*site {
+	t.Helper()
+	ctx := context.Background()
+	out := make([]*site, len(cps))
+	for i, cp := range cps {
+		c := newClient(t, cp.Config)
+		res, err := cluster.EnsureInstalled(ctx, c, cluster.InstallOptions{Namespace: cluster.DefaultLiqoNamespace, ClusterID: ids[i]})
+		require.NoError(t, err)
+		require.Equal(t, ids[i], res.ClusterID)
+		out[i] = &site{cp: cp, id: ids[i], client: c}
+	}
+	return out
+}
+
+func testLogger(t testing.TB) logr.Logger {
+	return zap.New(zap.WriteTo(testWriter{t}), zap.UseDevMode(true))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// startControllers runs the selected controllers in-process against s until the test ends.
+func startControllers(t testing.TB, s *site, provider, consumer bool, mut ...func(*manager.Options)) *manager.Runner {
+	t.Helper()
+	o := manager.Options{Provider: provider, Consumer: consumer,
+		Tenant: tenant.Options{APIServer: s.cp.URL, CA: s.cp.CA.CertPEM}}
+	for _, m := range mut {
+		m(&o)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := manager.StartInProcess(ctx, s.cp.Config, o, testLogger(t))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		cancel()
+		_ = r.Stop()
+	})
+	return r
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok, nil
+	})
+	require.NoError(t, err, "%s (last error: %v)", what, last)
+}
+
+// restConfigFromKubeconfig turns kubeconfig bytes into a client configuration.
+func restConfigFromKubeconfig(t testing.TB, data []byte) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	require.NoError(t, err)
+	return cfg
+}
+
+func secret(ns, name string, labels map[string]string, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, Data: data}
+}
