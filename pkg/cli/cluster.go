@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// ClusterFlags select one cluster: a kubeconfig, a context and the Liqo namespace.
+type ClusterFlags struct {
+	Kubeconfig string
+	Context    string
+	Namespace  string
+}
+
+// AddFlags registers the flags, with a prefix ("" or "remote-") for two-cluster commands.
+func (f *ClusterFlags) AddFlags(fs *pflag.FlagSet, prefix, which string) {
+	fs.StringVar(&f.Kubeconfig, prefix+"kubeconfig", "", "path to the kubeconfig of the "+which+" cluster")
+	fs.StringVar(&f.Context, prefix+"context", "", "kubeconfig context of the "+which+" cluster")
+	if prefix == "" {
+		fs.StringVarP(&f.Namespace, "namespace", "n", cluster.DefaultLiqoNamespace, "Liqo namespace of the "+which+" cluster")
+	} else {
+		fs.StringVar(&f.Namespace, prefix+"namespace", cluster.DefaultLiqoNamespace, "Liqo namespace of the "+which+" cluster")
+	}
+}
+
+// RESTConfig loads the client configuration the flags point at.
+func (f *ClusterFlags) RESTConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if f.Kubeconfig != "" {
+		rules.ExplicitPath = f.Kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %q: %w", f.Kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.UserAgent = "liqoctl"
+	return cfg, nil
+}
+
+// Side connects to the cluster and returns it as one side of a command.
+func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake.Side, error) {
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("(%s) %w", scope, err)
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("(%s) creating a client for %s: %w", scope, cfg.Host, err)
+	}
+	return &handshake.Side{Scope: scope, Client: c, Config: cfg, Namespace: f.Namespace, Report: report}, nil
+}
+
+// Identify reads the side's cluster ID and explains an unreachable cluster.
+func Identify(ctx context.Context, s *handshake.Side) error {
+	if err := s.Identify(ctx); err != nil {
+		if Unreachable(err) {
+			return fmt.Errorf("(%s) cannot reach the API server at %s: %w; check the kubeconfig and that the cluster runs", s.Scope, s.Config.Host, errors.Unwrap(err))
+		}
+		return err
+	}
+	return nil
+}
+
+// Unreachable reports whether err says the API server could not be reached at all.
+func Unreachable(err error) bool {
+	var opErr *net.OpError
+	var urlErr *url.Error
+	var dnsErr *net.DNSError
+	return errors.As(err, &opErr) || errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) ||
+		(errors.As(err, &urlErr) && urlErr.Timeout())
+}

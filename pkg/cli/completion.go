@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+const completionTimeout = 3 * time.Second
+
+// RegisterClusterCompletions completes the context and namespace flags of one cluster
+// (prefix "" or "remote-") from its kubeconfig and API server.
+func RegisterClusterCompletions(cmd *cobra.Command, g *Global, f *ClusterFlags, prefix string) {
+	_ = cmd.RegisterFlagCompletionFunc(prefix+"context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return contexts(f), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = cmd.RegisterFlagCompletionFunc(prefix+"namespace", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return namespaces(f), cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// RegisterGlobalCompletions completes the global --context and --namespace flags.
+func RegisterGlobalCompletions(root *cobra.Command, g *Global) {
+	RegisterClusterCompletions(root, g, &g.Local, "")
+}
+
+// RemoteClusterIDCompletion completes --remote-cluster-id with the cluster IDs of the
+// local cluster's tenant namespaces.
+func RemoteClusterIDCompletion(g *Global) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+		defer cancel()
+		var list corev1.NamespaceList
+		if err := listWith(ctx, &g.Local, &list, client.MatchingLabels{cluster.TenantNamespaceLabel: "true"}); err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var ids []string
+		for _, ns := range list.Items {
+			if id := ns.Labels[cluster.RemoteClusterIDLabel]; id != "" {
+				ids = append(ids, id)
+			}
+		}
+		sort.Strings(ids)
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func contexts(f *ClusterFlags) []string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if f.Kubeconfig != "" {
+		rules.ExplicitPath = f.Kubeconfig
+	}
+	cfg, err := rules.Load()
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(cfg.Contexts))
+	for name := range cfg.Contexts {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func namespaces(f *ClusterFlags) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	var list corev1.NamespaceList
+	if err := listWith(ctx, f, &list); err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(list.Items))
+	for _, ns := range list.Items {
+		out = append(out, ns.Name)
+	}
+	return out
+}
+
+func listWith(ctx context.Context, f *ClusterFlags, list client.ObjectList, opts ...client.ListOption) error {
+	s, err := f.Side("", nil)
+	if err != nil {
+		return err
+	}
+	return s.Client.List(ctx, list, opts...)
+}

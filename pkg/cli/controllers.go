@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/manager"
+)
+
+// Controllers are the in-process controllers a command started; Stop ends them.
+type Controllers struct {
+	runners []*manager.Runner
+}
+
+// Stop ends every in-process controller the command started.
+func (c *Controllers) Stop() {
+	for _, r := range c.runners {
+		_ = r.Stop()
+	}
+}
+
+// Ensure makes sure the controllers a side needs run: when a liqo-auth-manager holds
+// its Lease in that cluster nothing is started; otherwise the needed controllers run in
+// this process until Stop, and the side says so in one line.
+func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, provider, consumer bool) error {
+	holder, running, err := manager.RunningManager(ctx, s.Client, s.Namespace, g.Clock())
+	if err != nil {
+		return err
+	}
+	if running {
+		g.Printer().Scoped(s.Scope).Debug("liqo-auth-manager %s runs in this cluster", holder)
+		return nil
+	}
+	o := manager.Options{Namespace: s.Namespace, ClusterID: s.ClusterID, Provider: provider, Consumer: consumer}
+	var which []string
+	if provider {
+		url, ca, err := manager.ResolveAPIServer(ctx, s.Client, s.Namespace, s.Config, "", nil)
+		if err != nil {
+			return err
+		}
+		cfg, err := cluster.GetConfig(ctx, s.Client, s.Namespace)
+		if err != nil {
+			return err
+		}
+		o.Tenant.APIServer, o.Tenant.CA, o.Tenant.CertificateLifetime = url, ca, cfg.CertificateLifetime
+		which = append(which, "provider")
+	}
+	if consumer {
+		which = append(which, "consumer")
+	}
+	logger := logr.Discard()
+	if g.Verbose > 1 {
+		logger = zap.New(zap.WriteTo(g.Streams.ErrOut))
+	}
+	r, err := manager.StartInProcess(ctx, s.Config, o, logger)
+	if err != nil {
+		return err
+	}
+	c.runners = append(c.runners, r)
+	s.Report.Info("No liqo-auth-manager runs in this cluster: its %s controllers run in-process for this command", strings.Join(which, " and "))
+	return nil
+}

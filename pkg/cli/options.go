@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// DefaultTimeout bounds every command that waits.
+const DefaultTimeout = 2 * time.Minute
+
+// Global are the options every command gets: streams, the local cluster and verbosity.
+type Global struct {
+	Streams genericiooptions.IOStreams
+	Local   ClusterFlags
+	Verbose int
+	// Now is the clock of the commands (time.Now when nil).
+	Now func() time.Time
+	// printer is created on first use, after flags are parsed.
+	printer *Printer
+}
+
+// AddFlags registers the global flags.
+func (g *Global) AddFlags(cmd *cobra.Command) {
+	g.Local.AddFlags(cmd.PersistentFlags(), "", "local")
+	cmd.PersistentFlags().CountVarP(&g.Verbose, "verbose", "v", "more output (repeat for more)")
+}
+
+// Printer returns the progress printer (stderr).
+func (g *Global) Printer() *Printer {
+	if g.printer == nil {
+		g.printer = NewPrinter(g.Streams.ErrOut, g.Verbose)
+	}
+	return g.printer
+}
+
+// Clock returns the current time.
+func (g *Global) Clock() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+// LocalSide connects to the local cluster and reads its ID.
+func (g *Global) LocalSide(ctx context.Context, scope string) (*handshake.Side, error) {
+	s, err := g.Local.Side(scope, g.Printer().Scoped(scope))
+	if err != nil {
+		return nil, err
+	}
+	return s, Identify(ctx, s)
+}
+
+// Timeout is the --timeout flag of commands that wait.
+type Timeout struct {
+	Duration time.Duration
+}
+
+// AddFlags registers --timeout.
+func (t *Timeout) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&t.Duration, "timeout", DefaultTimeout, "how long to wait for the other side before giving up")
+}
+
+// Context returns a context bounded by the timeout.
+func (t *Timeout) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, t.Duration)
+}

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/pterm/pterm"
+	"golang.org/x/term"
+)
+
+// Printer prints progress lines on stderr: "INFO (local) message". On a terminal the
+// lines are styled with pterm; otherwise they are plain, one line per step.
+type Printer struct {
+	w       io.Writer
+	scope   string
+	styled  bool
+	verbose int
+	mu      *sync.Mutex
+}
+
+// NewPrinter returns a printer writing to w. Styling is on only when w is a terminal and
+// NO_COLOR is unset.
+func NewPrinter(w io.Writer, verbose int) *Printer {
+	styled := false
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("NO_COLOR") == "" {
+		styled = true
+	}
+	return &Printer{w: w, styled: styled, verbose: verbose, mu: &sync.Mutex{}}
+}
+
+// Scoped returns a printer whose lines say which cluster they are about.
+func (p *Printer) Scoped(scope string) *Printer {
+	q := *p
+	q.scope = scope
+	return &q
+}
+
+// Info prints a step that happened.
+func (p *Printer) Info(format string, args ...any) { p.line(pterm.Info, "INFO", format, args...) }
+
+// Warn prints something the user should look at.
+func (p *Printer) Warn(format string, args ...any) { p.line(pterm.Warning, "WARN", format, args...) }
+
+// Debug prints only with -v.
+func (p *Printer) Debug(format string, args ...any) {
+	if p.verbose > 0 {
+		p.line(*pterm.Debug.WithDebugger(false), "DEBUG", format, args...)
+	}
+}
+
+// Error prints a failure; liqoctl's main uses it once, for the error a command returns.
+func (p *Printer) Error(err error) { p.line(pterm.Error, "ERROR", "%v", err) }
+
+func (p *Printer) line(pp pterm.PrefixPrinter, level, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.styled {
+		if p.scope != "" {
+			pp = *pp.WithScope(pterm.Scope{Text: p.scope, Style: pterm.NewStyle(pterm.FgGray)})
+		}
+		pp.WithWriter(p.w).Println(msg)
+		return
+	}
+	if p.scope != "" {
+		fmt.Fprintf(p.w, "%s (%s) %s\n", level, p.scope, msg)
+		return
+	}
+	fmt.Fprintf(p.w, "%s %s\n", level, msg)
+}

@@ -1,0 +1,114 @@
+// Package authenticate is liqoctl authenticate: the consumer (local cluster) obtains an
+// identity on the provider (remote cluster), with both kubeconfigs in hand.
+package authenticate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// Options of liqoctl authenticate.
+type Options struct {
+	Global   *cli.Global
+	Remote   cli.ClusterFlags
+	Timeout  cli.Timeout
+	ProxyURL string
+	DryRun   bool
+
+	pair *handshake.Pair
+}
+
+// NewCmd returns the authenticate command.
+func NewCmd(g *cli.Global) *cobra.Command {
+	o := &Options{Global: g}
+	cmd := &cobra.Command{
+		Use:     "authenticate",
+		Aliases: []string{"auth"},
+		Short:   "Give the local cluster (consumer) an identity on the remote cluster (provider)",
+		Long: `Run the whole Liqo authentication handshake between two clusters you can reach:
+nonce on the provider, signature on the consumer, Tenant with a CSR on the provider,
+certificate signed by the provider's Kubernetes CA, Identity and kubeconfig on the consumer.
+Each step is printed as it happens. When a cluster runs no liqo-auth-manager, the
+controllers it needs run inside liqoctl for the duration of the command.
+Re-running it on an authenticated pair changes nothing.`,
+		Example: `  liqoctl authenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig provider.kubeconfig
+  liqoctl auth --context consumer --remote-context provider --dry-run`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Remote.AddFlags(cmd.Flags(), "remote-", "remote (provider)")
+	o.Timeout.AddFlags(cmd)
+	cmd.Flags().StringVar(&o.ProxyURL, "proxy-url", "", "proxy the consumer uses to reach the provider (http, https or socks5)")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "show what would be created on each cluster and the permissions the consumer would get, changing nothing")
+	cli.RegisterClusterCompletions(cmd, g, &o.Remote, "remote-")
+	return cmd
+}
+
+// Complete connects to both clusters.
+func (o *Options) Complete() error {
+	pair, err := cli.NewPair(o.Global, &o.Remote)
+	if err != nil {
+		return err
+	}
+	pair.ProxyURL, pair.Now = o.ProxyURL, o.Global.Clock
+	o.pair = pair
+	return nil
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if o.Remote.Kubeconfig == "" && o.Remote.Context == "" {
+		return errors.New("say which cluster is the provider: --remote-kubeconfig or --remote-context")
+	}
+	return authn.ValidateProxyURL(o.ProxyURL)
+}
+
+// Run performs the handshake.
+func (o *Options) Run(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	if err := cli.IdentifyPair(ctx, o.pair); err != nil {
+		return err
+	}
+	st, err := o.pair.Inspect(ctx)
+	if err != nil {
+		return err
+	}
+	if o.DryRun {
+		return cli.PrintAuthenticatePlan(ctx, o.Global, o.pair, st)
+	}
+	c := o.pair.Consumer
+	if st.Complete {
+		c.Report.Info("Already authenticated with cluster %q: Identity %s/%s holds certificate %s, valid until %s; nothing to do",
+			o.pair.Provider.ClusterID, st.Identity.Namespace, st.Identity.Name, st.Identity.Status.Certificate.SerialNumber,
+			st.Identity.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
+		return nil
+	}
+	var ctrls cli.Controllers
+	defer ctrls.Stop()
+	if !st.TenantAccepted {
+		if err := ctrls.Ensure(ctx, o.Global, o.pair.Provider, true, false); err != nil {
+			return err
+		}
+	}
+	if err := ctrls.Ensure(ctx, o.Global, c, false, true); err != nil {
+		return err
+	}
+	_, err = o.pair.Authenticate(ctx, st)
+	return err
+}

@@ -1,0 +1,39 @@
+// Package root builds the liqoctl command tree.
+package root
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/authenticate"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/install"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/unauthenticate"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/version"
+)
+
+// NewCmd returns the liqoctl root command writing to streams.
+func NewCmd(streams genericiooptions.IOStreams) *cobra.Command {
+	g := &cli.Global{Streams: streams}
+	cmd := &cobra.Command{
+		Use:   "liqoctl",
+		Short: "Authenticate Kubernetes clusters to each other, the Liqo way",
+		Long: `liqoctl gives one Kubernetes cluster (the consumer) a narrowly scoped, verifiable identity
+on another (the provider), with the Liqo v1 authentication handshake: nonce, signed nonce,
+Tenant with a CSR, certificate signed by the provider's Kubernetes CA, Identity, kubeconfig.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	g.AddFlags(cmd)
+	cli.RegisterGlobalCompletions(cmd, g)
+	cmd.AddCommand(
+		install.NewCmd(g),
+		authenticate.NewCmd(g),
+		unauthenticate.NewCmd(g),
+		version.NewCmd(g),
+	)
+	return cmd
+}

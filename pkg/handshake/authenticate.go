@@ -1,0 +1,215 @@
+package handshake
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// Pair is a consumer and a provider, both reachable by the CLI.
+type Pair struct {
+	Consumer, Provider *Side
+	// ProxyURL is passed to the Tenant.
+	ProxyURL string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+func (p *Pair) now() time.Time {
+	if p.Now == nil {
+		return time.Now()
+	}
+	return p.Now()
+}
+
+// State is what is already in place for a pair.
+type State struct {
+	Tenant   *authv1beta1.Tenant
+	Identity *authv1beta1.Identity
+	// TenantAccepted: the provider accepted the consumer's current key and published a
+	// certificate; no new nonce is needed.
+	TenantAccepted bool
+	// Complete: the consumer's Identity holds the provider's current certificate.
+	Complete bool
+}
+
+// Inspect reads, without changing anything, how far the handshake of the pair went.
+func (p *Pair) Inspect(ctx context.Context) (*State, error) {
+	st := &State{}
+	c, pr := p.Consumer, p.Provider
+	t := &authv1beta1.Tenant{}
+	if tn, err := cluster.GetTenantNamespace(ctx, pr.Client, c.ClusterID); err == nil {
+		if err := pr.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: c.ClusterID}, t); err == nil {
+			st.Tenant = t
+		} else if !apierrors.IsNotFound(err) {
+			return nil, pr.explain(err, "reading the Tenant")
+		}
+	}
+	id := &authv1beta1.Identity{}
+	if tn, err := cluster.GetTenantNamespace(ctx, c.Client, pr.ClusterID); err == nil {
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.IdentityName(pr.ClusterID)}, id); err == nil {
+			st.Identity = id
+		} else if !apierrors.IsNotFound(err) {
+			return nil, c.explain(err, "reading the Identity")
+		}
+	}
+	if st.Tenant == nil {
+		return st, nil
+	}
+	key, err := cluster.GetClusterKey(ctx, c.Client, c.Namespace)
+	if err != nil {
+		return nil, c.explain(err, "reading the cluster key")
+	}
+	fp, err := authn.Fingerprint(key.Public())
+	if err != nil {
+		return nil, err
+	}
+	ready := meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionReady)
+	st.TenantAccepted = ready && st.Tenant.Status.AcceptedKeyFingerprint == fp && st.Tenant.Status.Certificate != nil &&
+		st.Tenant.Status.AuthParams != nil && len(st.Tenant.Status.AuthParams.SignedCRT) > 0
+	st.Complete = st.TenantAccepted && st.Identity != nil && st.Identity.Status.Certificate != nil &&
+		meta.IsStatusConditionTrue(st.Identity.Status.Conditions, authv1beta1.ConditionReady) &&
+		st.Identity.Status.Certificate.SerialNumber == st.Tenant.Status.Certificate.SerialNumber
+	return st, nil
+}
+
+// Authenticate runs the handshake: the consumer gets an Identity on the provider. Steps
+// already done are not redone: a pair whose Tenant is accepted skips the nonce exchange,
+// and a complete pair changes nothing.
+func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identity, error) {
+	c, pr := p.Consumer, p.Provider
+	cTN, err := cluster.EnsureTenantNamespace(ctx, c.Client, pr.ClusterID)
+	if err != nil {
+		return nil, c.explain(err, "ensuring the tenant namespace")
+	}
+	c.Report.Info("Tenant namespace correctly ensured")
+	pTN, err := cluster.EnsureTenantNamespace(ctx, pr.Client, c.ClusterID)
+	if err != nil {
+		return nil, pr.explain(err, "ensuring the tenant namespace")
+	}
+	pr.Report.Info("Tenant namespace correctly ensured")
+	if err := checkAdminState(st.Tenant); err != nil {
+		return nil, err
+	}
+	t := st.Tenant
+	if st.TenantAccepted {
+		pr.Report.Info("Tenant already accepted: certificate %s valid until %s", t.Status.Certificate.SerialNumber, t.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
+	} else if t, err = p.exchange(ctx, cTN, pTN); err != nil {
+		return nil, err
+	}
+	id, err := ForgeIdentity(pr.ClusterID, t, cTN)
+	if err != nil {
+		return nil, pr.explain(err, "generating the Identity")
+	}
+	pr.Report.Info("Identity correctly generated")
+	if err := PinProviderCA(ctx, c, cTN, t.Status.AuthParams.CA); err != nil {
+		return nil, err
+	}
+	if err := ApplyIdentity(ctx, c, id); err != nil {
+		return nil, err
+	}
+	c.Report.Info("Identity correctly applied on consumer cluster")
+	if id, err = WaitIdentity(ctx, c, client.ObjectKeyFromObject(id), t.Status.Certificate.SerialNumber); err != nil {
+		return nil, err
+	}
+	c.Report.Info("Identity status is filled")
+	return id, nil
+}
+
+// exchange is the nonce challenge and the Tenant: everything up to the provider's
+// certificate.
+func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tenant, error) {
+	c, pr := p.Consumer, p.Provider
+	nonce, err := EnsureNonce(ctx, pr, pTN, c.ClusterID, p.now())
+	if err != nil {
+		return nil, err
+	}
+	pr.Report.Info("Nonce secret ensured")
+	pr.Report.Info("Nonce generated successfully")
+	pr.Report.Info("Nonce retrieved")
+	if err := EnsureSignedNonce(ctx, c, cTN, pr.ClusterID, nonce); err != nil {
+		return nil, err
+	}
+	c.Report.Info("Signed nonce secret ensured")
+	sig, err := WaitSignedNonce(ctx, c, cTN, nonce)
+	if err != nil {
+		return nil, err
+	}
+	c.Report.Info("Nonce is signed")
+	c.Report.Info("Signed nonce retrieved")
+	key, err := cluster.GetClusterKey(ctx, c.Client, c.Namespace)
+	if err != nil {
+		return nil, c.explain(err, "reading the cluster key")
+	}
+	t, err := ForgeTenant(c.ClusterID, key, sig, pTN, p.ProxyURL)
+	if err != nil {
+		return nil, c.explain(err, "generating the Tenant")
+	}
+	c.Report.Info("Tenant correctly generated")
+	if err := ApplyTenant(ctx, pr, t); err != nil {
+		return nil, err
+	}
+	pr.Report.Info("Tenant correctly applied on provider cluster")
+	if t, err = WaitTenant(ctx, pr, client.ObjectKeyFromObject(t)); err != nil {
+		return nil, err
+	}
+	pr.Report.Info("Tenant status is filled")
+	return t, nil
+}
+
+// checkAdminState refuses early what the provider's administrator decided: a Drained
+// tenant gets nothing, a Cordoned one no new certificate.
+func checkAdminState(t *authv1beta1.Tenant) error {
+	if t == nil {
+		return nil
+	}
+	switch t.Spec.TenantCondition {
+	case authv1beta1.TenantConditionDrained:
+		return fmt.Errorf("(remote) the provider's administrator drained Tenant %s/%s: it gets no access until spec.tenantCondition is set back to Active", t.Namespace, t.Name)
+	case authv1beta1.TenantConditionCordoned:
+		if t.Status.Certificate == nil {
+			return fmt.Errorf("(remote) the provider's administrator cordoned Tenant %s/%s: it gets no new certificate until spec.tenantCondition is set back to Active", t.Namespace, t.Name)
+		}
+	}
+	return nil
+}
+
+// PinProviderCA records on the consumer's tenant namespace the fingerprint of the CA the
+// provider presented, so that a later Identity presenting another CA is refused. A
+// different existing pin is an error: a provider CA does not change silently.
+func PinProviderCA(ctx context.Context, c *Side, tn string, ca []byte) error {
+	fp, err := authn.CAFingerprint(ca)
+	if err != nil {
+		return fmt.Errorf("(remote) the provider's CA is not valid: %w", err)
+	}
+	var ns corev1.Namespace
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: tn}, &ns); err != nil {
+		return c.explain(err, "reading the tenant namespace")
+	}
+	switch pinned := ns.Annotations[cluster.ExpectedCAFingerprintAnnotation]; pinned {
+	case fp:
+		return nil
+	case "":
+	default:
+		return fmt.Errorf("(local) the provider presents CA %s, but namespace %s pins %s (annotation %s): if the provider's CA really changed, remove the annotation and retry",
+			fp, tn, pinned, cluster.ExpectedCAFingerprintAnnotation)
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	if ns.Annotations == nil {
+		ns.Annotations = map[string]string{}
+	}
+	ns.Annotations[cluster.ExpectedCAFingerprintAnnotation] = fp
+	if err := c.Client.Patch(ctx, &ns, patch); err != nil {
+		return c.explain(err, "pinning the provider CA")
+	}
+	return nil
+}

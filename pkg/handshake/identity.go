@@ -1,0 +1,76 @@
+package handshake
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// ForgeIdentity builds the consumer's Identity from the provider's accepted Tenant, for
+// the consumer's tenant namespace consumerTN.
+func ForgeIdentity(providerID string, t *authv1beta1.Tenant, consumerTN string) (*authv1beta1.Identity, error) {
+	if t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 {
+		return nil, fmt.Errorf("the Tenant %s/%s has no certificate yet: %s", t.Namespace, t.Name, readyMessage(t.Status.Conditions))
+	}
+	ns := t.Status.TenantNamespace
+	return &authv1beta1.Identity{
+		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Identity"},
+		ObjectMeta: metav1.ObjectMeta{Name: cluster.IdentityName(providerID), Namespace: consumerTN,
+			Labels: map[string]string{cluster.RemoteClusterIDLabel: providerID}},
+		Spec: authv1beta1.IdentitySpec{ClusterID: authv1beta1.ClusterID(providerID), Type: authv1beta1.ControlPlaneIdentityType,
+			AuthParams: *t.Status.AuthParams.DeepCopy(), Namespace: &ns},
+	}, nil
+}
+
+func readyMessage(conds []metav1.Condition) string {
+	if c := meta.FindStatusCondition(conds, authv1beta1.ConditionReady); c != nil {
+		return c.Reason + ": " + c.Message
+	}
+	return "no status yet"
+}
+
+// ApplyIdentity server-side applies the Identity on the consumer.
+func ApplyIdentity(ctx context.Context, c *Side, id *authv1beta1.Identity) error {
+	if err := cluster.Apply(ctx, c.Client, id, cluster.FieldOwner); err != nil {
+		return c.explain(err, "applying the Identity")
+	}
+	return nil
+}
+
+// WaitIdentity waits until the consumer wrote the kubeconfig of the Identity for the
+// certificate with serial (any certificate when serial is empty).
+func WaitIdentity(ctx context.Context, c *Side, key client.ObjectKey, serial string) (*authv1beta1.Identity, error) {
+	var out *authv1beta1.Identity
+	err := waitFor(ctx, c.Client, key, &authv1beta1.IdentityList{}, "the consumer to write the kubeconfig of the Identity",
+		func(id *authv1beta1.Identity) (bool, string, error) {
+			if id == nil {
+				return false, "", fmt.Errorf("the Identity %s was deleted", key)
+			}
+			out = id
+			if id.Status.ObservedGeneration < id.Generation {
+				return false, "the consumer has not looked at the Identity yet: is liqo-auth-manager running there?", nil
+			}
+			ready := meta.FindStatusCondition(id.Status.Conditions, authv1beta1.ConditionReady)
+			switch {
+			case ready == nil:
+				return false, "no status yet", nil
+			case ready.Status != metav1.ConditionTrue:
+				return false, "", fmt.Errorf("the consumer refused the Identity (%s): %s", ready.Reason, ready.Message)
+			case id.Status.KubeconfigSecretRef == nil || id.Status.Certificate == nil:
+				return false, "no kubeconfig yet", nil
+			case serial != "" && id.Status.Certificate.SerialNumber != serial:
+				return false, "the kubeconfig holds an older certificate", nil
+			}
+			return true, "", nil
+		})
+	if err != nil {
+		return nil, c.explain(err, "waiting for the Identity status")
+	}
+	return out, nil
+}

@@ -1,0 +1,146 @@
+package handshake
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// NonceReuseWindow is how young an existing nonce must be for EnsureNonce to hand it out
+// again; older ones are replaced, so that a nonce handed out is far from its expiry.
+const NonceReuseWindow = 5 * time.Minute
+
+// EnsureNonce makes sure the provider's tenant namespace tn of consumer consumerID holds a
+// fresh nonce, and returns it. A young unused nonce is kept (re-running a command changes
+// nothing); an old one, or one without the labels of the protocol, is replaced.
+func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.Time) (string, error) {
+	var s corev1.Secret
+	err := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &s)
+	switch {
+	case err == nil:
+		if nonce, ok := reusableNonce(&s, consumerID, now); ok {
+			return nonce, nil
+		}
+		if err := p.Client.Delete(ctx, &s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
+			return "", p.explain(err, "replacing the old nonce")
+		}
+	case !apierrors.IsNotFound(err):
+		return "", p.explain(err, "reading the nonce")
+	}
+	nonce, err := authn.NewNonce()
+	if err != nil {
+		return "", err
+	}
+	s = corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: cluster.NonceSecretName, Namespace: tn,
+			Labels:      map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: consumerID},
+			Annotations: map[string]string{cluster.NonceIssuedAtAnnotation: now.UTC().Format(time.RFC3339)}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{cluster.NonceField: []byte(nonce)},
+	}
+	if err := p.Client.Create(ctx, &s); err != nil {
+		return "", p.explain(err, "creating the nonce")
+	}
+	return nonce, nil
+}
+
+func reusableNonce(s *corev1.Secret, consumerID string, now time.Time) (string, bool) {
+	nonce := string(s.Data[cluster.NonceField])
+	if s.Labels[cluster.NonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != consumerID || authn.CheckNonce(nonce) != nil {
+		return "", false
+	}
+	issued, err := time.Parse(time.RFC3339, s.Annotations[cluster.NonceIssuedAtAnnotation])
+	if err != nil || now.Sub(issued) > NonceReuseWindow {
+		return "", false
+	}
+	return nonce, true
+}
+
+// GetNonce reads the nonce the provider holds for consumerID.
+func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Time, error) {
+	tn, err := cluster.GetTenantNamespace(ctx, p.Client, consumerID)
+	if err != nil {
+		return "", time.Time{}, p.explain(err, fmt.Sprintf("looking for the tenant namespace of %q (create it with liqoctl create nonce)", consumerID))
+	}
+	var s corev1.Secret
+	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", time.Time{}, fmt.Errorf("(%s) there is no nonce for cluster %q in namespace %q: it was never created or was already used by a handshake; run liqoctl create nonce --remote-cluster-id %s", p.Scope, consumerID, tn, consumerID)
+		}
+		return "", time.Time{}, p.explain(err, "reading the nonce")
+	}
+	nonce := string(s.Data[cluster.NonceField])
+	if nonce == "" {
+		return "", time.Time{}, fmt.Errorf("(%s) the nonce for cluster %q is not filled yet: is liqo-auth-manager running?", p.Scope, consumerID)
+	}
+	issued, err := time.Parse(time.RFC3339, s.Annotations[cluster.NonceIssuedAtAnnotation])
+	if err != nil {
+		issued = s.CreationTimestamp.Time
+	}
+	return nonce, issued, nil
+}
+
+// EnsureSignedNonce places nonce in the consumer's signed-nonce Secret of tenant
+// namespace tn, for the consumer's controllers to sign. A Secret holding another nonce is
+// reset, dropping its stale signature.
+func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce string) error {
+	if err := authn.CheckNonce(nonce); err != nil {
+		return fmt.Errorf("the nonce is not valid: %w (copy it exactly as liqoctl get nonce prints it)", err)
+	}
+	var s corev1.Secret
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.SignedNonceSecretName}, &s)
+	switch {
+	case apierrors.IsNotFound(err):
+		s = corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: cluster.SignedNonceSecretName, Namespace: tn,
+				Labels: map[string]string{cluster.SignedNonceLabel: "true", cluster.RemoteClusterIDLabel: providerID}},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{cluster.NonceField: []byte(nonce)},
+		}
+		err = c.Client.Create(ctx, &s)
+	case err == nil && (string(s.Data[cluster.NonceField]) != nonce || s.Labels[cluster.SignedNonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != providerID):
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[cluster.SignedNonceLabel], s.Labels[cluster.RemoteClusterIDLabel] = "true", providerID
+		s.Data = map[string][]byte{cluster.NonceField: []byte(nonce)}
+		err = c.Client.Update(ctx, &s)
+	}
+	if err != nil {
+		return c.explain(err, "writing the nonce to sign")
+	}
+	return nil
+}
+
+// WaitSignedNonce waits for the consumer's controllers to sign nonce, checks the
+// signature with the consumer's public key, and returns it.
+func WaitSignedNonce(ctx context.Context, c *Side, tn, nonce string) ([]byte, error) {
+	key, err := cluster.GetClusterKey(ctx, c.Client, c.Namespace)
+	if err != nil {
+		return nil, c.explain(err, "reading the cluster key")
+	}
+	var sig []byte
+	err = waitFor(ctx, c.Client, client.ObjectKey{Namespace: tn, Name: cluster.SignedNonceSecretName}, &corev1.SecretList{}, "the nonce to be signed",
+		func(s *corev1.Secret) (bool, string, error) {
+			if s == nil {
+				return false, "", fmt.Errorf("the signed-nonce Secret in %q was deleted", tn)
+			}
+			if string(s.Data[cluster.NonceField]) != nonce {
+				return false, "", fmt.Errorf("the signed-nonce Secret in %q now holds another nonce: is another handshake running?", tn)
+			}
+			sig = s.Data[cluster.SignedNonceField]
+			return len(sig) > 0 && authn.VerifyNonceSignature(key.Public(), nonce, sig) == nil, "not signed yet: is liqo-auth-manager (or liqoctl's in-process controllers) running?", nil
+		})
+	if err != nil {
+		return nil, c.explain(err, "waiting for the signed nonce")
+	}
+	return sig, nil
+}

@@ -1,0 +1,61 @@
+// Package handshake holds the steps of the two-cluster protocol as the CLI drives them:
+// idempotent Ensure* steps that create or repair one object, pure Forge* builders, and
+// Wait* steps that watch an object until the other side's controllers have done their
+// part. Each step reports on the side it acts on, "(local)" or "(remote)".
+package handshake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// Reporter prints the progress of one side.
+type Reporter interface {
+	Info(format string, args ...any)
+	Warn(format string, args ...any)
+}
+
+// Side is one cluster of the handshake, as seen by the CLI.
+type Side struct {
+	// Scope is how output names this side: "local" or "remote".
+	Scope string
+	// Client talks to the cluster with the user's credentials.
+	Client client.WithWatch
+	// Config is the client configuration behind Client.
+	Config *rest.Config
+	// Namespace is the Liqo namespace.
+	Namespace string
+	// ClusterID of the cluster, read by Identify.
+	ClusterID string
+	// Report prints progress for this side.
+	Report Reporter
+}
+
+// Identify reads the cluster ID of the side, with an error that says what to do when the
+// cluster is not installed.
+func (s *Side) Identify(ctx context.Context) error {
+	id, err := cluster.GetClusterID(ctx, s.Client, s.Namespace)
+	if err != nil {
+		return s.explain(err, "reading its cluster ID")
+	}
+	s.ClusterID = id
+	return nil
+}
+
+// explain turns low-level errors into a sentence naming the side and the way out.
+func (s *Side) explain(err error, doing string) error {
+	switch {
+	case errors.Is(err, cluster.ErrNotInstalled):
+		return fmt.Errorf("(%s) %s: %w: run liqoctl install on this cluster first", s.Scope, doing, err)
+	case meta.IsNoMatchError(err):
+		return fmt.Errorf("(%s) %s: the authentication.liqo.io CRDs are not installed: run liqoctl install on this cluster first", s.Scope, doing)
+	}
+	return fmt.Errorf("(%s) %s: %w", s.Scope, doing, err)
+}

@@ -1,0 +1,112 @@
+package handshake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+)
+
+// ErrAccessNotRevoked means a permission of the consumer survived the teardown.
+var ErrAccessNotRevoked = errors.New("access not revoked")
+
+// Unauthenticate undoes the handshake on both sides, idempotently, then proves with
+// SubjectAccessReviews on the provider that the consumer's user lost every permission
+// its tenant role granted.
+func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error {
+	c, pr := p.Consumer, p.Provider
+	cTN := tenantNamespaceOrDefault(ctx, c, pr.ClusterID)
+	for _, obj := range []client.Object{
+		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: cluster.IdentityName(pr.ClusterID)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: cluster.KubeconfigSecretName(cluster.IdentityName(pr.ClusterID))}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: cluster.SignedNonceSecretName}},
+	} {
+		if err := deleteIgnoringAbsence(ctx, c.Client, obj); err != nil {
+			return c.explain(err, "deleting the identity")
+		}
+	}
+	c.Report.Info("Identity, kubeconfig and signed nonce removed")
+
+	pTN := tenantNamespaceOrDefault(ctx, pr, c.ClusterID)
+	t := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: c.ClusterID}}
+	if err := deleteIgnoringAbsence(ctx, pr.Client, t); err != nil {
+		return pr.explain(err, "deleting the Tenant")
+	}
+	if err := waitFor(ctx, pr.Client, client.ObjectKeyFromObject(t), &authv1beta1.TenantList{}, "the Tenant to be deleted",
+		func(t *authv1beta1.Tenant) (bool, string, error) {
+			return t == nil, "its finalizer is handled by liqo-auth-manager (or liqoctl's in-process controllers)", nil
+		}); err != nil {
+		return pr.explain(err, "deleting the Tenant")
+	}
+	pr.Report.Info("Tenant deleted")
+	leftovers := []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.ControlPlaneBindingName}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.TenantReaderName}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.TenantReaderName}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.NonceSecretName}},
+	}
+	for _, obj := range leftovers {
+		if err := deleteIgnoringAbsence(ctx, pr.Client, obj); err != nil {
+			return pr.explain(err, "deleting what the Tenant left")
+		}
+	}
+	if err := pr.Client.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
+		client.MatchingLabels{cluster.RemoteClusterIDLabel: c.ClusterID, cluster.ManagedByLabel: cluster.ManagedByValue}); err != nil {
+		return pr.explain(err, "deleting leftover CertificateSigningRequests")
+	}
+	pr.Report.Info("Bindings, nonce and certificate requests removed")
+
+	if deleteNamespaces {
+		for _, s := range []struct {
+			side *Side
+			ns   string
+		}{{c, cTN}, {pr, pTN}} {
+			if err := deleteIgnoringAbsence(ctx, s.side.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}); err != nil {
+				return s.side.explain(err, "deleting the tenant namespace")
+			}
+			s.side.Report.Info("Tenant namespace %s deleted", s.ns)
+		}
+	}
+	return p.VerifyRevoked(ctx, pTN)
+}
+
+// VerifyRevoked asks the provider whether the consumer's user may still do anything its
+// tenant role granted in namespace pTN.
+func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
+	pr := p.Provider
+	allowed, err := cluster.AllowedActions(ctx, pr.Client, p.Consumer.ClusterID, []string{cluster.UserGroup}, pTN, tenant.TenantRules(p.Consumer.ClusterID))
+	if err != nil {
+		return pr.explain(err, "verifying the revocation")
+	}
+	if len(allowed) > 0 {
+		return fmt.Errorf("(remote) %w: user %q may still %s in namespace %q: look for other RoleBindings or ClusterRoleBindings naming that user or group %q",
+			ErrAccessNotRevoked, p.Consumer.ClusterID, strings.Join(allowed, ", "), pTN, cluster.UserGroup)
+	}
+	pr.Report.Info("Access revoked: verified")
+	return nil
+}
+
+func tenantNamespaceOrDefault(ctx context.Context, s *Side, remoteID string) string {
+	if tn, err := cluster.GetTenantNamespace(ctx, s.Client, remoteID); err == nil {
+		return tn
+	}
+	return cluster.TenantNamespaceName(remoteID)
+}
+
+func deleteIgnoringAbsence(ctx context.Context, c client.Client, obj client.Object) error {
+	err := c.Delete(ctx, obj)
+	if err == nil || isAbsent(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,92 @@
+package handshake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Cond looks at the object being waited for (nil when it does not exist) and says whether
+// the wait is over, and in words the state it sees, for the message of a timeout.
+type Cond[T client.Object] func(T) (done bool, state string, err error)
+
+// waitFor watches one object until cond says it is done. The watch starts from the resourceVersion of a first list, so no change
+// is missed between the two; a closed watch is re-established.
+func waitFor[T client.Object](ctx context.Context, c client.WithWatch, key client.ObjectKey, list client.ObjectList, what string, cond Cond[T]) error {
+	sel := []client.ListOption{client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name}}
+	var last string
+	for {
+		if err := c.List(ctx, list, sel...); err != nil {
+			return timeoutOr(ctx, err, what, last)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		var obj T
+		if len(items) == 1 {
+			obj = items[0].(T)
+		}
+		done, state, err := cond(obj)
+		last = state
+		if done || err != nil {
+			return err
+		}
+		w, err := c.Watch(ctx, list, append(sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})...)
+		if err != nil {
+			return timeoutOr(ctx, err, what, last)
+		}
+		done, err = consume(ctx, w, cond, &last)
+		w.Stop()
+		if done || err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return timeoutOr(ctx, ctx.Err(), what, last)
+		}
+	}
+}
+
+func consume[T client.Object](ctx context.Context, w watch.Interface, cond Cond[T], last *string) (bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return false, nil
+			}
+			obj, isT := ev.Object.(T)
+			if !isT {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				var zero T
+				obj = zero
+			}
+			done, state, err := cond(obj)
+			*last = state
+			if done || err != nil {
+				return done, err
+			}
+		}
+	}
+}
+
+// ErrTimeout is returned when a wait runs out of time.
+var ErrTimeout = errors.New("timed out")
+
+func timeoutOr(ctx context.Context, err error, what, last string) error {
+	if ctx.Err() != nil {
+		if last != "" {
+			return fmt.Errorf("%w waiting for %s (%s)", ErrTimeout, what, last)
+		}
+		return fmt.Errorf("%w waiting for %s", ErrTimeout, what)
+	}
+	return err
+}
