@@ -35,8 +35,8 @@ func ForgeManagerObjects(ns, image string, args []string) []client.Object {
 						SecurityContext:    &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 						Containers: []corev1.Container{{
 							Name: "manager", Image: image,
-							Args: append([]string{"--namespace=" + ns, "--leader-elect"}, args...),
-							Ports: []corev1.ContainerPort{{Name: "healthz", ContainerPort: 8081}},
+							Args:           append([]string{"--namespace=" + ns, "--leader-elect"}, args...),
+							Ports:          []corev1.ContainerPort{{Name: "healthz", ContainerPort: 8081}},
 							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstrFromName("healthz")}}},
 							LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstrFromName("healthz")}}},
 							SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),

@@ -86,10 +86,10 @@ func CacheOptions() cache.Options {
 	remote, _ := labels.NewRequirement(cluster.RemoteClusterIDLabel, selection.Exists, nil)
 	managed := labels.SelectorFromSet(labels.Set{cluster.ManagedByLabel: cluster.ManagedByValue})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}:                             {Label: labels.NewSelector().Add(*remote)},
-		&corev1.Namespace{}:                          {Label: labels.SelectorFromSet(labels.Set{cluster.TenantNamespaceLabel: "true"})},
-		&rbacv1.RoleBinding{}:                        {Label: managed},
-		&rbacv1.Role{}:                               {Label: managed},
+		&corev1.Secret{}:                            {Label: labels.NewSelector().Add(*remote)},
+		&corev1.Namespace{}:                         {Label: labels.SelectorFromSet(labels.Set{cluster.TenantNamespaceLabel: "true"})},
+		&rbacv1.RoleBinding{}:                       {Label: managed},
+		&rbacv1.Role{}:                              {Label: managed},
 		&certificatesv1.CertificateSigningRequest{}: {Label: managed},
 	}}
 }

@@ -182,4 +182,3 @@ func (o *Options) print() error {
 	o.Global.Printer().Info("The cluster key pair is not printed: liqo-auth-manager creates it at its first start (or run liqoctl install without -o)")
 	return cli.PrintObjects(o.Global.Streams.Out, o.Output.Format, objs...)
 }
-
