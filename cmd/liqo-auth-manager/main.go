@@ -1,0 +1,158 @@
+// Command liqo-auth-manager runs the controllers of the Liqo authentication handshake in
+// a cluster: the provider side (nonces, Tenants, certificates, bindings) and the consumer
+// side (signatures, Identities, kubeconfigs). It runs in the cluster, or beside it with
+// --kubeconfig.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/manager"
+	"github.com/liqo-auth/liqo-auth/pkg/version"
+)
+
+type flags struct {
+	kubeconfig, apiServerURL, apiServerCAFile, metricsAddr, healthAddr string
+	leaderElect, provider, consumer, showVersion                      bool
+	opts                                                              manager.Options
+	zap                                                               zap.Options
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "liqo-auth-manager:", err)
+		os.Exit(1)
+	}
+}
+
+func parse(args []string) (*flags, error) {
+	f := &flags{}
+	fs := pflag.NewFlagSet("liqo-auth-manager", pflag.ContinueOnError)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: in-cluster configuration)")
+	fs.StringVar(&f.opts.Namespace, "namespace", cluster.DefaultLiqoNamespace, "Liqo namespace")
+	fs.StringVar(&f.opts.ClusterID, "cluster-id", "", "cluster ID (default: read from the cluster)")
+	fs.StringVar(&f.apiServerURL, "api-server-url", "", "API server URL advertised in identities (default: liqoctl install's, else the kubeconfig's)")
+	fs.StringVar(&f.apiServerCAFile, "api-server-ca-file", "", "PEM CA bundle of --api-server-url")
+	fs.DurationVar(&f.opts.Tenant.CertificateLifetime, "certificate-lifetime", 0, "lifetime of issued certificates (default: liqoctl install's, else 720h)")
+	fs.DurationVar(&f.opts.Tenant.RenewBefore, "renew-before", 0, "renew a certificate when less than this remains (default: after two thirds of its lifetime)")
+	fs.DurationVar(&f.opts.Tenant.CSRTimeout, "csr-timeout", manager.DefaultCSRTimeout, "how long an approved CSR may wait for its certificate before it is reported")
+	fs.DurationVar(&f.opts.Tenant.NonceTTL, "nonce-ttl", manager.DefaultNonceTTL, "how long a nonce may be used")
+	fs.BoolVar(&f.provider, "provider", true, "run the provider side")
+	fs.BoolVar(&f.consumer, "consumer", true, "run the consumer side")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader (its Lease also tells liqoctl that a manager runs)")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "health probes address (0 disables)")
+	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
+	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	f.zap.BindFlags(gofs)
+	fs.AddGoFlagSet(gofs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	f.opts.Provider, f.opts.Consumer = f.provider, f.consumer
+	return f, nil
+}
+
+func run() error {
+	f, err := parse(os.Args[1:])
+	if err != nil {
+		return err
+	}
+	if f.showVersion {
+		fmt.Println("liqo-auth-manager", version.Get())
+		return nil
+	}
+	log := zap.New(zap.UseFlagOptions(&f.zap))
+	ctrl.SetLogger(log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg, err := ctrl.GetConfig()
+	if f.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	}
+	if err != nil {
+		return fmt.Errorf("loading the cluster configuration: %w", err)
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	if err := prepare(ctx, f, direct, cfg.Host); err != nil {
+		return err
+	}
+	if f.opts.Provider {
+		var ca []byte
+		if f.apiServerCAFile != "" {
+			if ca, err = os.ReadFile(f.apiServerCAFile); err != nil {
+				return fmt.Errorf("reading --api-server-ca-file: %w", err)
+			}
+		}
+		if f.opts.Tenant.APIServer, f.opts.Tenant.CA, err = manager.ResolveAPIServer(ctx, direct, f.opts.Namespace, cfg, f.apiServerURL, ca); err != nil {
+			return err
+		}
+		log.Info("provider side", "apiServer", f.opts.Tenant.APIServer, "certificateLifetime", f.opts.Tenant.CertificateLifetime.String())
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme.New(), Cache: manager.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress: f.healthAddr,
+		LeaderElection:         f.leaderElect, LeaderElectionID: manager.LeaseName, LeaderElectionNamespace: f.opts.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptrDuration(10 * time.Second),
+	})
+	if err != nil {
+		return err
+	}
+	if err := manager.Setup(ctx, mgr, f.opts); err != nil {
+		return err
+	}
+	if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)); err != nil {
+		return err
+	}
+	log.Info("starting", "version", version.Get().Version, "clusterID", f.opts.ClusterID, "provider", f.opts.Provider, "consumer", f.opts.Consumer)
+	return mgr.Start(ctx)
+}
+
+// prepare reads the cluster ID and makes sure the key pair exists: an installation
+// applied from liqoctl install -o yaml has no key until the manager's first start.
+func prepare(ctx context.Context, f *flags, c client.Client, host string) error {
+	id, err := cluster.GetClusterID(ctx, c, f.opts.Namespace)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w (run liqoctl install first)", host, err)
+	}
+	if f.opts.ClusterID != "" && f.opts.ClusterID != id {
+		return fmt.Errorf("--cluster-id %q differs from the installed cluster ID %q", f.opts.ClusterID, id)
+	}
+	f.opts.ClusterID = id
+	if f.opts.Tenant.CertificateLifetime == 0 {
+		cfg, err := cluster.GetConfig(ctx, c, f.opts.Namespace)
+		if err != nil {
+			return err
+		}
+		f.opts.Tenant.CertificateLifetime = cfg.CertificateLifetime
+	}
+	key, _, err := cluster.EnsureClusterKey(ctx, c, f.opts.Namespace, authn.Ed25519)
+	f.opts.Key = key
+	return err
+}
+
+func ptrDuration(d time.Duration) *time.Duration { return &d }
