@@ -31,9 +31,9 @@ import (
 
 type flags struct {
 	kubeconfig, apiServerURL, apiServerCAFile, metricsAddr, healthAddr string
-	leaderElect, provider, consumer, showVersion                      bool
-	opts                                                              manager.Options
-	zap                                                               zap.Options
+	leaderElect, provider, consumer, showVersion                       bool
+	opts                                                               manager.Options
+	zap                                                                zap.Options
 }
 
 func main() {

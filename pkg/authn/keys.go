@@ -170,3 +170,12 @@ func singlePEMBlock(data []byte, wantType string) (*pem.Block, error) {
 	}
 	return block, nil
 }
+
+// ValidateFingerprint checks the form "sha256:" followed by 64 lowercase hex digits.
+func ValidateFingerprint(fp string) error {
+	hexPart, ok := strings.CutPrefix(fp, "sha256:")
+	if _, err := hex.DecodeString(hexPart); !ok || err != nil || len(hexPart) != 64 || strings.ToLower(hexPart) != hexPart {
+		return fmt.Errorf("fingerprint %q is not of the form sha256:<64 lowercase hex digits>", fp)
+	}
+	return nil
+}

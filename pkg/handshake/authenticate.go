@@ -191,6 +191,15 @@ func PinProviderCA(ctx context.Context, c *Side, tn string, ca []byte) error {
 	if err != nil {
 		return fmt.Errorf("(remote) the provider's CA is not valid: %w", err)
 	}
+	return PinCAFingerprint(ctx, c, tn, fp)
+}
+
+// PinCAFingerprint records fp as the only CA fingerprint an Identity in the consumer's
+// tenant namespace tn may present.
+func PinCAFingerprint(ctx context.Context, c *Side, tn, fp string) error {
+	if err := authn.ValidateFingerprint(fp); err != nil {
+		return err
+	}
 	var ns corev1.Namespace
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: tn}, &ns); err != nil {
 		return c.explain(err, "reading the tenant namespace")

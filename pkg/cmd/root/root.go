@@ -7,8 +7,13 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/authenticate"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/create"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/generate"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/get"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/install"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/unauthenticate"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/uninstall"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/version"
 )
 
@@ -31,8 +36,13 @@ Tenant with a CSR, certificate signed by the provider's Kubernetes CA, Identity,
 	cli.RegisterGlobalCompletions(cmd, g)
 	cmd.AddCommand(
 		install.NewCmd(g),
+		uninstall.NewCmd(g),
 		authenticate.NewCmd(g),
 		unauthenticate.NewCmd(g),
+		create.NewCmd(g),
+		get.NewCmd(g),
+		generate.NewCmd(g),
+		info.NewCmd(g),
 		version.NewCmd(g),
 	)
 	return cmd

@@ -1,0 +1,16 @@
+// Package create groups the create commands.
+package create
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/create/nonce"
+)
+
+// NewCmd returns the create command group.
+func NewCmd(g *cli.Global) *cobra.Command {
+	cmd := &cobra.Command{Use: "create", Short: "Create handshake objects on the local cluster", Args: cobra.NoArgs}
+	cmd.AddCommand(nonce.NewCmd(g))
+	return cmd
+}

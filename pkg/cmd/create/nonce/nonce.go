@@ -1,0 +1,92 @@
+// Package nonce is liqoctl create nonce: the provider's first step of the manual flow.
+package nonce
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// Options of liqoctl create nonce.
+type Options struct {
+	Global          *cli.Global
+	RemoteClusterID string
+	Output          cli.OutputFlags
+	Timeout         cli.Timeout
+}
+
+// NewCmd returns the create nonce command.
+func NewCmd(g *cli.Global) *cobra.Command {
+	o := &Options{Global: g}
+	cmd := &cobra.Command{
+		Use:   "nonce",
+		Short: "Create the tenant namespace of a consumer and a nonce for it to sign (provider)",
+		Long: `On the provider: ensure the tenant namespace of the consumer and a fresh nonce in it.
+The nonce is printed on stderr; hand it to the consumer's administrator (liqoctl get nonce
+prints it bare on stdout). A young unused nonce is kept: re-running changes nothing.`,
+		Example: `  liqoctl create nonce --remote-cluster-id cl-consumer
+  liqoctl create nonce --remote-cluster-id cl-consumer -o yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "cluster ID of the consumer")
+	_ = cmd.MarkFlagRequired("remote-cluster-id")
+	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
+	o.Output.AddFlags(cmd, "")
+	o.Timeout.AddFlags(cmd)
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if err := cluster.ValidateClusterID(o.RemoteClusterID); err != nil {
+		return fmt.Errorf("--remote-cluster-id: %w", err)
+	}
+	return o.Output.Validate()
+}
+
+// Run creates the nonce.
+func (o *Options) Run(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	s, err := o.Global.LocalSide(ctx, "")
+	if err != nil {
+		return err
+	}
+	if s.ClusterID == o.RemoteClusterID {
+		return fmt.Errorf("--remote-cluster-id %q is this cluster's own ID: give the consumer's", o.RemoteClusterID)
+	}
+	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, o.RemoteClusterID)
+	if err != nil {
+		return err
+	}
+	s.Report.Info("Tenant namespace %s ensured", tn)
+	nonce, err := handshake.EnsureNonce(ctx, s, tn, o.RemoteClusterID, o.Global.Clock())
+	if err != nil {
+		return err
+	}
+	s.Report.Info("Nonce created")
+	s.Report.Info("Nonce generated successfully")
+	s.Report.Info("Nonce retrieved: %s", nonce)
+	s.Report.Info("Next, on the consumer, before the nonce expires (15m by default): liqoctl generate tenant --remote-cluster-id %s --nonce <nonce>", s.ClusterID)
+	if o.Output.Format == "" {
+		return nil
+	}
+	var secret corev1.Secret
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &secret); err != nil {
+		return err
+	}
+	return cli.PrintObjects(o.Global.Streams.Out, o.Output.Format, &secret)
+}

@@ -1,0 +1,114 @@
+// Package identity is liqoctl generate identity: the provider prints the Identity of an
+// accepted Tenant, to apply on the consumer.
+package identity
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// Options of liqoctl generate identity.
+type Options struct {
+	Global                *cli.Global
+	RemoteClusterID       string
+	RemoteTenantNamespace string
+	ExpectFingerprint     string
+	Output                cli.OutputFlags
+	Timeout               cli.Timeout
+}
+
+// NewCmd returns the generate identity command.
+func NewCmd(g *cli.Global) *cobra.Command {
+	o := &Options{Global: g}
+	cmd := &cobra.Command{
+		Use:   "identity",
+		Short: "Print the Identity of an accepted Tenant, to apply on the consumer (provider)",
+		Long: `On the provider, after kubectl apply of the consumer's Tenant: wait until the Tenant is
+accepted and its certificate issued, then print the Identity for the consumer's
+administrator to kubectl apply. The fingerprint of the CA it hands over is printed on
+stderr. With --expect-fingerprint, the consumer key fingerprint its administrator gave you
+must be the one the handshake accepted.`,
+		Example: `  liqoctl generate identity --remote-cluster-id cl-consumer > identity.yaml`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "cluster ID of the consumer")
+	f.StringVar(&o.RemoteTenantNamespace, "remote-tenant-namespace", "", "tenant namespace of this cluster on the consumer (default liqo-tenant-<this cluster ID>)")
+	f.StringVar(&o.ExpectFingerprint, "expect-fingerprint", "", "fingerprint of the consumer key (sha256:...) the Tenant must carry")
+	_ = cmd.MarkFlagRequired("remote-cluster-id")
+	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
+	o.Output.AddFlags(cmd, "yaml")
+	o.Timeout.AddFlags(cmd)
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if err := cluster.ValidateClusterID(o.RemoteClusterID); err != nil {
+		return fmt.Errorf("--remote-cluster-id: %w", err)
+	}
+	if o.ExpectFingerprint != "" {
+		if err := authn.ValidateFingerprint(o.ExpectFingerprint); err != nil {
+			return fmt.Errorf("--expect-fingerprint: %w", err)
+		}
+	}
+	return o.Output.Validate()
+}
+
+// Run waits for the Tenant and prints the Identity.
+func (o *Options) Run(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	s, err := o.Global.LocalSide(ctx, "")
+	if err != nil {
+		return err
+	}
+	tn, err := cluster.GetTenantNamespace(ctx, s.Client, o.RemoteClusterID)
+	if err != nil {
+		return fmt.Errorf("%w: run liqoctl create nonce --remote-cluster-id %s, then apply the consumer's Tenant", err, o.RemoteClusterID)
+	}
+	var ctrls cli.Controllers
+	defer ctrls.Stop()
+	if err := ctrls.Ensure(ctx, o.Global, s, true, false); err != nil {
+		return err
+	}
+	t, err := handshake.WaitTenant(ctx, s, client.ObjectKey{Namespace: tn, Name: o.RemoteClusterID})
+	if err != nil {
+		return fmt.Errorf("%w (has the consumer's Tenant been applied in namespace %s?)", err, tn)
+	}
+	if o.ExpectFingerprint != "" && t.Status.AcceptedKeyFingerprint != o.ExpectFingerprint {
+		return fmt.Errorf("the Tenant was accepted for key %s, not the expected %s: do not hand over this Identity; delete the Tenant and start again",
+			t.Status.AcceptedKeyFingerprint, o.ExpectFingerprint)
+	}
+	remoteTN := o.RemoteTenantNamespace
+	if remoteTN == "" {
+		remoteTN = cluster.TenantNamespaceName(s.ClusterID)
+	}
+	id, err := handshake.ForgeIdentity(s.ClusterID, t, remoteTN)
+	if err != nil {
+		return err
+	}
+	caFP, err := authn.CAFingerprint(t.Status.AuthParams.CA)
+	if err != nil {
+		return err
+	}
+	s.Report.Info("Identity correctly generated for key %s: certificate %s valid until %s", t.Status.AcceptedKeyFingerprint,
+		t.Status.Certificate.SerialNumber, t.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
+	s.Report.Info("It hands over CA %s for %s", caFP, t.Status.AuthParams.APIServer)
+	return cli.PrintObjects(o.Global.Streams.Out, o.Output.Format, id)
+}

@@ -1,0 +1,136 @@
+// Package tenant is liqoctl generate tenant: the consumer signs the provider's nonce and
+// prints the Tenant to apply on the provider.
+package tenant
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// Options of liqoctl generate tenant.
+type Options struct {
+	Global                *cli.Global
+	RemoteClusterID       string
+	Nonce                 string
+	RemoteTenantNamespace string
+	ProxyURL              string
+	ExpectFingerprint     string
+	Output                cli.OutputFlags
+	Timeout               cli.Timeout
+}
+
+// NewCmd returns the generate tenant command.
+func NewCmd(g *cli.Global) *cobra.Command {
+	o := &Options{Global: g}
+	cmd := &cobra.Command{
+		Use:   "tenant",
+		Short: "Sign the provider's nonce and print the Tenant to apply on the provider (consumer)",
+		Long: `On the consumer: sign the provider's nonce with this cluster's key and print a Tenant
+(public key, CSR, signature) for the provider's administrator to kubectl apply.
+The fingerprint of the key it hands over is printed on stderr. With --expect-fingerprint,
+the provider CA fingerprint its administrator gave you is pinned: an Identity presenting
+another CA is then refused.`,
+		Example: `  liqoctl generate tenant --remote-cluster-id cl-provider --nonce $(cat nonce.txt) > tenant.yaml`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "cluster ID of the provider")
+	f.StringVar(&o.Nonce, "nonce", "", "the nonce printed by liqoctl get nonce on the provider")
+	f.StringVar(&o.RemoteTenantNamespace, "remote-tenant-namespace", "", "tenant namespace of this cluster on the provider (default liqo-tenant-<this cluster ID>)")
+	f.StringVar(&o.ProxyURL, "proxy-url", "", "proxy this cluster uses to reach the provider")
+	f.StringVar(&o.ExpectFingerprint, "expect-fingerprint", "", "fingerprint of the provider CA (sha256:...) to pin")
+	_ = cmd.MarkFlagRequired("remote-cluster-id")
+	_ = cmd.MarkFlagRequired("nonce")
+	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
+	o.Output.AddFlags(cmd, "yaml")
+	o.Timeout.AddFlags(cmd)
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if err := cluster.ValidateClusterID(o.RemoteClusterID); err != nil {
+		return fmt.Errorf("--remote-cluster-id: %w", err)
+	}
+	if err := authn.CheckNonce(o.Nonce); err != nil {
+		return fmt.Errorf("--nonce: %w: pass it exactly as liqoctl get nonce prints it", err)
+	}
+	if o.ExpectFingerprint != "" {
+		if err := authn.ValidateFingerprint(o.ExpectFingerprint); err != nil {
+			return fmt.Errorf("--expect-fingerprint: %w", err)
+		}
+	}
+	if err := authn.ValidateProxyURL(o.ProxyURL); err != nil {
+		return fmt.Errorf("--proxy-url: %w", err)
+	}
+	return o.Output.Validate()
+}
+
+// Run signs the nonce and prints the Tenant.
+func (o *Options) Run(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	s, err := o.Global.LocalSide(ctx, "")
+	if err != nil {
+		return err
+	}
+	if s.ClusterID == o.RemoteClusterID {
+		return fmt.Errorf("--remote-cluster-id %q is this cluster's own ID: give the provider's", o.RemoteClusterID)
+	}
+	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, o.RemoteClusterID)
+	if err != nil {
+		return err
+	}
+	s.Report.Info("Tenant namespace %s ensured", tn)
+	if o.ExpectFingerprint != "" {
+		if err := handshake.PinCAFingerprint(ctx, s, tn, o.ExpectFingerprint); err != nil {
+			return err
+		}
+		s.Report.Info("Provider CA %s pinned", o.ExpectFingerprint)
+	}
+	var ctrls cli.Controllers
+	defer ctrls.Stop()
+	if err := ctrls.Ensure(ctx, o.Global, s, false, true); err != nil {
+		return err
+	}
+	if err := handshake.EnsureSignedNonce(ctx, s, tn, o.RemoteClusterID, o.Nonce); err != nil {
+		return err
+	}
+	sig, err := handshake.WaitSignedNonce(ctx, s, tn, o.Nonce)
+	if err != nil {
+		return err
+	}
+	s.Report.Info("Nonce is signed")
+	key, err := cluster.GetClusterKey(ctx, s.Client, s.Namespace)
+	if err != nil {
+		return err
+	}
+	remoteTN := o.RemoteTenantNamespace
+	if remoteTN == "" {
+		remoteTN = cluster.TenantNamespaceName(s.ClusterID)
+	}
+	t, err := handshake.ForgeTenant(s.ClusterID, key, sig, remoteTN, o.ProxyURL)
+	if err != nil {
+		return err
+	}
+	fp, err := authn.Fingerprint(key.Public())
+	if err != nil {
+		return err
+	}
+	s.Report.Info("Tenant correctly generated: it hands over public key %s", fp)
+	s.Report.Info("Next, on the provider: kubectl apply -f tenant.yaml; liqoctl generate identity --remote-cluster-id %s --expect-fingerprint %s", s.ClusterID, fp)
+	return cli.PrintObjects(o.Global.Streams.Out, o.Output.Format, t)
+}

@@ -1,0 +1,61 @@
+// Package nonce is liqoctl get nonce: print the nonce a provider holds for a consumer.
+package nonce
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// Options of liqoctl get nonce.
+type Options struct {
+	Global          *cli.Global
+	RemoteClusterID string
+	Timeout         cli.Timeout
+}
+
+// NewCmd returns the get nonce command.
+func NewCmd(g *cli.Global) *cobra.Command {
+	o := &Options{Global: g}
+	cmd := &cobra.Command{
+		Use:     "nonce",
+		Short:   "Print the nonce held for a consumer, bare on stdout (provider)",
+		Example: `  liqoctl get nonce --remote-cluster-id cl-consumer > nonce.txt`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cluster.ValidateClusterID(o.RemoteClusterID); err != nil {
+				return fmt.Errorf("--remote-cluster-id: %w", err)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "cluster ID of the consumer")
+	_ = cmd.MarkFlagRequired("remote-cluster-id")
+	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
+	o.Timeout.AddFlags(cmd)
+	return cmd
+}
+
+// Run prints the nonce.
+func (o *Options) Run(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	s, err := o.Global.LocalSide(ctx, "")
+	if err != nil {
+		return err
+	}
+	nonce, issued, err := handshake.GetNonce(ctx, s, o.RemoteClusterID)
+	if err != nil {
+		return err
+	}
+	if age := o.Global.Clock().Sub(issued); age > handshake.NonceReuseWindow {
+		s.Report.Warn("This nonce was issued %s ago: a provider refuses a nonce older than its TTL (15m by default); liqoctl create nonce replaces it", age.Round(1e9))
+	}
+	_, err = fmt.Fprintln(o.Global.Streams.Out, nonce)
+	return err
+}

@@ -1,0 +1,103 @@
+// Package info is liqoctl info: this cluster's identity, its tenants and identities,
+// their certificates, and the next step of any half-done handshake.
+package info
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+)
+
+// Options of liqoctl info.
+type Options struct {
+	Global  *cli.Global
+	Output  cli.OutputFlags
+	Timeout cli.Timeout
+}
+
+// NewCmd returns the info command.
+func NewCmd(g *cli.Global) *cobra.Command {
+	o := &Options{Global: g}
+	cmd := &cobra.Command{
+		Use:   "info",
+		Short: "Show this cluster's identity, its tenants and identities, and what to do next",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Output.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Output.AddFlags(cmd, "")
+	o.Timeout.AddFlags(cmd)
+	return cmd
+}
+
+// Run prints the report.
+func (o *Options) Run(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	s, err := o.Global.LocalSide(ctx, "")
+	if err != nil {
+		return err
+	}
+	r, err := build(ctx, s, o.Global.Clock())
+	if err != nil {
+		return err
+	}
+	out := o.Global.Streams.Out
+	switch o.Output.Format {
+	case "json":
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	case "yaml":
+		b, err := yaml.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	return render(out, r)
+}
+
+func render(out io.Writer, r *Report) error {
+	fmt.Fprintf(out, "Cluster ID:  %s\nCluster key: %s\nManager:     %s\n", r.ClusterID, r.KeyFingerprint, r.Manager)
+	for _, sec := range []struct {
+		title   string
+		entries []Entry
+	}{{"Tenants (consumers of this cluster)", r.Tenants}, {"Identities (providers this cluster consumes)", r.Identities}} {
+		fmt.Fprintf(out, "\n%s:\n", sec.title)
+		if len(sec.entries) == 0 {
+			fmt.Fprintln(out, "  none")
+			continue
+		}
+		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "  CLUSTER\tNAMESPACE\tSTATE\tREADY\tEXPIRES\tNEXT")
+		for _, e := range sec.entries {
+			exp := "-"
+			if e.Expires != nil {
+				exp = e.Expires.Format(time.RFC3339)
+			}
+			next := e.Next
+			if next == "" {
+				next = "-"
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%t\t%s\t%s\n", e.Cluster, e.Namespace, e.State, e.Ready, exp, next)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package info
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/manager"
+)
+
+// Report is what liqoctl info says about a cluster.
+type Report struct {
+	ClusterID      string  `json:"clusterID"`
+	KeyFingerprint string  `json:"keyFingerprint"`
+	Manager        string  `json:"manager"`
+	Tenants        []Entry `json:"tenants"`
+	Identities     []Entry `json:"identities"`
+}
+
+// Entry is one peer: a Tenant (a consumer of this cluster) or an Identity (a provider).
+type Entry struct {
+	Namespace string     `json:"namespace"`
+	Cluster   string     `json:"cluster"`
+	State     string     `json:"state"`
+	Ready     bool       `json:"ready"`
+	Serial    string     `json:"serial,omitempty"`
+	Expires   *time.Time `json:"expires,omitempty"`
+	Next      string     `json:"next,omitempty"`
+}
+
+func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, error) {
+	r := &Report{ClusterID: s.ClusterID, Manager: "not running: the controllers run only inside liqoctl commands, and certificates are not renewed"}
+	key, err := cluster.GetClusterKey(ctx, s.Client, s.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if r.KeyFingerprint, err = authn.Fingerprint(key.Public()); err != nil {
+		return nil, err
+	}
+	if holder, running, err := manager.RunningManager(ctx, s.Client, s.Namespace, now); err == nil && running {
+		r.Manager = "running (" + holder + ")"
+	}
+	var tenants authv1beta1.TenantList
+	if err := s.Client.List(ctx, &tenants); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for i := range tenants.Items {
+		t := &tenants.Items[i]
+		seen["t/"+t.Namespace] = true
+		r.Tenants = append(r.Tenants, tenantEntry(t, now))
+	}
+	var ids authv1beta1.IdentityList
+	if err := s.Client.List(ctx, &ids); err != nil {
+		return nil, err
+	}
+	for i := range ids.Items {
+		id := &ids.Items[i]
+		seen["i/"+id.Namespace] = true
+		r.Identities = append(r.Identities, identityEntry(id, now))
+	}
+	return r, halfDone(ctx, s, r, seen)
+}
+
+func tenantEntry(t *authv1beta1.Tenant, now time.Time) Entry {
+	e := Entry{Namespace: t.Namespace, Cluster: string(t.Spec.ClusterID), State: string(t.Spec.TenantCondition)}
+	e.Ready = meta.IsStatusConditionTrue(t.Status.Conditions, authv1beta1.ConditionReady)
+	if c := t.Status.Certificate; c != nil {
+		e.Serial, e.Expires = c.SerialNumber, timeOf(c.NotAfter)
+	}
+	switch {
+	case e.Expires != nil && now.After(*e.Expires):
+		e.Next = "the consumer's certificate expired: it must run liqoctl authenticate again"
+	case !e.Ready:
+		e.Next = conditionHint(t.Status.Conditions)
+	}
+	return e
+}
+
+func identityEntry(id *authv1beta1.Identity, now time.Time) Entry {
+	e := Entry{Namespace: id.Namespace, Cluster: string(id.Spec.ClusterID), State: string(id.Spec.Type)}
+	e.Ready = meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady)
+	if c := id.Status.Certificate; c != nil {
+		e.Serial, e.Expires = c.SerialNumber, timeOf(c.NotAfter)
+	}
+	switch {
+	case e.Expires != nil && now.After(*e.Expires):
+		e.Ready = false
+		e.Next = fmt.Sprintf("EXPIRED at %s: run liqoctl authenticate --remote-kubeconfig <provider> again", e.Expires.Format(time.RFC3339))
+	case !e.Ready:
+		e.Next = conditionHint(id.Status.Conditions)
+	}
+	return e
+}
+
+func conditionHint(conds []metav1.Condition) string {
+	if c := meta.FindStatusCondition(conds, authv1beta1.ConditionReady); c != nil {
+		return c.Reason + ": " + c.Message
+	}
+	return "not processed yet: is liqo-auth-manager running?"
+}
+
+// halfDone reports tenant namespaces where a handshake started but did not finish.
+func halfDone(ctx context.Context, s *handshake.Side, r *Report, seen map[string]bool) error {
+	var secrets corev1.SecretList
+	if err := s.Client.List(ctx, &secrets, client.HasLabels{cluster.RemoteClusterIDLabel}); err != nil {
+		return err
+	}
+	for _, sec := range secrets.Items {
+		remote := sec.Labels[cluster.RemoteClusterIDLabel]
+		switch {
+		case sec.Name == cluster.NonceSecretName && sec.Labels[cluster.NonceLabel] == "true" && !seen["t/"+sec.Namespace]:
+			r.Tenants = append(r.Tenants, Entry{Namespace: sec.Namespace, Cluster: remote, State: "NonceIssued",
+				Next: fmt.Sprintf("waiting for the consumer's Tenant: on %s, liqoctl generate tenant --remote-cluster-id %s --nonce <nonce>, then kubectl apply it here", remote, r.ClusterID)})
+		case sec.Name == cluster.SignedNonceSecretName && sec.Labels[cluster.SignedNonceLabel] == "true" && !seen["i/"+sec.Namespace]:
+			r.Identities = append(r.Identities, Entry{Namespace: sec.Namespace, Cluster: remote, State: "TenantGenerated",
+				Next: fmt.Sprintf("waiting for the provider's Identity: on %s, kubectl apply the Tenant and liqoctl generate identity --remote-cluster-id %s, then kubectl apply it here", remote, r.ClusterID)})
+		}
+	}
+	return nil
+}
+
+func timeOf(t *metav1.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.UTC()
+	return &v
+}
