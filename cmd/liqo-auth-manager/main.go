@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,9 +86,11 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	cfg, err := ctrl.GetConfig()
+	var cfg *rest.Config
 	if f.kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
 	}
 	if err != nil {
 		return fmt.Errorf("loading the cluster configuration: %w", err)
@@ -97,6 +100,9 @@ func run() error {
 		return err
 	}
 	if err := prepare(ctx, f, direct, cfg.Host); err != nil {
+		return err
+	}
+	if err := f.opts.Complete(); err != nil {
 		return err
 	}
 	if f.opts.Provider {

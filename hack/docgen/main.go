@@ -35,6 +35,7 @@ func run(args []string) error {
 	}
 	cmd := root.NewCmd(genericiooptions.NewTestIOStreamsDiscard())
 	cmd.DisableAutoGenTag = true
+	cmd.InitDefaultCompletionCmd()
 	switch args[0] {
 	case "docs":
 		old, _ := filepath.Glob(filepath.Join(dir, "liqoctl*.md"))

@@ -36,6 +36,15 @@ func (f *ClusterFlags) AddFlags(fs *pflag.FlagSet, prefix, which string) {
 	}
 }
 
+// RequireRemote refuses remote flags that name no cluster: the default kubeconfig would
+// point at the local cluster.
+func (f *ClusterFlags) RequireRemote() error {
+	if f.Kubeconfig == "" && f.Context == "" {
+		return errors.New("say which cluster is the provider: --remote-kubeconfig or --remote-context")
+	}
+	return nil
+}
+
 // RESTConfig loads the client configuration the flags point at.
 func (f *ClusterFlags) RESTConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()

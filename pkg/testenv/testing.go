@@ -16,14 +16,26 @@ import (
 // When it is unset, BinDir runs scripts/controlplane.sh, which builds them once.
 const EnvBinDir = "LIQO_AUTH_CONTROLPLANE_DIR"
 
-// BinDir returns the directory of the control-plane binaries, building them if needed.
+// ControlPlaneVersion names the cache directory scripts/controlplane.sh builds into by
+// default; keep it in step with the script's defaults.
+const ControlPlaneVersion = "v1.37.1-etcd-v3.7.0"
+
+// BinDir returns the directory of the control-plane binaries: $LIQO_AUTH_CONTROLPLANE_DIR,
+// else the default cache when a build is complete there, else what scripts/controlplane.sh
+// builds (from within the repository).
 func BinDir() (string, error) {
 	if d := os.Getenv(EnvBinDir); d != "" {
 		return d, nil
 	}
+	if cache, err := os.UserCacheDir(); err == nil {
+		d := filepath.Join(cache, "liqo-auth", "controlplane", ControlPlaneVersion)
+		if _, err := os.Stat(filepath.Join(d, ".complete")); err == nil {
+			return d, nil
+		}
+	}
 	root, err := ModuleRoot()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: set %s to the directory of etcd, kube-apiserver and kube-controller-manager, or run from the repository", err, EnvBinDir)
 	}
 	var stderr bytes.Buffer
 	cmd := exec.Command(filepath.Join(root, "scripts", "controlplane.sh"))

@@ -4,7 +4,6 @@ package authenticate
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,6 +60,9 @@ Re-running it on an authenticated pair changes nothing.`,
 
 // Complete connects to both clusters.
 func (o *Options) Complete() error {
+	if err := o.Remote.RequireRemote(); err != nil {
+		return err
+	}
 	pair, err := cli.NewPair(o.Global, &o.Remote)
 	if err != nil {
 		return err
@@ -72,9 +74,6 @@ func (o *Options) Complete() error {
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
-	if o.Remote.Kubeconfig == "" && o.Remote.Context == "" {
-		return errors.New("say which cluster is the provider: --remote-kubeconfig or --remote-context")
-	}
 	return authn.ValidateProxyURL(o.ProxyURL)
 }
 

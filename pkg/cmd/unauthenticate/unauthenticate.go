@@ -4,7 +4,6 @@ package unauthenticate
 
 import (
 	"context"
-	"errors"
 
 	"github.com/spf13/cobra"
 
@@ -41,9 +40,6 @@ when every one is denied. Missing objects are fine: the command can be re-run.`,
 			if err := o.Complete(); err != nil {
 				return err
 			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -56,16 +52,11 @@ when every one is denied. Missing objects are fine: the command can be re-run.`,
 
 // Complete connects to both clusters.
 func (o *Options) Complete() (err error) {
+	if err := o.Remote.RequireRemote(); err != nil {
+		return err
+	}
 	o.pair, err = cli.NewPair(o.Global, &o.Remote)
 	return err
-}
-
-// Validate checks the flags.
-func (o *Options) Validate() error {
-	if o.Remote.Kubeconfig == "" && o.Remote.Context == "" {
-		return errors.New("say which cluster is the provider: --remote-kubeconfig or --remote-context")
-	}
-	return nil
 }
 
 // Run tears the handshake down and verifies the revocation.

@@ -1,0 +1,172 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/root"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+)
+
+// runCLI runs liqoctl in-process, through its real command tree, with test streams.
+func runCLI(t testing.TB, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	cmd := root.NewCmd(streams)
+	cmd.SetArgs(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err = cmd.ExecuteContext(ctx)
+	return out.String(), errOut.String(), err
+}
+
+// mustCLI runs liqoctl and fails the test if it fails.
+func mustCLI(t testing.TB, args ...string) (stdout, stderr string) {
+	t.Helper()
+	out, errOut, err := runCLI(t, args...)
+	require.NoError(t, err, "liqoctl %v\nstderr:\n%s", args, errOut)
+	return out, errOut
+}
+
+// applyYAML creates every object of a multi-document YAML stream, as kubectl apply does
+// for new objects.
+func applyYAML(t testing.TB, c client.Client, data []byte) {
+	t.Helper()
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		require.NoError(t, err)
+		if len(u.Object) == 0 {
+			continue
+		}
+		require.NoError(t, c.Create(context.Background(), u), "applying %s %s", u.GetKind(), u.GetName())
+	}
+}
+
+var (
+	managerBuild     sync.Once
+	managerBinPath   string
+	managerBuildErr  error
+	managerBuildLogs []byte
+)
+
+// managerBinary builds cmd/liqo-auth-manager once per test binary.
+func managerBinary(t testing.TB) string {
+	t.Helper()
+	managerBuild.Do(func() {
+		root, err := testenv.ModuleRoot()
+		if err != nil {
+			managerBuildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "liqo-auth-manager-bin-")
+		if err != nil {
+			managerBuildErr = err
+			return
+		}
+		managerBinPath = filepath.Join(dir, "liqo-auth-manager")
+		cmd := exec.Command("go", "build", "-o", managerBinPath, "./cmd/liqo-auth-manager")
+		cmd.Dir = root
+		managerBuildLogs, managerBuildErr = cmd.CombinedOutput()
+	})
+	require.NoError(t, managerBuildErr, string(managerBuildLogs))
+	return managerBinPath
+}
+
+// managerProcess is a liqo-auth-manager process started by a test.
+type managerProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	logs *lockedBuffer
+}
+
+// startManager runs liqo-auth-manager against a site until stop or the end of the test,
+// and waits until it holds its Lease.
+func startManager(t testing.TB, s *site, extra ...string) *managerProcess {
+	t.Helper()
+	args := append([]string{"--kubeconfig", s.cp.Kubeconfig, "--health-probe-bind-address=0", "--zap-log-level=info"}, extra...)
+	cmd := exec.Command(managerBinary(t), args...)
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	m := &managerProcess{cmd: cmd, done: make(chan struct{}), logs: logs}
+	go func() { _ = cmd.Wait(); close(m.done) }()
+	t.Cleanup(func() {
+		m.stop()
+		if t.Failed() {
+			t.Logf("liqo-auth-manager on %s:\n%s", s.id, logs.String())
+		}
+	})
+	eventually(t, 30*time.Second, "liqo-auth-manager acquires its Lease", func(ctx context.Context) (bool, error) {
+		select {
+		case <-m.done:
+			return false, errors.New("liqo-auth-manager exited: " + logs.String())
+		default:
+		}
+		sc := bufio.NewScanner(bytes.NewReader(logs.Bytes()))
+		for sc.Scan() {
+			if bytes.Contains(bytes.ToLower(sc.Bytes()), []byte("successfully acquired lease")) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return m
+}
+
+// stop ends the manager gracefully (it releases its Lease).
+func (m *managerProcess) stop() {
+	select {
+	case <-m.done:
+		return
+	default:
+	}
+	_ = m.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-m.done:
+	case <-time.After(15 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+}
+
+// kill ends the manager abruptly, as a crash would.
+func (m *managerProcess) kill() {
+	_ = m.cmd.Process.Kill()
+	<-m.done
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b.Bytes()...)
+}
+func (l *lockedBuffer) String() string { return string(l.Bytes()) }
+
+func metaOf(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
