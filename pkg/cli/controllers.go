@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -14,6 +15,7 @@ import (
 
 // Controllers are the in-process controllers a command started; Stop ends them.
 type Controllers struct {
+	mu      sync.Mutex
 	runners []*manager.Runner
 }
 
@@ -61,7 +63,9 @@ func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, 
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
 	c.runners = append(c.runners, r)
+	c.mu.Unlock()
 	s.Report.Info("No liqo-auth-manager runs in this cluster: its %s controllers run in-process for this command", strings.Join(which, " and "))
 	return nil
 }

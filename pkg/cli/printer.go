@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/pterm/pterm"
 	"golang.org/x/term"
@@ -18,6 +19,7 @@ type Printer struct {
 	styled  bool
 	verbose int
 	mu      *sync.Mutex
+	start   time.Time
 }
 
 // NewPrinter returns a printer writing to w. Styling is on only when w is a terminal and
@@ -27,7 +29,7 @@ func NewPrinter(w io.Writer, verbose int) *Printer {
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("NO_COLOR") == "" {
 		styled = true
 	}
-	return &Printer{w: w, styled: styled, verbose: verbose, mu: &sync.Mutex{}}
+	return &Printer{w: w, styled: styled, verbose: verbose, mu: &sync.Mutex{}, start: time.Now()}
 }
 
 // Scoped returns a printer whose lines say which cluster they are about.
@@ -55,6 +57,11 @@ func (p *Printer) Error(err error) { p.line(pterm.Error, "ERROR", "%v", err) }
 
 func (p *Printer) line(pp pterm.PrefixPrinter, level, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
+	if p.verbose > 0 {
+		// With -v every line carries the time since the command started, so the
+		// slowest step of a handshake is visible.
+		msg = fmt.Sprintf("[%6.3fs] %s", time.Since(p.start).Seconds(), msg)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.styled {

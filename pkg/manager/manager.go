@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
@@ -92,6 +93,18 @@ func CacheOptions() cache.Options {
 		&rbacv1.Role{}:                              {Label: managed},
 		&certificatesv1.CertificateSigningRequest{}: {Label: managed},
 	}}
+}
+
+// WatchedTypes are the kinds the selected controllers watch.
+func WatchedTypes(o Options) []client.Object {
+	objs := []client.Object{&corev1.Secret{}, &corev1.Namespace{}}
+	if o.Provider {
+		objs = append(objs, &authv1beta1.Tenant{}, &rbacv1.RoleBinding{}, &rbacv1.Role{}, &certificatesv1.CertificateSigningRequest{})
+	}
+	if o.Consumer {
+		objs = append(objs, &authv1beta1.Identity{})
+	}
+	return objs
 }
 
 // Setup registers the selected controllers with mgr, reading the cluster ID and key from

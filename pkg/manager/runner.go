@@ -44,6 +44,13 @@ func StartInProcess(ctx context.Context, cfg *rest.Config, o Options, logger log
 	if err := Setup(ctx, mgr, o); err != nil {
 		return nil, err
 	}
+	// Create the informers now, so that the cache sync below covers them: the controllers
+	// then start on synced informers at once, instead of during the first handshake step.
+	for _, obj := range WatchedTypes(o) {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return nil, fmt.Errorf("preparing the in-process controllers: %w", err)
+		}
+	}
 	ctx, cancel := context.WithCancel(log.IntoContext(ctx, logger))
 	r := &Runner{cancel: cancel, done: make(chan struct{})}
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
@@ -100,12 +101,13 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var ctrls cli.Controllers
 	defer ctrls.Stop()
+	// The two clusters' controllers start in parallel.
+	var eg errgroup.Group
 	if !st.TenantAccepted {
-		if err := ctrls.Ensure(ctx, o.Global, o.pair.Provider, true, false); err != nil {
-			return err
-		}
+		eg.Go(func() error { return ctrls.Ensure(ctx, o.Global, o.pair.Provider, true, false) })
 	}
-	if err := ctrls.Ensure(ctx, o.Global, c, false, true); err != nil {
+	eg.Go(func() error { return ctrls.Ensure(ctx, o.Global, c, false, true) })
+	if err := eg.Wait(); err != nil {
 		return err
 	}
 	_, err = o.pair.Authenticate(ctx, st)
