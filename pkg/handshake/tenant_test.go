@@ -1,0 +1,67 @@
+package handshake
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+)
+
+func TestTenantDone(t *testing.T) {
+	cond := func(typ string, ok bool, reason string, ago time.Duration) metav1.Condition {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: reason + " message", LastTransitionTime: metav1.NewTime(time.Now().Add(-ago))}
+	}
+	withCert := &authv1beta1.AuthParams{SignedCRT: []byte("crt")}
+	cases := []struct {
+		name    string
+		gen     int64
+		status  authv1beta1.TenantStatus
+		done    bool
+		failMsg string
+	}{
+		{"not observed", 2, authv1beta1.TenantStatus{ObservedGeneration: 1}, false, ""},
+		{"no status", 1, authv1beta1.TenantStatus{ObservedGeneration: 1}, false, ""},
+		{"ready", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, AuthParams: withCert, Conditions: []metav1.Condition{cond("Ready", true, "Ready", 0)}}, true, ""},
+		{"ready without certificate", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Ready", true, "Ready", 0)}}, false, ""},
+		{"refused", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, "SignatureInvalid", 0)}}, false, "refused the handshake (SignatureInvalid)"},
+		{"nonce missing, young", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, string(tenant.ReasonNonceMissing), 0)}}, false, ""},
+		{"nonce missing, old", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, string(tenant.ReasonNonceMissing), time.Minute)}}, false, "NonceMissing"},
+		{"pending certificate", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", true, "HandshakeAccepted", 0), cond("CertificateIssued", false, tenant.ReasonCertificatePending, 0)}}, false, ""},
+		{"approved not issued", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", true, "HandshakeAccepted", 0), cond("CertificateIssued", false, tenant.ReasonApprovedNotIssued, 0)}}, false, "issued no certificate (ApprovedNotIssued)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Generation: tc.gen}, Status: tc.status}
+			done, _, err := tenantDone(tn)
+			assert.Equal(t, tc.done, done)
+			if tc.failMsg == "" {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, tc.failMsg)
+			}
+		})
+	}
+}
+
+func TestCheckAdminState(t *testing.T) {
+	assert.NoError(t, checkAdminState(nil))
+	tn := &authv1beta1.Tenant{Spec: authv1beta1.TenantSpec{TenantCondition: authv1beta1.TenantConditionDrained}}
+	assert.ErrorContains(t, checkAdminState(tn), "drained")
+	tn.Spec.TenantCondition = authv1beta1.TenantConditionCordoned
+	assert.ErrorContains(t, checkAdminState(tn), "cordoned")
+	tn.Status.Certificate = &authv1beta1.CertificateInfo{}
+	assert.NoError(t, checkAdminState(tn), "a cordoned tenant keeps what it has")
+}
+
+func TestNormalizeHost(t *testing.T) {
+	assert.Equal(t, normalizeHost("https://LOCALHOST:443/"), normalizeHost("https://127.0.0.1"))
+	assert.NotEqual(t, normalizeHost("https://127.0.0.1:6443"), normalizeHost("https://127.0.0.1:6444"))
+}
