@@ -40,7 +40,9 @@ func TestNamesAndTenantNamespaceCheck(t *testing.T) {
 	assert.Equal(t, "liqo-tenant-x", TenantNamespaceName("x"))
 	assert.Equal(t, "controlplane-x", IdentityName("x"))
 	assert.Equal(t, "kubeconfig-controlplane-x", KubeconfigSecretName(IdentityName("x")))
-	ns := func(l map[string]string) *corev1.Namespace { return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: l}} }
+	ns := func(l map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: l}}
+	}
 	assert.True(t, IsTenantNamespaceOf(ns(TenantNamespaceLabels("x")), "x"))
 	assert.False(t, IsTenantNamespaceOf(ns(TenantNamespaceLabels("x")), "y"))
 	assert.False(t, IsTenantNamespaceOf(ns(map[string]string{RemoteClusterIDLabel: "x"}), "x"), "the tenant label is required")

@@ -41,7 +41,9 @@ func TestAdversarialTenants(t *testing.T) {
 	p, honest := sites[0], sites[1]
 	startControllers(t, p, true, false)
 	ctx := context.Background()
-	subject := func(id string) pkix.Name { return pkix.Name{CommonName: id, Organization: []string{authn.Organization}} }
+	subject := func(id string) pkix.Name {
+		return pkix.Name{CommonName: id, Organization: []string{authn.Organization}}
+	}
 	u, _ := url.Parse("spiffe://evil/x")
 
 	cases := []struct {
