@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
-	"syscall"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
@@ -74,21 +71,7 @@ func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake
 }
 
 // Identify reads the side's cluster ID and explains an unreachable cluster.
-func Identify(ctx context.Context, s *handshake.Side) error {
-	if err := s.Identify(ctx); err != nil {
-		if Unreachable(err) {
-			return fmt.Errorf("(%s) cannot reach the API server at %s: %w; check the kubeconfig and that the cluster runs", s.Scope, s.Config.Host, errors.Unwrap(err))
-		}
-		return err
-	}
-	return nil
-}
+func Identify(ctx context.Context, s *handshake.Side) error { return s.Identify(ctx) }
 
 // Unreachable reports whether err says the API server could not be reached at all.
-func Unreachable(err error) bool {
-	var opErr *net.OpError
-	var urlErr *url.Error
-	var dnsErr *net.DNSError
-	return errors.As(err, &opErr) || errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) ||
-		(errors.As(err, &urlErr) && urlErr.Timeout())
-}
+func Unreachable(err error) bool { return handshake.Unreachable(err) }

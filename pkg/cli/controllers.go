@@ -32,7 +32,7 @@ func (c *Controllers) Stop() {
 func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, provider, consumer bool) error {
 	holder, running, err := manager.RunningManager(ctx, s.Client, s.Namespace, g.Clock())
 	if err != nil {
-		return err
+		return s.Explain(err, "looking for a running liqo-auth-manager")
 	}
 	if running {
 		g.Printer().Scoped(s.Scope).Debug("liqo-auth-manager %s runs in this cluster", holder)
@@ -61,7 +61,7 @@ func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, 
 	}
 	r, err := manager.StartInProcess(ctx, s.Config, o, logger)
 	if err != nil {
-		return err
+		return s.Explain(err, "starting the controllers in-process")
 	}
 	c.mu.Lock()
 	c.runners = append(c.runners, r)

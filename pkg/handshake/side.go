@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"syscall"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
@@ -49,6 +52,31 @@ func (s *Side) Identify(ctx context.Context) error {
 	return nil
 }
 
+// Explain is explain for callers outside the package.
+func (s *Side) Explain(err error, doing string) error { return s.explain(err, doing) }
+
+// Unreachable reports whether err says the API server could not be reached at all.
+func Unreachable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	var urlErr *url.Error
+	return errors.As(err, &opErr) || errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) ||
+		(errors.As(err, &urlErr) && urlErr.Timeout())
+}
+
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
 // explain turns low-level errors into a sentence naming the side and the way out.
 func (s *Side) explain(err error, doing string) error {
 	switch {
@@ -56,6 +84,12 @@ func (s *Side) explain(err error, doing string) error {
 		return fmt.Errorf("(%s) %s: %w: run liqoctl install on this cluster first", s.Scope, doing, err)
 	case meta.IsNoMatchError(err):
 		return fmt.Errorf("(%s) %s: the authentication.liqo.io CRDs are not installed: run liqoctl install on this cluster first", s.Scope, doing)
+	case Unreachable(err):
+		host := ""
+		if s.Config != nil {
+			host = " at " + s.Config.Host
+		}
+		return fmt.Errorf("(%s) %s: cannot reach the API server%s (%w): check the kubeconfig and that the cluster runs, then re-run the command: it resumes where it stopped", s.Scope, doing, host, rootCause(err))
 	}
 	return fmt.Errorf("(%s) %s: %w", s.Scope, doing, err)
 }

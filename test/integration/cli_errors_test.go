@@ -56,7 +56,7 @@ func TestCLIBadInputs(t *testing.T) {
 
 	fails([]string{"reach the same cluster"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", a)
 	fails([]string{"--remote-kubeconfig or --remote-context"}, "authenticate", "--kubeconfig", a)
-	fails([]string{"(remote) cannot reach the API server", "127.0.0.1:1"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", unreachable)
+	fails([]string{"(remote)", "cannot reach the API server at https://127.0.0.1:1", "re-run"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", unreachable)
 	fails([]string{"(local) loading kubeconfig"}, "authenticate", "--kubeconfig", malformed, "--remote-kubeconfig", b)
 	fails([]string{"proxy URL"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", b, "--proxy-url", "ftp://x")
 

@@ -174,3 +174,12 @@ func (l *lockedBuffer) Bytes() []byte {
 func (l *lockedBuffer) String() string { return string(l.Bytes()) }
 
 func metaOf(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+
+// runCLIContext runs liqoctl with a caller's context (to interrupt it).
+func runCLIContext(ctx context.Context, args ...string) (stdout, stderr string, err error) {
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	cmd := root.NewCmd(streams)
+	cmd.SetArgs(args)
+	err = cmd.ExecuteContext(ctx)
+	return out.String(), errOut.String(), err
+}
