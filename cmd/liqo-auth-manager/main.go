@@ -33,6 +33,8 @@ import (
 type flags struct {
 	kubeconfig, apiServerURL, apiServerCAFile, metricsAddr, healthAddr string
 	leaderElect, provider, consumer, showVersion                       bool
+	qps                                                                float32
+	burst                                                              int
 	opts                                                               manager.Options
 	zap                                                                zap.Options
 }
@@ -61,6 +63,8 @@ func parse(args []string) (*flags, error) {
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader (its Lease also tells liqoctl that a manager runs)")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "health probes address (0 disables)")
+	fs.Float32Var(&f.qps, "kube-api-qps", manager.DefaultQPS, "API requests per second")
+	fs.IntVar(&f.burst, "kube-api-burst", manager.DefaultBurst, "API request burst")
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(gofs)
@@ -95,6 +99,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("loading the cluster configuration: %w", err)
 	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
 	direct, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
@@ -124,6 +129,7 @@ func run() error {
 		LeaderElection:         f.leaderElect, LeaderElectionID: manager.LeaseName, LeaderElectionNamespace: f.opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptrDuration(10 * time.Second),
+		Controller:                    manager.ControllerConfig(),
 	})
 	if err != nil {
 		return err

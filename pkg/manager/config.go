@@ -7,9 +7,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 )
 
-// ctrlConfig tunes the controllers for a handshake that should take milliseconds: no
-// name validation across managers (several in-process runners may share a process in
-// tests) and a short first retry.
-func ctrlConfig() config.Controller {
-	return config.Controller{SkipNameValidation: ptr.To(true), CacheSyncTimeout: 30 * time.Second}
+// Client rate limits of the manager: a provider serving hundreds of consumers makes a
+// dozen API calls per handshake, far above client-go's default of 20 per second.
+const (
+	DefaultQPS   = 200
+	DefaultBurst = 400
+)
+
+// ControllerConfig tunes the controllers: several workers, so that one handshake waiting
+// on the API server does not hold the others, and no name validation across managers
+// (several in-process runners may share a process).
+func ControllerConfig() config.Controller {
+	return config.Controller{SkipNameValidation: ptr.To(true), CacheSyncTimeout: 30 * time.Second, MaxConcurrentReconciles: 4}
 }

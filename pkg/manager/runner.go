@@ -36,7 +36,7 @@ func StartInProcess(ctx context.Context, cfg *rest.Config, o Options, logger log
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme.New(), Cache: CacheOptions(), Logger: logger,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: ctrlConfig(),
+		Controller: ControllerConfig(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the in-process controllers: %w", err)
