@@ -72,7 +72,7 @@ func parse(args []string) (*flags, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	f.opts.Provider, f.opts.Consumer = f.provider, f.consumer
+	f.opts.Provider, f.opts.Consumer, f.opts.WatchRenewals = f.provider, f.consumer, true
 	return f, nil
 }
 

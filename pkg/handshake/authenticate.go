@@ -35,8 +35,10 @@ func (p *Pair) now() time.Time {
 type State struct {
 	Tenant   *authv1beta1.Tenant
 	Identity *authv1beta1.Identity
-	// TenantAccepted: the provider accepted the consumer's current key and published a
-	// certificate; no new nonce is needed.
+	// KeyAccepted: the provider accepted the consumer's current key; no new nonce is
+	// needed, though the certificate may have to be renewed first.
+	KeyAccepted bool
+	// TenantAccepted: KeyAccepted, and a certificate valid now is published.
 	TenantAccepted bool
 	// Complete: the consumer's Identity holds the provider's current certificate.
 	Complete bool
@@ -74,8 +76,9 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 		return nil, err
 	}
 	ready := meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionReady)
-	st.TenantAccepted = ready && st.Tenant.Status.AcceptedKeyFingerprint == fp && st.Tenant.Status.Certificate != nil &&
-		st.Tenant.Status.AuthParams != nil && len(st.Tenant.Status.AuthParams.SignedCRT) > 0
+	st.KeyAccepted = st.Tenant.Status.AcceptedKeyFingerprint == fp &&
+		meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionAuthenticated)
+	st.TenantAccepted = st.KeyAccepted && ready && certValid(st.Tenant, p.now())
 	st.Complete = st.TenantAccepted && st.Identity != nil && st.Identity.Status.Certificate != nil &&
 		meta.IsStatusConditionTrue(st.Identity.Status.Conditions, authv1beta1.ConditionReady) &&
 		st.Identity.Status.Certificate.SerialNumber == st.Tenant.Status.Certificate.SerialNumber
@@ -101,10 +104,19 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 		return nil, err
 	}
 	t := st.Tenant
-	if st.TenantAccepted {
+	switch {
+	case st.TenantAccepted:
 		pr.Report.Info("Tenant already accepted: certificate %s valid until %s", t.Status.Certificate.SerialNumber, t.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
-	} else if t, err = p.exchange(ctx, cTN, pTN); err != nil {
-		return nil, err
+	case st.KeyAccepted:
+		pr.Report.Info("Tenant already accepted, but its certificate expired: waiting for the provider to renew it")
+		if t, err = WaitTenant(ctx, pr, client.ObjectKeyFromObject(t), p.now()); err != nil {
+			return nil, err
+		}
+		pr.Report.Info("Tenant status is filled")
+	default:
+		if t, err = p.exchange(ctx, cTN, pTN); err != nil {
+			return nil, err
+		}
 	}
 	id, err := ForgeIdentity(pr.ClusterID, t, cTN)
 	if err != nil {
@@ -159,7 +171,7 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 		return nil, err
 	}
 	pr.Report.Info("Tenant correctly applied on provider cluster")
-	if t, err = WaitTenant(ctx, pr, client.ObjectKeyFromObject(t)); err != nil {
+	if t, err = WaitTenant(ctx, pr, client.ObjectKeyFromObject(t), p.now()); err != nil {
 		return nil, err
 	}
 	pr.Report.Info("Tenant status is filled")
@@ -221,4 +233,10 @@ func PinCAFingerprint(ctx context.Context, c *Side, tn, fp string) error {
 		return c.explain(err, "pinning the provider CA")
 	}
 	return nil
+}
+
+// certValid reports whether the Tenant publishes a certificate that is valid at now.
+func certValid(t *authv1beta1.Tenant, now time.Time) bool {
+	c := t.Status.Certificate
+	return c != nil && c.NotAfter != nil && now.Before(c.NotAfter.Time) && t.Status.AuthParams != nil && len(t.Status.AuthParams.SignedCRT) > 0
 }

@@ -56,8 +56,9 @@ func ApplyTenant(ctx context.Context, p *Side, t *authv1beta1.Tenant) error {
 const nonceGrace = 3 * time.Second
 
 // WaitTenant waits until the provider accepted the Tenant and published a certificate
-// for it. A refusal ends the wait at once with the provider's reason.
-func WaitTenant(ctx context.Context, p *Side, key client.ObjectKey) (*authv1beta1.Tenant, error) {
+// for it that is valid at validAt. A refusal ends the wait at once with the provider's
+// reason.
+func WaitTenant(ctx context.Context, p *Side, key client.ObjectKey, validAt time.Time) (*authv1beta1.Tenant, error) {
 	var out *authv1beta1.Tenant
 	err := waitFor(ctx, p.Client, key, &authv1beta1.TenantList{}, "the provider to accept the Tenant and issue its certificate",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
@@ -65,7 +66,11 @@ func WaitTenant(ctx context.Context, p *Side, key client.ObjectKey) (*authv1beta
 				return false, "", fmt.Errorf("the Tenant %s was deleted", key)
 			}
 			out = t
-			return tenantDone(t)
+			done, state, err := tenantDone(t)
+			if done && !certValid(t, validAt) {
+				return false, "the published certificate has expired: waiting for the provider to renew it", nil
+			}
+			return done, state, err
 		})
 	if err != nil {
 		return nil, p.explain(err, "waiting for the Tenant status")

@@ -26,6 +26,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncesigner"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewal"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
@@ -52,6 +53,9 @@ type Options struct {
 	Consumer bool
 	// Tenant configures the provider side.
 	Tenant tenant.Options
+	// WatchRenewals makes the consumer side follow its Tenants on the providers to pick up
+	// renewed certificates: for a long-running manager, not for a single command.
+	WatchRenewals bool
 }
 
 // Complete fills defaults and validates the options.
@@ -139,6 +143,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		setups = append(setups,
 			&noncesigner.Reconciler{Client: c, Recorder: rec, Key: o.Key},
 			&identity.Reconciler{Client: c, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key})
+		if o.WatchRenewals {
+			setups = append(setups, &renewal.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), ClusterID: o.ClusterID, Key: o.Key})
+		}
 	}
 	for _, s := range setups {
 		if err := s.SetupWithManager(mgr); err != nil {

@@ -87,7 +87,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := ctrls.Ensure(ctx, o.Global, s, true, false); err != nil {
 		return err
 	}
-	t, err := handshake.WaitTenant(ctx, s, client.ObjectKey{Namespace: tn, Name: o.RemoteClusterID})
+	t, err := handshake.WaitTenant(ctx, s, client.ObjectKey{Namespace: tn, Name: o.RemoteClusterID}, o.Global.Clock())
 	if err != nil {
 		return fmt.Errorf("%w (has the consumer's Tenant been applied in namespace %s?)", err, tn)
 	}
