@@ -9,8 +9,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/crds"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 )
@@ -57,9 +59,9 @@ type InstallResult struct {
 	AppliedObjects int
 }
 
-// EnsureInstalled applies the install objects, waits for the CRDs to be established, and
-// ensures the cluster ID and key pair (both kept when they exist).
-func EnsureInstalled(ctx context.Context, c client.Client, o InstallOptions) (*InstallResult, error) {
+// EnsureInstalled applies the install objects, waits for the CRDs to be established and
+// served, and ensures the cluster ID and key pair (both kept when they exist).
+func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) (*InstallResult, error) {
 	if o.Namespace == "" {
 		o.Namespace = DefaultLiqoNamespace
 	}
@@ -85,6 +87,9 @@ func EnsureInstalled(ctx context.Context, c client.Client, o InstallOptions) (*I
 		res.AppliedObjects++
 	}
 	if err := WaitCRDsEstablished(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := warmCRDs(ctx, c); err != nil {
 		return nil, err
 	}
 	if res.ClusterID, res.CreatedID, err = EnsureClusterID(ctx, c, o.Namespace, o.ClusterID); err != nil {
@@ -125,4 +130,22 @@ func WaitCRDsEstablished(ctx context.Context, c client.Client) error {
 		}
 	}
 	return nil
+}
+
+// warmCRDs opens one watch on each CRD resource. The API server builds the watch cache of
+// a resource on its first watch, which takes about a second: paying it here, once, keeps
+// it out of the first handshake.
+func warmCRDs(ctx context.Context, c client.WithWatch) error {
+	var eg errgroup.Group
+	for _, list := range []client.ObjectList{&authv1beta1.TenantList{}, &authv1beta1.IdentityList{}, &authv1beta1.ResourceSliceList{}} {
+		eg.Go(func() error {
+			w, err := c.Watch(ctx, list, &client.ListOptions{Limit: 1})
+			if err != nil {
+				return fmt.Errorf("watching %T: %w", list, err)
+			}
+			w.Stop()
+			return nil
+		})
+	}
+	return eg.Wait()
 }

@@ -30,11 +30,11 @@ type Runner struct {
 }
 
 // StartInProcess starts the selected controllers against cfg in the background and returns
-// once their caches are synced. They stop when ctx ends or Stop is called. There is no
+// once their informers are synced. They stop when ctx ends or Stop is called. There is no
 // leader election, no metrics and no health server: the runner lives for one command.
 func StartInProcess(ctx context.Context, cfg *rest.Config, o Options, logger logr.Logger) (*Runner, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme.New(), Cache: CacheOptions(), Logger: logger,
+		Scheme: scheme.New(), Cache: CacheOptions(), NewCache: newPrestartedCache, Logger: logger,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: ControllerConfig(),
 	})
@@ -44,23 +44,18 @@ func StartInProcess(ctx context.Context, cfg *rest.Config, o Options, logger log
 	if err := Setup(ctx, mgr, o); err != nil {
 		return nil, err
 	}
-	// Create the informers now, so that the cache sync below covers them: the controllers
-	// then start on synced informers at once, instead of during the first handshake step.
-	for _, obj := range WatchedTypes(o) {
-		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			return nil, fmt.Errorf("preparing the in-process controllers: %w", err)
-		}
-	}
 	ctx, cancel := context.WithCancel(log.IntoContext(ctx, logger))
+	// Sync the informers of every watched kind before the controllers start, so that they
+	// start on synced informers at once instead of during the first handshake step.
+	if err := startCache(ctx, mgr.GetCache(), WatchedTypes(o)); err != nil {
+		cancel()
+		return nil, fmt.Errorf("the in-process controllers could not sync their caches: %w", err)
+	}
 	r := &Runner{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		r.err = mgr.Start(ctx)
 	}()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		r.Stop()
-		return nil, fmt.Errorf("the in-process controllers could not sync their caches: %w", errors.Join(ctx.Err(), r.err))
-	}
 	return r, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,19 +45,7 @@ func mustCLI(t testing.TB, args ...string) (stdout, stderr string) {
 // for new objects.
 func applyYAML(t testing.TB, c client.Client, data []byte) {
 	t.Helper()
-	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		require.NoError(t, err)
-		if len(u.Object) == 0 {
-			continue
-		}
-		require.NoError(t, c.Create(context.Background(), u), "applying %s %s", u.GetKind(), u.GetName())
-	}
+	require.NoError(t, testenv.ApplyYAML(context.Background(), c, data))
 }
 
 var (

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -15,18 +14,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
-	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 	"golang.org/x/sync/errgroup"
 )
@@ -45,18 +40,20 @@ func TestLoadConcurrentConsumers(t *testing.T) {
 	startManager(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	consumers := make([]*attacker, n)
+	consumers := make([]*testenv.VirtualConsumer, n)
 	users := make([]client.Client, n)
 	for i := range consumers {
-		consumers[i] = newAttacker(t, fmt.Sprintf("cl-load-%03d", i))
+		v, err := testenv.NewVirtualConsumer(fmt.Sprintf("cl-load-%03d", i))
+		require.NoError(t, err)
+		consumers[i] = v
 	}
 	start := time.Now()
 	var eg errgroup.Group
 	for i, a := range consumers {
 		eg.Go(func() error {
-			cfg, err := loadHandshake(ctx, p, a)
+			cfg, err := a.Authenticate(ctx, p.client, p.id)
 			if err != nil {
-				return fmt.Errorf("%s: %w", a.id, err)
+				return fmt.Errorf("%s: %w", a.ID, err)
 			}
 			rc, err := clientcmd.RESTConfigFromKubeConfig(cfg)
 			if err != nil {
@@ -70,18 +67,18 @@ func TestLoadConcurrentConsumers(t *testing.T) {
 	t.Logf("%d consumers authenticated in %s", n, time.Since(start))
 
 	for i, a := range consumers {
-		own := cluster.TenantNamespaceName(a.id)
-		neighbour := cluster.TenantNamespaceName(consumers[(i+1)%n].id)
-		eventuallyNoError(t, ctx, a.id+" uses its identity", func(ctx context.Context) error {
+		own := cluster.TenantNamespaceName(a.ID)
+		neighbour := cluster.TenantNamespaceName(consumers[(i+1)%n].ID)
+		eventuallyNoError(t, ctx, a.ID+" uses its identity", func(ctx context.Context) error {
 			return users[i].Create(ctx, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{GenerateName: "s-", Namespace: own}})
 		})
 		err := users[i].List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(neighbour))
-		assert.True(t, apierrors.IsForbidden(err), "%s must not list in %s: %v", a.id, neighbour, err)
+		assert.True(t, apierrors.IsForbidden(err), "%s must not list in %s: %v", a.ID, neighbour, err)
 	}
 
 	for _, a := range consumers {
 		eg.Go(func() error {
-			tn := &authv1beta1.Tenant{ObjectMeta: metaOf(cluster.TenantNamespaceName(a.id), a.id)}
+			tn := &authv1beta1.Tenant{ObjectMeta: metaOf(cluster.TenantNamespaceName(a.ID), a.ID)}
 			if err := p.client.Delete(ctx, tn); err != nil {
 				return err
 			}
@@ -101,48 +98,9 @@ func TestLoadConcurrentConsumers(t *testing.T) {
 	require.NoError(t, p.client.List(ctx, &nonces, client.MatchingLabels{cluster.NonceLabel: "true"}))
 	assert.Empty(t, nonces.Items, "no nonce left")
 	for i, a := range consumers {
-		err := users[i].List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(cluster.TenantNamespaceName(a.id)))
-		assert.True(t, apierrors.IsForbidden(err), "%s lost its access: %v", a.id, err)
+		err := users[i].List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(cluster.TenantNamespaceName(a.ID)))
+		assert.True(t, apierrors.IsForbidden(err), "%s lost its access: %v", a.ID, err)
 	}
-}
-
-// loadHandshake runs one consumer's handshake against the provider and returns the
-// consumer's kubeconfig, forged from the Tenant status as a consumer cluster would.
-func loadHandshake(ctx context.Context, p *site, a *attacker) ([]byte, error) {
-	tn, err := cluster.EnsureTenantNamespace(ctx, p.client, a.id)
-	if err != nil {
-		return nil, err
-	}
-	nonce, err := handshake.EnsureNonce(ctx, &handshake.Side{Scope: "remote", Client: p.client}, tn, a.id, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	sig, err := authn.SignNonce(a.key, nonce)
-	if err != nil {
-		return nil, err
-	}
-	tenant, err := handshake.ForgeTenant(a.id, a.key, sig, tn, "")
-	if err != nil {
-		return nil, err
-	}
-	if err := p.client.Create(ctx, tenant); err != nil {
-		return nil, err
-	}
-	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if err := p.client.Get(ctx, client.ObjectKeyFromObject(tenant), tenant); err != nil {
-			return false, err
-		}
-		if c := meta.FindStatusCondition(tenant.Status.Conditions, authv1beta1.ConditionAuthenticated); c != nil && c.Status == metav1.ConditionFalse {
-			return false, errors.New(c.Reason + ": " + c.Message)
-		}
-		return meta.IsStatusConditionTrue(tenant.Status.Conditions, authv1beta1.ConditionReady), nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	ap := tenant.Status.AuthParams
-	return authn.ForgeKubeconfig(authn.KubeconfigParams{ClusterName: p.id, User: a.id, Server: ap.APIServer, CA: ap.CA,
-		ProxyURL: ptr.Deref(ap.ProxyURL, ""), CertPEM: ap.SignedCRT, Key: a.key, Namespace: tn}, time.Now())
 }
 
 func eventuallyNoError(t *testing.T, ctx context.Context, what string, f func(context.Context) error) {

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+)
+
+// env is a consumer and a provider control plane, installed.
+type env struct {
+	cfg                config
+	consumer, provider *testenv.ControlPlane
+	pc                 client.WithWatch
+}
+
+func newEnv(ctx context.Context, c config, binDir, root string) (*env, error) {
+	e := &env{cfg: c}
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, name := range []string{"consumer", "provider"} {
+		wg.Go(func() {
+			cp, err := testenv.Start(ctx, testenv.Options{Name: name, Dir: filepath.Join(root, name), BinDir: binDir})
+			errs[i] = err
+			if i == 0 {
+				e.consumer = cp
+			} else {
+				e.provider = cp
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			e.stop()
+			return nil, err
+		}
+	}
+	for cp, id := range map[*testenv.ControlPlane]string{e.consumer: "cl-consumer", e.provider: "cl-provider"} {
+		if _, err := e.liqoctl(ctx, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", id); err != nil {
+			e.stop()
+			return nil, err
+		}
+	}
+	pc, err := client.NewWithWatch(e.provider.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	e.pc = pc
+	return e, nil
+}
+
+func (e *env) stop() {
+	for _, cp := range []*testenv.ControlPlane{e.consumer, e.provider} {
+		if cp != nil {
+			cp.Stop()
+		}
+	}
+}
+
+// liqoctl runs the built binary and returns its stderr.
+func (e *env) liqoctl(ctx context.Context, args ...string) (string, error) {
+	out, errOut, err := e.liqoctlOut(ctx, args...)
+	_ = out
+	return errOut, err
+}
+
+func (e *env) liqoctlOut(ctx context.Context, args ...string) (string, string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, filepath.Join(e.cfg.bin, "liqoctl"), args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), stderr.String(), fmt.Errorf("liqoctl %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), stderr.String(), nil
+}
+
+// managerProc is a liqo-auth-manager process.
+type managerProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startManager runs liqo-auth-manager for cp and waits until it holds its Lease.
+func (e *env) startManager(cp *testenv.ControlPlane) (*managerProc, error) {
+	cmd := exec.Command(filepath.Join(e.cfg.bin, "liqo-auth-manager"), "--kubeconfig", cp.Kubeconfig, "--health-probe-bind-address=0")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	m := &managerProc{cmd: cmd, done: make(chan struct{})}
+	acquired := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		once := sync.Once{}
+		for sc.Scan() {
+			if strings.Contains(strings.ToLower(sc.Text()), "successfully acquired lease") {
+				once.Do(func() { close(acquired) })
+			}
+		}
+		_ = cmd.Wait()
+		close(m.done)
+	}()
+	select {
+	case <-acquired:
+		return m, nil
+	case <-m.done:
+		return nil, fmt.Errorf("liqo-auth-manager for %s exited", cp.Name)
+	case <-time.After(60 * time.Second):
+		m.stop()
+		return nil, fmt.Errorf("liqo-auth-manager for %s did not acquire its Lease", cp.Name)
+	}
+}
+
+func (m *managerProc) stop() {
+	_ = m.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-m.done:
+	case <-time.After(15 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+}
+
+// usage reads a process's peak RSS (MiB) and CPU seconds from /proc.
+func usage(pid int) (peakMiB float64, cpu float64) {
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			var kb float64
+			if _, err := fmt.Sscanf(l, "VmHWM: %f kB", &kb); err == nil {
+				peakMiB = kb / 1024
+			}
+		}
+	}
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		s := string(data)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		var ut, st float64
+		fmt.Sscan(f[11], &ut)
+		fmt.Sscan(f[12], &st)
+		cpu = (ut + st) / 100 // clock ticks; 100 on Linux
+	}
+	return peakMiB, cpu
+}
+
+func tenantNS(id string) string { return cluster.TenantNamespaceName(id) }

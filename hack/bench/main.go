@@ -1,0 +1,111 @@
+// Command bench measures liqo-auth on real local control planes and writes one report:
+//
+//   - authenticate latency (p50/p95/max over --rounds, unauthenticate in between), with the
+//     controllers in-process and with a liqo-auth-manager process per cluster, broken down
+//     per handshake step from liqoctl -v;
+//   - the manual flow, scripted end to end;
+//   - provider scale: N consumers authenticating concurrently into one provider running
+//     liqo-auth-manager, with the manager's peak RSS and CPU seconds;
+//   - CLI cost: liqoctl version and --help cold start, binary sizes.
+//
+// Benchmarks measure; nothing here asserts on time.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+)
+
+type config struct {
+	bin    string
+	out    string
+	rounds int
+	scale  []int
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var c config
+	var scale string
+	flag.StringVar(&c.bin, "bin", "bin", "directory of liqoctl and liqo-auth-manager")
+	flag.StringVar(&c.out, "out", "", "also write the report to this Markdown file")
+	flag.IntVar(&c.rounds, "rounds", 20, "rounds of each latency measurement")
+	flag.StringVar(&scale, "scale", "10,50,200", "numbers of concurrent consumers for the scale runs")
+	flag.Parse()
+	for _, s := range strings.Split(scale, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--scale: %q is not a positive number", s)
+		}
+		c.scale = append(c.scale, n)
+	}
+	abs, err := filepath.Abs(c.bin)
+	if err != nil {
+		return err
+	}
+	c.bin = abs
+	binDir, err := testenv.BinDir()
+	if err != nil {
+		return err
+	}
+	root, err := os.MkdirTemp("", "liqo-auth-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	ctx := context.Background()
+	r := &report{started: time.Now()}
+
+	log("CLI cost")
+	if r.cli, err = measureCLI(c); err != nil {
+		return err
+	}
+	env, err := newEnv(ctx, c, binDir, root)
+	if err != nil {
+		return err
+	}
+	defer env.stop()
+	for _, mode := range []string{"in-process", "manager"} {
+		log("authenticate latency, controllers " + mode)
+		res, err := env.authenticateRounds(ctx, mode)
+		if err != nil {
+			return fmt.Errorf("authenticate (%s): %w", mode, err)
+		}
+		r.auth = append(r.auth, res)
+	}
+	log("manual flow latency")
+	if r.manual, err = env.manualRounds(ctx); err != nil {
+		return fmt.Errorf("manual flow: %w", err)
+	}
+	for _, n := range c.scale {
+		log(fmt.Sprintf("provider scale, %d consumers", n))
+		res, err := env.scaleRun(ctx, n)
+		if err != nil {
+			return fmt.Errorf("scale %d: %w", n, err)
+		}
+		r.scale = append(r.scale, res)
+	}
+	r.finished = time.Now()
+	md := r.markdown()
+	fmt.Print(md)
+	if c.out != "" {
+		return os.WriteFile(c.out, []byte(md), 0o644)
+	}
+	return nil
+}
+
+func log(s string) { fmt.Fprintf(os.Stderr, "bench: %s\n", s) }

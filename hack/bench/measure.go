@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+)
+
+// latency is the outcome of repeated rounds of one measurement.
+type latency struct {
+	name   string
+	rounds []time.Duration
+	// steps holds, per step line, its durations (time since the previous line).
+	steps     map[string][]time.Duration
+	stepOrder []string
+	unauth    []time.Duration
+}
+
+var stepLine = regexp.MustCompile(`^INFO (\((?:local|remote)\) )?\[ *([0-9.]+)s\] (.*)$`)
+
+// addSteps turns liqoctl -v output into per-step durations.
+func (l *latency) addSteps(stderr string) {
+	if l.steps == nil {
+		l.steps = map[string][]time.Duration{}
+	}
+	prev := 0.0
+	for _, line := range strings.Split(stderr, "\n") {
+		m := stepLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		at, _ := strconv.ParseFloat(m[2], 64)
+		msg := m[1] + m[3]
+		if strings.HasPrefix(m[3], "No liqo-auth-manager") {
+			msg = m[1] + "in-process controllers started"
+		}
+		if _, ok := l.steps[msg]; !ok {
+			l.stepOrder = append(l.stepOrder, msg)
+		}
+		l.steps[msg] = append(l.steps[msg], time.Duration((at-prev)*float64(time.Second)))
+		prev = at
+	}
+}
+
+func (e *env) pairArgs(cmd string, extra ...string) []string {
+	return append([]string{cmd, "--kubeconfig", e.consumer.Kubeconfig, "--remote-kubeconfig", e.provider.Kubeconfig}, extra...)
+}
+
+// authenticateRounds times liqoctl authenticate, as a process, in one mode.
+func (e *env) authenticateRounds(ctx context.Context, mode string) (*latency, error) {
+	if mode == "manager" {
+		for _, cp := range []*testenv.ControlPlane{e.consumer, e.provider} {
+			m, err := e.startManager(cp)
+			if err != nil {
+				return nil, err
+			}
+			defer m.stop()
+		}
+	}
+	l := &latency{name: "authenticate, controllers " + mode}
+	for i := 0; i < e.cfg.rounds; i++ {
+		start := time.Now()
+		stderr, err := e.liqoctl(ctx, e.pairArgs("authenticate", "-v")...)
+		if err != nil {
+			return nil, err
+		}
+		l.rounds = append(l.rounds, time.Since(start))
+		l.addSteps(stderr)
+		log(fmt.Sprintf("  round %d: %s", i+1, ms(time.Since(start))))
+		if i == 0 && os.Getenv("BENCH_DEBUG") != "" {
+			log(stderr)
+		}
+		start = time.Now()
+		if _, err := e.liqoctl(ctx, e.pairArgs("unauthenticate")...); err != nil {
+			return nil, err
+		}
+		l.unauth = append(l.unauth, time.Since(start))
+	}
+	return l, nil
+}
+
+// manualRounds scripts the four steps of the manual flow, with a manager per cluster.
+func (e *env) manualRounds(ctx context.Context) (*latency, error) {
+	for _, cp := range []*testenv.ControlPlane{e.consumer, e.provider} {
+		m, err := e.startManager(cp)
+		if err != nil {
+			return nil, err
+		}
+		defer m.stop()
+	}
+	cc, err := client.New(e.consumer.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	C, P := []string{"--kubeconfig", e.consumer.Kubeconfig}, []string{"--kubeconfig", e.provider.Kubeconfig}
+	with := func(base []string, args ...string) []string { return append(args, base...) }
+	l := &latency{name: "manual flow (4 steps, scripted)"}
+	for i := 0; i < e.cfg.rounds; i++ {
+		start := time.Now()
+		if _, err := e.liqoctl(ctx, with(P, "create", "nonce", "--remote-cluster-id", "cl-consumer")...); err != nil {
+			return nil, err
+		}
+		nonce, _, err := e.liqoctlOut(ctx, with(P, "get", "nonce", "--remote-cluster-id", "cl-consumer")...)
+		if err != nil {
+			return nil, err
+		}
+		tenant, _, err := e.liqoctlOut(ctx, with(C, "generate", "tenant", "--remote-cluster-id", "cl-provider", "--nonce", strings.TrimSpace(nonce))...)
+		if err != nil {
+			return nil, err
+		}
+		if err := testenv.ApplyYAML(ctx, e.pc, []byte(tenant)); err != nil {
+			return nil, err
+		}
+		identity, _, err := e.liqoctlOut(ctx, with(P, "generate", "identity", "--remote-cluster-id", "cl-consumer")...)
+		if err != nil {
+			return nil, err
+		}
+		if err := testenv.ApplyYAML(ctx, cc, []byte(identity)); err != nil {
+			return nil, err
+		}
+		key := client.ObjectKey{Namespace: tenantNS("cl-provider"), Name: cluster.IdentityName("cl-provider")}
+		err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var id authv1beta1.Identity
+			if err := cc.Get(ctx, key, &id); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			return meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady), nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("waiting for the Identity: %w", err)
+		}
+		l.rounds = append(l.rounds, time.Since(start))
+		if _, err := e.liqoctl(ctx, e.pairArgs("unauthenticate")...); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// scaleResult is one provider-scale run.
+type scaleResult struct {
+	n                int
+	total            time.Duration
+	perHandshake     []time.Duration
+	teardown         time.Duration
+	peakRSSMiB, cpuS float64
+	failed           int
+	firstFailure     string
+}
+
+// scaleRun authenticates n virtual consumers concurrently into the provider, served by a
+// fresh liqo-auth-manager, then removes them all.
+func (e *env) scaleRun(ctx context.Context, n int) (*scaleResult, error) {
+	m, err := e.startManager(e.provider)
+	if err != nil {
+		return nil, err
+	}
+	defer m.stop()
+	res := &scaleResult{n: n, perHandshake: make([]time.Duration, n)}
+	consumers := make([]*testenv.VirtualConsumer, n)
+	for i := range consumers {
+		if consumers[i], err = testenv.NewVirtualConsumer(fmt.Sprintf("cl-scale-%d-%03d", n, i)); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var eg errgroup.Group
+	start := time.Now()
+	for i, v := range consumers {
+		eg.Go(func() error {
+			t0 := time.Now()
+			_, err := v.Authenticate(ctx, e.pc, "cl-provider")
+			res.perHandshake[i] = time.Since(t0)
+			if err != nil {
+				mu.Lock()
+				res.failed++
+				if res.firstFailure == "" {
+					res.firstFailure = v.ID + ": " + err.Error()
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = eg.Wait()
+	res.total = time.Since(start)
+	res.peakRSSMiB, res.cpuS = usage(m.cmd.Process.Pid)
+	start = time.Now()
+	for _, v := range consumers {
+		eg.Go(func() error {
+			tn := &authv1beta1.Tenant{}
+			tn.Namespace, tn.Name = tenantNS(v.ID), v.ID
+			if err := e.pc.Delete(ctx, tn); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+				err := e.pc.Get(ctx, client.ObjectKeyFromObject(tn), tn)
+				return client.IgnoreNotFound(err) == nil && err != nil, nil
+			})
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	res.teardown = time.Since(start)
+	return res, nil
+}
+
+// cliCost times short liqoctl commands and records binary sizes.
+type cliCost struct {
+	version, help []time.Duration
+	sizes         map[string]int64
+}
+
+func measureCLI(c config) (*cliCost, error) {
+	e := &env{cfg: c}
+	r := &cliCost{sizes: map[string]int64{}}
+	for _, b := range []string{"liqoctl", "liqo-auth-manager"} {
+		st, err := os.Stat(filepath.Join(c.bin, b))
+		if err != nil {
+			return nil, fmt.Errorf("%w: run make build first", err)
+		}
+		r.sizes[b] = st.Size()
+	}
+	ctx := context.Background()
+	for i := 0; i < 30; i++ {
+		for _, args := range [][]string{{"version"}, {"--help"}} {
+			start := time.Now()
+			if _, _, err := e.liqoctlOut(ctx, args...); err != nil {
+				return nil, err
+			}
+			if args[0] == "version" {
+				r.version = append(r.version, time.Since(start))
+			} else {
+				r.help = append(r.help, time.Since(start))
+			}
+		}
+	}
+	return r, nil
+}
+
+// percentile of a sample, nearest rank.
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	idx := int(p*float64(len(s))+0.5) - 1
+	return s[max(0, min(idx, len(s)-1))]
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+type report struct {
+	started, finished time.Time
+	cli               *cliCost
+	auth              []*latency
+	manual            *latency
+	scale             []*scaleResult
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` (hack/bench) on %s, in %s.\n\n", r.started.UTC().Format(time.RFC3339), r.finished.Sub(r.started).Round(time.Second))
+	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s RAM, Linux %s, %s. Clusters: local etcd + kube-apiserver + kube-controller-manager v1.37.1 on loopback (pkg/testenv), the same machine as liqoctl.\n\n",
+		cpuModel(), runtime.NumCPU(), memTotal(), strings.TrimSpace(readFile("/proc/sys/kernel/osrelease")), runtime.Version())
+
+	b.WriteString("## Latency\n\nWall time of the liqoctl process, unauthenticate between rounds.\n\n| measurement | rounds | p50 | p95 | max |\n|---|---|---|---|---|\n")
+	all := append(append([]*latency{}, r.auth...), r.manual)
+	for _, l := range all {
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", l.name, len(l.rounds), ms(percentile(l.rounds, .5)), ms(percentile(l.rounds, .95)), ms(percentile(l.rounds, 1)))
+	}
+	for _, l := range r.auth {
+		fmt.Fprintf(&b, "| unauthenticate (after %s) | %d | %s | %s | %s |\n", strings.TrimPrefix(l.name, "authenticate, "), len(l.unauth), ms(percentile(l.unauth, .5)), ms(percentile(l.unauth, .95)), ms(percentile(l.unauth, 1)))
+	}
+	for _, l := range r.auth {
+		fmt.Fprintf(&b, "\n### Steps of %s\n\nTime from the previous step line to this one (liqoctl -v), p50 and p95 over the rounds; the slowest step is in bold.\n\n| step | p50 | p95 |\n|---|---|---|\n", l.name)
+		slowest := ""
+		for _, s := range l.stepOrder {
+			if slowest == "" || percentile(l.steps[s], .5) > percentile(l.steps[slowest], .5) {
+				slowest = s
+			}
+		}
+		for _, s := range l.stepOrder {
+			name := s
+			if s == slowest {
+				name = "**" + s + "**"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", name, ms(percentile(l.steps[s], .5)), ms(percentile(l.steps[s], .95)))
+		}
+	}
+
+	b.WriteString("\n## Provider scale\n\nN consumers (key pairs without their own control plane; the provider and its liqo-auth-manager are real) authenticate concurrently into one provider; then all are removed.\n\n")
+	b.WriteString("| consumers | total | handshakes/s | p50 per handshake | p95 per handshake | failed | manager peak RSS | manager CPU | teardown |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range r.scale {
+		fmt.Fprintf(&b, "| %d | %s | %.1f | %s | %s | %d | %.0f MiB | %.1f s | %s |\n", s.n, ms(s.total), float64(s.n)/s.total.Seconds(),
+			ms(percentile(s.perHandshake, .5)), ms(percentile(s.perHandshake, .95)), s.failed, s.peakRSSMiB, s.cpuS, ms(s.teardown))
+		if s.firstFailure != "" {
+			fmt.Fprintf(&b, "\nFirst failure at %d: %s\n\n", s.n, s.firstFailure)
+		}
+	}
+
+	b.WriteString("\n## CLI cost\n\n| measurement | p50 | p95 |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| `liqoctl version` | %s | %s |\n| `liqoctl --help` | %s | %s |\n\n", ms(percentile(r.cli.version, .5)), ms(percentile(r.cli.version, .95)), ms(percentile(r.cli.help, .5)), ms(percentile(r.cli.help, .95)))
+	fmt.Fprintf(&b, "Binary sizes: liqoctl %.1f MiB, liqo-auth-manager %.1f MiB (stripped, -trimpath).\n", float64(r.cli.sizes["liqoctl"])/(1<<20), float64(r.cli.sizes["liqo-auth-manager"])/(1<<20))
+	return b.String()
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+func cpuModel() string {
+	for _, l := range strings.Split(readFile("/proc/cpuinfo"), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+func memTotal() string {
+	for _, l := range strings.Split(readFile("/proc/meminfo"), "\n") {
+		var kb float64
+		if _, err := fmt.Sscanf(l, "MemTotal: %f kB", &kb); err == nil {
+			return fmt.Sprintf("%.0f GiB", kb/(1<<20))
+		}
+	}
+	return "unknown"
+}

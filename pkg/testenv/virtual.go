@@ -1,0 +1,64 @@
+package testenv
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+	"time"
+
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// VirtualConsumer is a consumer cluster reduced to its ID and key pair: what a provider
+// sees of a consumer. It lets tests and benchmarks put hundreds of consumers against one
+// real provider without a control plane each.
+type VirtualConsumer struct {
+	ID  string
+	Key crypto.Signer
+}
+
+// NewVirtualConsumer makes a consumer with a fresh Ed25519 key.
+func NewVirtualConsumer(id string) (*VirtualConsumer, error) {
+	key, err := authn.GenerateKey(authn.Ed25519)
+	if err != nil {
+		return nil, err
+	}
+	return &VirtualConsumer{ID: id, Key: key}, nil
+}
+
+// Authenticate runs the consumer's handshake against a provider, through the provider
+// administrator's client c: nonce, signature, Tenant, wait for the certificate. It
+// returns the kubeconfig the consumer would forge from the Tenant status.
+func (v *VirtualConsumer) Authenticate(ctx context.Context, c client.WithWatch, providerID string) ([]byte, error) {
+	side := &handshake.Side{Scope: "remote", Client: c, Namespace: cluster.DefaultLiqoNamespace}
+	tn, err := cluster.EnsureTenantNamespace(ctx, c, v.ID)
+	if err != nil {
+		return nil, err
+	}
+	nonce, err := handshake.EnsureNonce(ctx, side, tn, v.ID, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	sig, err := authn.SignNonce(v.Key, nonce)
+	if err != nil {
+		return nil, err
+	}
+	t, err := handshake.ForgeTenant(v.ID, v.Key, sig, tn, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Create(ctx, t); err != nil {
+		return nil, fmt.Errorf("creating the Tenant: %w", err)
+	}
+	if t, err = handshake.WaitTenant(ctx, side, client.ObjectKeyFromObject(t), time.Now()); err != nil {
+		return nil, err
+	}
+	ap := t.Status.AuthParams
+	return authn.ForgeKubeconfig(authn.KubeconfigParams{ClusterName: providerID, User: v.ID, Server: ap.APIServer, CA: ap.CA,
+		ProxyURL: ptr.Deref(ap.ProxyURL, ""), CertPEM: ap.SignedCRT, Key: v.Key, Namespace: tn}, time.Now())
+}
