@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -68,4 +70,23 @@ func (t *Timeout) AddFlags(cmd *cobra.Command) {
 // Context returns a context bounded by the timeout.
 func (t *Timeout) Context(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(parent, t.Duration)
+}
+
+// LocalTenantNamespace connects to the local cluster, refuses its own ID as the remote
+// one, and ensures the tenant namespace of remoteID. role names the remote cluster in
+// messages ("consumer" or "provider").
+func (g *Global) LocalTenantNamespace(ctx context.Context, remoteID, role string) (*handshake.Side, string, error) {
+	s, err := g.LocalSide(ctx, "")
+	if err != nil {
+		return nil, "", err
+	}
+	if s.ClusterID == remoteID {
+		return nil, "", fmt.Errorf("--remote-cluster-id %q is this cluster's own ID: give the %s's", remoteID, role)
+	}
+	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, remoteID)
+	if err != nil {
+		return nil, "", err
+	}
+	s.Report.Info("Tenant namespace %s ensured", tn)
+	return s, tn, nil
 }

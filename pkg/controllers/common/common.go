@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -44,4 +45,27 @@ func SetCondition(conds *[]metav1.Condition, typ string, ok bool, reason, msg st
 	changed := old == nil || old.Status != status || old.Reason != reason || old.Message != msg || old.ObservedGeneration != generation
 	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: generation})
 	return changed
+}
+
+// PlacedSecret reads the Secret of a request and returns it, with the remote cluster its
+// label names, only when it is named name and sits in that cluster's tenant namespace. A
+// misplaced Secret gets a Warning Event with reason misplaced and is ignored (nil).
+func PlacedSecret(ctx context.Context, c client.Reader, rec events.EventRecorder, key client.ObjectKey, name, misplaced, action string) (*corev1.Secret, string, error) {
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, key, s); err != nil {
+		return nil, "", client.IgnoreNotFound(err)
+	}
+	if s.Name != name || s.DeletionTimestamp != nil {
+		return nil, "", nil
+	}
+	remote := s.Labels[cluster.RemoteClusterIDLabel]
+	ok, err := IsTenantNamespace(ctx, c, s.Namespace, remote)
+	if err != nil || !ok {
+		if err == nil {
+			rec.Eventf(s, nil, corev1.EventTypeWarning, misplaced, action,
+				"ignored: namespace %q is not the tenant namespace of cluster %q", s.Namespace, remote)
+		}
+		return nil, "", err
+	}
+	return s, remote, nil
 }

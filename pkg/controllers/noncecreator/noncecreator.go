@@ -37,29 +37,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile fills the nonce of one Secret if it is empty and sits in the right place.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var s corev1.Secret
-	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if s.Name != cluster.NonceSecretName || s.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
-	}
-	remote := s.Labels[cluster.RemoteClusterIDLabel]
-	ok, err := common.IsTenantNamespace(ctx, r.Client, s.Namespace, remote)
-	if err != nil {
+	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Recorder, req.NamespacedName, cluster.NonceSecretName, "NonceOutsideTenantNamespace", "FillNonce")
+	if s == nil || err != nil {
 		return ctrl.Result{}, err
-	}
-	if !ok {
-		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, "NonceOutsideTenantNamespace", "FillNonce",
-			"not filling nonce: namespace %q is not the tenant namespace of cluster %q", s.Namespace, remote)
-		return ctrl.Result{}, nil
 	}
 	if len(s.Data[cluster.NonceField]) > 0 {
 		if s.Annotations[cluster.NonceIssuedAtAnnotation] != "" {
 			return ctrl.Result{}, nil
 		}
 		// Filled by someone else (e.g. a CLI) without the issue time: record when we saw it.
-		return ctrl.Result{}, r.stamp(ctx, &s, s.CreationTimestamp.Time)
+		return ctrl.Result{}, r.stamp(ctx, s, s.CreationTimestamp.Time)
 	}
 	nonce, err := authn.NewNonce()
 	if err != nil {
@@ -69,10 +56,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.Data = map[string][]byte{}
 	}
 	s.Data[cluster.NonceField] = []byte(nonce)
-	if err := r.stamp(ctx, &s, r.Now()); err != nil {
+	if err := r.stamp(ctx, s, r.Now()); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, "NonceGenerated", "FillNonce", "nonce generated for cluster %q", remote)
+	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "NonceGenerated", "FillNonce", "nonce generated for cluster %q", remote)
 	return ctrl.Result{}, nil
 }
 

@@ -36,22 +36,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile signs the nonce of one Secret, or re-signs it when the signature present
 // does not verify (the nonce was replaced).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var s corev1.Secret
-	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if s.Name != cluster.SignedNonceSecretName || s.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
-	}
-	remote := s.Labels[cluster.RemoteClusterIDLabel]
-	ok, err := common.IsTenantNamespace(ctx, r.Client, s.Namespace, remote)
-	if err != nil {
+	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Recorder, req.NamespacedName, cluster.SignedNonceSecretName, "SignedNonceOutsideTenantNamespace", "SignNonce")
+	if s == nil || err != nil {
 		return ctrl.Result{}, err
-	}
-	if !ok {
-		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, "SignedNonceOutsideTenantNamespace", "SignNonce",
-			"not signing: namespace %q is not the tenant namespace of cluster %q", s.Namespace, remote)
-		return ctrl.Result{}, nil
 	}
 	nonce := string(s.Data[cluster.NonceField])
 	if len(nonce) == 0 {
@@ -62,13 +49,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	sig, err := authn.SignNonce(r.Key, nonce)
 	if err != nil {
-		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, string(authn.ReasonOf(err)), "SignNonce", "not signing: %v", err)
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, string(authn.ReasonOf(err)), "SignNonce", "not signing: %v", err)
 		return ctrl.Result{}, nil
 	}
 	s.Data[cluster.SignedNonceField] = sig
-	if err := r.Client.Update(ctx, &s); err != nil && !apierrors.IsConflict(err) {
+	if err := r.Client.Update(ctx, s); err != nil && !apierrors.IsConflict(err) {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, "NonceSigned", "SignNonce", "nonce of cluster %q signed", remote)
+	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "NonceSigned", "SignNonce", "nonce of cluster %q signed", remote)
 	return ctrl.Result{}, nil
 }

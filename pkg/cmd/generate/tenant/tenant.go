@@ -83,18 +83,10 @@ func (o *Options) Validate() error {
 func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	s, err := o.Global.LocalSide(ctx, "")
+	s, tn, err := o.Global.LocalTenantNamespace(ctx, o.RemoteClusterID, "provider")
 	if err != nil {
 		return err
 	}
-	if s.ClusterID == o.RemoteClusterID {
-		return fmt.Errorf("--remote-cluster-id %q is this cluster's own ID: give the provider's", o.RemoteClusterID)
-	}
-	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, o.RemoteClusterID)
-	if err != nil {
-		return err
-	}
-	s.Report.Info("Tenant namespace %s ensured", tn)
 	if o.ExpectFingerprint != "" {
 		if err := handshake.PinCAFingerprint(ctx, s, tn, o.ExpectFingerprint); err != nil {
 			return err
