@@ -1,0 +1,99 @@
+package integration
+
+import (
+	"context"
+	"crypto/rsa"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+)
+
+// restrictedKubeconfig writes a kubeconfig for a user bound to nothing but the
+// liqo-auth-manager ClusterRole, as the manager's ServiceAccount is in a cluster.
+func restrictedKubeconfig(t *testing.T, s *site) string {
+	t.Helper()
+	ctx := context.Background()
+	user := "liqo-auth-manager-" + s.id
+	require.NoError(t, s.client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ManagerName},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}))
+	cfg, err := s.cp.UserConfig(user)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "manager.kubeconfig")
+	require.NoError(t, testenv.WriteKubeconfig(path, s.id, cfg))
+	return path
+}
+
+// TestManagerRBACIsEnough runs both managers with only their own ClusterRole: the whole
+// handshake, renewal watching and teardown work with exactly those permissions.
+func TestManagerRBACIsEnough(t *testing.T) {
+	c, p := cliSites(t)
+	cm := startManager(t, c, "--kubeconfig", restrictedKubeconfig(t, c))
+	pm := startManager(t, p, "--kubeconfig", restrictedKubeconfig(t, p), "--api-server-url", p.cp.URL)
+	_, errOut := mustCLI(t, pairArgs("authenticate", c, p)...)
+	assertInOrder(t, errOut, publishedSteps)
+	assertTenantAccess(t, p, c, kubeconfigOf(t, c, p))
+	_, errOut = mustCLI(t, pairArgs("unauthenticate", c, p)...)
+	assert.Contains(t, errOut, "Access revoked: verified")
+	for _, m := range []*managerProcess{cm, pm} {
+		logs := strings.ToLower(m.logs.String())
+		assert.NotContains(t, logs, "forbidden", "the manager never lacks a permission:\n%s", m.logs.String())
+	}
+}
+
+// TestCLIRSACompatibility: a consumer installed with --tls-compatibility holds an RSA-2048
+// key; the handshake works the same.
+func TestCLIRSACompatibility(t *testing.T) {
+	cps := testenv.New(t, "rsa-consumer", "rsa-provider")
+	mustCLI(t, "install", "--kubeconfig", cps[0].Kubeconfig, "--cluster-id", "cl-rsa", "--tls-compatibility")
+	mustCLI(t, "install", "--kubeconfig", cps[1].Kubeconfig, "--cluster-id", "cl-provider")
+	c := &site{cp: cps[0], id: "cl-rsa", client: newClient(t, cps[0].Config)}
+	p := &site{cp: cps[1], id: "cl-provider", client: newClient(t, cps[1].Config)}
+	key, err := cluster.GetClusterKey(context.Background(), c.client, cluster.DefaultLiqoNamespace)
+	require.NoError(t, err)
+	rsaKey, ok := key.(*rsa.PrivateKey)
+	require.True(t, ok, "the key is RSA")
+	assert.Equal(t, 2048, rsaKey.N.BitLen())
+	mustCLI(t, pairArgs("authenticate", c, p)...)
+	assertTenantAccess(t, p, c, kubeconfigOf(t, c, p))
+}
+
+// TestCLIProxyURLAndCompletion: --proxy-url reaches the Tenant, the Identity and the
+// kubeconfig; completion lists contexts and known remote cluster IDs.
+func TestCLIProxyURLAndCompletion(t *testing.T) {
+	c, p := cliSites(t)
+	ctx := context.Background()
+	const proxy = "socks5://proxy.example.com:1080"
+	mustCLI(t, pairArgs("authenticate", c, p, "--proxy-url", proxy)...)
+	var tn authv1beta1.Tenant
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(c.id), Name: c.id}, &tn))
+	assert.Equal(t, proxy, ptr.Deref(tn.Spec.ProxyURL, ""))
+	assert.Equal(t, proxy, ptr.Deref(tn.Status.AuthParams.ProxyURL, ""))
+	var id authv1beta1.Identity
+	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: cluster.IdentityName(p.id)}, &id))
+	assert.Equal(t, proxy, ptr.Deref(id.Spec.AuthParams.ProxyURL, ""))
+	assert.Contains(t, string(kubeconfigOf(t, c, p)), "proxy-url: "+proxy)
+	_, err := authn.ReadKubeconfig(kubeconfigOf(t, c, p))
+	require.NoError(t, err)
+
+	out, _ := mustCLI(t, "__complete", "get", "nonce", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", "")
+	assert.Contains(t, out, c.id, "remote cluster IDs complete from the tenant namespaces")
+	out, _ = mustCLI(t, "__complete", "authenticate", "--remote-kubeconfig", p.cp.Kubeconfig, "--remote-context", "")
+	assert.Contains(t, out, "provider", "contexts complete from the kubeconfig")
+	out, _ = mustCLI(t, "__complete", "info", "--kubeconfig", c.cp.Kubeconfig, "-n", "")
+	assert.Contains(t, out, cluster.DefaultLiqoNamespace, "namespaces complete from the cluster")
+	out, _ = mustCLI(t, "completion", "bash")
+	assert.Contains(t, out, "__start_liqoctl")
+}
