@@ -17,11 +17,13 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// DefaultControllers are the kube-controller-manager controllers a control plane runs:
-// CSR signing and cleaning, namespace deletion and garbage collection.
-var defaultControllers = []string{
-	"certificatesigningrequest-signing-controller", "certificatesigningrequest-cleaner-controller",
-	"namespace-controller", "garbage-collector-controller",
+// controllers are the kube-controller-manager controllers a control plane runs: CSR
+// signing and cleaning, namespace deletion and garbage collection.
+func controllers() []string {
+	return []string{
+		"certificatesigningrequest-signing-controller", "certificatesigningrequest-cleaner-controller",
+		"namespace-controller", "garbage-collector-controller",
+	}
 }
 
 // Options configure one control plane.
@@ -291,7 +293,7 @@ func apiserverArgs(pki string, p ports) []string {
 
 func kcmArgs(pki, kubeconfig string) []string {
 	return []string{
-		"--kubeconfig=" + kubeconfig, "--controllers=" + strings.Join(defaultControllers, ","),
+		"--kubeconfig=" + kubeconfig, "--controllers=" + strings.Join(controllers(), ","),
 		"--cluster-signing-cert-file=" + filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file=" + filepath.Join(pki, "ca.key"),
 		"--leader-elect=false", "--secure-port=0", "--kube-api-qps=200", "--kube-api-burst=400",
 		"--controller-start-interval=0", "--v=0",
