@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -139,13 +140,30 @@ func warmCRDs(ctx context.Context, c client.WithWatch) error {
 	var eg errgroup.Group
 	for _, list := range []client.ObjectList{&authv1beta1.TenantList{}, &authv1beta1.IdentityList{}, &authv1beta1.ResourceSliceList{}} {
 		eg.Go(func() error {
-			w, err := c.Watch(ctx, list, &client.ListOptions{Limit: 1})
+			// Discovery may lag behind the Established condition for a moment: until the
+			// group is served, the client finds no mapping for the kind.
+			var last error
+			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				w, err := c.Watch(ctx, list, &client.ListOptions{Limit: 1})
+				if err != nil {
+					last = err
+					return false, client.IgnoreNotFound(ignoreNoMatch(err))
+				}
+				w.Stop()
+				return true, nil
+			})
 			if err != nil {
-				return fmt.Errorf("watching %T: %w", list, err)
+				return fmt.Errorf("waiting for %T to be served: %w (last: %v)", list, err, last)
 			}
-			w.Stop()
 			return nil
 		})
 	}
 	return eg.Wait()
+}
+
+func ignoreNoMatch(err error) error {
+	if meta.IsNoMatchError(err) {
+		return nil
+	}
+	return err
 }

@@ -23,6 +23,10 @@ type CA struct {
 	CertPEM []byte
 }
 
+// NewCA creates a certificate authority that no control plane trusts: a foreign CA, for
+// tests of what a cluster must refuse.
+func NewCA(name string) (*CA, error) { return newCA(name) }
+
 func newCA(name string) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

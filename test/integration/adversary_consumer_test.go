@@ -40,9 +40,8 @@ func TestAdversarialConsumer(t *testing.T) {
 	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.IdentityName(p.id)}, &real))
 	key, err := cluster.GetClusterKey(ctx, c.client, cluster.DefaultLiqoNamespace)
 	require.NoError(t, err)
-	foreign, err := testenv.Start(ctx, testenv.Options{Name: "foreign-pki", Dir: t.TempDir(), BinDir: mustBinDir(t)})
+	foreignCA, err := testenv.NewCA("foreign")
 	require.NoError(t, err)
-	foreign.Stop()
 	other := newAttacker(t, "cl-consumer")
 
 	cases := []struct {
@@ -58,11 +57,11 @@ func TestAdversarialConsumer(t *testing.T) {
 			id.Spec.AuthParams.SignedCRT = issueCert(t, p.cp.CA, key.Public(), "cl-someone-else")
 		}},
 		{"certificate from a foreign CA", string(authn.ReasonCertificateNotTrusted), func(id *authv1beta1.Identity) {
-			id.Spec.AuthParams.SignedCRT = issueCert(t, foreign.CA, key.Public(), c.id)
+			id.Spec.AuthParams.SignedCRT = issueCert(t, foreignCA, key.Public(), c.id)
 		}},
 		{"foreign CA presented with its own certificate", string(authn.ReasonCAFingerprintMismatch), func(id *authv1beta1.Identity) {
-			id.Spec.AuthParams.SignedCRT = issueCert(t, foreign.CA, key.Public(), c.id)
-			id.Spec.AuthParams.CA = foreign.CA.CertPEM
+			id.Spec.AuthParams.SignedCRT = issueCert(t, foreignCA, key.Public(), c.id)
+			id.Spec.AuthParams.CA = foreignCA.CertPEM
 		}},
 		{"plain http API server", string(authn.ReasonServerURLInvalid), func(id *authv1beta1.Identity) {
 			id.Spec.AuthParams.APIServer = "http://evil.example.com"
@@ -130,12 +129,6 @@ func TestAdversarialConsumer(t *testing.T) {
 			assert.Empty(t, obj.Data[cluster.SignedNonceField], "%s/%s must stay unsigned", obj.Namespace, obj.Name)
 		}
 	})
-}
-
-func mustBinDir(t testing.TB) string {
-	d, err := testenv.BinDir()
-	require.NoError(t, err)
-	return d
 }
 
 func expectIdentityRefused(t *testing.T, c *site, id *authv1beta1.Identity, reason string) {
