@@ -98,6 +98,51 @@ func TestAdversarialConsumer(t *testing.T) {
 		})
 	}
 
+	t.Run("kubeconfig Secret of a deleted Identity is adopted, another's is not", func(t *testing.T) {
+		key := client.ObjectKey{Namespace: cTN, Name: cluster.KubeconfigSecretName(real.Name)}
+		setOwner := func(ref metav1.OwnerReference) {
+			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				var s corev1.Secret
+				if err := c.client.Get(ctx, key, &s); err != nil {
+					return err
+				}
+				s.OwnerReferences = []metav1.OwnerReference{ref}
+				return c.client.Update(ctx, &s)
+			}))
+		}
+		touch := func() {
+			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				id := &authv1beta1.Identity{}
+				if err := c.client.Get(ctx, client.ObjectKeyFromObject(&real), id); err != nil {
+					return err
+				}
+				id.Spec.Namespace = ptr.To(*real.Spec.Namespace + "-x")
+				if *id.Spec.Namespace == *real.Spec.Namespace+"-x-x" {
+					id.Spec.Namespace = real.Spec.Namespace
+				}
+				return c.client.Update(ctx, id)
+			}))
+		}
+		// A live ConfigMap controls it: refused, left alone.
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "someone", Namespace: cTN}}
+		require.NoError(t, c.client.Create(ctx, cm))
+		setOwner(metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID, Controller: ptr.To(true)})
+		touch()
+		expectIdentityRefused(t, c, &real, "KubeconfigSecretNotOwned")
+		var kept corev1.Secret
+		require.NoError(t, c.client.Get(ctx, key, &kept))
+		assert.Equal(t, cm.UID, metav1.GetControllerOf(&kept).UID, "a Secret controlled by something else is not taken over")
+		// An earlier Identity of the same name controls it: adopted.
+		setOwner(metav1.OwnerReference{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Identity", Name: real.Name, UID: "deleted-uid", Controller: ptr.To(true)})
+		touch()
+		eventually(t, 10*time.Second, "the orphaned kubeconfig is adopted", func(ctx context.Context) (bool, error) {
+			var s corev1.Secret
+			err := c.client.Get(ctx, key, &s)
+			owner := metav1.GetControllerOf(&s)
+			return owner != nil && owner.UID == real.UID && len(s.OwnerReferences) == 1, err
+		})
+	})
+
 	t.Run("Identity claiming another provider", func(t *testing.T) {
 		id := &authv1beta1.Identity{
 			ObjectMeta: metav1.ObjectMeta{Name: cluster.IdentityName("cl-evil"), Namespace: cTN, Labels: map[string]string{cluster.RemoteClusterIDLabel: "cl-evil"}},

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -190,7 +191,7 @@ func (r *Reconciler) ensureSecret(ctx context.Context, id *authv1beta1.Identity,
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	} else if err != nil {
 		return false, "", err
-	} else if owner := metav1.GetControllerOf(s); owner == nil || owner.UID != id.UID {
+	} else if owner := metav1.GetControllerOf(s); !ownedOrOrphaned(owner, id) {
 		return false, fmt.Sprintf("Secret %s exists and is not owned by this Identity: remove it to let the kubeconfig be written", key), nil
 	}
 	want := s.DeepCopy()
@@ -199,6 +200,9 @@ func (r *Reconciler) ensureSecret(ctx context.Context, id *authv1beta1.Identity,
 	want.Annotations = mergeMaps(want.Annotations, map[string]string{cluster.RemoteTenantNamespaceAnnotation: ptr.Deref(id.Spec.Namespace, "")})
 	want.Data = map[string][]byte{cluster.KubeconfigField: kubeconfig}
 	want.Type = corev1.SecretTypeOpaque
+	want.OwnerReferences = slices.DeleteFunc(want.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.Kind == "Identity" && o.UID != id.UID
+	})
 	if err := controllerutil.SetControllerReference(id, want, r.Client.Scheme()); err != nil {
 		return false, "", err
 	}
@@ -213,6 +217,20 @@ func (r *Reconciler) ensureSecret(ctx context.Context, id *authv1beta1.Identity,
 		err = r.Client.Update(ctx, want)
 	}
 	return err == nil, "", err
+}
+
+// ownedOrOrphaned reports whether the kubeconfig Secret belongs to id, or to an earlier
+// Identity of the same name: names are unique, so that one was deleted, and the garbage
+// collector has not removed its Secret yet. Such a Secret is adopted; one controlled by
+// anything else is not.
+func ownedOrOrphaned(owner *metav1.OwnerReference, id *authv1beta1.Identity) bool {
+	if owner == nil {
+		return false
+	}
+	if owner.UID == id.UID {
+		return true
+	}
+	return owner.Kind == "Identity" && owner.Name == id.Name && owner.APIVersion == authv1beta1.GroupVersion.String()
 }
 
 func mergeMaps(dst, src map[string]string) map[string]string {
