@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -72,8 +71,7 @@ func (e *env) stop() {
 
 // liqoctl runs the built binary and returns its stderr.
 func (e *env) liqoctl(ctx context.Context, args ...string) (string, error) {
-	out, errOut, err := e.liqoctlOut(ctx, args...)
-	_ = out
+	_, errOut, err := e.liqoctlOut(ctx, args...)
 	return errOut, err
 }
 
@@ -157,5 +155,3 @@ func usage(pid int) (peakMiB float64, cpu float64) {
 	}
 	return peakMiB, cpu
 }
-
-func tenantNS(id string) string { return cluster.TenantNamespaceName(id) }

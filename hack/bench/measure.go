@@ -84,9 +84,6 @@ func (e *env) authenticateRounds(ctx context.Context, mode string) (*latency, er
 		l.rounds = append(l.rounds, time.Since(start))
 		l.addSteps(stderr)
 		log(fmt.Sprintf("  round %d: %s", i+1, ms(time.Since(start))))
-		if i == 0 && os.Getenv("BENCH_DEBUG") != "" {
-			log(stderr)
-		}
 		start = time.Now()
 		if _, err := e.liqoctl(ctx, e.pairArgs("unauthenticate")...); err != nil {
 			return nil, err
@@ -135,7 +132,7 @@ func (e *env) manualRounds(ctx context.Context) (*latency, error) {
 		if err := testenv.ApplyYAML(ctx, cc, []byte(identity)); err != nil {
 			return nil, err
 		}
-		key := client.ObjectKey{Namespace: tenantNS("cl-provider"), Name: cluster.IdentityName("cl-provider")}
+		key := client.ObjectKey{Namespace: cluster.TenantNamespaceName("cl-provider"), Name: cluster.IdentityName("cl-provider")}
 		err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			var id authv1beta1.Identity
 			if err := cc.Get(ctx, key, &id); err != nil {
@@ -208,7 +205,7 @@ func (e *env) scaleRun(ctx context.Context, n int) (*scaleResult, error) {
 	for _, v := range consumers {
 		eg.Go(func() error {
 			tn := &authv1beta1.Tenant{}
-			tn.Namespace, tn.Name = tenantNS(v.ID), v.ID
+			tn.Namespace, tn.Name = cluster.TenantNamespaceName(v.ID), v.ID
 			if err := e.pc.Delete(ctx, tn); client.IgnoreNotFound(err) != nil {
 				return err
 			}

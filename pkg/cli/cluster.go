@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -69,9 +68,3 @@ func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake
 	}
 	return &handshake.Side{Scope: scope, Client: c, Config: cfg, Namespace: f.Namespace, Report: report}, nil
 }
-
-// Identify reads the side's cluster ID and explains an unreachable cluster.
-func Identify(ctx context.Context, s *handshake.Side) error { return s.Identify(ctx) }
-
-// Unreachable reports whether err says the API server could not be reached at all.
-func Unreachable(err error) bool { return handshake.Unreachable(err) }

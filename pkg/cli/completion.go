@@ -17,7 +17,7 @@ const completionTimeout = 3 * time.Second
 
 // RegisterClusterCompletions completes the context and namespace flags of one cluster
 // (prefix "" or "remote-") from its kubeconfig and API server.
-func RegisterClusterCompletions(cmd *cobra.Command, g *Global, f *ClusterFlags, prefix string) {
+func RegisterClusterCompletions(cmd *cobra.Command, f *ClusterFlags, prefix string) {
 	_ = cmd.RegisterFlagCompletionFunc(prefix+"context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return contexts(f), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -28,7 +28,7 @@ func RegisterClusterCompletions(cmd *cobra.Command, g *Global, f *ClusterFlags, 
 
 // RegisterGlobalCompletions completes the global --context and --namespace flags.
 func RegisterGlobalCompletions(root *cobra.Command, g *Global) {
-	RegisterClusterCompletions(root, g, &g.Local, "")
+	RegisterClusterCompletions(root, &g.Local, "")
 }
 
 // RemoteClusterIDCompletion completes --remote-cluster-id with the cluster IDs of the

@@ -54,7 +54,7 @@ func (g *Global) LocalSide(ctx context.Context, scope string) (*handshake.Side, 
 	if err != nil {
 		return nil, err
 	}
-	return s, Identify(ctx, s)
+	return s, s.Identify(ctx)
 }
 
 // Timeout is the --timeout flag of commands that wait.

@@ -29,8 +29,8 @@ func NewPair(g *Global, remote *ClusterFlags) (*handshake.Pair, error) {
 // IdentifyPair reads both cluster IDs in parallel and refuses a pair that is one cluster.
 func IdentifyPair(ctx context.Context, p *handshake.Pair) error {
 	var eg errgroup.Group
-	eg.Go(func() error { return Identify(ctx, p.Consumer) })
-	eg.Go(func() error { return Identify(ctx, p.Provider) })
+	eg.Go(func() error { return p.Consumer.Identify(ctx) })
+	eg.Go(func() error { return p.Provider.Identify(ctx) })
 	if err := eg.Wait(); err != nil {
 		return err
 	}

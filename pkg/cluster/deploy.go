@@ -4,7 +4,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -37,12 +39,12 @@ func ForgeManagerObjects(ns, image string, args []string) []client.Object {
 							Name: "manager", Image: image,
 							Args:           append([]string{"--namespace=" + ns, "--leader-elect"}, args...),
 							Ports:          []corev1.ContainerPort{{Name: "healthz", ContainerPort: 8081}},
-							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstrFromName("healthz")}}},
-							LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstrFromName("healthz")}}},
+							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("healthz")}}},
+							LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("healthz")}}},
 							SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: mustQuantity("20m"), corev1.ResourceMemory: mustQuantity("64Mi")},
-								Limits: corev1.ResourceList{corev1.ResourceMemory: mustQuantity("256Mi")}},
+							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+								Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
 						}},
 					},
 				},

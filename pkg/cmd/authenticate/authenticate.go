@@ -55,7 +55,7 @@ Re-running it on an authenticated pair changes nothing.`,
 	o.Timeout.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.ProxyURL, "proxy-url", "", "proxy the consumer uses to reach the provider (http, https or socks5)")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "show what would be created on each cluster and the permissions the consumer would get, changing nothing")
-	cli.RegisterClusterCompletions(cmd, g, &o.Remote, "remote-")
+	cli.RegisterClusterCompletions(cmd, &o.Remote, "remote-")
 	return cmd
 }
 

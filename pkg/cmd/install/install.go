@@ -133,10 +133,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	res, err := cluster.EnsureInstalled(ctx, s.Client, o.install)
 	if err != nil {
-		if cli.Unreachable(err) {
-			return fmt.Errorf("cannot reach the API server at %s: %w", s.Config.Host, err)
-		}
-		return err
+		return s.Explain(err, "installing")
 	}
 	p.Info("CRDs, namespace %q and ClusterRoles %s, %s applied", o.install.Namespace, cluster.ControlPlaneRoleName, cluster.ManagerName)
 	p.Info("Cluster ID %q (%s)", res.ClusterID, keptOrCreated(res.CreatedID))

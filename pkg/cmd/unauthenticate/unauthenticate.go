@@ -46,7 +46,7 @@ when every one is denied. Missing objects are fine: the command can be re-run.`,
 	o.Remote.AddFlags(cmd.Flags(), "remote-", "remote (provider)")
 	o.Timeout.AddFlags(cmd)
 	cmd.Flags().BoolVar(&o.DeleteNamespaces, "delete-namespaces", false, "also delete the tenant namespaces on both clusters")
-	cli.RegisterClusterCompletions(cmd, g, &o.Remote, "remote-")
+	cli.RegisterClusterCompletions(cmd, &o.Remote, "remote-")
 	return cmd
 }
 

@@ -62,7 +62,7 @@ func (o *Options) Run(ctx context.Context) error {
 	ns := s.Namespace
 	var objs []client.Object
 	objs = append(objs, cluster.ForgeManagerObjects(ns, "", nil)...)
-	installed, err := cluster.InstallObjects(cluster.InstallOptions{Namespace: ns, Config: cluster.Config{APIServerURL: "x"}})
+	installed, err := cluster.InstallObjects(cluster.InstallOptions{Namespace: ns})
 	if err != nil {
 		return err
 	}
@@ -71,6 +71,7 @@ func (o *Options) Run(ctx context.Context) error {
 			objs = append(objs, obj)
 		}
 	}
+	objs = append(objs, cluster.ForgeConfigMap(ns, cluster.Config{}))
 	if !o.KeepIdentity {
 		objs = append(objs,
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster.ClusterIDConfigMapName}},

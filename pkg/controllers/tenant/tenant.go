@@ -8,6 +8,7 @@ package tenant
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -15,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -76,20 +78,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func csrToTenant(_ context.Context, o client.Object) []reconcile.Request {
-	ns, name, ok := cutKey(o.GetAnnotations()[TenantAnnotation])
-	if !ok {
+	ns, name, ok := strings.Cut(o.GetAnnotations()[TenantAnnotation], "/")
+	if !ok || ns == "" || name == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
-}
-
-func cutKey(s string) (string, string, bool) {
-	for i := range len(s) {
-		if s[i] == '/' {
-			return s[:i], s[i+1:], i > 0 && i < len(s)-1
-		}
-	}
-	return "", "", false
 }
 
 func (r *Reconciler) nonceToTenants(ctx context.Context, o client.Object) []reconcile.Request {
@@ -285,7 +278,7 @@ func (r *Reconciler) setCondition(t *authv1beta1.Tenant, typ string, ok bool, re
 
 func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 	for _, typ := range []string{authv1beta1.ConditionAuthenticated, authv1beta1.ConditionAccessGranted, authv1beta1.ConditionCertificateIssued} {
-		c := findCondition(t.Status.Conditions, typ)
+		c := meta.FindStatusCondition(t.Status.Conditions, typ)
 		if c == nil {
 			common.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, false, "Pending", "waiting for "+typ, t.Generation)
 			return
@@ -296,15 +289,6 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 		}
 	}
 	common.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, true, "Ready", "the consumer holds a valid certificate and its access", t.Generation)
-}
-
-func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == typ {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // finalize removes everything the Tenant caused, then lets it go.
