@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -89,4 +90,21 @@ func listWith(ctx context.Context, f *ClusterFlags, list client.ObjectList, opts
 		return err
 	}
 	return s.Client.List(ctx, list, opts...)
+}
+
+// AddRemoteClusterIDFlag registers the required --remote-cluster-id flag of the manual
+// flow, completed with the cluster IDs of the local tenant namespaces. role names the
+// other cluster in the help ("consumer" or "provider").
+func AddRemoteClusterIDFlag(cmd *cobra.Command, g *Global, id *string, role string) {
+	cmd.Flags().StringVar(id, "remote-cluster-id", "", "cluster ID of the "+role)
+	_ = cmd.MarkFlagRequired("remote-cluster-id")
+	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", RemoteClusterIDCompletion(g))
+}
+
+// ValidateRemoteClusterID checks the value of --remote-cluster-id.
+func ValidateRemoteClusterID(id string) error {
+	if err := cluster.ValidateClusterID(id); err != nil {
+		return fmt.Errorf("--remote-cluster-id: %w", err)
+	}
+	return nil
 }

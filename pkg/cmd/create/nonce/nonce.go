@@ -3,7 +3,6 @@ package nonce
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -41,9 +40,7 @@ prints it bare on stdout). A young unused nonce is kept: re-running changes noth
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "cluster ID of the consumer")
-	_ = cmd.MarkFlagRequired("remote-cluster-id")
-	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
+	cli.AddRemoteClusterIDFlag(cmd, g, &o.RemoteClusterID, "consumer")
 	o.Output.AddFlags(cmd, "")
 	o.Timeout.AddFlags(cmd)
 	return cmd
@@ -51,8 +48,8 @@ prints it bare on stdout). A young unused nonce is kept: re-running changes noth
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
-	if err := cluster.ValidateClusterID(o.RemoteClusterID); err != nil {
-		return fmt.Errorf("--remote-cluster-id: %w", err)
+	if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
+		return err
 	}
 	return o.Output.Validate()
 }

@@ -47,11 +47,9 @@ must be the one the handshake accepted.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "cluster ID of the consumer")
+	cli.AddRemoteClusterIDFlag(cmd, g, &o.RemoteClusterID, "consumer")
 	f.StringVar(&o.RemoteTenantNamespace, "remote-tenant-namespace", "", "tenant namespace of this cluster on the consumer (default liqo-tenant-<this cluster ID>)")
 	f.StringVar(&o.ExpectFingerprint, "expect-fingerprint", "", "fingerprint of the consumer key (sha256:...) the Tenant must carry")
-	_ = cmd.MarkFlagRequired("remote-cluster-id")
-	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
 	o.Output.AddFlags(cmd, "yaml")
 	o.Timeout.AddFlags(cmd)
 	return cmd
@@ -59,8 +57,8 @@ must be the one the handshake accepted.`,
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
-	if err := cluster.ValidateClusterID(o.RemoteClusterID); err != nil {
-		return fmt.Errorf("--remote-cluster-id: %w", err)
+	if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
+		return err
 	}
 	if o.ExpectFingerprint != "" {
 		if err := authn.ValidateFingerprint(o.ExpectFingerprint); err != nil {

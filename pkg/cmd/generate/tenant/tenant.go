@@ -47,14 +47,12 @@ another CA is then refused.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "cluster ID of the provider")
+	cli.AddRemoteClusterIDFlag(cmd, g, &o.RemoteClusterID, "provider")
 	f.StringVar(&o.Nonce, "nonce", "", "the nonce printed by liqoctl get nonce on the provider")
 	f.StringVar(&o.RemoteTenantNamespace, "remote-tenant-namespace", "", "tenant namespace of this cluster on the provider (default liqo-tenant-<this cluster ID>)")
 	f.StringVar(&o.ProxyURL, "proxy-url", "", "proxy this cluster uses to reach the provider")
 	f.StringVar(&o.ExpectFingerprint, "expect-fingerprint", "", "fingerprint of the provider CA (sha256:...) to pin")
-	_ = cmd.MarkFlagRequired("remote-cluster-id")
 	_ = cmd.MarkFlagRequired("nonce")
-	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
 	o.Output.AddFlags(cmd, "yaml")
 	o.Timeout.AddFlags(cmd)
 	return cmd
@@ -62,8 +60,8 @@ another CA is then refused.`,
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
-	if err := cluster.ValidateClusterID(o.RemoteClusterID); err != nil {
-		return fmt.Errorf("--remote-cluster-id: %w", err)
+	if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
+		return err
 	}
 	if err := authn.CheckNonce(o.Nonce); err != nil {
 		return fmt.Errorf("--nonce: %w: pass it exactly as liqoctl get nonce prints it", err)

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -28,15 +27,13 @@ func NewCmd(g *cli.Global) *cobra.Command {
 		Example: `  liqoctl get nonce --remote-cluster-id cl-consumer > nonce.txt`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cluster.ValidateClusterID(o.RemoteClusterID); err != nil {
-				return fmt.Errorf("--remote-cluster-id: %w", err)
+			if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
+				return err
 			}
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "cluster ID of the consumer")
-	_ = cmd.MarkFlagRequired("remote-cluster-id")
-	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
+	cli.AddRemoteClusterIDFlag(cmd, g, &o.RemoteClusterID, "consumer")
 	o.Timeout.AddFlags(cmd)
 	return cmd
 }
