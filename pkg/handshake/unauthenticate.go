@@ -8,7 +8,6 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,12 +48,8 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 		return pr.explain(err, "deleting the Tenant")
 	}
 	pr.Report.Info("Tenant deleted")
-	leftovers := []client.Object{
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.ControlPlaneBindingName}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.TenantReaderName}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.TenantReaderName}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.NonceSecretName}},
-	}
+	leftovers := append(tenant.AccessObjects(pTN, c.ClusterID),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.NonceSecretName}})
 	for _, obj := range leftovers {
 		if err := deleteIgnoringAbsence(ctx, pr.Client, obj); err != nil {
 			return pr.explain(err, "deleting what the Tenant left")

@@ -30,16 +30,18 @@ func TenantRules(tenantName string) []rbacv1.PolicyRule {
 	return append(cluster.ControlPlaneRules(), cluster.TenantReaderRules(tenantName)...)
 }
 
-func (r *Reconciler) desiredAccess(t *authv1beta1.Tenant) []client.Object {
-	labels := map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.RemoteClusterIDLabel: string(t.Spec.ClusterID)}
-	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: string(t.Spec.ClusterID)}}
+// AccessObjects are the Role and RoleBindings that give consumer clusterID its access in
+// tenant namespace ns. The provider creates them; unauthenticate removes them by these names.
+func AccessObjects(ns, clusterID string) []client.Object {
+	labels := map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.RemoteClusterIDLabel: clusterID}
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: clusterID}}
 	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: labels}
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
 	}
 	return []client.Object{
 		&rbacv1.RoleBinding{ObjectMeta: meta(cluster.ControlPlaneBindingName), Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ControlPlaneRoleName}},
-		&rbacv1.Role{ObjectMeta: meta(cluster.TenantReaderName), Rules: cluster.TenantReaderRules(t.Name)},
+		&rbacv1.Role{ObjectMeta: meta(cluster.TenantReaderName), Rules: cluster.TenantReaderRules(clusterID)},
 		&rbacv1.RoleBinding{ObjectMeta: meta(cluster.TenantReaderName), Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: cluster.TenantReaderName}},
 	}
@@ -49,7 +51,7 @@ func (r *Reconciler) desiredAccess(t *authv1beta1.Tenant) []client.Object {
 // When onlyRepair is set (Cordoned), missing objects are not created: nothing new is granted.
 func (r *Reconciler) ensureAccess(ctx context.Context, t *authv1beta1.Tenant, onlyRepair bool) (granted bool, err error) {
 	granted = true
-	for _, want := range r.desiredAccess(t) {
+	for _, want := range AccessObjects(t.Namespace, string(t.Spec.ClusterID)) {
 		if err := controllerutil.SetControllerReference(t, want, r.Client.Scheme()); err != nil {
 			return false, err
 		}
@@ -93,7 +95,7 @@ func sameAccess(current, want client.Object) bool {
 // revokeAccess deletes the Tenant's Role and RoleBindings, then proves with
 // SubjectAccessReviews that its user can do none of what they granted.
 func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant) (stillAllowed string, err error) {
-	for _, obj := range r.desiredAccess(t) {
+	for _, obj := range AccessObjects(t.Namespace, string(t.Spec.ClusterID)) {
 		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return "", fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 		}

@@ -296,7 +296,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error 
 	if !controllerutil.ContainsFinalizer(t, cluster.TenantFinalizer) {
 		return nil
 	}
-	for _, obj := range r.desiredAccess(t) {
+	for _, obj := range AccessObjects(t.Namespace, string(t.Spec.ClusterID)) {
 		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return err
 		}
