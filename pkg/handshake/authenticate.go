@@ -67,9 +67,9 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 	if st.Tenant == nil {
 		return st, nil
 	}
-	key, err := cluster.GetClusterKey(ctx, c.Client, c.Namespace)
+	key, err := c.ClusterKey(ctx)
 	if err != nil {
-		return nil, c.explain(err, "reading the cluster key")
+		return nil, err
 	}
 	fp, err := authn.Fingerprint(key.Public())
 	if err != nil {
@@ -158,9 +158,9 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 	}
 	c.Report.Info("Nonce is signed")
 	c.Report.Info("Signed nonce retrieved")
-	key, err := cluster.GetClusterKey(ctx, c.Client, c.Namespace)
+	key, err := c.ClusterKey(ctx)
 	if err != nil {
-		return nil, c.explain(err, "reading the cluster key")
+		return nil, err
 	}
 	t, err := ForgeTenant(c.ClusterID, key, sig, pTN, p.ProxyURL)
 	if err != nil {

@@ -123,9 +123,9 @@ func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce strin
 // WaitSignedNonce waits for the consumer's controllers to sign nonce, checks the
 // signature with the consumer's public key, and returns it.
 func WaitSignedNonce(ctx context.Context, c *Side, tn, nonce string) ([]byte, error) {
-	key, err := cluster.GetClusterKey(ctx, c.Client, c.Namespace)
+	key, err := c.ClusterKey(ctx)
 	if err != nil {
-		return nil, c.explain(err, "reading the cluster key")
+		return nil, err
 	}
 	var sig []byte
 	err = waitFor(ctx, c.Client, client.ObjectKey{Namespace: tn, Name: cluster.SignedNonceSecretName}, &corev1.SecretList{}, "the nonce to be signed",

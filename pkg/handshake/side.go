@@ -6,10 +6,12 @@ package handshake
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"sync"
 	"syscall"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,6 +41,24 @@ type Side struct {
 	ClusterID string
 	// Report prints progress for this side.
 	Report Reporter
+
+	keyMu sync.Mutex
+	key   crypto.Signer
+}
+
+// ClusterKey reads the cluster's key pair once per command: it never changes while a
+// command runs, and several steps need it.
+func (s *Side) ClusterKey(ctx context.Context) (crypto.Signer, error) {
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	if s.key == nil {
+		key, err := cluster.GetClusterKey(ctx, s.Client, s.Namespace)
+		if err != nil {
+			return nil, s.explain(err, "reading the cluster key")
+		}
+		s.key = key
+	}
+	return s.key, nil
 }
 
 // Identify reads the cluster ID of the side, with an error that says what to do when the

@@ -39,7 +39,7 @@ type Entry struct {
 
 func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, error) {
 	r := &Report{ClusterID: s.ClusterID, Manager: "not running: the controllers run only inside liqoctl commands, and certificates are not renewed"}
-	key, err := cluster.GetClusterKey(ctx, s.Client, s.Namespace)
+	key, err := s.ClusterKey(ctx)
 	if err != nil {
 		return nil, err
 	}

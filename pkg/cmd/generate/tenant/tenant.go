@@ -104,7 +104,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	s.Report.Info("Nonce is signed")
-	key, err := cluster.GetClusterKey(ctx, s.Client, s.Namespace)
+	key, err := s.ClusterKey(ctx)
 	if err != nil {
 		return err
 	}
