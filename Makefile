@@ -28,8 +28,8 @@ help: ## Show this help.
 
 ##@ Build
 
-build: ## Build bin/liqoctl, bin/liqo-auth-manager and bin/devclusters.
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/liqoctl ./cmd/liqo-auth-manager ./cmd/devclusters
+build: ## Build bin/liqoctl, bin/liqo-auth-manager and bin/devclusters (static, as released).
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/liqoctl ./cmd/liqo-auth-manager ./cmd/devclusters
 
 controlplane: ## Build (once, cached) etcd, kube-apiserver and kube-controller-manager.
 	scripts/controlplane.sh

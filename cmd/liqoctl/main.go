@@ -11,9 +11,11 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/root"
+	"github.com/liqo-auth/liqo-auth/pkg/startup"
 )
 
 func main() {
+	startup.Done()
 	if err := run(); err != nil {
 		cli.NewPrinter(os.Stderr, 0).Error(err)
 		os.Exit(1)

@@ -25,10 +25,11 @@ import (
 )
 
 type config struct {
-	bin    string
-	out    string
-	rounds int
-	scale  []int
+	bin       string
+	out       string
+	rounds    int
+	cliRounds int
+	scale     []int
 }
 
 func main() {
@@ -44,6 +45,7 @@ func run() error {
 	flag.StringVar(&c.bin, "bin", "bin", "directory of liqoctl and liqo-auth-manager")
 	flag.StringVar(&c.out, "out", "", "also write the report to this Markdown file")
 	flag.IntVar(&c.rounds, "rounds", 20, "rounds of each latency measurement")
+	flag.IntVar(&c.cliRounds, "cli-rounds", 100, "rounds of each CLI cold-start measurement")
 	flag.StringVar(&scale, "scale", "10,50,200", "numbers of concurrent consumers for the scale runs")
 	flag.Parse()
 	for _, s := range strings.Split(scale, ",") {

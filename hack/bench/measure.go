@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -222,15 +224,21 @@ func (e *env) scaleRun(ctx context.Context, n int) (*scaleResult, error) {
 	return res, nil
 }
 
-// cliCost times short liqoctl commands and records binary sizes.
+// cliCost times short liqoctl commands, with kubectl as a reference when it
+// is installed, and records binary sizes.
 type cliCost struct {
+	rounds        int
 	version, help []time.Duration
+	kubectl       []time.Duration
 	sizes         map[string]int64
 }
 
+// cliWarmup runs before the timed rounds, so the first timed run does not pay
+// for reading the binary from disk.
+const cliWarmup = 3
+
 func measureCLI(c config) (*cliCost, error) {
-	e := &env{cfg: c}
-	r := &cliCost{sizes: map[string]int64{}}
+	r := &cliCost{rounds: c.cliRounds, sizes: map[string]int64{}}
 	for _, b := range []string{"liqoctl", "liqo-auth-manager"} {
 		st, err := os.Stat(filepath.Join(c.bin, b))
 		if err != nil {
@@ -238,21 +246,42 @@ func measureCLI(c config) (*cliCost, error) {
 		}
 		r.sizes[b] = st.Size()
 	}
-	ctx := context.Background()
-	for i := 0; i < 30; i++ {
-		for _, args := range [][]string{{"version"}, {"--help"}} {
-			start := time.Now()
-			if _, _, err := e.liqoctlOut(ctx, args...); err != nil {
+	liqoctl := filepath.Join(c.bin, "liqoctl")
+	type cliRun struct {
+		argv []string
+		into *[]time.Duration
+	}
+	runs := []cliRun{
+		{[]string{liqoctl, "version"}, &r.version},
+		{[]string{liqoctl, "--help"}, &r.help},
+	}
+	if kubectl, err := exec.LookPath("kubectl"); err == nil {
+		runs = append(runs, cliRun{[]string{kubectl, "version", "--client"}, &r.kubectl})
+	}
+	for i := 0; i < cliWarmup+c.cliRounds; i++ {
+		for _, run := range runs {
+			d, err := timeRun(run.argv)
+			if err != nil {
 				return nil, err
 			}
-			if args[0] == "version" {
-				r.version = append(r.version, time.Since(start))
-			} else {
-				r.help = append(r.help, time.Since(start))
+			if i >= cliWarmup {
+				*run.into = append(*run.into, d)
 			}
 		}
 	}
 	return r, nil
+}
+
+// timeRun returns the wall time of one run of argv, output discarded.
+func timeRun(argv []string) (time.Duration, error) {
+	var stderr bytes.Buffer
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, stderr.String())
+	}
+	return time.Since(start), nil
 }
 
 // percentile of a sample, nearest rank.
