@@ -1,0 +1,70 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+)
+
+// TestBenchmarkProgram runs `make bench`'s program end to end, small: static
+// liqoctl and liqo-auth-manager, two rounds of every latency measurement, a
+// scale run of three consumers and a few CLI starts. It checks that every
+// measurement ran and succeeded and that the report has every table; it never
+// looks at how long anything took.
+func TestBenchmarkProgram(t *testing.T) {
+	root, err := testenv.ModuleRoot()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-trimpath", "-o", dir+string(filepath.Separator), "./cmd/liqoctl", "./cmd/liqo-auth-manager", "./hack/bench")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	report := filepath.Join(dir, "benchmarks.md")
+	var stdout, stderr bytes.Buffer
+	bench := exec.CommandContext(ctx, filepath.Join(dir, "bench"), "--bin", dir, "--out", report, "--rounds", "2", "--cli-rounds", "3", "--scale", "3")
+	bench.Dir = root
+	// The program's own temp dirs go under the test's, so they go even if it is killed.
+	bench.Env = append(os.Environ(), "TMPDIR="+dir)
+	bench.Stdout, bench.Stderr = &stdout, &stderr
+	require.NoError(t, bench.Run(), stderr.String())
+
+	md, err := os.ReadFile(report)
+	require.NoError(t, err)
+	require.Equal(t, stdout.String(), string(md), "the report printed and the report written differ")
+	text := string(md)
+	for _, section := range []string{
+		"## Latency", "### Steps of authenticate, controllers in-process", "### Steps of authenticate, controllers manager",
+		"## Provider scale", "## CLI cost", "Binary sizes: liqoctl ",
+	} {
+		require.Contains(t, text, section)
+	}
+	for _, row := range []string{
+		"authenticate, controllers in-process", "authenticate, controllers manager", "manual flow (4 steps, scripted)",
+		"unauthenticate (after controllers in-process)", "unauthenticate (after controllers manager)",
+	} {
+		require.Regexp(t, regexp.MustCompile(`(?m)^\| `+regexp.QuoteMeta(row)+` \| 2 \| \d+ ms \| \d+ ms \| \d+ ms \|$`), text)
+	}
+	// Every handshake step line appears in both step tables (in bold where it is the slowest).
+	for _, step := range []string{"Nonce is signed", "Tenant status is filled", "Identity status is filled"} {
+		rows := regexp.MustCompile(`(?m)^\| (\*\*)?\((local|remote)\) ` + regexp.QuoteMeta(step) + `(\*\*)? \| \d+ ms \| \d+ ms \|$`)
+		require.Len(t, rows.FindAllString(text, -1), 2, "step %q in both step tables:\n%s", step, text)
+	}
+	// Three consumers, none failed.
+	require.Regexp(t, regexp.MustCompile(`(?m)^\| 3 \| \d+ ms \| [\d.]+ \| \d+ ms \| \d+ ms \| 0 \| \d+ MiB \| [\d.]+ s \| \d+ ms \|$`), text)
+	require.NotContains(t, text, "First failure")
+	require.Regexp(t, regexp.MustCompile("(?m)^\\| `liqoctl version` \\| \\d+ ms \\| \\d+ ms \\|$"), text)
+	require.Regexp(t, regexp.MustCompile("(?m)^\\| `liqoctl --help` \\| \\d+ ms \\| \\d+ ms \\|$"), text)
+}
