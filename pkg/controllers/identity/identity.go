@@ -57,8 +57,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Now = time.Now
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("identity").
-		For(&authv1beta1.Identity{}).
-		Owns(&corev1.Secret{}).
+		WatchesRawSource(common.For(mgr, &authv1beta1.Identity{})).
+		WatchesRawSource(common.Owns(mgr, &corev1.Secret{}, &authv1beta1.Identity{})).
 		Complete(r)
 }
 

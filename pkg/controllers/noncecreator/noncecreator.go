@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -31,7 +30,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Now = time.Now
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("noncecreator").
-		For(&corev1.Secret{}, builder.WithPredicates(common.HasLabel(cluster.NonceLabel, "true"))).
+		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(cluster.NonceLabel, "true"))).
 		Complete(r)
 }
 

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -29,7 +28,7 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler for Secrets labelled liqo.io/signed-nonce=true.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("noncesigner").
-		For(&corev1.Secret{}, builder.WithPredicates(common.HasLabel(cluster.SignedNonceLabel, "true"))).
+		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(cluster.SignedNonceLabel, "true"))).
 		Complete(r)
 }
 

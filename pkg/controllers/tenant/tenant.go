@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -67,13 +66,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Now = time.Now
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("tenant").
-		For(&authv1beta1.Tenant{}).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&rbacv1.Role{}).
-		Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToTenant),
-			builder.WithPredicates(common.HasLabel(cluster.ManagedByLabel, cluster.ManagedByValue))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.nonceToTenants),
-			builder.WithPredicates(common.HasLabel(cluster.NonceLabel, "true"))).
+		WatchesRawSource(common.For(mgr, &authv1beta1.Tenant{})).
+		WatchesRawSource(common.Owns(mgr, &rbacv1.RoleBinding{}, &authv1beta1.Tenant{})).
+		WatchesRawSource(common.Owns(mgr, &rbacv1.Role{}, &authv1beta1.Tenant{})).
+		WatchesRawSource(common.Watch(mgr.GetCache(), &certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToTenant),
+			common.HasLabel(cluster.ManagedByLabel, cluster.ManagedByValue))).
+		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.nonceToTenants),
+			common.HasLabel(cluster.NonceLabel, "true"))).
 		Complete(r)
 }
 
