@@ -1,0 +1,112 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+)
+
+// TestWatchSyncsWithTheInitialObjects pins down the contract of common.Watch,
+// the source every controller uses: when WaitForSync returns, every object the
+// cache held that passes the predicates is already in the queue; a kind that
+// cannot be watched fails the start at once, with the reason, instead of
+// running into the controller's sync timeout.
+func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
+	cp := testenv.New(t, "watch")[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newClient(t, cp.Config)
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "watched"}}))
+	for i := range 7 {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "watched", Name: fmt.Sprintf("s%d", i)}}
+		if i < 5 {
+			s.Labels = map[string]string{"picked": "true"}
+		}
+		require.NoError(t, c.Create(ctx, s))
+	}
+
+	newCache := func(t *testing.T, s *runtime.Scheme) cache.Cache {
+		t.Helper()
+		ch, err := cache.New(cp.Config, cache.Options{Scheme: s})
+		require.NoError(t, err)
+		cctx, stop := context.WithCancel(ctx)
+		t.Cleanup(stop)
+		go func() { _ = ch.Start(cctx) }()
+		require.True(t, ch.WaitForCacheSync(cctx))
+		return ch
+	}
+	newQueue := func(t *testing.T) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		t.Cleanup(q.ShutDown)
+		return q
+	}
+
+	t.Run("initial objects are queued when it syncs", func(t *testing.T) {
+		ch := newCache(t, scheme.New())
+		// An informer that already runs, as the in-process controllers' prestarted caches have.
+		_, err := ch.GetInformer(ctx, &corev1.Secret{})
+		require.NoError(t, err)
+		for round := range 3 {
+			q := newQueue(t)
+			w := common.Watch(ch, &corev1.Secret{}, &handler.EnqueueRequestForObject{}, common.HasLabel("picked", "true"))
+			require.NoError(t, w.Start(ctx, q))
+			require.NoError(t, w.WaitForSync(ctx), "round %d", round)
+			require.Equal(t, 5, q.Len(), "round %d: the queue must hold every labelled Secret when WaitForSync returns", round)
+			require.NoError(t, w.WaitForSync(ctx), "a second WaitForSync gets the same answer")
+		}
+	})
+
+	t.Run("a kind outside the scheme fails at once", func(t *testing.T) {
+		ch := newCache(t, clientgoscheme.Scheme)
+		w := common.Watch(ch, &authv1beta1.Tenant{}, &handler.EnqueueRequestForObject{})
+		require.NoError(t, w.Start(ctx, newQueue(t)))
+		err := w.WaitForSync(ctx)
+		require.ErrorContains(t, err, "watching *v1beta1.Tenant")
+		require.ErrorContains(t, err, "no kind is registered")
+		require.NoError(t, ctx.Err(), "WaitForSync waited for its context instead of failing")
+	})
+
+	t.Run("a kind whose CRD is not installed fails at once", func(t *testing.T) {
+		ch := newCache(t, scheme.New())
+		w := common.Watch(ch, &authv1beta1.Identity{}, &handler.EnqueueRequestForObject{})
+		require.NoError(t, w.Start(ctx, newQueue(t)))
+		err := w.WaitForSync(ctx)
+		require.True(t, meta.IsNoMatchError(err), "%v", err)
+		require.NoError(t, ctx.Err())
+	})
+
+	t.Run("the controller's sync timeout ends a wait that cannot succeed", func(t *testing.T) {
+		// A user who may not list ConfigMaps: the informer never syncs.
+		cfg, err := cp.UserConfig("watch-nobody")
+		require.NoError(t, err)
+		ch, err := cache.New(cfg, cache.Options{Scheme: scheme.New()})
+		require.NoError(t, err)
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() { _ = ch.Start(cctx) }()
+		w := common.Watch(ch, &corev1.ConfigMap{}, &handler.EnqueueRequestForObject{})
+		require.NoError(t, w.Start(cctx, newQueue(t)))
+		syncTimeout, cancelSync := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancelSync()
+		err = w.WaitForSync(syncTimeout)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorContains(t, err, "timed out waiting for the watch on *v1.ConfigMap to sync")
+	})
+}
