@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -62,9 +63,19 @@ func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake
 	if err != nil {
 		return nil, fmt.Errorf("(%s) %w", scope, err)
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	// One connection and one discovery cache per cluster, shared with the in-process
+	// controllers.
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("(%s) creating a client for %s: %w", scope, cfg.Host, err)
 	}
-	return &handshake.Side{Scope: scope, Client: c, Config: cfg, Namespace: f.Namespace, Report: report}, nil
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("(%s) creating a client for %s: %w", scope, cfg.Host, err)
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New(), HTTPClient: hc, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("(%s) creating a client for %s: %w", scope, cfg.Host, err)
+	}
+	return &handshake.Side{Scope: scope, Client: c, Config: cfg, HTTPClient: hc, Mapper: mapper, Namespace: f.Namespace, Report: report}, nil
 }

@@ -59,7 +59,7 @@ func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, 
 	if g.Verbose > 1 {
 		logger = zap.New(zap.WriteTo(g.Streams.ErrOut))
 	}
-	r, err := manager.StartInProcess(ctx, s.Config, o, logger)
+	r, err := manager.StartInProcess(ctx, s.Config, manager.Connection{HTTPClient: s.HTTPClient, Mapper: s.Mapper}, o, logger)
 	if err != nil {
 		return s.Explain(err, "starting the controllers in-process")
 	}

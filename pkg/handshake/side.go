@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 	"syscall"
@@ -35,6 +36,10 @@ type Side struct {
 	Client client.WithWatch
 	// Config is the client configuration behind Client.
 	Config *rest.Config
+	// HTTPClient and Mapper are Client's connection and API discovery, which the
+	// in-process controllers share (optional).
+	HTTPClient *http.Client
+	Mapper     meta.RESTMapper
 	// Namespace is the Liqo namespace.
 	Namespace string
 	// ClusterID of the cluster, read by Identify.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,15 +31,29 @@ type Runner struct {
 	err    error
 }
 
+// Connection is an HTTP client and a REST mapper to share with the in-process controllers,
+// so that they reuse the command's connection to the API server and what it already
+// discovered of the API, instead of opening a second connection and repeating discovery.
+// Its zero value makes the controllers create their own.
+type Connection struct {
+	HTTPClient *http.Client
+	Mapper     meta.RESTMapper
+}
+
 // StartInProcess starts the selected controllers against cfg in the background and returns
 // once their informers are synced. They stop when ctx ends or Stop is called. There is no
 // leader election, no metrics and no health server: the runner lives for one command.
-func StartInProcess(ctx context.Context, cfg *rest.Config, o Options, logger logr.Logger) (*Runner, error) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+func StartInProcess(ctx context.Context, cfg *rest.Config, conn Connection, o Options, logger logr.Logger) (*Runner, error) {
+	opts := ctrl.Options{
 		Scheme: scheme.New(), Cache: CacheOptions(), NewCache: newPrestartedCache, Logger: logger,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: ControllerConfig(),
-	})
+	}
+	opts.Cache.HTTPClient, opts.Client.HTTPClient = conn.HTTPClient, conn.HTTPClient
+	if conn.Mapper != nil {
+		opts.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return conn.Mapper, nil }
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the in-process controllers: %w", err)
 	}

@@ -68,7 +68,7 @@ func startControllers(t testing.TB, s *site, provider, consumer bool, mut ...fun
 		m(&o)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := manager.StartInProcess(ctx, s.cp.Config, o, testLogger(t))
+	r, err := manager.StartInProcess(ctx, s.cp.Config, manager.Connection{}, o, testLogger(t))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		cancel()
