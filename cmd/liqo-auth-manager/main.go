@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,7 +62,7 @@ func parse(args []string) (*flags, error) {
 	fs.DurationVar(&f.opts.Tenant.NonceTTL, "nonce-ttl", manager.DefaultNonceTTL, "how long a nonce may be used")
 	fs.BoolVar(&f.provider, "provider", true, "run the provider side")
 	fs.BoolVar(&f.consumer, "consumer", true, "run the consumer side")
-	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader (its Lease also tells liqoctl that a manager runs)")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas through the Lease liqo-auth-manager; without it, the manager still holds that Lease while no other manager does, so that liqoctl sees it")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "health probes address (0 disables)")
 	fs.Float32Var(&f.qps, "kube-api-qps", manager.DefaultQPS, "API requests per second")
@@ -137,6 +139,18 @@ func run() error {
 	if err := manager.Setup(ctx, mgr, f.opts); err != nil {
 		return err
 	}
+	if !f.leaderElect {
+		id, err := presenceIdentity()
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(&manager.Presence{
+			Client: direct, Namespace: f.opts.Namespace, Identity: id,
+			Duration: 15 * time.Second, Renew: 5 * time.Second, Logger: log.WithName("presence"),
+		}); err != nil {
+			return err
+		}
+	}
 	if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)); err != nil {
 		return err
 	}
@@ -168,3 +182,17 @@ func prepare(ctx context.Context, f *flags, c client.Client, host string) error 
 }
 
 func ptrDuration(d time.Duration) *time.Duration { return &d }
+
+// presenceIdentity names this process in its Lease, as leader election does: host name
+// and a random suffix.
+func presenceIdentity() (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("naming this manager for its Lease: %w", err)
+	}
+	suffix := make([]byte, 4)
+	if _, err := rand.Read(suffix); err != nil {
+		return "", err
+	}
+	return host + "_" + hex.EncodeToString(suffix), nil
+}

@@ -101,10 +101,16 @@ func RunningManager(ctx context.Context, c client.Reader, ns string, now time.Ti
 		}
 		return "", false, err
 	}
+	holder, running = LeaseHolder(&lease, now)
+	return holder, running, nil
+}
+
+// LeaseHolder returns who holds lease and whether the holder still keeps it fresh at now.
+// A released Lease has no holder.
+func LeaseHolder(lease *coordinationv1.Lease, now time.Time) (holder string, fresh bool) {
 	s := lease.Spec
 	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
-		return "", false, nil
+		return "", false
 	}
-	fresh := s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second).After(now)
-	return *s.HolderIdentity, fresh, nil
+	return *s.HolderIdentity, s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second).After(now)
 }

@@ -110,7 +110,9 @@ func startManager(t testing.TB, s *site, extra ...string) *managerProcess {
 		}
 		sc := bufio.NewScanner(bytes.NewReader(logs.Bytes()))
 		for sc.Scan() {
-			if bytes.Contains(bytes.ToLower(sc.Bytes()), []byte("successfully acquired lease")) {
+			// Leader election says "successfully acquired lease"; Presence (--leader-elect=false)
+			// says "acquired lease to announce this manager".
+			if bytes.Contains(bytes.ToLower(sc.Bytes()), []byte("acquired lease")) {
 				return true, nil
 			}
 		}
