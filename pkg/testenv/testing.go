@@ -65,9 +65,14 @@ func ModuleRoot() (string, error) {
 	}
 }
 
+// KeepLogsEnv, when set, makes New keep the log files of the control planes of a failed
+// test in the temporary directory it names; by default they are removed like everything
+// else, after their last lines are printed with the test's output.
+const KeepLogsEnv = "LIQO_AUTH_TESTENV_KEEP_LOGS"
+
 // New starts one control plane per name, in parallel, for the duration of a test. They
 // are stopped and their directories removed when the test ends, even if it fails or
-// panics; when it failed, the logs are kept and their tails are printed.
+// panics; when it failed, the tails of their logs are printed first.
 func New(t testing.TB, names ...string) []*ControlPlane {
 	t.Helper()
 	bin, err := BinDir()
@@ -100,8 +105,11 @@ func New(t testing.TB, names ...string) []*ControlPlane {
 					_ = os.RemoveAll(filepath.Join(cp.Dir, "etcd"))
 				}
 			}
-			t.Logf("testenv: logs kept in %s", root)
-			return
+			// A failed test cleans up too; KeepLogsEnv keeps the full logs for a closer look.
+			if os.Getenv(KeepLogsEnv) != "" {
+				t.Logf("testenv: logs kept in %s (%s is set)", root, KeepLogsEnv)
+				return
+			}
 		}
 		_ = os.RemoveAll(root)
 	})
