@@ -3,16 +3,11 @@ package manager
 import (
 	"context"
 	"errors"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// syncPoll is how often the in-process runner checks its informers while they sync:
-// client-go's WaitForCacheSync polls every 100 ms, a tenth of a whole handshake.
-const syncPoll = 5 * time.Millisecond
 
 // prestartedCache is a cache the in-process runner starts and syncs itself before the
 // manager starts. The manager's Start of it only holds until the end, so the manager finds
@@ -52,22 +47,16 @@ func startCache(ctx context.Context, c cache.Cache, objs []client.Object) error 
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- pc.Cache.Start(ctx) }()
-	tick := time.NewTicker(syncPoll)
-	defer tick.Stop()
-	for {
-		synced := true
-		for _, inf := range informers {
-			synced = synced && inf.HasSynced()
-		}
-		if synced {
-			return nil
-		}
+	// Each informer's done channel closes when it has synced: no polling round, unlike
+	// client-go's WaitForCacheSync (100 ms).
+	for _, inf := range informers {
 		select {
+		case <-inf.HasSyncedChecker().Done():
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-errc:
 			return errors.Join(errors.New("the cache stopped before it synced"), err)
-		case <-tick.C:
 		}
 	}
+	return nil
 }
