@@ -53,7 +53,7 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 		if err := pr.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: c.ClusterID}, t); err == nil {
 			st.Tenant = t
 		} else if !apierrors.IsNotFound(err) {
-			return nil, pr.explain(err, "reading the Tenant")
+			return nil, pr.Explain(err, "reading the Tenant")
 		}
 	}
 	id := &authv1beta1.Identity{}
@@ -61,7 +61,7 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.IdentityName(pr.ClusterID)}, id); err == nil {
 			st.Identity = id
 		} else if !apierrors.IsNotFound(err) {
-			return nil, c.explain(err, "reading the Identity")
+			return nil, c.Explain(err, "reading the Identity")
 		}
 	}
 	if st.Tenant == nil {
@@ -92,12 +92,12 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	c, pr := p.Consumer, p.Provider
 	cTN, err := cluster.EnsureTenantNamespace(ctx, c.Client, pr.ClusterID)
 	if err != nil {
-		return nil, c.explain(err, "ensuring the tenant namespace")
+		return nil, c.Explain(err, "ensuring the tenant namespace")
 	}
 	c.Report.Info("Tenant namespace correctly ensured")
 	pTN, err := cluster.EnsureTenantNamespace(ctx, pr.Client, c.ClusterID)
 	if err != nil {
-		return nil, pr.explain(err, "ensuring the tenant namespace")
+		return nil, pr.Explain(err, "ensuring the tenant namespace")
 	}
 	pr.Report.Info("Tenant namespace correctly ensured")
 	if err := checkAdminState(st.Tenant); err != nil {
@@ -120,7 +120,7 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	}
 	id, err := ForgeIdentity(pr.ClusterID, t, cTN)
 	if err != nil {
-		return nil, pr.explain(err, "generating the Identity")
+		return nil, pr.Explain(err, "generating the Identity")
 	}
 	pr.Report.Info("Identity correctly generated")
 	if err := PinProviderCA(ctx, c, cTN, t.Status.AuthParams.CA); err != nil {
@@ -164,7 +164,7 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 	}
 	t, err := ForgeTenant(c.ClusterID, key, sig, pTN, p.ProxyURL)
 	if err != nil {
-		return nil, c.explain(err, "generating the Tenant")
+		return nil, c.Explain(err, "generating the Tenant")
 	}
 	c.Report.Info("Tenant correctly generated")
 	if err := ApplyTenant(ctx, pr, t); err != nil {
@@ -214,7 +214,7 @@ func PinCAFingerprint(ctx context.Context, c *Side, tn, fp string) error {
 	}
 	var ns corev1.Namespace
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: tn}, &ns); err != nil {
-		return c.explain(err, "reading the tenant namespace")
+		return c.Explain(err, "reading the tenant namespace")
 	}
 	switch pinned := ns.Annotations[cluster.ExpectedCAFingerprintAnnotation]; pinned {
 	case fp:
@@ -230,7 +230,7 @@ func PinCAFingerprint(ctx context.Context, c *Side, tn, fp string) error {
 	}
 	ns.Annotations[cluster.ExpectedCAFingerprintAnnotation] = fp
 	if err := c.Client.Patch(ctx, &ns, patch); err != nil {
-		return c.explain(err, "pinning the provider CA")
+		return c.Explain(err, "pinning the provider CA")
 	}
 	return nil
 }

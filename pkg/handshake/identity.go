@@ -38,7 +38,7 @@ func readyMessage(conds []metav1.Condition) string {
 // ApplyIdentity server-side applies the Identity on the consumer.
 func ApplyIdentity(ctx context.Context, c *Side, id *authv1beta1.Identity) error {
 	if err := cluster.Apply(ctx, c.Client, id, cluster.FieldOwner); err != nil {
-		return c.explain(err, "applying the Identity")
+		return c.Explain(err, "applying the Identity")
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func WaitIdentity(ctx context.Context, c *Side, key client.ObjectKey, serial str
 			return true, "", nil
 		})
 	if err != nil {
-		return nil, c.explain(err, "waiting for the Identity status")
+		return nil, c.Explain(err, "waiting for the Identity status")
 	}
 	return out, nil
 }

@@ -30,10 +30,10 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 			return nonce, nil
 		}
 		if err := p.Client.Delete(ctx, &s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
-			return "", p.explain(err, "replacing the old nonce")
+			return "", p.Explain(err, "replacing the old nonce")
 		}
 	case !apierrors.IsNotFound(err):
-		return "", p.explain(err, "reading the nonce")
+		return "", p.Explain(err, "reading the nonce")
 	}
 	nonce, err := authn.NewNonce()
 	if err != nil {
@@ -47,7 +47,7 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 		Data: map[string][]byte{cluster.NonceField: []byte(nonce)},
 	}
 	if err := p.Client.Create(ctx, &s); err != nil {
-		return "", p.explain(err, "creating the nonce")
+		return "", p.Explain(err, "creating the nonce")
 	}
 	return nonce, nil
 }
@@ -68,14 +68,14 @@ func reusableNonce(s *corev1.Secret, consumerID string, now time.Time) (string, 
 func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Time, error) {
 	tn, err := cluster.GetTenantNamespace(ctx, p.Client, consumerID)
 	if err != nil {
-		return "", time.Time{}, p.explain(err, fmt.Sprintf("looking for the tenant namespace of %q (create it with liqoctl create nonce)", consumerID))
+		return "", time.Time{}, p.Explain(err, fmt.Sprintf("looking for the tenant namespace of %q (create it with liqoctl create nonce)", consumerID))
 	}
 	var s corev1.Secret
 	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", time.Time{}, fmt.Errorf("(%s) there is no nonce for cluster %q in namespace %q: it was never created or was already used by a handshake; run liqoctl create nonce --remote-cluster-id %s", p.Scope, consumerID, tn, consumerID)
 		}
-		return "", time.Time{}, p.explain(err, "reading the nonce")
+		return "", time.Time{}, p.Explain(err, "reading the nonce")
 	}
 	nonce := string(s.Data[cluster.NonceField])
 	if nonce == "" {
@@ -115,7 +115,7 @@ func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce strin
 		err = c.Client.Update(ctx, &s)
 	}
 	if err != nil {
-		return c.explain(err, "writing the nonce to sign")
+		return c.Explain(err, "writing the nonce to sign")
 	}
 	return nil
 }
@@ -140,7 +140,7 @@ func WaitSignedNonce(ctx context.Context, c *Side, tn, nonce string) ([]byte, er
 			return len(sig) > 0 && authn.VerifyNonceSignature(key.Public(), nonce, sig) == nil, "not signed yet: is liqo-auth-manager (or liqoctl's in-process controllers) running?", nil
 		})
 	if err != nil {
-		return nil, c.explain(err, "waiting for the signed nonce")
+		return nil, c.Explain(err, "waiting for the signed nonce")
 	}
 	return sig, nil
 }

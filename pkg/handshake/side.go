@@ -59,7 +59,7 @@ func (s *Side) ClusterKey(ctx context.Context) (crypto.Signer, error) {
 	if s.key == nil {
 		key, err := cluster.GetClusterKey(ctx, s.Client, s.Namespace)
 		if err != nil {
-			return nil, s.explain(err, "reading the cluster key")
+			return nil, s.Explain(err, "reading the cluster key")
 		}
 		s.key = key
 	}
@@ -71,14 +71,11 @@ func (s *Side) ClusterKey(ctx context.Context) (crypto.Signer, error) {
 func (s *Side) Identify(ctx context.Context) error {
 	id, err := cluster.GetClusterID(ctx, s.Client, s.Namespace)
 	if err != nil {
-		return s.explain(err, "reading its cluster ID")
+		return s.Explain(err, "reading its cluster ID")
 	}
 	s.ClusterID = id
 	return nil
 }
-
-// Explain is explain for callers outside the package.
-func (s *Side) Explain(err error, doing string) error { return s.explain(err, doing) }
 
 // Unreachable reports whether err says the API server could not be reached at all.
 func Unreachable(err error) bool {
@@ -102,8 +99,8 @@ func rootCause(err error) error {
 	}
 }
 
-// explain turns low-level errors into a sentence naming the side and the way out.
-func (s *Side) explain(err error, doing string) error {
+// Explain turns low-level errors into a sentence naming the side and the way out.
+func (s *Side) Explain(err error, doing string) error {
 	switch {
 	case errors.Is(err, cluster.ErrNotInstalled):
 		return fmt.Errorf("(%s) %s: %w: run liqoctl install on this cluster first", s.Scope, doing, err)

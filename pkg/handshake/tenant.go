@@ -46,7 +46,7 @@ func ForgeTenant(consumerID string, key crypto.Signer, signature []byte, provide
 // consumer owns are set: an administrator's tenantCondition is kept.
 func ApplyTenant(ctx context.Context, p *Side, t *authv1beta1.Tenant) error {
 	if err := cluster.Apply(ctx, p.Client, t, cluster.FieldOwner); err != nil {
-		return p.explain(err, "applying the Tenant")
+		return p.Explain(err, "applying the Tenant")
 	}
 	return nil
 }
@@ -73,7 +73,7 @@ func WaitTenant(ctx context.Context, p *Side, key client.ObjectKey, validAt time
 			return done, state, err
 		})
 	if err != nil {
-		return nil, p.explain(err, "waiting for the Tenant status")
+		return nil, p.Explain(err, "waiting for the Tenant status")
 	}
 	return out, nil
 }

@@ -31,7 +31,7 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: cluster.SignedNonceSecretName}},
 	} {
 		if err := deleteIgnoringAbsence(ctx, c.Client, obj); err != nil {
-			return c.explain(err, "deleting the identity")
+			return c.Explain(err, "deleting the identity")
 		}
 	}
 	c.Report.Info("Identity, kubeconfig and signed nonce removed")
@@ -39,25 +39,25 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 	pTN := tenantNamespaceOrDefault(ctx, pr, c.ClusterID)
 	t := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: c.ClusterID}}
 	if err := deleteIgnoringAbsence(ctx, pr.Client, t); err != nil {
-		return pr.explain(err, "deleting the Tenant")
+		return pr.Explain(err, "deleting the Tenant")
 	}
 	if err := waitFor(ctx, pr.Client, client.ObjectKeyFromObject(t), &authv1beta1.TenantList{}, "the Tenant to be deleted",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
 			return t == nil, "its finalizer is handled by liqo-auth-manager (or liqoctl's in-process controllers)", nil
 		}); err != nil {
-		return pr.explain(err, "deleting the Tenant")
+		return pr.Explain(err, "deleting the Tenant")
 	}
 	pr.Report.Info("Tenant deleted")
 	leftovers := append(tenant.AccessObjects(pTN, c.ClusterID),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.NonceSecretName}})
 	for _, obj := range leftovers {
 		if err := deleteIgnoringAbsence(ctx, pr.Client, obj); err != nil {
-			return pr.explain(err, "deleting what the Tenant left")
+			return pr.Explain(err, "deleting what the Tenant left")
 		}
 	}
 	if err := pr.Client.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
 		client.MatchingLabels{cluster.RemoteClusterIDLabel: c.ClusterID, cluster.ManagedByLabel: cluster.ManagedByValue}); err != nil {
-		return pr.explain(err, "deleting leftover CertificateSigningRequests")
+		return pr.Explain(err, "deleting leftover CertificateSigningRequests")
 	}
 	pr.Report.Info("Bindings, nonce and certificate requests removed")
 
@@ -67,7 +67,7 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 			ns   string
 		}{{c, cTN}, {pr, pTN}} {
 			if err := deleteIgnoringAbsence(ctx, s.side.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}); err != nil {
-				return s.side.explain(err, "deleting the tenant namespace")
+				return s.side.Explain(err, "deleting the tenant namespace")
 			}
 			s.side.Report.Info("Tenant namespace %s deleted", s.ns)
 		}
@@ -81,7 +81,7 @@ func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 	pr := p.Provider
 	allowed, err := cluster.AllowedActions(ctx, pr.Client, p.Consumer.ClusterID, []string{cluster.UserGroup}, pTN, tenant.TenantRules(p.Consumer.ClusterID))
 	if err != nil {
-		return pr.explain(err, "verifying the revocation")
+		return pr.Explain(err, "verifying the revocation")
 	}
 	if len(allowed) > 0 {
 		return fmt.Errorf("(remote) %w: user %q may still %s in namespace %q: look for other RoleBindings or ClusterRoleBindings naming that user or group %q",
