@@ -66,36 +66,36 @@ func (p *Presence) Start(ctx context.Context) error {
 
 // hold creates, renews or takes over the Lease, and returns who holds it afterwards.
 func (p *Presence) hold(ctx context.Context) (string, error) {
-	now := metav1.NewMicroTime(p.Now())
 	var lease coordinationv1.Lease
-	err := p.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: LeaseName}, &lease)
-	if apierrors.IsNotFound(err) {
-		lease = coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: LeaseName},
-			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity: ptr.To(p.Identity), LeaseDurationSeconds: ptr.To(int32(p.Duration / time.Second)),
-				AcquireTime: &now, RenewTime: &now,
-			},
+	key := client.ObjectKey{Namespace: p.Namespace, Name: LeaseName}
+	err := p.Client.Get(ctx, key, &lease)
+	absent := apierrors.IsNotFound(err)
+	switch {
+	case absent:
+		lease = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: LeaseName}}
+	case err != nil:
+		return "", fmt.Errorf("reading Lease %s: %w", key, err)
+	default:
+		if holder, fresh := LeaseHolder(&lease, p.Now()); fresh && holder != p.Identity {
+			return holder, nil
 		}
-		if err := p.Client.Create(ctx, &lease); err != nil {
-			return "", fmt.Errorf("creating Lease %s/%s: %w", p.Namespace, LeaseName, err)
-		}
-		return p.Identity, nil
 	}
-	if err != nil {
-		return "", fmt.Errorf("reading Lease %s/%s: %w", p.Namespace, LeaseName, err)
-	}
-	if holder, fresh := LeaseHolder(&lease, p.Now()); fresh && holder != p.Identity {
-		return holder, nil
-	}
+	now := metav1.NewMicroTime(p.Now())
 	s := &lease.Spec
-	if s.HolderIdentity == nil || *s.HolderIdentity != p.Identity {
+	if ptr.Deref(s.HolderIdentity, "") != p.Identity {
 		s.HolderIdentity, s.AcquireTime = ptr.To(p.Identity), &now
-		s.LeaseTransitions = ptr.To(ptr.Deref(s.LeaseTransitions, 0) + 1)
+		if !absent {
+			s.LeaseTransitions = ptr.To(ptr.Deref(s.LeaseTransitions, 0) + 1)
+		}
 	}
 	s.LeaseDurationSeconds, s.RenewTime = ptr.To(int32(p.Duration/time.Second)), &now
-	if err := p.Client.Update(ctx, &lease); err != nil {
-		return "", fmt.Errorf("renewing Lease %s/%s: %w", p.Namespace, LeaseName, err)
+	if absent {
+		err = p.Client.Create(ctx, &lease)
+	} else {
+		err = p.Client.Update(ctx, &lease)
+	}
+	if err != nil {
+		return "", fmt.Errorf("holding Lease %s: %w", key, err)
 	}
 	return p.Identity, nil
 }
