@@ -76,11 +76,16 @@ func (e *env) liqoctl(ctx context.Context, args ...string) (string, error) {
 }
 
 func (e *env) liqoctlOut(ctx context.Context, args ...string) (string, string, error) {
+	return runCmd(ctx, filepath.Join(e.cfg.bin, "liqoctl"), args...)
+}
+
+// runCmd runs a command and returns its stdout and stderr; a failure carries its stderr.
+func runCmd(ctx context.Context, name string, args ...string) (string, string, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, filepath.Join(e.cfg.bin, "liqoctl"), args...)
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.String(), stderr.String(), fmt.Errorf("liqoctl %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+		return stdout.String(), stderr.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String(), stderr.String(), nil
 }

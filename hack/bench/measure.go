@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -260,28 +259,16 @@ func measureCLI(c config) (*cliCost, error) {
 	}
 	for i := 0; i < cliWarmup+c.cliRounds; i++ {
 		for _, run := range runs {
-			d, err := timeRun(run.argv)
-			if err != nil {
+			start := time.Now()
+			if _, _, err := runCmd(context.Background(), run.argv[0], run.argv[1:]...); err != nil {
 				return nil, err
 			}
 			if i >= cliWarmup {
-				*run.into = append(*run.into, d)
+				*run.into = append(*run.into, time.Since(start))
 			}
 		}
 	}
 	return r, nil
-}
-
-// timeRun returns the wall time of one run of argv, output discarded.
-func timeRun(argv []string) (time.Duration, error) {
-	var stderr bytes.Buffer
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = &stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, stderr.String())
-	}
-	return time.Since(start), nil
 }
 
 // percentile of a sample, nearest rank.
