@@ -24,11 +24,7 @@ func TestBenchmarkProgram(t *testing.T) {
 	root, err := testenv.ModuleRoot()
 	require.NoError(t, err)
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-trimpath", "-o", dir+string(filepath.Separator), "./cmd/liqoctl", "./cmd/liqo-auth-manager", "./hack/bench")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, string(out))
+	require.NoError(t, goBuild(dir, "./cmd/liqoctl", "./cmd/liqo-auth-manager", "./hack/bench"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,33 +50,40 @@ func applyYAML(t testing.TB, c client.Client, data []byte) {
 }
 
 var (
-	managerBuild     sync.Once
-	managerBinPath   string
-	managerBuildErr  error
-	managerBuildLogs []byte
+	managerBuild    sync.Once
+	managerBinPath  string
+	managerBuildErr error
 )
 
 // managerBinary builds cmd/liqo-auth-manager once per test binary.
 func managerBinary(t testing.TB) string {
 	t.Helper()
 	managerBuild.Do(func() {
-		root, err := testenv.ModuleRoot()
-		if err != nil {
-			managerBuildErr = err
-			return
-		}
 		dir, err := os.MkdirTemp("", "liqo-auth-manager-bin-")
 		if err != nil {
 			managerBuildErr = err
 			return
 		}
 		managerBinPath = filepath.Join(dir, "liqo-auth-manager")
-		cmd := exec.Command("go", "build", "-o", managerBinPath, "./cmd/liqo-auth-manager")
-		cmd.Dir = root
-		managerBuildLogs, managerBuildErr = cmd.CombinedOutput()
+		managerBuildErr = goBuild(dir, "./cmd/liqo-auth-manager")
 	})
-	require.NoError(t, managerBuildErr, string(managerBuildLogs))
+	require.NoError(t, managerBuildErr)
 	return managerBinPath
+}
+
+// goBuild builds packages of this module into dir, as the release does (static, -trimpath).
+func goBuild(dir string, pkgs ...string) error {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %v: %w\n%s", pkgs, err, out)
+	}
+	return nil
 }
 
 // managerProcess is a liqo-auth-manager process started by a test.

@@ -58,11 +58,15 @@ func TestPresenceNeverTakesALiveLease(t *testing.T) {
 	c := consumer.client
 	ns := cluster.DefaultLiqoNamespace
 	key := client.ObjectKey{Namespace: ns, Name: manager.LeaseName}
+	get := func(ctx context.Context) (*coordinationv1.Lease, error) {
+		var l coordinationv1.Lease
+		return &l, c.Get(ctx, key, &l)
+	}
 	lease := func(t *testing.T) *coordinationv1.Lease {
 		t.Helper()
-		var l coordinationv1.Lease
-		require.NoError(t, c.Get(context.Background(), key, &l))
-		return &l
+		l, err := get(context.Background())
+		require.NoError(t, err)
+		return l
 	}
 	logs := &lockedBuffer{}
 	run := func(t *testing.T, id string) (stop func()) {
@@ -85,11 +89,11 @@ func TestPresenceNeverTakesALiveLease(t *testing.T) {
 	holderIs := func(t *testing.T, want string) {
 		t.Helper()
 		eventually(t, 10*time.Second, "the Lease holder is "+want, func(ctx context.Context) (bool, error) {
-			var l coordinationv1.Lease
-			if err := c.Get(ctx, key, &l); err != nil {
+			l, err := get(ctx)
+			if err != nil {
 				return false, client.IgnoreNotFound(err)
 			}
-			holder, fresh := manager.LeaseHolder(&l, time.Now())
+			holder, fresh := manager.LeaseHolder(l, time.Now())
 			return fresh && holder == want, nil
 		})
 	}

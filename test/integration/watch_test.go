@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -42,9 +43,9 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 		require.NoError(t, c.Create(ctx, s))
 	}
 
-	newCache := func(t *testing.T, s *runtime.Scheme) cache.Cache {
+	newCache := func(t *testing.T, cfg *rest.Config, s *runtime.Scheme) cache.Cache {
 		t.Helper()
-		ch, err := cache.New(cp.Config, cache.Options{Scheme: s})
+		ch, err := cache.New(cfg, cache.Options{Scheme: s})
 		require.NoError(t, err)
 		cctx, stop := context.WithCancel(ctx)
 		t.Cleanup(stop)
@@ -59,7 +60,7 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 	}
 
 	t.Run("initial objects are queued when it syncs", func(t *testing.T) {
-		ch := newCache(t, scheme.New())
+		ch := newCache(t, cp.Config, scheme.New())
 		// An informer that already runs, as the in-process controllers' prestarted caches have.
 		_, err := ch.GetInformer(ctx, &corev1.Secret{})
 		require.NoError(t, err)
@@ -74,7 +75,7 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 	})
 
 	t.Run("a kind outside the scheme fails at once", func(t *testing.T) {
-		ch := newCache(t, clientgoscheme.Scheme)
+		ch := newCache(t, cp.Config, clientgoscheme.Scheme)
 		w := common.Watch(ch, &authv1beta1.Tenant{}, &handler.EnqueueRequestForObject{})
 		require.NoError(t, w.Start(ctx, newQueue(t)))
 		err := w.WaitForSync(ctx)
@@ -84,7 +85,7 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 	})
 
 	t.Run("a kind whose CRD is not installed fails at once", func(t *testing.T) {
-		ch := newCache(t, scheme.New())
+		ch := newCache(t, cp.Config, scheme.New())
 		w := common.Watch(ch, &authv1beta1.Identity{}, &handler.EnqueueRequestForObject{})
 		require.NoError(t, w.Start(ctx, newQueue(t)))
 		err := w.WaitForSync(ctx)
@@ -96,13 +97,9 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 		// A user who may not list ConfigMaps: the informer never syncs.
 		cfg, err := cp.UserConfig("watch-nobody")
 		require.NoError(t, err)
-		ch, err := cache.New(cfg, cache.Options{Scheme: scheme.New()})
-		require.NoError(t, err)
-		cctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go func() { _ = ch.Start(cctx) }()
+		ch := newCache(t, cfg, scheme.New())
 		w := common.Watch(ch, &corev1.ConfigMap{}, &handler.EnqueueRequestForObject{})
-		require.NoError(t, w.Start(cctx, newQueue(t)))
+		require.NoError(t, w.Start(ctx, newQueue(t)))
 		syncTimeout, cancelSync := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancelSync()
 		err = w.WaitForSync(syncTimeout)
