@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -90,54 +89,13 @@ func runCmd(ctx context.Context, name string, args ...string) (string, string, e
 	return stdout.String(), stderr.String(), nil
 }
 
-// managerProc is a liqo-auth-manager process.
-type managerProc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
 // startManager runs liqo-auth-manager for cp and waits until it holds its Lease.
-func (e *env) startManager(cp *testenv.ControlPlane) (*managerProc, error) {
-	cmd := exec.Command(filepath.Join(e.cfg.bin, "liqo-auth-manager"), "--kubeconfig", cp.Kubeconfig, "--health-probe-bind-address=0")
-	pipe, err := cmd.StderrPipe()
+func (e *env) startManager(cp *testenv.ControlPlane) (*testenv.Manager, error) {
+	m, err := testenv.StartManager(filepath.Join(e.cfg.bin, "liqo-auth-manager"), []string{"--kubeconfig", cp.Kubeconfig, "--health-probe-bind-address=0"}, 60*time.Second)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", cp.Name, err)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	m := &managerProc{cmd: cmd, done: make(chan struct{})}
-	acquired := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		once := sync.Once{}
-		for sc.Scan() {
-			if strings.Contains(strings.ToLower(sc.Text()), "successfully acquired lease") {
-				once.Do(func() { close(acquired) })
-			}
-		}
-		_ = cmd.Wait()
-		close(m.done)
-	}()
-	select {
-	case <-acquired:
-		return m, nil
-	case <-m.done:
-		return nil, fmt.Errorf("liqo-auth-manager for %s exited", cp.Name)
-	case <-time.After(60 * time.Second):
-		m.stop()
-		return nil, fmt.Errorf("liqo-auth-manager for %s did not acquire its Lease", cp.Name)
-	}
-}
-
-func (m *managerProc) stop() {
-	_ = m.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-m.done:
-	case <-time.After(15 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-m.done
-	}
+	return m, nil
 }
 
 // usage reads a process's peak RSS (MiB) and CPU seconds from /proc.

@@ -72,7 +72,7 @@ func (e *env) authenticateRounds(ctx context.Context, mode string) (*latency, er
 			if err != nil {
 				return nil, err
 			}
-			defer m.stop()
+			defer m.Stop()
 		}
 	}
 	l := &latency{name: "authenticate, controllers " + mode}
@@ -101,7 +101,7 @@ func (e *env) manualRounds(ctx context.Context) (*latency, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer m.stop()
+		defer m.Stop()
 	}
 	cc, err := client.New(e.consumer.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
@@ -170,7 +170,7 @@ func (e *env) scaleRun(ctx context.Context, n int) (*scaleResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer m.stop()
+	defer m.Stop()
 	res := &scaleResult{n: n, perHandshake: make([]time.Duration, n)}
 	consumers := make([]*testenv.VirtualConsumer, n)
 	for i := range consumers {
@@ -201,7 +201,7 @@ func (e *env) scaleRun(ctx context.Context, n int) (*scaleResult, error) {
 	}
 	_ = eg.Wait()
 	res.total = time.Since(start)
-	res.peakRSSMiB, res.cpuS = usage(m.cmd.Process.Pid)
+	res.peakRSSMiB, res.cpuS = usage(m.Pid())
 	start = time.Now()
 	for _, v := range consumers {
 		eg.Go(func() error {

@@ -1,10 +1,8 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -86,69 +84,20 @@ func goBuild(dir string, pkgs ...string) error {
 	return nil
 }
 
-// managerProcess is a liqo-auth-manager process started by a test.
-type managerProcess struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	logs *lockedBuffer
-}
-
-// startManager runs liqo-auth-manager against a site until stop or the end of the test,
-// and waits until it holds its Lease.
-func startManager(t testing.TB, s *site, extra ...string) *managerProcess {
+// startManager runs liqo-auth-manager against a site until it is stopped or the test
+// ends, and waits until it holds its Lease.
+func startManager(t testing.TB, s *site, extra ...string) *testenv.Manager {
 	t.Helper()
 	args := append([]string{"--kubeconfig", s.cp.Kubeconfig, "--health-probe-bind-address=0", "--zap-log-level=info"}, extra...)
-	cmd := exec.Command(managerBinary(t), args...)
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	require.NoError(t, cmd.Start())
-	m := &managerProcess{cmd: cmd, done: make(chan struct{}), logs: logs}
-	go func() { _ = cmd.Wait(); close(m.done) }()
+	m, err := testenv.StartManager(managerBinary(t), args, 30*time.Second)
+	require.NoError(t, err, "liqo-auth-manager on %s", s.id)
 	t.Cleanup(func() {
-		m.stop()
+		m.Stop()
 		if t.Failed() {
-			t.Logf("liqo-auth-manager on %s:\n%s", s.id, logs.String())
+			t.Logf("liqo-auth-manager on %s:\n%s", s.id, m.Logs())
 		}
-	})
-	eventually(t, 30*time.Second, "liqo-auth-manager acquires its Lease", func(ctx context.Context) (bool, error) {
-		select {
-		case <-m.done:
-			return false, errors.New("liqo-auth-manager exited: " + logs.String())
-		default:
-		}
-		sc := bufio.NewScanner(bytes.NewReader(logs.Bytes()))
-		for sc.Scan() {
-			// Leader election says "successfully acquired lease"; Presence (--leader-elect=false)
-			// says "acquired lease to announce this manager".
-			if bytes.Contains(bytes.ToLower(sc.Bytes()), []byte("acquired lease")) {
-				return true, nil
-			}
-		}
-		return false, nil
 	})
 	return m
-}
-
-// stop ends the manager gracefully (it releases its Lease).
-func (m *managerProcess) stop() {
-	select {
-	case <-m.done:
-		return
-	default:
-	}
-	_ = m.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-m.done:
-	case <-time.After(15 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-m.done
-	}
-}
-
-// kill ends the manager abruptly, as a crash would.
-func (m *managerProcess) kill() {
-	_ = m.cmd.Process.Kill()
-	<-m.done
 }
 
 type lockedBuffer struct {

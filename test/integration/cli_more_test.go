@@ -47,9 +47,9 @@ func TestManagerRBACIsEnough(t *testing.T) {
 	assertTenantAccess(t, p, c, kubeconfigOf(t, c, p))
 	_, errOut = mustCLI(t, pairArgs("unauthenticate", c, p)...)
 	assert.Contains(t, errOut, "Access revoked: verified")
-	for _, m := range []*managerProcess{cm, pm} {
-		logs := strings.ToLower(m.logs.String())
-		assert.NotContains(t, logs, "forbidden", "the manager never lacks a permission:\n%s", m.logs.String())
+	for _, m := range []*testenv.Manager{cm, pm} {
+		logs := strings.ToLower(m.Logs())
+		assert.NotContains(t, logs, "forbidden", "the manager never lacks a permission:\n%s", m.Logs())
 	}
 }
 

@@ -77,7 +77,7 @@ func TestManagerRestartsMidHandshake(t *testing.T) {
 	startManager(t, c)
 	m := startManager(t, p)
 	rec := recordCSRs(t, p)
-	m.kill() // no Lease release: liqoctl still sees a manager and waits for it
+	m.Kill() // no Lease release: liqoctl still sees a manager and waits for it
 	done := make(chan error, 1)
 	go func() {
 		_, errOut, err := runCLI(t, pairArgs("authenticate", c, p)...)
@@ -114,7 +114,7 @@ func TestManagerCrashAfterCSRApproval(t *testing.T) {
 			}
 			for _, cond := range csr.Status.Conditions {
 				if cond.Type == certificatesv1.CertificateApproved {
-					m.kill()
+					m.Kill()
 					close(killed)
 					return
 				}

@@ -38,8 +38,8 @@ func TestManagersWithoutLeaderElectionAreSeen(t *testing.T) {
 	assert.NotContains(t, errOut, "in-process", "the running managers do the work")
 	assertTenantAccess(t, provider, consumer, kubeconfigOf(t, consumer, provider))
 
-	mp.stop()
-	mc.stop()
+	mp.Stop()
+	mc.Stop()
 	for _, s := range []*site{consumer, provider} {
 		_, running, err := manager.RunningManager(context.Background(), s.client, cluster.DefaultLiqoNamespace, time.Now())
 		require.NoError(t, err)

@@ -114,7 +114,7 @@ func TestCertificateRenewal(t *testing.T) {
 	assert.True(t, hasEvent(t, c, cluster.TenantNamespaceName(p.id), cluster.IdentityName(p.id), "CertificateRenewed"), "a renewal Event on the consumer")
 
 	// The consumer's manager is down while the provider renews twice; it catches up.
-	consumerMgr.stop()
+	consumerMgr.Stop()
 	before := tenantSerial(t, c, p)
 	stale := identitySerial(t, c, p)
 	renewed := map[string]bool{before: true}
