@@ -125,7 +125,7 @@ func run() error {
 		log.Info("provider side", "apiServer", f.opts.Tenant.APIServer, "certificateLifetime", f.opts.Tenant.CertificateLifetime.String())
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme.New(), Cache: manager.CacheOptions(),
+		Scheme: scheme.New(), Cache: manager.CacheOptions(f.opts.Namespace),
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress: f.healthAddr,
 		LeaderElection:         f.leaderElect, LeaderElectionID: manager.LeaseName, LeaderElectionNamespace: f.opts.Namespace,

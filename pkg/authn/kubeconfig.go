@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -55,16 +56,23 @@ func ForgeKubeconfig(p KubeconfigParams, now time.Time) ([]byte, error) {
 	return clientcmd.Write(*cfg)
 }
 
-// KubeconfigInfo summarises a forged kubeconfig.
+// KubeconfigInfo is what an identity kubeconfig holds: nothing but a server, its CA, an
+// optional proxy, and an embedded client certificate and key.
 type KubeconfigInfo struct {
 	Server    string
 	Namespace string
+	ProxyURL  string
 	CertPEM   []byte
+	KeyPEM    []byte
 	CA        []byte
 }
 
 // ReadKubeconfig parses a kubeconfig forged by ForgeKubeconfig (or compatible: one current
-// context with embedded certificate data) and returns what it points at.
+// context with embedded certificate data) and returns what it points at. It only parses:
+// it never runs or reads anything the kubeconfig names, and it refuses one that authenticates
+// or trusts in any other way (exec or auth-provider plugins, tokens, token or certificate
+// files, basic auth, impersonation, skipped TLS verification), because a kubeconfig read
+// from a Secret is written by whoever may write that Secret.
 func ReadKubeconfig(data []byte) (*KubeconfigInfo, error) {
 	if len(data) > 4*MaxCertificateSize {
 		return nil, refuse(ReasonKubeconfigInvalid, "the kubeconfig is too large", nil)
@@ -84,7 +92,37 @@ func ReadKubeconfig(data []byte) (*KubeconfigInfo, error) {
 	if len(user.ClientCertificateData) == 0 {
 		return nil, refuse(ReasonKubeconfigInvalid, "the kubeconfig user has no embedded client certificate", nil)
 	}
-	return &KubeconfigInfo{Server: cluster.Server, Namespace: ctx.Namespace, CertPEM: user.ClientCertificateData, CA: cluster.CertificateAuthorityData}, nil
+	if extra := foreignCredentials(cluster, user); len(extra) > 0 {
+		return nil, refuse(ReasonKubeconfigForeignCredentials, fmt.Sprintf("the kubeconfig carries %s: an identity kubeconfig holds only an embedded client certificate and key", strings.Join(extra, ", ")), nil)
+	}
+	return &KubeconfigInfo{Server: cluster.Server, Namespace: ctx.Namespace, ProxyURL: cluster.ProxyURL,
+		CertPEM: user.ClientCertificateData, KeyPEM: user.ClientKeyData, CA: cluster.CertificateAuthorityData}, nil
+}
+
+// foreignCredentials names what a kubeconfig carries beyond embedded certificate data.
+func foreignCredentials(c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) []string {
+	var out []string
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{
+		{u.Exec != nil, "an exec credential plugin"},
+		{u.AuthProvider != nil, "an auth provider"},
+		{u.Token != "", "a token"},
+		{u.TokenFile != "", "a token file"},
+		{u.Username != "" || u.Password != "", "basic-auth credentials"},
+		{u.ClientCertificate != "", "a client certificate file"},
+		{u.ClientKey != "", "a client key file"},
+		{u.Impersonate != "" || u.ImpersonateUID != "" || len(u.ImpersonateGroups) > 0 || len(u.ImpersonateUserExtra) > 0, "impersonation"},
+		{c.CertificateAuthority != "", "a CA file"},
+		{c.InsecureSkipTLSVerify, "insecure-skip-tls-verify"},
+		{c.TLSServerName != "", "a TLS server name override"},
+	} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
 }
 
 // ValidateServerURL checks an API server URL handed over by a provider: absolute https,

@@ -21,7 +21,11 @@ func SignNonce(key crypto.Signer, nonce string) ([]byte, error) {
 	if err := CheckNonce(nonce); err != nil {
 		return nil, err
 	}
-	msg := []byte(nonce)
+	return sign(key, []byte(nonce))
+}
+
+// sign signs msg with a cluster key: Ed25519 directly, RSA with PKCS#1 v1.5 over SHA-256.
+func sign(key crypto.Signer, msg []byte) ([]byte, error) {
 	switch k := key.(type) {
 	case ed25519.PrivateKey:
 		return ed25519.Sign(k, msg), nil
@@ -29,7 +33,7 @@ func SignNonce(key crypto.Signer, nonce string) ([]byte, error) {
 		digest := sha256.Sum256(msg)
 		return rsa.SignPKCS1v15(rand.Reader, k, crypto.SHA256, digest[:])
 	default:
-		return nil, refuse(ReasonUnsupportedSigningMethod, fmt.Sprintf("cluster keys of type %T cannot sign nonces: use Ed25519 or RSA", key), nil)
+		return nil, refuse(ReasonUnsupportedSigningMethod, fmt.Sprintf("cluster keys of type %T cannot sign: use Ed25519 or RSA", key), nil)
 	}
 }
 
@@ -45,19 +49,23 @@ func VerifyNonceSignature(pub crypto.PublicKey, nonce string, sig []byte) error 
 	if err := checkPublicKeyType(pub); err != nil {
 		return err
 	}
-	msg := []byte(nonce)
-	digest := sha256.Sum256(msg)
-	ok := false
-	switch k := pub.(type) {
-	case ed25519.PublicKey:
-		ok = len(sig) == ed25519.SignatureSize && ed25519.Verify(k, msg, sig)
-	case *rsa.PublicKey:
-		ok = rsa.VerifyPKCS1v15(k, crypto.SHA256, digest[:], sig) == nil
-	case *ecdsa.PublicKey:
-		ok = ecdsa.VerifyASN1(k, digest[:], sig)
-	}
-	if !ok {
+	if !verify(pub, []byte(nonce), sig) {
 		return refuse(ReasonSignatureInvalid, "the nonce signature does not verify with the tenant's public key: it was made by another key or over another nonce", nil)
 	}
 	return nil
+}
+
+// verify checks sig over msg with pub: Ed25519, RSA PKCS#1 v1.5 over SHA-256, or ECDSA
+// ASN.1 over SHA-256.
+func verify(pub crypto.PublicKey, msg, sig []byte) bool {
+	digest := sha256.Sum256(msg)
+	switch k := pub.(type) {
+	case ed25519.PublicKey:
+		return len(sig) == ed25519.SignatureSize && ed25519.Verify(k, msg, sig)
+	case *rsa.PublicKey:
+		return rsa.VerifyPKCS1v15(k, crypto.SHA256, digest[:], sig) == nil
+	case *ecdsa.PublicKey:
+		return ecdsa.VerifyASN1(k, digest[:], sig)
+	}
+	return false
 }

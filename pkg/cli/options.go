@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -83,7 +82,7 @@ func (g *Global) LocalTenantNamespace(ctx context.Context, remoteID, role string
 	if s.ClusterID == remoteID {
 		return nil, "", fmt.Errorf("--remote-cluster-id %q is this cluster's own ID: give the %s's", remoteID, role)
 	}
-	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, remoteID)
+	tn, err := s.EnsureTenantNamespace(ctx, remoteID)
 	if err != nil {
 		return nil, "", err
 	}

@@ -2,11 +2,15 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"slices"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -42,4 +46,212 @@ func AllowedActions(ctx context.Context, c client.Client, user string, groups []
 		}
 	}
 	return allowed, nil
+}
+
+// SubjectsIndex is the field index, on RoleBindings and ClusterRoleBindings, of the users
+// and groups they name ("User/<name>", "Group/<name>").
+const SubjectsIndex = "liqo.io/subjects"
+
+// IndexSubjects is the SubjectsIndex function.
+func IndexSubjects(obj client.Object) []string {
+	switch b := obj.(type) {
+	case *rbacv1.RoleBinding:
+		return subjectKeys(b.Subjects)
+	case *rbacv1.ClusterRoleBinding:
+		return subjectKeys(b.Subjects)
+	}
+	return nil
+}
+
+func subjectKeys(subjects []rbacv1.Subject) []string {
+	var keys []string
+	for _, s := range subjects {
+		if s.Kind == rbacv1.UserKind || s.Kind == rbacv1.GroupKind {
+			keys = append(keys, s.Kind+"/"+s.Name)
+		}
+	}
+	return keys
+}
+
+// Binding names a RoleBinding or ClusterRoleBinding and what it grants to whom.
+type Binding struct {
+	Kind, Namespace, Name string
+	RoleRef               rbacv1.RoleRef
+	Subject               rbacv1.Subject
+	// ControllerUID is the UID of the object controlling the binding, if any.
+	ControllerUID string
+}
+
+// String describes the binding for a message.
+func (b Binding) String() string {
+	where := ""
+	if b.Namespace != "" {
+		where = fmt.Sprintf(" in namespace %q", b.Namespace)
+	}
+	return fmt.Sprintf("%s %q%s (%s %q to %s %q)", b.Kind, b.Name, where, b.RoleRef.Kind, b.RoleRef.Name, b.Subject.Kind, b.Subject.Name)
+}
+
+// BindingsNaming finds every RoleBinding, in every namespace, and every ClusterRoleBinding
+// that names user or one of groups. With indexed, c is a cache indexed by SubjectsIndex;
+// otherwise every binding is listed.
+func BindingsNaming(ctx context.Context, c client.Reader, user string, groups []string, indexed bool) ([]Binding, error) {
+	want := []string{rbacv1.UserKind + "/" + user}
+	for _, g := range groups {
+		want = append(want, rbacv1.GroupKind+"/"+g)
+	}
+	var out []Binding
+	add := func(kind string, obj metav1.Object, roleRef rbacv1.RoleRef, subjects []rbacv1.Subject) {
+		ctrl := ""
+		if ref := metav1.GetControllerOf(obj); ref != nil {
+			ctrl = string(ref.UID)
+		}
+		for _, s := range subjects {
+			if slices.Contains(want, s.Kind+"/"+s.Name) {
+				out = append(out, Binding{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), RoleRef: roleRef, Subject: s, ControllerUID: ctrl})
+			}
+		}
+	}
+	keys := want
+	if !indexed {
+		keys = []string{""}
+	}
+	for _, key := range keys {
+		var opts []client.ListOption
+		if indexed {
+			opts = append(opts, client.MatchingFields{SubjectsIndex: key})
+		}
+		var rbs rbacv1.RoleBindingList
+		if err := c.List(ctx, &rbs, opts...); err != nil {
+			return nil, fmt.Errorf("listing RoleBindings: %w", err)
+		}
+		for i := range rbs.Items {
+			add("RoleBinding", &rbs.Items[i], rbs.Items[i].RoleRef, rbs.Items[i].Subjects)
+		}
+		var crbs rbacv1.ClusterRoleBindingList
+		if err := c.List(ctx, &crbs, opts...); err != nil {
+			return nil, fmt.Errorf("listing ClusterRoleBindings: %w", err)
+		}
+		for i := range crbs.Items {
+			add("ClusterRoleBinding", &crbs.Items[i], crbs.Items[i].RoleRef, crbs.Items[i].Subjects)
+		}
+	}
+	slices.SortFunc(out, func(a, b Binding) int { return strings.Compare(a.String(), b.String()) })
+	return slices.CompactFunc(out, func(a, b Binding) bool { return a.String() == b.String() }), nil
+}
+
+// sentinelActions are powerful actions no consumer identity may hold: asked with
+// SubjectAccessReviews, they catch grants of any authorizer, not only RBAC.
+func sentinelActions() []authorizationv1.ResourceAttributes {
+	return []authorizationv1.ResourceAttributes{
+		{Verb: "*", Group: "*", Resource: "*"},
+		{Verb: "get", Resource: "secrets"},
+		{Verb: "list", Resource: "secrets", Namespace: "kube-system"},
+		{Verb: "create", Resource: "pods"},
+		{Verb: "create", Resource: "serviceaccounts", Subresource: "token"},
+		{Verb: "impersonate", Resource: "users"},
+		{Verb: "impersonate", Resource: "groups"},
+		{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
+		{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+		{Verb: "escalate", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
+		{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
+		{Verb: "update", Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval"},
+		{Verb: "list", Resource: "nodes"},
+		{Verb: "create", Group: "authentication.liqo.io", Resource: "tenants"},
+		{Verb: "list", Group: "authentication.liqo.io", Resource: "identities"},
+	}
+}
+
+// Sentinel is a powerful action a SubjectAccessReview allowed, with the authorizer's reason
+// (RBAC names the binding).
+type Sentinel struct {
+	Action, Reason string
+}
+
+// SentinelsAllowed asks which of a fixed list of powerful actions (any verb on anything,
+// Secrets, pods, tokens, impersonation, RBAC writes, CSR approval, nodes, Tenants) user in
+// groups may perform, beyond what every authenticated user may. It covers every
+// authorizer of the cluster, RBAC or not, for those actions.
+func SentinelsAllowed(ctx context.Context, c client.Client, user string, groups []string) ([]Sentinel, error) {
+	actions := sentinelActions()
+	results := make([]*authorizationv1.SubjectAccessReview, len(actions))
+	var eg errgroup.Group
+	for i, a := range actions {
+		eg.Go(func() error {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &a}}
+			if err := c.Create(ctx, sar); err != nil {
+				return fmt.Errorf("asking the API server whether %s may %s: %w", user, describe(a), err)
+			}
+			results[i] = sar
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	var out []Sentinel
+	for i, r := range results {
+		if !r.Status.Allowed {
+			continue
+		}
+		// The baseline: is it allowed to any authenticated user? Then it is the cluster's
+		// policy, not something this user name holds.
+		base := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "liqo-auth:baseline:" + rand.Text(), Groups: []string{"system:authenticated"}, ResourceAttributes: &actions[i]}}
+		if err := c.Create(ctx, base); err != nil {
+			return nil, fmt.Errorf("asking the API server for the baseline of %s: %w", describe(actions[i]), err)
+		}
+		if !base.Status.Allowed {
+			out = append(out, Sentinel{Action: describe(actions[i]), Reason: r.Status.Reason})
+		}
+	}
+	return out, nil
+}
+
+func describe(a authorizationv1.ResourceAttributes) string {
+	res := a.Resource
+	if a.Group != "" {
+		res += "." + a.Group
+	}
+	if a.Subresource != "" {
+		res += "/" + a.Subresource
+	}
+	where := "in every namespace"
+	if a.Namespace != "" {
+		where = "in namespace " + a.Namespace
+	}
+	return fmt.Sprintf("%s %s %s", a.Verb, res, where)
+}
+
+// RevocationGroups are the groups a consumer's certificate authenticates with: its
+// Organization, and the group every authenticated user has.
+func RevocationGroups() []string { return []string{UserGroup, "system:authenticated"} }
+
+// ProveRevoked checks that user, with RevocationGroups, may do none of what rules granted,
+// neither in namespace ns nor in any namespace, and that no RoleBinding in any namespace
+// and no ClusterRoleBinding names the user or group liqo.io. It returns what remains, in
+// words; empty means revoked. SubjectAccessReviews go through c, the binding scan through r
+// (indexed by SubjectsIndex when indexed is set).
+func ProveRevoked(ctx context.Context, c client.Client, r client.Reader, user, ns string, rules []rbacv1.PolicyRule, indexed bool) ([]string, error) {
+	var left []string
+	for _, where := range []string{ns, ""} {
+		allowed, err := AllowedActions(ctx, c, user, RevocationGroups(), where, rules)
+		if err != nil {
+			return nil, err
+		}
+		scope := fmt.Sprintf("in namespace %q", where)
+		if where == "" {
+			scope = "in every namespace"
+		}
+		for _, a := range allowed {
+			left = append(left, a+" "+scope)
+		}
+	}
+	bindings, err := BindingsNaming(ctx, r, user, []string{UserGroup}, indexed)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bindings {
+		left = append(left, "named by "+b.String())
+	}
+	return left, nil
 }

@@ -3,7 +3,6 @@ package cluster
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -11,19 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ForgeManagerObjects are the ServiceAccount, ClusterRoleBinding and Deployment that run
-// liqo-auth-manager inside a cluster, with image and extra arguments.
+// ForgeManagerObjects are the Deployment that runs liqo-auth-manager inside a cluster,
+// with image and extra arguments, as the ServiceAccount InstallObjects creates.
 func ForgeManagerObjects(ns, image string, args []string) []client.Object {
 	labels := map[string]string{"app.kubernetes.io/name": ManagerName, ManagedByLabel: ManagedByValue}
 	meta := metav1.ObjectMeta{Name: ManagerName, Namespace: ns, Labels: labels}
 	return []client.Object{
-		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: labels},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerName},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ManagerName, Namespace: ns}},
-		},
 		&appsv1.Deployment{
 			TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
 			ObjectMeta: meta,

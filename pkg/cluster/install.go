@@ -31,7 +31,8 @@ type InstallOptions struct {
 }
 
 // InstallObjects are the objects of an installation that are the same on every apply:
-// CRDs, the Liqo namespace, the ClusterRoles and, when set, the liqo-auth-config ConfigMap.
+// CRDs, the Liqo namespace, the ClusterRoles, the identity liqo-auth-manager runs as (its
+// ServiceAccount and bindings) and, when set, the liqo-auth-config ConfigMap.
 func InstallObjects(o InstallOptions) ([]client.Object, error) {
 	defs, err := crds.Load()
 	if err != nil {
@@ -44,7 +45,9 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 	}
 	objs = append(objs,
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: managedLabels()}},
-		ForgeControlPlaneClusterRole(), ForgeManagerClusterRole())
+		ForgeControlPlaneClusterRole())
+	objs = append(objs, ForgeManagerClusterRoles()...)
+	objs = append(objs, ForgeManagerIdentity(o.Namespace)...)
 	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 {
 		objs = append(objs, ForgeConfigMap(o.Namespace, o.Config))
 	}

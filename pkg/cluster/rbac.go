@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ManagerName names the manager's ServiceAccount, ClusterRole, leader-election Lease and
@@ -28,7 +30,7 @@ func ControlPlaneRules() []rbacv1.PolicyRule {
 // ever bound with RoleBindings in tenant namespaces.
 func ForgeControlPlaneClusterRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		TypeMeta:   rbacType("ClusterRole"),
 		ObjectMeta: metav1.ObjectMeta{Name: ControlPlaneRoleName, Labels: managedLabels()},
 		Rules:      ControlPlaneRules(),
 	}
@@ -41,32 +43,97 @@ func TenantReaderRules(tenantName string) []rbacv1.PolicyRule {
 		ResourceNames: []string{tenantName}, Verbs: []string{"get", "list", "watch"}}}
 }
 
-// ManagerRules are the permissions of liqo-auth-manager: exactly what its controllers use.
+// ManagerTenantRoleName is the ClusterRole that liqo-auth-manager holds in each tenant
+// namespace (through the RoleBinding ManagerName there), and nowhere else.
+const ManagerTenantRoleName = ManagerName + "-tenant"
+
+// ManagerRules are the cluster-wide permissions of liqo-auth-manager: reading what its
+// controllers watch, the CertificateSigningRequests it creates and approves, and the
+// reviews it asks. It writes no Secret, Role, RoleBinding or Lease with them: those writes
+// are granted only in the Liqo namespace (ManagerNamespaceRules) and in tenant namespaces
+// (ManagerTenantRules).
 func ManagerRules() []rbacv1.PolicyRule {
-	rw := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	read := []string{"get", "list", "watch"}
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: rw},
+		{APIGroups: []string{""}, Resources: []string{"namespaces", "secrets"}, Verbs: read},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants", "identities"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants/status", "identities/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants/finalizers", "identities/finalizers"}, Verbs: []string{"update"}},
-		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch", "create", "delete", "deletecollection"}},
+		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{"kubernetes.io/kube-apiserver-client"}, Verbs: []string{"approve"}},
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings", "roles"}, Verbs: rw},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings", "roles", "clusterrolebindings"}, Verbs: read},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{ControlPlaneRoleName}, Verbs: []string{"bind"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+	}
+}
+
+// ManagerNamespaceRules are liqo-auth-manager's permissions in the Liqo namespace: its
+// Lease, the ConfigMaps it reads (cluster ID, configuration) and completes (tenant
+// records: pinned CAs, issued certificates), and creating the cluster key Secret when an
+// installation applied from YAML has none yet.
+func ManagerNamespaceRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 	}
 }
 
-// ForgeManagerClusterRole is the ClusterRole of liqo-auth-manager.
-func ForgeManagerClusterRole() *rbacv1.ClusterRole {
-	return &rbacv1.ClusterRole{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: managedLabels()},
-		Rules:      ManagerRules(),
+// ManagerTenantRules are liqo-auth-manager's permissions in a tenant namespace: the
+// Secrets of the protocol (nonces, signed nonces, kubeconfigs) and the tenant's Role and
+// RoleBindings.
+func ManagerTenantRules() []rbacv1.PolicyRule {
+	write := []string{"create", "update", "patch", "delete"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: write},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: write},
 	}
+}
+
+// ForgeManagerClusterRoles are the ClusterRoles of liqo-auth-manager: the cluster-wide one
+// and the one bound in each tenant namespace.
+func ForgeManagerClusterRoles() []client.Object {
+	return []client.Object{
+		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: managedLabels()}, Rules: ManagerRules()},
+		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: ManagerTenantRoleName, Labels: managedLabels()}, Rules: ManagerTenantRules()},
+	}
+}
+
+// ForgeManagerIdentity is the ServiceAccount liqo-auth-manager runs as, in the cluster or
+// beside it (with a token: kubectl create token liqo-auth-manager -n <liqo namespace>),
+// with its ClusterRoleBinding and its Role and RoleBinding in the Liqo namespace.
+func ForgeManagerIdentity(liqoNS string) []client.Object {
+	meta := metav1.ObjectMeta{Name: ManagerName, Namespace: liqoNS, Labels: managedLabels()}
+	subjects := []rbacv1.Subject{ManagerSubject(liqoNS)}
+	return []client.Object{
+		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta},
+		&rbacv1.ClusterRoleBinding{TypeMeta: rbacType("ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: managedLabels()},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerName}, Subjects: subjects},
+		&rbacv1.Role{TypeMeta: rbacType("Role"), ObjectMeta: meta, Rules: ManagerNamespaceRules()},
+		&rbacv1.RoleBinding{TypeMeta: rbacType("RoleBinding"), ObjectMeta: meta,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: ManagerName}, Subjects: subjects},
+	}
+}
+
+// ManagerSubject is liqo-auth-manager's ServiceAccount as an RBAC subject.
+func ManagerSubject(liqoNS string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: ManagerName, Namespace: liqoNS}
+}
+
+// ForgeManagerTenantBinding is the RoleBinding, in tenant namespace ns, of the manager's
+// per-tenant ClusterRole.
+func ForgeManagerTenantBinding(liqoNS, ns string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		TypeMeta:   rbacType("RoleBinding"),
+		ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Namespace: ns, Labels: managedLabels()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerTenantRoleName},
+		Subjects:   []rbacv1.Subject{ManagerSubject(liqoNS)},
+	}
+}
+
+func rbacType(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: kind}
 }

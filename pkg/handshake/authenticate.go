@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,7 +48,7 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 	st := &State{}
 	c, pr := p.Consumer, p.Provider
 	t := &authv1beta1.Tenant{}
-	if tn, err := cluster.GetTenantNamespace(ctx, pr.Client, c.ClusterID); err == nil {
+	if tn, err := pr.TenantNamespace(ctx, c.ClusterID); err == nil {
 		if err := pr.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: c.ClusterID}, t); err == nil {
 			st.Tenant = t
 		} else if !apierrors.IsNotFound(err) {
@@ -57,7 +56,7 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 		}
 	}
 	id := &authv1beta1.Identity{}
-	if tn, err := cluster.GetTenantNamespace(ctx, c.Client, pr.ClusterID); err == nil {
+	if tn, err := c.TenantNamespace(ctx, pr.ClusterID); err == nil {
 		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.IdentityName(pr.ClusterID)}, id); err == nil {
 			st.Identity = id
 		} else if !apierrors.IsNotFound(err) {
@@ -90,14 +89,14 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 // and a complete pair changes nothing.
 func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identity, error) {
 	c, pr := p.Consumer, p.Provider
-	cTN, err := cluster.EnsureTenantNamespace(ctx, c.Client, pr.ClusterID)
+	cTN, err := c.EnsureTenantNamespace(ctx, pr.ClusterID)
 	if err != nil {
-		return nil, c.Explain(err, "ensuring the tenant namespace")
+		return nil, err
 	}
 	c.Report.Info("Tenant namespace correctly ensured")
-	pTN, err := cluster.EnsureTenantNamespace(ctx, pr.Client, c.ClusterID)
+	pTN, err := pr.EnsureTenantNamespace(ctx, c.ClusterID)
 	if err != nil {
-		return nil, pr.Explain(err, "ensuring the tenant namespace")
+		return nil, err
 	}
 	pr.Report.Info("Tenant namespace correctly ensured")
 	if err := checkAdminState(st.Tenant); err != nil {
@@ -123,7 +122,7 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 		return nil, pr.Explain(err, "generating the Identity")
 	}
 	pr.Report.Info("Identity correctly generated")
-	if err := PinProviderCA(ctx, c, cTN, t.Status.AuthParams.CA); err != nil {
+	if err := PinProviderCA(ctx, c, pr.ClusterID, t.Status.AuthParams.CA); err != nil {
 		return nil, err
 	}
 	if err := ApplyIdentity(ctx, c, id); err != nil {
@@ -195,42 +194,38 @@ func checkAdminState(t *authv1beta1.Tenant) error {
 	return nil
 }
 
-// PinProviderCA records on the consumer's tenant namespace the fingerprint of the CA the
+// PinProviderCA records in the consumer's tenant record the fingerprint of the CA the
 // provider presented, so that a later Identity presenting another CA is refused. A
 // different existing pin is an error: a provider CA does not change silently.
-func PinProviderCA(ctx context.Context, c *Side, tn string, ca []byte) error {
+func PinProviderCA(ctx context.Context, c *Side, providerID string, ca []byte) error {
 	fp, err := authn.CAFingerprint(ca)
 	if err != nil {
 		return fmt.Errorf("(remote) the provider's CA is not valid: %w", err)
 	}
-	return PinCAFingerprint(ctx, c, tn, fp)
+	return PinCAFingerprint(ctx, c, providerID, fp)
 }
 
-// PinCAFingerprint records fp as the only CA fingerprint an Identity in the consumer's
-// tenant namespace tn may present.
-func PinCAFingerprint(ctx context.Context, c *Side, tn, fp string) error {
+// PinCAFingerprint records fp as the only CA fingerprint an Identity of provider
+// providerID may present on the consumer c. The pin lives in the tenant record in the
+// Liqo namespace, where only this cluster's administrator and its manager write.
+func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp string) error {
 	if err := authn.ValidateFingerprint(fp); err != nil {
 		return err
 	}
-	var ns corev1.Namespace
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: tn}, &ns); err != nil {
-		return c.Explain(err, "reading the tenant namespace")
-	}
-	switch pinned := ns.Annotations[cluster.ExpectedCAFingerprintAnnotation]; pinned {
-	case fp:
+	var pinned string
+	err := cluster.UpdateTenantRecord(ctx, c.Client, c.Client, c.Namespace, providerID, false, func(r *cluster.TenantRecord) error {
+		pinned = r.CAFingerprint
+		if pinned == "" {
+			r.CAFingerprint = fp
+		}
 		return nil
-	case "":
-	default:
-		return fmt.Errorf("(local) the provider presents CA %s, but namespace %s pins %s (annotation %s): if the provider's CA really changed, remove the annotation and retry",
-			fp, tn, pinned, cluster.ExpectedCAFingerprintAnnotation)
-	}
-	patch := client.MergeFrom(ns.DeepCopy())
-	if ns.Annotations == nil {
-		ns.Annotations = map[string]string{}
-	}
-	ns.Annotations[cluster.ExpectedCAFingerprintAnnotation] = fp
-	if err := c.Client.Patch(ctx, &ns, patch); err != nil {
+	})
+	if err != nil {
 		return c.Explain(err, "pinning the provider CA")
+	}
+	if pinned != "" && pinned != fp {
+		return fmt.Errorf("(local) the provider presents CA %s, but this cluster pinned %s for provider %q (ConfigMap %s/%s, key caFingerprint): if the provider's CA really changed, remove that key and retry",
+			fp, pinned, providerID, c.Namespace, cluster.TenantRecordName(providerID))
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func reusableNonce(s *corev1.Secret, consumerID string, now time.Time) (string, 
 
 // GetNonce reads the nonce the provider holds for consumerID.
 func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Time, error) {
-	tn, err := cluster.GetTenantNamespace(ctx, p.Client, consumerID)
+	tn, err := p.TenantNamespace(ctx, consumerID)
 	if err != nil {
 		return "", time.Time{}, p.Explain(err, fmt.Sprintf("looking for the tenant namespace of %q (create it with liqoctl create nonce)", consumerID))
 	}

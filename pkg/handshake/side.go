@@ -115,3 +115,22 @@ func (s *Side) Explain(err error, doing string) error {
 	}
 	return fmt.Errorf("(%s) %s: %w", s.Scope, doing, err)
 }
+
+// EnsureTenantNamespace makes (or keeps) the tenant namespace of remoteID on this side and
+// records it in the Liqo namespace: the administrator's act that makes it one. Adopting a
+// namespace this cluster had not recorded is said aloud.
+func (s *Side) EnsureTenantNamespace(ctx context.Context, remoteID string) (string, error) {
+	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, s.Namespace, remoteID)
+	if err != nil {
+		return "", s.Explain(err, "ensuring the tenant namespace")
+	}
+	if tn.Adopted {
+		s.Report.Warn("Namespace %s existed before this cluster recorded it as the tenant namespace of %q; it is now adopted as such: if you did not create it (or an older liqo-auth or Liqo did not), delete it and run the command again", tn.Name, remoteID)
+	}
+	return tn.Name, nil
+}
+
+// TenantNamespace returns the tenant namespace of remoteID on this side.
+func (s *Side) TenantNamespace(ctx context.Context, remoteID string) (string, error) {
+	return cluster.GetTenantNamespace(ctx, s.Client, s.Namespace, remoteID)
+}

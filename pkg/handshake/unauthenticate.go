@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,30 +71,67 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 			if err := deleteIgnoringAbsence(ctx, s.side.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}); err != nil {
 				return s.side.Explain(err, "deleting the tenant namespace")
 			}
+			remote := pr.ClusterID
+			if s.side == pr {
+				remote = c.ClusterID
+			}
+			if err := cluster.ForgetTenantNamespace(ctx, s.side.Client, s.side.Namespace, remote); err != nil {
+				return s.side.Explain(err, "updating the tenant record")
+			}
 			s.side.Report.Info("Tenant namespace %s deleted", s.ns)
 		}
 	}
 	return p.VerifyRevoked(ctx, pTN)
 }
 
-// VerifyRevoked asks the provider whether the consumer's user may still do anything its
-// tenant role granted in namespace pTN.
+// VerifyRevoked proves on the provider that the consumer's user, with every group its
+// certificate carries, may no longer do anything its tenant role granted, in namespace pTN
+// or any other, and that no binding anywhere still names it; then it lists the
+// certificates that stay cryptographically valid, which Kubernetes cannot revoke.
 func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
-	pr := p.Provider
-	allowed, err := cluster.AllowedActions(ctx, pr.Client, p.Consumer.ClusterID, []string{cluster.UserGroup}, pTN, tenant.TenantRules(p.Consumer.ClusterID))
+	pr, id := p.Provider, p.Consumer.ClusterID
+	left, err := cluster.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, tenant.TenantRules(id), false)
+	if apierrors.IsForbidden(err) {
+		pr.Report.Warn("Cannot list the bindings of every namespace with these credentials (%v): the revocation is verified with SubjectAccessReviews only", err)
+		left, err = cluster.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, tenant.TenantRules(id), false)
+	}
 	if err != nil {
 		return pr.Explain(err, "verifying the revocation")
 	}
-	if len(allowed) > 0 {
-		return fmt.Errorf("(remote) %w: user %q may still %s in namespace %q: look for other RoleBindings or ClusterRoleBindings naming that user or group %q",
-			ErrAccessNotRevoked, p.Consumer.ClusterID, strings.Join(allowed, ", "), pTN, cluster.UserGroup)
+	if len(left) > 0 {
+		return fmt.Errorf("(remote) %w: user %q (groups %s) may still: %s. Remove those grants, then run liqoctl unauthenticate again",
+			ErrAccessNotRevoked, id, strings.Join(cluster.RevocationGroups(), ", "), strings.Join(left, "; "))
 	}
 	pr.Report.Info("Access revoked: verified")
+	return p.ReportValidCertificates(ctx)
+}
+
+// ReportValidCertificates lists, from the provider's tenant record, the certificates issued
+// to the consumer that have not expired.
+func (p *Pair) ReportValidCertificates(ctx context.Context) error {
+	pr, id := p.Provider, p.Consumer.ClusterID
+	rec, err := cluster.GetTenantRecord(ctx, pr.Client, pr.Namespace, id)
+	if apierrors.IsForbidden(err) {
+		pr.Report.Warn("Cannot read the tenant record of %q with these credentials: the certificates still valid are not listed", id)
+		return nil
+	}
+	if err != nil {
+		return pr.Explain(err, "reading the tenant record")
+	}
+	for _, c := range rec.Valid(p.now()) {
+		pr.Report.Warn("Certificate %s (key %s) stays cryptographically valid until %s: it authorizes nothing now, but a new handshake for cluster ID %q would re-enable it until it expires",
+			c.Serial, c.KeyFingerprint, c.NotAfter.UTC().Format(time.RFC3339), id)
+	}
 	return nil
 }
 
+// emptyBindings reads no bindings: for credentials that may not list them.
+type emptyBindings struct{ client.Reader }
+
+func (emptyBindings) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
 func tenantNamespaceOrDefault(ctx context.Context, s *Side, remoteID string) string {
-	if tn, err := cluster.GetTenantNamespace(ctx, s.Client, remoteID); err == nil {
+	if tn, err := s.TenantNamespace(ctx, remoteID); err == nil {
 		return tn
 	}
 	return cluster.TenantNamespaceName(remoteID)

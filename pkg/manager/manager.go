@@ -14,6 +14,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
@@ -23,6 +24,7 @@ import (
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncesigner"
@@ -85,25 +87,41 @@ func (o *Options) Complete() error {
 }
 
 // CacheOptions scope the manager's informers to the objects of the protocol, so that its
-// memory does not grow with the rest of the cluster: Secrets and RoleBindings of tenant
-// namespaces, namespaces labelled as tenant namespaces, and our own CSRs.
-func CacheOptions() cache.Options {
+// memory does not grow with the rest of the cluster: Secrets labelled for a remote
+// cluster, namespaces labelled as tenant namespaces, the tenant records of the Liqo
+// namespace liqoNS, our own Roles and CSRs. RoleBindings and ClusterRoleBindings are all
+// cached, stripped to what the binding scan needs: a consumer's cluster ID must not
+// already be a user with permissions here.
+func CacheOptions(liqoNS string) cache.Options {
 	remote, _ := labels.NewRequirement(cluster.RemoteClusterIDLabel, selection.Exists, nil)
 	managed := labels.SelectorFromSet(labels.Set{cluster.ManagedByLabel: cluster.ManagedByValue})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}:                            {Label: labels.NewSelector().Add(*remote)},
-		&corev1.Namespace{}:                         {Label: labels.SelectorFromSet(labels.Set{cluster.TenantNamespaceLabel: "true"})},
-		&rbacv1.RoleBinding{}:                       {Label: managed},
+		&corev1.Secret{}:    {Label: labels.NewSelector().Add(*remote)},
+		&corev1.Namespace{}: {Label: labels.SelectorFromSet(labels.Set{cluster.TenantNamespaceLabel: "true"})},
+		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{liqoNS: {}},
+			Label: labels.SelectorFromSet(labels.Set{cluster.TenantRecordLabel: "true"})},
+		&rbacv1.RoleBinding{}:                       {Transform: stripBinding},
+		&rbacv1.ClusterRoleBinding{}:                {Transform: stripBinding},
 		&rbacv1.Role{}:                              {Label: managed},
 		&certificatesv1.CertificateSigningRequest{}: {Label: managed},
 	}}
 }
 
-// WatchedTypes are the kinds the selected controllers watch.
+// stripBinding keeps of a cached binding what the controllers read: not its managed fields
+// nor annotations (kubectl's last-applied configuration doubles a binding's size).
+func stripBinding(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetManagedFields(nil)
+		o.SetAnnotations(nil)
+	}
+	return obj, nil
+}
+
+// WatchedTypes are the kinds the selected controllers watch or read from the cache.
 func WatchedTypes(o Options) []client.Object {
-	objs := []client.Object{&corev1.Secret{}, &corev1.Namespace{}}
+	objs := []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}
 	if o.Provider {
-		objs = append(objs, &authv1beta1.Tenant{}, &rbacv1.RoleBinding{}, &rbacv1.Role{}, &certificatesv1.CertificateSigningRequest{})
+		objs = append(objs, &authv1beta1.Tenant{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.Role{}, &certificatesv1.CertificateSigningRequest{})
 	}
 	if o.Consumer {
 		objs = append(objs, &authv1beta1.Identity{})
@@ -125,7 +143,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		o.ClusterID = id
 	}
-	if o.Key == nil && o.Consumer {
+	if o.Key == nil {
 		key, err := cluster.GetClusterKey(ctx, reader, o.Namespace)
 		if err != nil {
 			return err
@@ -133,18 +151,28 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		o.Key = key
 	}
 	c, rec := mgr.GetClient(), mgr.GetEventRecorder(cluster.ManagerName)
+	placement := common.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
 	var setups []interface{ SetupWithManager(ctrl.Manager) error }
 	if o.Provider {
+		self, err := tenant.SelfReviewer(ctx, c)
+		if err != nil {
+			return err
+		}
+		for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}} {
+			if err := mgr.GetFieldIndexer().IndexField(ctx, obj, cluster.SubjectsIndex, cluster.IndexSubjects); err != nil {
+				return fmt.Errorf("indexing %T by subject: %w", obj, err)
+			}
+		}
 		setups = append(setups,
-			&noncecreator.Reconciler{Client: c, Recorder: rec},
-			&tenant.Reconciler{Client: c, APIReader: reader, Recorder: rec, Options: o.Tenant})
+			&noncecreator.Reconciler{Client: c, Placement: placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
+			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self})
 	}
 	if o.Consumer {
 		setups = append(setups,
-			&noncesigner.Reconciler{Client: c, Recorder: rec, Key: o.Key},
-			&identity.Reconciler{Client: c, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key})
+			&noncesigner.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key},
+			&identity.Reconciler{Client: c, Placement: placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key})
 		if o.WatchRenewals {
-			setups = append(setups, &renewal.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), ClusterID: o.ClusterID, Key: o.Key})
+			setups = append(setups, &renewal.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Key: o.Key})
 		}
 	}
 	for _, s := range setups {

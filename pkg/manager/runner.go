@@ -45,7 +45,7 @@ type Connection struct {
 // leader election, no metrics and no health server: the runner lives for one command.
 func StartInProcess(ctx context.Context, cfg *rest.Config, conn Connection, o Options, logger logr.Logger) (*Runner, error) {
 	opts := ctrl.Options{
-		Scheme: scheme.New(), Cache: CacheOptions(), NewCache: newPrestartedCache, Logger: logger,
+		Scheme: scheme.New(), Cache: CacheOptions(o.Namespace), NewCache: newPrestartedCache, Logger: logger,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: ControllerConfig(),
 	}

@@ -12,7 +12,11 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -233,6 +237,23 @@ func (cp *ControlPlane) UserConfig(user string, groups ...string) (*rest.Config,
 		Host: cp.URL, QPS: 200, Burst: 400,
 		TLSClientConfig: rest.TLSClientConfig{CAData: cp.CA.CertPEM, CertData: crt, KeyData: key},
 	}, nil
+}
+
+// ServiceAccountConfig mints a token for ServiceAccount ns/name (TokenRequest, valid for
+// an hour) and returns a client configuration that authenticates with it: exactly what a
+// Pod running as that ServiceAccount holds.
+func (cp *ControlPlane) ServiceAccountConfig(ctx context.Context, ns, name string) (*rest.Config, error) {
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("testenv: minting a token for ServiceAccount %s/%s: %w", ns, name, err)
+	}
+	return &rest.Config{Host: cp.URL, QPS: 200, Burst: 400, BearerToken: tr.Status.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.CA.CertPEM}}, nil
 }
 
 // WriteKubeconfig writes a kubeconfig file for a client configuration with embedded

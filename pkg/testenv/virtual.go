@@ -35,8 +35,8 @@ func NewVirtualConsumer(id string) (*VirtualConsumer, error) {
 // administrator's client c: nonce, signature, Tenant, wait for the certificate. It
 // returns the kubeconfig the consumer would forge from the Tenant status.
 func (v *VirtualConsumer) Authenticate(ctx context.Context, c client.WithWatch, providerID string) ([]byte, error) {
-	side := &handshake.Side{Scope: "remote", Client: c, Namespace: cluster.DefaultLiqoNamespace}
-	tn, err := cluster.EnsureTenantNamespace(ctx, c, v.ID)
+	side := &handshake.Side{Scope: "remote", Client: c, Namespace: cluster.DefaultLiqoNamespace, Report: silent{}}
+	tn, err := side.EnsureTenantNamespace(ctx, v.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -62,3 +62,9 @@ func (v *VirtualConsumer) Authenticate(ctx context.Context, c client.WithWatch, 
 	return authn.ForgeKubeconfig(authn.KubeconfigParams{ClusterName: providerID, User: v.ID, Server: ap.APIServer, CA: ap.CA,
 		ProxyURL: ptr.Deref(ap.ProxyURL, ""), CertPEM: ap.SignedCRT, Key: v.Key, Namespace: tn}, time.Now())
 }
+
+// silent is a handshake.Reporter that prints nothing.
+type silent struct{}
+
+func (silent) Info(string, ...any) {}
+func (silent) Warn(string, ...any) {}

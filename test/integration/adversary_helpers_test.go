@@ -64,10 +64,9 @@ func (a *attacker) sign(t testing.TB, nonce string) []byte {
 func freshNonce(t testing.TB, p *site, id string) (tn, nonce string) {
 	t.Helper()
 	ctx := context.Background()
-	tn, err := cluster.EnsureTenantNamespace(ctx, p.client, id)
-	require.NoError(t, err)
+	tn = ensureTN(t, p.client, id)
 	side := &handshake.Side{Scope: "remote", Client: p.client, Namespace: cluster.DefaultLiqoNamespace}
-	nonce, err = handshake.EnsureNonce(ctx, side, tn, id, time.Now())
+	nonce, err := handshake.EnsureNonce(ctx, side, tn, id, time.Now())
 	require.NoError(t, err)
 	return tn, nonce
 }

@@ -122,9 +122,7 @@ func TestAdversarialTenants(t *testing.T) {
 			tn.Labels[cluster.RemoteClusterIDLabel] = "cl-honest"
 		}},
 		{"placed in another tenant's namespace", "TenantNotInTenantNamespace", func(t *testing.T, a *attacker, tn *authv1beta1.Tenant, _ string) {
-			other, err := cluster.EnsureTenantNamespace(context.Background(), p.client, "cl-victim")
-			require.NoError(t, err)
-			tn.Namespace = other
+			tn.Namespace = ensureTN(t, p.client, "cl-victim")
 		}},
 		{"placed outside any tenant namespace", "TenantNotInTenantNamespace", func(t *testing.T, a *attacker, tn *authv1beta1.Tenant, _ string) { tn.Namespace = "default" }},
 		{"nonce past its TTL", "NonceExpired", func(t *testing.T, a *attacker, tn *authv1beta1.Tenant, _ string) {

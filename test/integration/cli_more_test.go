@@ -9,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,16 +18,11 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
-// restrictedKubeconfig writes a kubeconfig for a user bound to nothing but the
-// liqo-auth-manager ClusterRole, as the manager's ServiceAccount is in a cluster.
+// restrictedKubeconfig writes a kubeconfig holding a token of the liqo-auth-manager
+// ServiceAccount that liqoctl install creates: exactly what the manager holds in a cluster.
 func restrictedKubeconfig(t *testing.T, s *site) string {
 	t.Helper()
-	ctx := context.Background()
-	user := "liqo-auth-manager-" + s.id
-	require.NoError(t, s.client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ManagerName},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}))
-	cfg, err := s.cp.UserConfig(user)
+	cfg, err := s.cp.ServiceAccountConfig(context.Background(), cluster.DefaultLiqoNamespace, cluster.ManagerName)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "manager.kubeconfig")
 	require.NoError(t, testenv.WriteKubeconfig(path, s.id, cfg))

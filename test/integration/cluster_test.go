@@ -57,20 +57,42 @@ func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
 	_, err = cluster.GetClusterKey(ctx, c, ns)
 	require.ErrorContains(t, err, "does not match", "a broken key pair is reported, not regenerated")
 
-	tn, err := cluster.EnsureTenantNamespace(ctx, c, "cl-remote")
+	const liqoNS = cluster.DefaultLiqoNamespace
+	first, err := cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-remote")
 	require.NoError(t, err)
+	tn := first.Name
 	assert.Equal(t, "liqo-tenant-cl-remote", tn)
-	tn2, err := cluster.EnsureTenantNamespace(ctx, c, "cl-remote")
+	assert.False(t, first.Adopted, "a namespace it creates is not adopted")
+	second, err := cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-remote")
 	require.NoError(t, err)
-	assert.Equal(t, tn, tn2)
-	// An unlabelled namespace of that name is adopted; one labelled for another cluster is refused.
+	assert.Equal(t, tn, second.Name)
+	assert.False(t, second.Adopted)
+	ok, _, err := cluster.VerifyTenantNamespace(ctx, c, liqoNS, tn, "cl-remote")
+	require.NoError(t, err)
+	assert.True(t, ok, "the namespace is recorded")
+	var binding rbacv1.RoleBinding
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.ManagerName}, &binding), "the manager is bound in the tenant namespace")
+	assert.Equal(t, cluster.ManagerTenantRoleName, binding.RoleRef.Name)
+	// An unlabelled namespace of that name is adopted, and says so; one labelled for
+	// another cluster is refused.
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-bare"}}))
-	got, err := cluster.EnsureTenantNamespace(ctx, c, "cl-bare")
+	got, err := cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-bare")
 	require.NoError(t, err)
-	assert.Equal(t, "liqo-tenant-cl-bare", got)
+	assert.Equal(t, "liqo-tenant-cl-bare", got.Name)
+	assert.True(t, got.Adopted, "a namespace that existed is adopted")
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-taken", Labels: map[string]string{cluster.RemoteClusterIDLabel: "cl-other"}}}))
-	_, err = cluster.EnsureTenantNamespace(ctx, c, "cl-taken")
+	_, err = cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-taken")
 	require.ErrorContains(t, err, "tenant namespace of cluster \"cl-other\"")
+	// A look-alike, labelled by someone who may create namespaces, is not a tenant
+	// namespace: only the recorded one is.
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "look-alike", Labels: cluster.TenantNamespaceLabels("cl-remote")}}))
+	ok, why, err := cluster.VerifyTenantNamespace(ctx, c, liqoNS, "look-alike", "cl-remote")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Contains(t, why, "is not the tenant namespace of cluster")
+	second, err = cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-remote")
+	require.NoError(t, err)
+	assert.Equal(t, tn, second.Name, "the record, not the labels, names the tenant namespace")
 
 	// A user who may not list namespaces finds its tenant namespace by name.
 	admin := c
@@ -83,10 +105,10 @@ func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
 	require.NoError(t, err)
 	getter := newClient(t, cfg)
 	eventually(t, 10e9, "the getter finds the namespace by name", func(ctx context.Context) (bool, error) {
-		got, err := cluster.GetTenantNamespace(ctx, getter, "cl-remote")
+		got, err := cluster.GetTenantNamespace(ctx, getter, liqoNS, "cl-remote")
 		return got == tn, err
 	})
-	_, err = cluster.GetTenantNamespace(ctx, getter, "cl-absent")
+	_, err = cluster.GetTenantNamespace(ctx, getter, liqoNS, "cl-absent")
 	require.ErrorIs(t, err, cluster.ErrTenantNamespaceNotFound)
 }
 

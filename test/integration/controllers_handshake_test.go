@@ -28,10 +28,8 @@ import (
 func objectHandshake(t *testing.T, provider, consumer *site) []byte {
 	t.Helper()
 	ctx := context.Background()
-	pTN, err := cluster.EnsureTenantNamespace(ctx, provider.client, consumer.id)
-	require.NoError(t, err)
-	cTN, err := cluster.EnsureTenantNamespace(ctx, consumer.client, provider.id)
-	require.NoError(t, err)
+	pTN := ensureTN(t, provider.client, consumer.id)
+	cTN := ensureTN(t, consumer.client, provider.id)
 
 	require.NoError(t, provider.client.Create(ctx, secret(pTN, cluster.NonceSecretName,
 		map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: consumer.id}, nil)))

@@ -102,3 +102,12 @@ func restConfigFromKubeconfig(t testing.TB, data []byte) *rest.Config {
 func secret(ns, name string, labels map[string]string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, Data: data}
 }
+
+// ensureTN makes the tenant namespace of remoteID as liqoctl does (namespace, record,
+// manager binding) and returns its name.
+func ensureTN(t testing.TB, c client.Client, remoteID string) string {
+	t.Helper()
+	tn, err := cluster.EnsureTenantNamespace(context.Background(), c, cluster.DefaultLiqoNamespace, remoteID)
+	require.NoError(t, err)
+	return tn.Name
+}

@@ -99,5 +99,14 @@ func render(out io.Writer, r *Report) error {
 			return err
 		}
 	}
+	if len(r.Certificates) > 0 {
+		fmt.Fprintf(out, "\nCertificates issued by this cluster, still valid (Kubernetes cannot revoke them):\n")
+		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "  CLUSTER\tSERIAL\tEXPIRES\tAUTHORIZES")
+		for _, c := range r.Certificates {
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Cluster, c.Serial, c.Expires.Format(time.RFC3339), c.Authorizes)
+		}
+		return w.Flush()
+	}
 	return nil
 }

@@ -24,6 +24,18 @@ type Report struct {
 	Manager        string  `json:"manager"`
 	Tenants        []Entry `json:"tenants"`
 	Identities     []Entry `json:"identities"`
+	// Certificates are those this cluster, as a provider, issued and that have not
+	// expired: Kubernetes cannot revoke them, so they are listed until they expire.
+	Certificates []Certificate `json:"certificates,omitempty"`
+}
+
+// Certificate is an unexpired client certificate this provider issued.
+type Certificate struct {
+	Cluster        string    `json:"cluster"`
+	Serial         string    `json:"serial"`
+	KeyFingerprint string    `json:"keyFingerprint,omitempty"`
+	Expires        time.Time `json:"expires"`
+	Authorizes     string    `json:"authorizes"`
 }
 
 // Entry is one peer: a Tenant (a consumer of this cluster) or an Identity (a provider).
@@ -68,7 +80,33 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		seen["i/"+id.Namespace] = true
 		r.Identities = append(r.Identities, identityEntry(id, now))
 	}
+	if err := issued(ctx, s, r, tenants.Items, now); err != nil {
+		return nil, err
+	}
 	return r, halfDone(ctx, s, r, seen)
+}
+
+// issued lists the unexpired certificates of the tenant records, and whether a Tenant's
+// access makes them authorize anything now.
+func issued(ctx context.Context, s *handshake.Side, r *Report, tenants []authv1beta1.Tenant, now time.Time) error {
+	records, err := cluster.ListTenantRecords(ctx, s.Client, s.Namespace)
+	if err != nil {
+		return s.Explain(err, "reading the tenant records")
+	}
+	for _, rec := range records {
+		authorizes := fmt.Sprintf("nothing now; a new handshake for cluster ID %q would re-enable it until it expires", rec.RemoteID)
+		for i := range tenants {
+			t := &tenants[i]
+			if string(t.Spec.ClusterID) == rec.RemoteID && t.Namespace == rec.Namespace &&
+				meta.IsStatusConditionTrue(t.Status.Conditions, authv1beta1.ConditionAccessGranted) {
+				authorizes = fmt.Sprintf("the access of Tenant %s/%s (user %q)", t.Namespace, t.Name, rec.RemoteID)
+			}
+		}
+		for _, c := range rec.Valid(now) {
+			r.Certificates = append(r.Certificates, Certificate{Cluster: rec.RemoteID, Serial: c.Serial, KeyFingerprint: c.KeyFingerprint, Expires: c.NotAfter.UTC(), Authorizes: authorizes})
+		}
+	}
+	return nil
 }
 
 func tenantEntry(t *authv1beta1.Tenant, now time.Time) Entry {

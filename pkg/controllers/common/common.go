@@ -6,7 +6,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -16,18 +15,24 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
-// IsTenantNamespace reports whether namespace name is the tenant namespace of remoteID.
-// A namespace that does not exist (or is not cached because it lacks the tenant label)
-// is not.
-func IsTenantNamespace(ctx context.Context, c client.Reader, name, remoteID string) (bool, error) {
-	var ns corev1.Namespace
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, err
+// Placement decides whether a namespace is the tenant namespace of a remote cluster, by
+// this cluster's own record (cluster.VerifyTenantNamespace), never by the namespace's
+// labels alone. It reads the cache first and, when the cache says no, the API server: a
+// record or namespace made a moment ago may not be cached yet, and a refusal must be true.
+type Placement struct {
+	// Cache and Live read the cluster (Live may be nil).
+	Cache, Live client.Reader
+	// LiqoNamespace holds the tenant records.
+	LiqoNamespace string
+}
+
+// Verify reports whether ns is the tenant namespace of remoteID, and why not.
+func (p Placement) Verify(ctx context.Context, ns, remoteID string) (ok bool, why string, err error) {
+	ok, why, err = cluster.VerifyTenantNamespace(ctx, p.Cache, p.LiqoNamespace, ns, remoteID)
+	if err != nil || ok || p.Live == nil {
+		return ok, why, err
 	}
-	return cluster.IsTenantNamespaceOf(&ns, remoteID), nil
+	return cluster.VerifyTenantNamespace(ctx, p.Live, p.LiqoNamespace, ns, remoteID)
 }
 
 // HasLabel selects objects carrying label key=value.
@@ -48,9 +53,10 @@ func SetCondition(conds *[]metav1.Condition, typ string, ok bool, reason, msg st
 }
 
 // PlacedSecret reads the Secret of a request and returns it, with the remote cluster its
-// label names, only when it is named name and sits in that cluster's tenant namespace. A
+// label names, only when it is named name and sits in that cluster's tenant namespace (as
+// p decides). A
 // misplaced Secret gets a Warning Event with reason misplaced and is ignored (nil).
-func PlacedSecret(ctx context.Context, c client.Reader, rec events.EventRecorder, key client.ObjectKey, name, misplaced, action string) (*corev1.Secret, string, error) {
+func PlacedSecret(ctx context.Context, c client.Reader, p Placement, rec events.EventRecorder, key client.ObjectKey, name, misplaced, action string) (*corev1.Secret, string, error) {
 	s := &corev1.Secret{}
 	if err := c.Get(ctx, key, s); err != nil {
 		return nil, "", client.IgnoreNotFound(err)
@@ -59,11 +65,10 @@ func PlacedSecret(ctx context.Context, c client.Reader, rec events.EventRecorder
 		return nil, "", nil
 	}
 	remote := s.Labels[cluster.RemoteClusterIDLabel]
-	ok, err := IsTenantNamespace(ctx, c, s.Namespace, remote)
+	ok, why, err := p.Verify(ctx, s.Namespace, remote)
 	if err != nil || !ok {
 		if err == nil {
-			rec.Eventf(s, nil, corev1.EventTypeWarning, misplaced, action,
-				"ignored: namespace %q is not the tenant namespace of cluster %q", s.Namespace, remote)
+			rec.Eventf(s, nil, corev1.EventTypeWarning, misplaced, action, "ignored: %s", why)
 		}
 		return nil, "", err
 	}

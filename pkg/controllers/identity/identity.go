@@ -45,6 +45,7 @@ const (
 // Reconciler reconciles Identities.
 type Reconciler struct {
 	Client    client.Client
+	Placement common.Placement
 	Recorder  events.EventRecorder
 	ClusterID string
 	Key       crypto.Signer
@@ -98,19 +99,12 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (c
 	}
 	params := id.Spec.AuthParams
 	now := r.Now()
-	if pin, err := r.pinnedCA(ctx, id.Namespace); err != nil {
-		return ctrl.Result{}, err
-	} else if pin != "" {
-		got, err := authn.CAFingerprint(params.CA)
+	if reason, msg, err := r.checkPinnedCA(ctx, id); err != nil || reason != "" {
 		if err != nil {
-			r.refuse(id, string(authn.ReasonOf(err)), err.Error())
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, err
 		}
-		if got != pin {
-			r.refuse(id, string(authn.ReasonCAFingerprintMismatch), fmt.Sprintf("the Identity presents CA %s, but this cluster expects %s for provider %q (annotation %s on namespace %q)",
-				got, pin, id.Spec.ClusterID, cluster.ExpectedCAFingerprintAnnotation, id.Namespace))
-			return ctrl.Result{}, nil
-		}
+		r.refuse(id, reason, msg)
+		return ctrl.Result{}, nil
 	}
 	kubeconfig, err := authn.ForgeKubeconfig(authn.KubeconfigParams{
 		ClusterName: string(id.Spec.ClusterID), User: r.ClusterID, Server: params.APIServer, CA: params.CA,
@@ -124,8 +118,15 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (c
 		r.refuse(id, string(reason), err.Error())
 		return ctrl.Result{}, nil
 	}
-	cert, _ := authn.ParseCertificate(params.SignedCRT)
-	caFP, _ := authn.CAFingerprint(params.CA)
+	// Both were checked by ForgeKubeconfig (and checkPinnedCA) above.
+	cert, err := authn.ParseCertificate(params.SignedCRT)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	caFP, err := authn.CAFingerprint(params.CA)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if ok, msg, err := r.ensureSecret(ctx, id, kubeconfig); err != nil || !ok {
 		if err == nil {
 			r.refuse(id, ReasonSecretNotOwned, msg)
@@ -163,22 +164,42 @@ func (r *Reconciler) checkPlacement(ctx context.Context, id *authv1beta1.Identit
 	if ptr.Deref(id.Spec.Namespace, "") == "" {
 		return ReasonNamespaceMissing, "spec.namespace (the provider's tenant namespace) is empty", nil
 	}
-	ok, err := common.IsTenantNamespace(ctx, r.Client, id.Namespace, p)
+	ok, why, err := r.Placement.Verify(ctx, id.Namespace, p)
 	if err != nil {
 		return "", "", err
 	}
 	if !ok {
-		return ReasonMisplaced, fmt.Sprintf("namespace %q is not the tenant namespace of cluster %q: apply the Identity in %q", id.Namespace, p, cluster.TenantNamespaceName(p)), nil
+		return ReasonMisplaced, why + ": an Identity is used only in the tenant namespace this cluster's administrator made for its provider", nil
 	}
 	return "", "", nil
 }
 
-func (r *Reconciler) pinnedCA(ctx context.Context, ns string) (string, error) {
-	var n corev1.Namespace
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
-		return "", client.IgnoreNotFound(err)
+// checkPinnedCA checks the Identity's CA against the provider CA pinned in this cluster's
+// tenant record (by liqoctl, from what the provider presented or from
+// --expect-fingerprint). With no pin yet (an Identity applied by hand), the CA is pinned
+// now, on first use: every later Identity and renewal from that provider must present it.
+func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
+	got, err := authn.CAFingerprint(id.Spec.AuthParams.CA)
+	if err != nil {
+		return string(authn.ReasonOf(err)), err.Error(), nil
 	}
-	return n.Annotations[cluster.ExpectedCAFingerprintAnnotation], nil
+	provider := string(id.Spec.ClusterID)
+	if rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider); err == nil && rec != nil && rec.CAFingerprint == got {
+		return "", "", nil // the usual case, from the cache
+	}
+	err = cluster.UpdateTenantRecord(ctx, r.Client, r.Placement.Live, r.Placement.LiqoNamespace, provider, false, func(rec *cluster.TenantRecord) error {
+		switch rec.CAFingerprint {
+		case got:
+		case "":
+			rec.CAFingerprint = got
+		default:
+			reason = string(authn.ReasonCAFingerprintMismatch)
+			msg = fmt.Sprintf("the Identity presents CA %s, but this cluster pinned %s for provider %q (ConfigMap %s/%s): if the provider's CA really changed, remove %s there and apply the Identity again",
+				got, rec.CAFingerprint, provider, r.Placement.LiqoNamespace, cluster.TenantRecordName(provider), "caFingerprint")
+		}
+		return nil
+	})
+	return reason, msg, err
 }
 
 // ensureSecret creates or updates the kubeconfig Secret, owned by the Identity. A Secret

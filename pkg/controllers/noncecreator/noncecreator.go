@@ -19,8 +19,12 @@ import (
 
 // Reconciler fills nonce Secrets.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client    client.Client
+	Placement common.Placement
+	Recorder  events.EventRecorder
+	// NonceTTL is how long a nonce may be used after its Secret was created: an empty
+	// Secret older than that is not filled, its nonce would be born expired.
+	NonceTTL time.Duration
 	Now      func() time.Time
 }
 
@@ -36,7 +40,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile fills the nonce of one Secret if it is empty and sits in the right place.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Recorder, req.NamespacedName, cluster.NonceSecretName, "NonceOutsideTenantNamespace", "FillNonce")
+	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Placement, r.Recorder, req.NamespacedName, cluster.NonceSecretName, "NonceOutsideTenantNamespace", "FillNonce")
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}
@@ -44,8 +48,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if s.Annotations[cluster.NonceIssuedAtAnnotation] != "" {
 			return ctrl.Result{}, nil
 		}
-		// Filled by someone else (e.g. a CLI) without the issue time: record when we saw it.
-		return ctrl.Result{}, r.stamp(ctx, s, s.CreationTimestamp.Time)
+		// Filled by someone else (e.g. a CLI) without the issue time: record its creation.
+		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(r.stamp(ctx, s, s.CreationTimestamp.Time)))
+	}
+	now := r.Now()
+	if age := now.Sub(s.CreationTimestamp.Time); r.NonceTTL > 0 && age >= r.NonceTTL {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, "NonceSecretTooOld", "FillNonce",
+			"not filled: the Secret was created %s ago and a nonce expires %s after its Secret was created; delete it and create a new nonce (liqoctl create nonce)", age.Round(time.Second), r.NonceTTL)
+		return ctrl.Result{}, nil
 	}
 	nonce, err := authn.NewNonce()
 	if err != nil {
@@ -55,8 +65,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.Data = map[string][]byte{}
 	}
 	s.Data[cluster.NonceField] = []byte(nonce)
-	if err := r.stamp(ctx, s, r.Now()); err != nil {
-		return ctrl.Result{}, err
+	if err := r.stamp(ctx, s, now); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(err))
 	}
 	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "NonceGenerated", "FillNonce", "nonce generated for cluster %q", remote)
 	return ctrl.Result{}, nil
@@ -64,13 +74,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // stamp writes the Secret with its issue time. The update carries the resourceVersion
 // read, so two fillers never both succeed: the loser gets a conflict and sees the nonce.
+// The stamp is informative: expiry is measured from the Secret's creation, which only the
+// API server writes.
 func (r *Reconciler) stamp(ctx context.Context, s *corev1.Secret, at time.Time) error {
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
 	s.Annotations[cluster.NonceIssuedAtAnnotation] = at.UTC().Format(time.RFC3339)
-	if err := r.Client.Update(ctx, s); err != nil && !apierrors.IsConflict(err) {
-		return err
+	return r.Client.Update(ctx, s)
+}
+
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
 	}
-	return nil
+	return err
 }

@@ -20,9 +20,10 @@ import (
 
 // Reconciler signs nonces.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
-	Key      crypto.Signer
+	Client    client.Client
+	Placement common.Placement
+	Recorder  events.EventRecorder
+	Key       crypto.Signer
 }
 
 // SetupWithManager registers the reconciler for Secrets labelled liqo.io/signed-nonce=true.
@@ -35,7 +36,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile signs the nonce of one Secret, or re-signs it when the signature present
 // does not verify (the nonce was replaced).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Recorder, req.NamespacedName, cluster.SignedNonceSecretName, "SignedNonceOutsideTenantNamespace", "SignNonce")
+	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Placement, r.Recorder, req.NamespacedName, cluster.SignedNonceSecretName, "SignedNonceOutsideTenantNamespace", "SignNonce")
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}
@@ -52,7 +53,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	s.Data[cluster.SignedNonceField] = sig
-	if err := r.Client.Update(ctx, s); err != nil && !apierrors.IsConflict(err) {
+	if err := r.Client.Update(ctx, s); err != nil {
+		// A conflict: the Secret changed since it was read; its event brings it back.
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "NonceSigned", "SignNonce", "nonce of cluster %q signed", remote)

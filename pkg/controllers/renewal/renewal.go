@@ -12,6 +12,8 @@ import (
 	"crypto"
 	"crypto/sha256"
 	"fmt"
+	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -21,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -41,6 +43,7 @@ const (
 	ReasonCertificateRenewed = "CertificateRenewed"
 	ReasonRenewalRefused     = "RenewedCertificateRefused"
 	ReasonProviderUnreadable = "ProviderTenantUnreadable"
+	ReasonKubeconfigRefused  = "KubeconfigRefused"
 )
 
 // Reconciler keeps one watcher per control-plane Identity.
@@ -48,7 +51,9 @@ type Reconciler struct {
 	Client    client.Client
 	Recorder  events.EventRecorder
 	Scheme    *runtime.Scheme
-	ClusterID string
+	// LiqoNamespace holds the tenant records with the pinned provider CAs.
+	LiqoNamespace string
+	ClusterID     string
 	Key       crypto.Signer
 	Now       func() time.Time
 
@@ -120,10 +125,72 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		w.cancel()
 	}
+	cfg, err := r.restConfig(ctx, id, kubeconfig)
+	if err != nil {
+		delete(r.watchers, req.NamespacedName)
+		r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, ReasonKubeconfigRefused, "WatchRenewals",
+			"renewals are not watched: the kubeconfig Secret %s is not the one liqo-auth wrote for this Identity: %v", s.Name, err)
+		return ctrl.Result{}, nil
+	}
 	wctx, cancel := context.WithCancel(r.ctx)
 	r.watchers[req.NamespacedName] = &watcher{kubeconfigHash: hash, cancel: cancel}
-	go r.watch(log.IntoContext(wctx, log.FromContext(ctx)), req.NamespacedName, kubeconfig, ptr.Deref(id.Spec.Namespace, ""))
+	go r.watch(log.IntoContext(wctx, log.FromContext(ctx)), req.NamespacedName, cfg, ptr.Deref(id.Spec.Namespace, ""))
 	return ctrl.Result{}, nil
+}
+
+// restConfig builds the client configuration of an identity from the fields liqo-auth
+// writes in its kubeconfig, and only those: the server, its CA, the proxy, the client
+// certificate and key. Whoever may write the Secret could have put anything else there
+// (exec plugins, token files, auth providers), so the kubeconfig is only parsed, never
+// loaded; it must agree with the Identity, hold this cluster's own key and a certificate
+// for it, and present the provider CA pinned in this cluster's tenant record.
+func (r *Reconciler) restConfig(ctx context.Context, id *authv1beta1.Identity, kubeconfig []byte) (*rest.Config, error) {
+	info, err := authn.ReadKubeconfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	ap := id.Spec.AuthParams
+	switch {
+	case info.Server != ap.APIServer:
+		return nil, fmt.Errorf("it points at %q, the Identity at %q", info.Server, ap.APIServer)
+	case !bytes.Equal(info.CA, ap.CA):
+		return nil, fmt.Errorf("its CA is not the Identity's")
+	case info.ProxyURL != ptr.Deref(ap.ProxyURL, ""):
+		return nil, fmt.Errorf("its proxy %q is not the Identity's", info.ProxyURL)
+	}
+	if err := authn.ValidateServerURL(info.Server); err != nil {
+		return nil, err
+	}
+	key, err := authn.ParsePrivateKey(info.KeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	if !authn.PublicKeysEqual(key.Public(), r.Key.Public()) {
+		return nil, fmt.Errorf("it holds another key than this cluster's")
+	}
+	if _, err := authn.VerifyCertificate(info.CertPEM, info.CA, r.Key.Public(), r.ClusterID, r.Now()); err != nil {
+		return nil, err
+	}
+	fp, err := authn.CAFingerprint(info.CA)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.LiqoNamespace, string(id.Spec.ClusterID))
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil || rec.CAFingerprint != fp {
+		return nil, fmt.Errorf("its CA %s is not the one pinned for provider %q", fp, id.Spec.ClusterID)
+	}
+	cfg := &rest.Config{Host: info.Server, TLSClientConfig: rest.TLSClientConfig{CAData: info.CA, CertData: info.CertPEM, KeyData: info.KeyPEM}}
+	if info.ProxyURL != "" {
+		u, err := url.Parse(info.ProxyURL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Proxy = http.ProxyURL(u)
+	}
+	return cfg, nil
 }
 
 func (r *Reconciler) stop(key types.NamespacedName) {
@@ -137,13 +204,8 @@ func (r *Reconciler) stop(key types.NamespacedName) {
 
 // watch follows the consumer's Tenant on the provider until ctx ends, reconnecting with
 // backoff on errors.
-func (r *Reconciler) watch(ctx context.Context, key types.NamespacedName, kubeconfig []byte, ns string) {
+func (r *Reconciler) watch(ctx context.Context, key types.NamespacedName, cfg *rest.Config, ns string) {
 	logger := log.FromContext(ctx).WithValues("identity", key)
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		logger.Error(err, "the kubeconfig of the identity cannot be used")
-		return
-	}
 	remote, err := client.NewWithWatch(cfg, client.Options{Scheme: r.Scheme})
 	if err != nil {
 		logger.Error(err, "creating a client for the provider")

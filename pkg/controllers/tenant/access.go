@@ -92,17 +92,36 @@ func sameAccess(current, want client.Object) bool {
 	return false
 }
 
-// revokeAccess deletes the Tenant's Role and RoleBindings, then proves with
-// SubjectAccessReviews that its user can do none of what they granted.
+// revokeAccess deletes the Tenant's Role and RoleBindings, then proves that its user can
+// do none of what they granted, in any namespace, and is named by no other binding.
 func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant) (stillAllowed string, err error) {
-	for _, obj := range AccessObjects(t.Namespace, string(t.Spec.ClusterID)) {
-		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return "", fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
-		}
+	if err := r.deleteOwned(ctx, t); err != nil {
+		return "", err
 	}
-	allowed, err := cluster.AllowedActions(ctx, r.Client, string(t.Spec.ClusterID), []string{cluster.UserGroup}, t.Namespace, TenantRules(t.Name))
+	left, err := cluster.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, TenantRules(t.Name), true)
 	if err != nil {
 		return "", err
 	}
-	return strings.Join(allowed, ", "), nil
+	return strings.Join(left, "; "), nil
+}
+
+// deleteOwned deletes the Tenant's Role and RoleBindings: those of its names that it
+// controls. An object of the same name controlled by anything else is left alone.
+func (r *Reconciler) deleteOwned(ctx context.Context, t *authv1beta1.Tenant) error {
+	for _, obj := range AccessObjects(t.Namespace, string(t.Spec.ClusterID)) {
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != t.UID {
+			continue
+		}
+		uid := obj.GetUID()
+		if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return nil
 }

@@ -7,10 +7,12 @@ package tenant
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -54,9 +56,15 @@ type Options struct {
 type Reconciler struct {
 	Client    client.Client
 	APIReader client.Reader
+	Placement common.Placement
 	Recorder  events.EventRecorder
 	Options   Options
-	Now       func() time.Time
+	// Key is this cluster's key: it seals each acceptance.
+	Key crypto.Signer
+	// Self is the identity the manager talks to the API server as: the only requester
+	// whose CertificateSigningRequests it approves.
+	Self authenticationv1.UserInfo
+	Now  func() time.Time
 }
 
 // SetupWithManager registers the reconciler: Tenants, their bindings, their CSRs, and
@@ -105,7 +113,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if t.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.finalize(ctx, t)
 	}
-	if !controllerutil.ContainsFinalizer(t, cluster.TenantFinalizer) {
+	placed := checkPlacement(ctx, r.Placement, t)
+	if placed != nil && authn.ReasonOf(placed) == "" {
+		return ctrl.Result{}, placed
+	}
+	// Only a Tenant in its place gets the finalizer: a stray one causes nothing, so its
+	// deletion has nothing to clean up.
+	if placed == nil && !controllerutil.ContainsFinalizer(t, cluster.TenantFinalizer) {
 		patch := client.MergeFrom(t.DeepCopy())
 		controllerutil.AddFinalizer(t, cluster.TenantFinalizer)
 		if err := r.Client.Patch(ctx, t, patch); err != nil {
@@ -113,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	before := t.Status.DeepCopy()
-	res, err := r.reconcile(ctx, t)
+	res, err := r.reconcile(ctx, t, placed)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -131,20 +145,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // reconcile computes the Tenant status; only what it writes outside the Tenant happens
 // here, before the status is saved.
-func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, placed error) (ctrl.Result, error) {
 	now := r.Now()
-	if err := checkPlacement(ctx, r.Client, t); err != nil {
-		return ctrl.Result{}, r.refuse(t, err)
+	if placed != nil {
+		return ctrl.Result{}, r.refuse(t, placed)
 	}
-	if t.Status.AcceptedKeyFingerprint == "" || handshakeChanged(t) {
+	var sealErr error
+	if t.Status.AcceptedKeyFingerprint != "" {
+		sealErr = verifySealed(t, r.Key.Public())
+	}
+	if t.Status.AcceptedKeyFingerprint == "" || sealErr != nil {
 		acc, err := verifyHandshake(ctx, r.Client, t, r.Options.NonceTTL, now)
 		if err != nil {
-			if t.Status.AcceptedKeyFingerprint != "" {
-				err = refusal(ReasonHandshakeChanged, "spec.publicKey or spec.csr changed after the handshake was accepted, and the new handshake is refused: %v", err)
-			}
-			return ctrl.Result{}, r.refuse(t, err)
+			return ctrl.Result{}, r.refuse(t, r.refuseRecorded(t, sealErr, err))
 		}
-		r.accept(t, acc, now)
+		if err := r.accept(t, acc, now); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	t.Status.TenantNamespace = t.Namespace
 	res := ctrl.Result{}
@@ -213,6 +230,14 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 		}
 		return ctrl.Result{RequeueAfter: is.requeueAfter}, nil
 	}
+	// Recorded before it is published: a certificate Kubernetes cannot revoke is listed
+	// until it expires, even after the Tenant is gone.
+	if err := cluster.UpdateTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
+		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.cert.SerialNumber.Text(16), NotAfter: is.cert.NotAfter, KeyFingerprint: t.Status.AcceptedKeyFingerprint}, now)
+		return nil
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
 	reason := ReasonCertificateIssued
 	if hasCert {
 		reason = ReasonCertificateRenewed
@@ -238,23 +263,50 @@ func (r *Reconciler) afterStatus(ctx context.Context, t *authv1beta1.Tenant) err
 		}
 	}
 	if t.Status.Certificate != nil {
-		// A CSR is done once its certificate is published: only the one a renewal is
-		// waiting for (named after the current certificate) is kept.
-		return r.deleteCSRs(ctx, t, csrName(t))
+		// A CSR is done once its certificate is published: only a pending one, which a
+		// renewal may be waiting for, is kept.
+		return r.deleteCSRs(ctx, r.Client, t, true)
 	}
 	return nil
 }
 
-func (r *Reconciler) accept(t *authv1beta1.Tenant, acc *acceptance, now time.Time) {
+func (r *Reconciler) accept(t *authv1beta1.Tenant, acc *acceptance, now time.Time) error {
+	seal, err := authn.SealAcceptance(r.Key, authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID),
+		KeyFingerprint: acc.fingerprint, CSRDigest: acc.csrDigest})
+	if err != nil {
+		return fmt.Errorf("sealing the acceptance: %w", err)
+	}
 	reissue := t.Status.AcceptedKeyFingerprint != ""
 	t.Status.AcceptedKeyFingerprint = acc.fingerprint
 	t.Status.AcceptedCSRDigest = acc.csrDigest
+	t.Status.AcceptanceSeal = seal
 	t.Status.AcceptedAt = &metav1.Time{Time: now}
 	if reissue {
 		t.Status.AuthParams, t.Status.Certificate = nil, nil
 	}
 	r.setCondition(t, authv1beta1.ConditionAuthenticated, true, ReasonAccepted,
 		fmt.Sprintf("the nonce signature and the CSR of key %s were verified; the nonce is consumed", acc.fingerprint), corev1.EventTypeNormal)
+	return nil
+}
+
+// refuseRecorded words the refusal of a Tenant whose recorded acceptance no longer holds
+// and whose handshake does not verify (again). A recorded acceptance that this provider
+// never sealed was written by someone else: it is wiped, with what it claimed to have
+// issued, so that nothing downstream takes it for true.
+func (r *Reconciler) refuseRecorded(t *authv1beta1.Tenant, sealErr, err error) error {
+	switch {
+	case sealErr == nil:
+		return err
+	case authn.ReasonOf(sealErr) == ReasonHandshakeChanged:
+		return refusal(ReasonHandshakeChanged, "spec.publicKey or spec.csr changed after the handshake was accepted, and the new handshake is refused: %v", err)
+	}
+	recorded := authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID),
+		KeyFingerprint: t.Status.AcceptedKeyFingerprint, CSRDigest: t.Status.AcceptedCSRDigest}
+	if authn.VerifyAcceptanceSeal(r.Key.Public(), recorded, t.Status.AcceptanceSeal) != nil {
+		t.Status.AcceptedKeyFingerprint, t.Status.AcceptedCSRDigest, t.Status.AcceptanceSeal, t.Status.AcceptedAt = "", "", nil, nil
+		t.Status.AuthParams, t.Status.Certificate = nil, nil
+	}
+	return refusal(authn.ReasonAcceptanceSealInvalid, "the acceptance recorded in the status was not sealed by this provider (%v), and the handshake does not verify: %v", sealErr, err)
 }
 
 // refuse records a refusal: a condition and, when it is new, a Warning Event. Nothing is
@@ -290,23 +342,18 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 	common.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, true, "Ready", "the consumer holds a valid certificate and its access", t.Generation)
 }
 
-// finalize removes everything the Tenant caused, then lets it go.
+// finalize removes everything the Tenant caused, and only that, then lets it go: the
+// bindings it controls and the CertificateSigningRequests this manager made for it. The
+// nonce is not the Tenant's: unauthenticate removes it.
 func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error {
 	if !controllerutil.ContainsFinalizer(t, cluster.TenantFinalizer) {
 		return nil
 	}
-	for _, obj := range AccessObjects(t.Namespace, string(t.Spec.ClusterID)) {
-		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	nonce := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: cluster.NonceSecretName}}
-	if err := r.Client.Delete(ctx, nonce); client.IgnoreNotFound(err) != nil {
+	if err := r.deleteOwned(ctx, t); err != nil {
 		return err
 	}
-	// DeleteAllOf is not served from the cache: it also finds a CSR created just now.
-	if err := r.Client.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
-		client.MatchingLabels{cluster.TenantUIDLabel: string(t.UID)}); client.IgnoreNotFound(err) != nil {
+	// Listed live: a CSR created just now is found too.
+	if err := r.deleteCSRs(ctx, r.APIReader, t, false); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(t.DeepCopy())

@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"context"
+	"crypto"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -31,7 +32,7 @@ const (
 	ReasonPublicKeyMissing   authn.Reason = "PublicKeyMissing"
 	ReasonCSRMissing         authn.Reason = "CSRMissing"
 	ReasonAccepted                        = "HandshakeAccepted"
-	reasonNonceIssuedAtWrong authn.Reason = "NonceIssueTimeInvalid"
+	ReasonNonceIssueTimeInvalid authn.Reason = "NonceIssueTimeInvalid"
 )
 
 func refusal(reason authn.Reason, format string, args ...any) *authn.Error {
@@ -39,8 +40,9 @@ func refusal(reason authn.Reason, format string, args ...any) *authn.Error {
 }
 
 // checkPlacement verifies that the Tenant sits where the protocol says: name, label and
-// spec.clusterID agree, and its namespace is the tenant namespace of that cluster.
-func checkPlacement(ctx context.Context, c client.Reader, t *authv1beta1.Tenant) error {
+// spec.clusterID agree, and its namespace is the tenant namespace of that cluster by this
+// cluster's own record, not by labels anyone creating a namespace can set.
+func checkPlacement(ctx context.Context, p common.Placement, t *authv1beta1.Tenant) error {
 	id := string(t.Spec.ClusterID)
 	if err := cluster.ValidateClusterID(id); err != nil {
 		return refusal(ReasonInvalidClusterID, "spec.clusterID: %v", err)
@@ -51,13 +53,12 @@ func checkPlacement(ctx context.Context, c client.Reader, t *authv1beta1.Tenant)
 	if l := t.Labels[cluster.RemoteClusterIDLabel]; l != id {
 		return refusal(ReasonLabelMismatch, "label %s is %q but spec.clusterID is %q", cluster.RemoteClusterIDLabel, l, id)
 	}
-	ok, err := common.IsTenantNamespace(ctx, c, t.Namespace, id)
+	ok, why, err := p.Verify(ctx, t.Namespace, id)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return refusal(ReasonMisplaced, "namespace %q is not the tenant namespace of cluster %q (labels %s=%s, %s=true): apply the Tenant in %q",
-			t.Namespace, id, cluster.RemoteClusterIDLabel, id, cluster.TenantNamespaceLabel, cluster.TenantNamespaceName(id))
+		return refusal(ReasonMisplaced, "%s: a Tenant is accepted only in the tenant namespace this cluster's administrator made for its cluster", why)
 	}
 	return nil
 }
@@ -126,13 +127,9 @@ func liveNonce(ctx context.Context, c client.Reader, ns, id string, ttl time.Dur
 	if err := authn.CheckNonce(nonce); err != nil {
 		return nil, "", refusal(ReasonNonceInvalid, "the nonce in namespace %q is not canonical: %v", ns, err)
 	}
-	issued := s.CreationTimestamp.Time
-	if v := s.Annotations[cluster.NonceIssuedAtAnnotation]; v != "" {
-		at, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return nil, "", refusal(reasonNonceIssuedAtWrong, "annotation %s=%q is not an RFC 3339 time", cluster.NonceIssuedAtAnnotation, v)
-		}
-		issued = at
+	issued, err := nonceIssued(&s, now)
+	if err != nil {
+		return nil, "", err
 	}
 	if age := now.Sub(issued); age > ttl {
 		return nil, "", refusal(ReasonNonceExpired, "the nonce was issued %s ago, more than its %s lifetime: start a new handshake", age.Round(time.Second), ttl)
@@ -140,10 +137,73 @@ func liveNonce(ctx context.Context, c client.Reader, ns, id string, ttl time.Dur
 	return &s, nonce, nil
 }
 
+// clockSkew is how far in the future an issue-time stamp written by another machine (a
+// CLI) may be before it is refused.
+const clockSkew = time.Minute
+
+// nonceIssued is when a nonce counts as issued: the creation of its Secret, which only the
+// API server writes. The issue-time annotation, writable by anyone who may update the
+// Secret, can only make it earlier: a stamp in the future, or one that does not parse, is
+// refused.
+func nonceIssued(s *corev1.Secret, now time.Time) (time.Time, error) {
+	issued := s.CreationTimestamp.Time
+	v, ok := s.Annotations[cluster.NonceIssuedAtAnnotation]
+	if !ok {
+		return issued, nil
+	}
+	at, err := time.Parse(time.RFC3339, v)
+	switch {
+	case err != nil:
+		return time.Time{}, refusal(ReasonNonceIssueTimeInvalid, "annotation %s=%q is not an RFC 3339 time: the nonce Secret was tampered with; start a new handshake", cluster.NonceIssuedAtAnnotation, v)
+	case at.After(now.Add(clockSkew)):
+		return time.Time{}, refusal(ReasonNonceIssueTimeInvalid, "annotation %s=%q is in the future: the nonce Secret was tampered with; start a new handshake", cluster.NonceIssuedAtAnnotation, v)
+	case at.Before(issued):
+		return at, nil
+	}
+	return issued, nil
+}
+
 // CSRDigest is the hex SHA-256 of a CSR as sent.
 func CSRDigest(csr []byte) string {
 	sum := sha256.Sum256(csr)
 	return hex.EncodeToString(sum[:])
+}
+
+// acceptanceOf is what the seal of a Tenant covers, computed from its spec: a seal made
+// for another key or CSR does not verify.
+func acceptanceOf(t *authv1beta1.Tenant) (authn.Acceptance, error) {
+	pub, err := authn.ParsePublicKey(t.Spec.PublicKey)
+	if err != nil {
+		return authn.Acceptance{}, err
+	}
+	fp, err := authn.Fingerprint(pub)
+	if err != nil {
+		return authn.Acceptance{}, err
+	}
+	return authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID), KeyFingerprint: fp, CSRDigest: CSRDigest(t.Spec.CSR)}, nil
+}
+
+// verifySealed checks that the Tenant's spec is what this provider accepted: the seal in
+// its status verifies, with this cluster's key, over the spec's own key and CSR, and the
+// CSR still passes every rule. It is asked again right before a CSR is submitted or
+// approved, so that writing the status is never enough to have a certificate issued.
+func verifySealed(t *authv1beta1.Tenant, pub crypto.PublicKey) error {
+	acc, err := acceptanceOf(t)
+	if err != nil {
+		return err
+	}
+	if acc.KeyFingerprint != t.Status.AcceptedKeyFingerprint || acc.CSRDigest != t.Status.AcceptedCSRDigest {
+		return refusal(ReasonHandshakeChanged, "spec.publicKey or spec.csr changed after the handshake was accepted")
+	}
+	if err := authn.VerifyAcceptanceSeal(pub, acc, t.Status.AcceptanceSeal); err != nil {
+		return err
+	}
+	tenantKey, err := authn.ParsePublicKey(t.Spec.PublicKey)
+	if err != nil {
+		return err
+	}
+	_, err = authn.ValidateCSR(t.Spec.CSR, tenantKey, string(t.Spec.ClusterID))
+	return err
 }
 
 // handshakeChanged reports whether the key or CSR of an accepted Tenant changed since.

@@ -65,6 +65,12 @@ type TenantStatus struct {
 	AcceptedCSRDigest string `json:"acceptedCSRDigest,omitempty"`
 	// AcceptedAt is when the handshake was accepted.
 	AcceptedAt *metav1.Time `json:"acceptedAt,omitempty"`
+	// AcceptanceSeal is the provider's signature, with its cluster key, of the acceptance
+	// (Tenant UID, cluster ID, key fingerprint, CSR digest). The provider submits a CSR
+	// only when the seal verifies against the spec: writing status is not enough to have a
+	// certificate issued.
+	// +kubebuilder:validation:MaxLength=1024
+	AcceptanceSeal []byte `json:"acceptanceSeal,omitempty"`
 	// Certificate describes the certificate currently published in AuthParams.
 	Certificate *CertificateInfo `json:"certificate,omitempty"`
 	// ObservedGeneration is the generation the status reflects.

@@ -450,6 +450,11 @@ func (in *TenantStatus) DeepCopyInto(out *TenantStatus) {
 		in, out := &in.AcceptedAt, &out.AcceptedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.AcceptanceSeal != nil {
+		in, out := &in.AcceptanceSeal, &out.AcceptanceSeal
+		*out = make([]byte, len(*in))
+		copy(*out, *in)
+	}
 	if in.Certificate != nil {
 		in, out := &in.Certificate, &out.Certificate
 		*out = new(CertificateInfo)

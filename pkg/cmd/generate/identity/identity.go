@@ -76,7 +76,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tn, err := cluster.GetTenantNamespace(ctx, s.Client, o.RemoteClusterID)
+	tn, err := s.TenantNamespace(ctx, o.RemoteClusterID)
 	if err != nil {
 		return fmt.Errorf("%w: run liqoctl create nonce --remote-cluster-id %s, then apply the consumer's Tenant", err, o.RemoteClusterID)
 	}

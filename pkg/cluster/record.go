@@ -1,0 +1,234 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Keys of a tenant record ConfigMap.
+const (
+	recordNamespaceKey    = "namespace"
+	recordNamespaceUIDKey = "namespaceUID"
+	recordCAKey           = "caFingerprint"
+	recordCertsKey        = "certificates"
+	// TenantRecordLabel marks the ConfigMaps of the Liqo namespace that are tenant records.
+	TenantRecordLabel = "liqo.io/tenant-record"
+	tenantRecordPfx   = "liqo-auth-tenant-"
+)
+
+// TenantRecordName is the name of the record of remoteID in the Liqo namespace.
+func TenantRecordName(remoteID string) string { return tenantRecordPfx + remoteID }
+
+// TenantRecord is this cluster's own account of one remote cluster. It lives in a
+// ConfigMap of the Liqo namespace, where only this cluster's administrator and
+// liqo-auth-manager write, and never in the tenant namespace itself, whose labels anyone
+// who may create a namespace can copy:
+//
+//   - which namespace is the tenant namespace of the remote cluster, by name and UID (a
+//     namespace deleted and re-created by someone else has another UID);
+//   - on a consumer, the fingerprint of the provider CA it pinned;
+//   - on a provider, the certificates it had issued to that cluster and that are not
+//     expired: Kubernetes cannot revoke them, so they are listed until they expire.
+type TenantRecord struct {
+	RemoteID      string
+	Namespace     string
+	NamespaceUID  types.UID
+	CAFingerprint string
+	Certificates  []IssuedCertificate
+}
+
+// IssuedCertificate is one client certificate a provider had issued to a remote cluster.
+type IssuedCertificate struct {
+	// Serial is the serial number in hex.
+	Serial string `json:"serial"`
+	// NotAfter is when it expires.
+	NotAfter time.Time `json:"notAfter"`
+	// KeyFingerprint is the fingerprint of the consumer key it certifies.
+	KeyFingerprint string `json:"keyFingerprint,omitempty"`
+}
+
+// Valid returns the certificates that have not expired at now, soonest expiry first.
+func (r *TenantRecord) Valid(now time.Time) []IssuedCertificate {
+	if r == nil {
+		return nil
+	}
+	out := slices.DeleteFunc(slices.Clone(r.Certificates), func(c IssuedCertificate) bool { return !now.Before(c.NotAfter) })
+	slices.SortFunc(out, func(a, b IssuedCertificate) int { return a.NotAfter.Compare(b.NotAfter) })
+	return out
+}
+
+// AddCertificate records c, once, and forgets the certificates expired at now.
+func (r *TenantRecord) AddCertificate(c IssuedCertificate, now time.Time) {
+	r.Certificates = r.Valid(now)
+	if !slices.ContainsFunc(r.Certificates, func(x IssuedCertificate) bool { return x.Serial == c.Serial }) {
+		r.Certificates = append(r.Certificates, c)
+	}
+}
+
+func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, error) {
+	r := &TenantRecord{RemoteID: remoteID, Namespace: cm.Data[recordNamespaceKey],
+		NamespaceUID: types.UID(cm.Data[recordNamespaceUIDKey]), CAFingerprint: cm.Data[recordCAKey]}
+	if v := cm.Data[recordCertsKey]; v != "" {
+		if err := json.Unmarshal([]byte(v), &r.Certificates); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, recordCertsKey, err)
+		}
+	}
+	return r, nil
+}
+
+func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
+	cm.Labels = mergeLabels(cm.Labels, map[string]string{TenantRecordLabel: "true", RemoteClusterIDLabel: r.RemoteID, ManagedByLabel: ManagedByValue})
+	cm.Data = map[string]string{recordNamespaceKey: r.Namespace, recordNamespaceUIDKey: string(r.NamespaceUID), recordCAKey: r.CAFingerprint}
+	if len(r.Certificates) > 0 {
+		b, err := json.Marshal(r.Certificates)
+		if err != nil {
+			return err
+		}
+		cm.Data[recordCertsKey] = string(b)
+	}
+	for k, v := range cm.Data {
+		if v == "" {
+			delete(cm.Data, k)
+		}
+	}
+	return nil
+}
+
+func mergeLabels(dst, src map[string]string) map[string]string {
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	maps.Copy(dst, src)
+	return dst
+}
+
+// GetTenantRecord reads the record of remoteID; it is nil when there is none.
+func GetTenantRecord(ctx context.Context, c client.Reader, liqoNS, remoteID string) (*TenantRecord, error) {
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: TenantRecordName(remoteID)}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the tenant record of %q: %w", remoteID, err)
+	}
+	if cm.Labels[TenantRecordLabel] != "true" {
+		return nil, nil
+	}
+	return recordFromConfigMap(remoteID, &cm)
+}
+
+// ListTenantRecords reads every tenant record of the Liqo namespace.
+func ListTenantRecords(ctx context.Context, c client.Reader, liqoNS string) ([]*TenantRecord, error) {
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace(liqoNS), client.MatchingLabels{TenantRecordLabel: "true"}); err != nil {
+		return nil, err
+	}
+	var out []*TenantRecord
+	for i := range list.Items {
+		cm := &list.Items[i]
+		id := cm.Labels[RemoteClusterIDLabel]
+		if id == "" || cm.Name != TenantRecordName(id) {
+			continue
+		}
+		r, err := recordFromConfigMap(id, cm)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// UpdateTenantRecord changes the record of remoteID with mutate, retrying on conflicts; it
+// reads through r (the API server, not a cache that may lag) and writes through c.
+// A missing record is created only when create is set: the manager completes records,
+// but only an administrator's act (liqoctl) makes a namespace a tenant namespace.
+func UpdateTenantRecord(ctx context.Context, c client.Client, r client.Reader, liqoNS, remoteID string, create bool, mutate func(*TenantRecord) error) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm := &corev1.ConfigMap{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: TenantRecordName(remoteID)}, cm)
+		exists := err == nil
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading the tenant record of %q: %w", remoteID, err)
+		}
+		if !exists && !create {
+			return fmt.Errorf("%w for cluster %q: run liqoctl authenticate (or create nonce, generate tenant) to make one", ErrTenantNamespaceNotFound, remoteID)
+		}
+		rec := &TenantRecord{RemoteID: remoteID}
+		if exists {
+			if rec, err = recordFromConfigMap(remoteID, cm); err != nil {
+				return err
+			}
+		} else {
+			cm.ObjectMeta = metav1.ObjectMeta{Namespace: liqoNS, Name: TenantRecordName(remoteID)}
+		}
+		before := cm.DeepCopy()
+		if err := mutate(rec); err != nil {
+			return err
+		}
+		if err := rec.writeTo(cm); err != nil {
+			return err
+		}
+		switch {
+		case !exists:
+			err = c.Create(ctx, cm)
+		case !equalConfigMaps(before, cm):
+			err = c.Update(ctx, cm)
+		}
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("writing the tenant record of %q: %w", remoteID, err)
+		}
+		if apierrors.IsAlreadyExists(err) {
+			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, err)
+		}
+		return err
+	})
+}
+
+func equalConfigMaps(a, b *corev1.ConfigMap) bool {
+	return maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Data, b.Data)
+}
+
+// VerifyTenantNamespace reports whether namespace ns is the tenant namespace of remoteID:
+// this cluster's record names it, with its UID, and it carries the labels of the
+// protocol. When it is not, why says so in words for an Event.
+func VerifyTenantNamespace(ctx context.Context, c client.Reader, liqoNS, ns, remoteID string) (ok bool, why string, err error) {
+	if remoteID == "" {
+		return false, fmt.Sprintf("namespace %q: the object names no remote cluster", ns), nil
+	}
+	rec, err := GetTenantRecord(ctx, c, liqoNS, remoteID)
+	if err != nil {
+		return false, "", err
+	}
+	if rec == nil || rec.Namespace == "" {
+		return false, fmt.Sprintf("namespace %q is not the tenant namespace of cluster %q: this cluster never made one for it (liqoctl authenticate, create nonce or generate tenant do)", ns, remoteID), nil
+	}
+	if rec.Namespace != ns {
+		return false, fmt.Sprintf("namespace %q is not the tenant namespace of cluster %q, %q is", ns, remoteID, rec.Namespace), nil
+	}
+	var n corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, fmt.Sprintf("namespace %q, the tenant namespace of cluster %q, does not exist", ns, remoteID), nil
+		}
+		return false, "", err
+	}
+	if n.UID != rec.NamespaceUID {
+		return false, fmt.Sprintf("namespace %q was deleted and re-created since it was made the tenant namespace of cluster %q: re-run liqoctl authenticate to adopt it", ns, remoteID), nil
+	}
+	if !IsTenantNamespaceOf(&n, remoteID) {
+		return false, fmt.Sprintf("namespace %q lost the labels %s=%s, %s=true", ns, RemoteClusterIDLabel, remoteID, TenantNamespaceLabel), nil
+	}
+	return true, "", nil
+}
