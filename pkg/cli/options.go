@@ -21,6 +21,9 @@ type Global struct {
 	Verbose int
 	// Now is the clock of the commands (time.Now when nil).
 	Now func() time.Time
+	// AdoptTenantNamespace is --adopt-tenant-namespace, for the commands that make tenant
+	// namespaces.
+	AdoptTenantNamespace bool
 	// printer is created on first use, after flags are parsed.
 	printer *Printer
 }
@@ -29,6 +32,12 @@ type Global struct {
 func (g *Global) AddFlags(cmd *cobra.Command) {
 	g.Local.AddFlags(cmd.PersistentFlags(), "", "local")
 	cmd.PersistentFlags().CountVarP(&g.Verbose, "verbose", "v", "more output (repeat for more)")
+}
+
+// AddAdoptFlag registers --adopt-tenant-namespace on a command that makes tenant namespaces.
+func (g *Global) AddAdoptFlag(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&g.AdoptTenantNamespace, "adopt-tenant-namespace", false,
+		"adopt an existing liqo-tenant-<id> namespace this cluster has no record of (made by an older liqo-auth or by Liqo): only if you know who made it")
 }
 
 // Printer returns the progress printer (stderr).
@@ -53,6 +62,7 @@ func (g *Global) LocalSide(ctx context.Context, scope string) (*handshake.Side, 
 	if err != nil {
 		return nil, err
 	}
+	s.AdoptTenantNamespace = g.AdoptTenantNamespace
 	return s, s.Identify(ctx)
 }
 

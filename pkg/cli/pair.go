@@ -23,6 +23,7 @@ func NewPair(g *Global, remote *ClusterFlags) (*handshake.Pair, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.AdoptTenantNamespace, p.AdoptTenantNamespace = g.AdoptTenantNamespace, g.AdoptTenantNamespace
 	return &handshake.Pair{Consumer: c, Provider: p}, nil
 }
 

@@ -24,66 +24,59 @@ func IsTenantNamespaceOf(ns *corev1.Namespace, remoteID string) bool {
 }
 
 // GetTenantNamespace returns the name of the tenant namespace of remoteID: the one this
-// cluster's record names, when the record can be read and the namespace is still the
-// recorded one; otherwise the one found by its labels (falling back to a GET of the
-// default name when listing namespaces is forbidden). Controllers do not use it: they
-// trust only the record (VerifyTenantNamespace).
+// cluster's record names, if it is still the recorded namespace. Credentials that may not
+// read the record (a peering user) get liqo-tenant-<remoteID>, if it carries the labels.
+// Labels alone never make a namespace a tenant namespace: anyone who may create
+// namespaces can set them.
 func GetTenantNamespace(ctx context.Context, c client.Reader, liqoNS, remoteID string) (string, error) {
-	if rec, err := GetTenantRecord(ctx, c, liqoNS, remoteID); err == nil && rec != nil && rec.Namespace != "" {
-		if ok, _, err := VerifyTenantNamespace(ctx, c, liqoNS, rec.Namespace, remoteID); err == nil && ok {
-			return rec.Namespace, nil
-		}
+	rec, err := GetTenantRecord(ctx, c, liqoNS, remoteID)
+	switch {
+	case apierrors.IsForbidden(err):
+		return getDefaultTenantNamespace(ctx, c, remoteID)
+	case err != nil:
+		return "", err
+	case rec == nil || rec.Namespace == "":
+		return "", fmt.Errorf("%w for cluster %q", ErrTenantNamespaceNotFound, remoteID)
 	}
-	return findTenantNamespace(ctx, c, remoteID)
+	ok, why, err := VerifyTenantNamespace(ctx, c, liqoNS, rec.Namespace, remoteID)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%w for cluster %q: %s", ErrTenantNamespaceNotFound, remoteID, why)
+	}
+	return rec.Namespace, nil
 }
 
-// findTenantNamespace looks the tenant namespace of remoteID up by its labels.
-func findTenantNamespace(ctx context.Context, c client.Reader, remoteID string) (string, error) {
-	var list corev1.NamespaceList
-	err := c.List(ctx, &list, client.MatchingLabels(TenantNamespaceLabels(remoteID)))
-	switch {
-	case err == nil:
-		switch len(list.Items) {
-		case 0:
+func getDefaultTenantNamespace(ctx context.Context, c client.Reader, remoteID string) (string, error) {
+	var ns corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: TenantNamespaceName(remoteID)}, &ns); err != nil {
+		if apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("%w for cluster %q", ErrTenantNamespaceNotFound, remoteID)
-		case 1:
-			return list.Items[0].Name, nil
-		default:
-			return "", fmt.Errorf("%d namespaces are labelled as tenant namespace of cluster %q and this cluster recorded none of them; remove all but one", len(list.Items), remoteID)
 		}
-	case apierrors.IsForbidden(err):
-		var ns corev1.Namespace
-		if err := c.Get(ctx, client.ObjectKey{Name: TenantNamespaceName(remoteID)}, &ns); err != nil {
-			if apierrors.IsNotFound(err) {
-				return "", fmt.Errorf("%w for cluster %q", ErrTenantNamespaceNotFound, remoteID)
-			}
-			return "", fmt.Errorf("reading namespace %q: %w", TenantNamespaceName(remoteID), err)
-		}
-		if !IsTenantNamespaceOf(&ns, remoteID) {
-			return "", fmt.Errorf("namespace %q is not labelled as tenant namespace of cluster %q", ns.Name, remoteID)
-		}
-		return ns.Name, nil
-	default:
-		return "", fmt.Errorf("looking up the tenant namespace of cluster %q: %w", remoteID, err)
+		return "", fmt.Errorf("reading namespace %q: %w", TenantNamespaceName(remoteID), err)
 	}
+	if !IsTenantNamespaceOf(&ns, remoteID) {
+		return "", fmt.Errorf("namespace %q is not labelled as tenant namespace of cluster %q", ns.Name, remoteID)
+	}
+	return ns.Name, nil
 }
 
 // TenantNamespace is a tenant namespace EnsureTenantNamespace made or kept.
 type TenantNamespace struct {
 	// Name of the namespace.
 	Name string
-	// Adopted is set when the namespace existed before this cluster recorded it as a
-	// tenant namespace (made by an older liqo-auth, by Liqo, or by anyone who may create
-	// namespaces): the caller tells the administrator, whose act this adoption is.
+	// Adopted is set when an existing namespace was made a tenant namespace.
 	Adopted bool
 }
 
 // EnsureTenantNamespace makes the tenant namespace of remoteID: it creates
-// liqo-tenant-<remoteID> when none exists (a namespace of that name without the tenant
-// labels is labelled; one labelled for another cluster is an error), records it, with its
-// UID, in the Liqo namespace liqoNS, and binds liqo-auth-manager's per-tenant role in it.
-// This is an administrator's act: only it makes a namespace a tenant namespace.
-func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteID string) (*TenantNamespace, error) {
+// liqo-tenant-<remoteID>, records it with its UID in the Liqo namespace liqoNS, and binds
+// liqo-auth-manager's per-tenant role in it. This is an administrator's act: only it makes
+// a namespace a tenant namespace. A namespace that exists without a record (made by an
+// older liqo-auth, by Liqo, or by anyone who may create namespaces) is adopted only with
+// adopt set; otherwise ErrUnrecordedNamespace says what to do.
+func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteID string, adopt bool) (*TenantNamespace, error) {
 	if err := ValidateClusterID(remoteID); err != nil {
 		return nil, err
 	}
@@ -91,52 +84,52 @@ func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteI
 	if err != nil {
 		return nil, err
 	}
-	var ns *corev1.Namespace
 	if rec != nil && rec.Namespace != "" {
-		if ok, _, err := VerifyTenantNamespace(ctx, c, liqoNS, rec.Namespace, remoteID); err != nil {
+		ok, _, err := VerifyTenantNamespace(ctx, c, liqoNS, rec.Namespace, remoteID)
+		if err != nil {
 			return nil, err
-		} else if ok {
-			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rec.Namespace, UID: rec.NamespaceUID}}
+		}
+		if ok {
+			return &TenantNamespace{Name: rec.Namespace}, ensureManagerBinding(ctx, c, liqoNS, rec.Namespace)
 		}
 	}
-	created := false
-	if ns == nil {
-		if ns, created, err = ensureNamespace(ctx, c, remoteID); err != nil {
-			return nil, err
-		}
-		if err := UpdateTenantRecord(ctx, c, c, liqoNS, remoteID, true, func(r *TenantRecord) error {
-			r.Namespace, r.NamespaceUID = ns.Name, ns.UID
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-	}
-	if err := ensureManagerBinding(ctx, c, liqoNS, ns.Name); err != nil {
+	ns, adopted, err := ensureNamespace(ctx, c, remoteID, adopt)
+	if err != nil {
 		return nil, err
 	}
-	return &TenantNamespace{Name: ns.Name, Adopted: ns != nil && !created && (rec == nil || rec.NamespaceUID != ns.UID)}, nil
+	if err := UpdateTenantRecord(ctx, c, c, liqoNS, remoteID, true, func(r *TenantRecord) error {
+		r.Namespace, r.NamespaceUID = ns.Name, ns.UID
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return &TenantNamespace{Name: ns.Name, Adopted: adopted}, ensureManagerBinding(ctx, c, liqoNS, ns.Name)
 }
 
-// ensureNamespace finds the labelled tenant namespace of remoteID, or creates (or labels)
-// liqo-tenant-<remoteID>, and returns it with its UID.
-func ensureNamespace(ctx context.Context, c client.Client, remoteID string) (*corev1.Namespace, bool, error) {
-	if name, err := findTenantNamespace(ctx, c, remoteID); err == nil {
-		var existing corev1.Namespace
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, &existing); err != nil {
-			return nil, false, fmt.Errorf("reading namespace %q: %w", name, err)
-		}
-		return &existing, false, nil
-	} else if !isTenantNamespaceNotFound(err) {
-		return nil, false, err
-	}
+// ErrUnrecordedNamespace means a namespace that would be a tenant namespace exists, but
+// this cluster never made it one.
+var ErrUnrecordedNamespace = errors.New("the namespace exists, but this cluster never made it a tenant namespace")
+
+// ensureNamespace creates liqo-tenant-<remoteID>, or, with adopt, takes the existing
+// tenant namespace of remoteID (found by its labels, or by that name) and returns it with
+// whether it was adopted.
+func ensureNamespace(ctx context.Context, c client.Client, remoteID string, adopt bool) (*corev1.Namespace, bool, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TenantNamespaceName(remoteID), Labels: TenantNamespaceLabels(remoteID)}}
 	ns.Labels[ManagedByLabel] = ManagedByValue
+	if adopt {
+		if name, err := findTenantNamespace(ctx, c, remoteID); err == nil {
+			ns.Name = name
+		}
+	}
 	err := c.Create(ctx, ns)
 	if err == nil {
-		return ns, true, nil
+		return ns, false, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		return nil, false, fmt.Errorf("creating tenant namespace %q: %w", ns.Name, err)
+	}
+	if !adopt {
+		return nil, false, fmt.Errorf("%w: namespace %q (anyone who may create namespaces could have made it). If you made it, or an older liqo-auth or Liqo did, run the command again with --adopt-tenant-namespace; otherwise delete it", ErrUnrecordedNamespace, ns.Name)
 	}
 	var existing corev1.Namespace
 	if err := c.Get(ctx, client.ObjectKeyFromObject(ns), &existing); err != nil {
@@ -153,7 +146,23 @@ func ensureNamespace(ctx context.Context, c client.Client, remoteID string) (*co
 	if err := c.Patch(ctx, &existing, patch); err != nil {
 		return nil, false, fmt.Errorf("labelling namespace %q as tenant namespace: %w", ns.Name, err)
 	}
-	return &existing, false, nil
+	return &existing, true, nil
+}
+
+// findTenantNamespace looks a tenant namespace of remoteID up by its labels, to adopt it.
+func findTenantNamespace(ctx context.Context, c client.Reader, remoteID string) (string, error) {
+	var list corev1.NamespaceList
+	if err := c.List(ctx, &list, client.MatchingLabels(TenantNamespaceLabels(remoteID))); err != nil {
+		return "", fmt.Errorf("looking up the tenant namespace of cluster %q: %w", remoteID, err)
+	}
+	switch len(list.Items) {
+	case 0:
+		return "", fmt.Errorf("%w for cluster %q", ErrTenantNamespaceNotFound, remoteID)
+	case 1:
+		return list.Items[0].Name, nil
+	default:
+		return "", fmt.Errorf("%d namespaces are labelled as tenant namespace of cluster %q; remove all but one", len(list.Items), remoteID)
+	}
 }
 
 // ensureManagerBinding binds, in tenant namespace ns, liqo-auth-manager's ServiceAccount
@@ -192,5 +201,3 @@ func ForgetTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteI
 		return nil
 	})
 }
-
-func isTenantNamespaceNotFound(err error) bool { return errors.Is(err, ErrTenantNamespaceNotFound) }

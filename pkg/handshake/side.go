@@ -46,6 +46,9 @@ type Side struct {
 	ClusterID string
 	// Report prints progress for this side.
 	Report Reporter
+	// AdoptTenantNamespace lets EnsureTenantNamespace adopt an existing namespace this
+	// cluster has no record of (the administrator says it is theirs).
+	AdoptTenantNamespace bool
 
 	keyMu sync.Mutex
 	key   crypto.Signer
@@ -118,14 +121,14 @@ func (s *Side) Explain(err error, doing string) error {
 
 // EnsureTenantNamespace makes (or keeps) the tenant namespace of remoteID on this side and
 // records it in the Liqo namespace: the administrator's act that makes it one. Adopting a
-// namespace this cluster had not recorded is said aloud.
+// namespace this cluster had not recorded (only with AdoptTenantNamespace) is said aloud.
 func (s *Side) EnsureTenantNamespace(ctx context.Context, remoteID string) (string, error) {
-	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, s.Namespace, remoteID)
+	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, s.Namespace, remoteID, s.AdoptTenantNamespace)
 	if err != nil {
 		return "", s.Explain(err, "ensuring the tenant namespace")
 	}
 	if tn.Adopted {
-		s.Report.Warn("Namespace %s existed before this cluster recorded it as the tenant namespace of %q; it is now adopted as such: if you did not create it (or an older liqo-auth or Liqo did not), delete it and run the command again", tn.Name, remoteID)
+		s.Report.Warn("Namespace %s, which existed without this cluster's record, is adopted as the tenant namespace of %q", tn.Name, remoteID)
 	}
 	return tn.Name, nil
 }

@@ -150,7 +150,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		o.Key = key
 	}
-	c, rec := mgr.GetClient(), mgr.GetEventRecorder(cluster.ManagerName)
+	c, rec := mgr.GetClient(), common.ShortNotes(mgr.GetEventRecorder(cluster.ManagerName))
 	placement := common.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
 	var setups []interface{ SetupWithManager(ctrl.Manager) error }
 	if o.Provider {

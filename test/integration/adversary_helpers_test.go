@@ -16,7 +16,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -112,8 +111,8 @@ func expectRefused(t *testing.T, p *site, tn *authv1beta1.Tenant, reason string)
 	assert.Empty(t, got.Status.AcceptedKeyFingerprint)
 }
 
-// assertNothingGranted checks that no CSR exists for cluster id, no binding exists in its
-// tenant namespace, and SubjectAccessReviews deny every tenant permission.
+// assertNothingGranted checks that no CSR exists for cluster id, no binding in any
+// namespace names it, and SubjectAccessReviews deny every tenant permission.
 func assertNothingGranted(t *testing.T, p *site, id, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -122,9 +121,9 @@ func assertNothingGranted(t *testing.T, p *site, id, ns string) {
 	for _, c := range csrs.Items {
 		assert.NotEqual(t, id, c.Labels[cluster.RemoteClusterIDLabel], "no CSR may exist for %s", id)
 	}
-	var rbs rbacv1.RoleBindingList
-	require.NoError(t, p.client.List(ctx, &rbs, client.InNamespace(ns)))
-	assert.Empty(t, rbs.Items, "no binding may exist in %s", ns)
+	bindings, err := cluster.BindingsNaming(ctx, p.client, id, nil, false)
+	require.NoError(t, err)
+	assert.Empty(t, bindings, "no binding anywhere may name %s", id)
 	allowed, err := cluster.AllowedActions(ctx, p.client, id, []string{cluster.UserGroup}, ns, cluster.ControlPlaneRules())
 	require.NoError(t, err)
 	assert.Empty(t, allowed)

@@ -58,12 +58,12 @@ func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
 	require.ErrorContains(t, err, "does not match", "a broken key pair is reported, not regenerated")
 
 	const liqoNS = cluster.DefaultLiqoNamespace
-	first, err := cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-remote")
+	first, err := cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-remote", false)
 	require.NoError(t, err)
 	tn := first.Name
 	assert.Equal(t, "liqo-tenant-cl-remote", tn)
 	assert.False(t, first.Adopted, "a namespace it creates is not adopted")
-	second, err := cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-remote")
+	second, err := cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-remote", false)
 	require.NoError(t, err)
 	assert.Equal(t, tn, second.Name)
 	assert.False(t, second.Adopted)
@@ -73,15 +73,19 @@ func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
 	var binding rbacv1.RoleBinding
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.ManagerName}, &binding), "the manager is bound in the tenant namespace")
 	assert.Equal(t, cluster.ManagerTenantRoleName, binding.RoleRef.Name)
-	// An unlabelled namespace of that name is adopted, and says so; one labelled for
-	// another cluster is refused.
+	// A namespace of that name that this cluster did not record is adopted only when the
+	// administrator says so (and is labelled then); one labelled for another cluster is
+	// refused even so.
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-bare"}}))
-	got, err := cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-bare")
+	_, err = cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-bare", false)
+	require.ErrorIs(t, err, cluster.ErrUnrecordedNamespace)
+	require.ErrorContains(t, err, "--adopt-tenant-namespace")
+	got, err := cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-bare", true)
 	require.NoError(t, err)
 	assert.Equal(t, "liqo-tenant-cl-bare", got.Name)
 	assert.True(t, got.Adopted, "a namespace that existed is adopted")
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-taken", Labels: map[string]string{cluster.RemoteClusterIDLabel: "cl-other"}}}))
-	_, err = cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-taken")
+	_, err = cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-taken", true)
 	require.ErrorContains(t, err, "tenant namespace of cluster \"cl-other\"")
 	// A look-alike, labelled by someone who may create namespaces, is not a tenant
 	// namespace: only the recorded one is.
@@ -90,7 +94,7 @@ func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.Contains(t, why, "is not the tenant namespace of cluster")
-	second, err = cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-remote")
+	second, err = cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-remote", false)
 	require.NoError(t, err)
 	assert.Equal(t, tn, second.Name, "the record, not the labels, names the tenant namespace")
 

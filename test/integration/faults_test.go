@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,9 +59,7 @@ func assertConverged(t *testing.T, c, p *site, rec *csrRecorder, wantCSRs int) {
 	if rec != nil {
 		assert.Equal(t, wantCSRs, rec.count(), "CSRs created")
 	}
-	var rbs rbacv1.RoleBindingList
-	require.NoError(t, p.client.List(ctx, &rbs, client.InNamespace(cluster.TenantNamespaceName(c.id))))
-	assert.Len(t, rbs.Items, 2, "exactly the control-plane and tenant-reader bindings")
+	assert.Len(t, tenantBindings(t, p.client, client.InNamespace(cluster.TenantNamespaceName(c.id))), 2, "exactly the control-plane and tenant-reader bindings")
 	var tenants authv1beta1.TenantList
 	require.NoError(t, p.client.List(ctx, &tenants))
 	for _, tn := range tenants.Items {
@@ -187,7 +184,5 @@ func TestUnauthenticateInterrupted(t *testing.T) {
 	require.NotNil(t, stuck.DeletionTimestamp, "without controllers the finalizer holds the Tenant")
 	_, errOut := mustCLI(t, pairArgs("unauthenticate", c, p)...)
 	require.Contains(t, errOut, "Access revoked: verified")
-	var rbs rbacv1.RoleBindingList
-	require.NoError(t, p.client.List(ctx, &rbs, client.InNamespace(pTN)))
-	assert.Empty(t, rbs.Items)
+	assert.Empty(t, tenantBindings(t, p.client, client.InNamespace(pTN)))
 }

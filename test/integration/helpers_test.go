@@ -2,12 +2,14 @@ package integration
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -107,7 +109,16 @@ func secret(ns, name string, labels map[string]string, data map[string][]byte) *
 // manager binding) and returns its name.
 func ensureTN(t testing.TB, c client.Client, remoteID string) string {
 	t.Helper()
-	tn, err := cluster.EnsureTenantNamespace(context.Background(), c, cluster.DefaultLiqoNamespace, remoteID)
+	tn, err := cluster.EnsureTenantNamespace(context.Background(), c, cluster.DefaultLiqoNamespace, remoteID, false)
 	require.NoError(t, err)
 	return tn.Name
+}
+
+// tenantBindings lists RoleBindings, leaving out liqo-auth-manager's own binding in each
+// tenant namespace: what remains is what was granted to tenants.
+func tenantBindings(t testing.TB, c client.Client, opts ...client.ListOption) []rbacv1.RoleBinding {
+	t.Helper()
+	var rbs rbacv1.RoleBindingList
+	require.NoError(t, c.List(context.Background(), &rbs, opts...))
+	return slices.DeleteFunc(rbs.Items, func(b rbacv1.RoleBinding) bool { return b.Name == cluster.ManagerName })
 }

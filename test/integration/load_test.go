@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -91,9 +90,7 @@ func TestLoadConcurrentConsumers(t *testing.T) {
 	var csrs certificatesv1.CertificateSigningRequestList
 	require.NoError(t, p.client.List(ctx, &csrs))
 	assert.Empty(t, csrs.Items, "no CSR left")
-	var rbs rbacv1.RoleBindingList
-	require.NoError(t, p.client.List(ctx, &rbs, client.MatchingLabels{cluster.ManagedByLabel: cluster.ManagedByValue}))
-	assert.Empty(t, rbs.Items, "no binding left")
+	assert.Empty(t, tenantBindings(t, p.client, client.MatchingLabels{cluster.ManagedByLabel: cluster.ManagedByValue}), "no binding left")
 	var nonces corev1.SecretList
 	require.NoError(t, p.client.List(ctx, &nonces, client.MatchingLabels{cluster.NonceLabel: "true"}))
 	assert.Empty(t, nonces.Items, "no nonce left")

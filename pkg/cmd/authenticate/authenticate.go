@@ -53,6 +53,7 @@ Re-running it on an authenticated pair changes nothing.`,
 	}
 	o.Remote.AddFlags(cmd.Flags(), "remote-", "remote (provider)")
 	o.Timeout.AddFlags(cmd)
+	o.Global.AddAdoptFlag(cmd)
 	cmd.Flags().StringVar(&o.ProxyURL, "proxy-url", "", "proxy the consumer uses to reach the provider (http, https or socks5)")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "show what would be created on each cluster and the permissions the consumer would get, changing nothing")
 	cli.RegisterClusterCompletions(cmd, &o.Remote, "remote-")

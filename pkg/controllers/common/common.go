@@ -4,10 +4,13 @@ package common
 
 import (
 	"context"
+	"fmt"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -73,4 +76,28 @@ func PlacedSecret(ctx context.Context, c client.Reader, p Placement, rec events.
 		return nil, "", err
 	}
 	return s, remote, nil
+}
+
+// maxNote is the longest Event note the API server accepts (events.k8s.io/v1: 1 kB).
+const maxNote = 1024
+
+// ShortNotes wraps an EventRecorder so that every note fits in an Event: a longer one
+// (a refusal listing many bindings) would be rejected by the API server and lost. The
+// full text stays in the object's condition.
+func ShortNotes(rec events.EventRecorder) events.EventRecorder { return shortNotes{rec} }
+
+type shortNotes struct{ events.EventRecorder }
+
+// Eventf records the Event with its note cut to maxNote bytes, on a rune boundary.
+func (s shortNotes) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	msg := fmt.Sprintf(note, args...)
+	if len(msg) > maxNote {
+		const more = " […]"
+		cut := maxNote - len(more)
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + more
+	}
+	s.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", msg)
 }

@@ -48,14 +48,14 @@ const (
 
 // Reconciler keeps one watcher per control-plane Identity.
 type Reconciler struct {
-	Client    client.Client
-	Recorder  events.EventRecorder
-	Scheme    *runtime.Scheme
+	Client   client.Client
+	Recorder events.EventRecorder
+	Scheme   *runtime.Scheme
 	// LiqoNamespace holds the tenant records with the pinned provider CAs.
 	LiqoNamespace string
 	ClusterID     string
-	Key       crypto.Signer
-	Now       func() time.Time
+	Key           crypto.Signer
+	Now           func() time.Time
 
 	mu       sync.Mutex
 	ctx      context.Context

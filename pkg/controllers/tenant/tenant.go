@@ -321,8 +321,10 @@ func (r *Reconciler) refuse(t *authv1beta1.Tenant, err error) error {
 	return nil
 }
 
+// setCondition sets a condition and, when it changed, records an Event of eventType for a
+// warning or a success ("" records none).
 func (r *Reconciler) setCondition(t *authv1beta1.Tenant, typ string, ok bool, reason, msg, eventType string) {
-	if common.SetCondition(&t.Status.Conditions, typ, ok, reason, msg, t.Generation) && (eventType == corev1.EventTypeWarning || ok) {
+	if common.SetCondition(&t.Status.Conditions, typ, ok, reason, msg, t.Generation) && eventType != "" && (eventType == corev1.EventTypeWarning || ok) {
 		r.Recorder.Eventf(t, nil, eventType, reason, typ, "%s", msg)
 	}
 }

@@ -20,18 +20,18 @@ import (
 
 // Reasons of refusals found by the provider beyond the cryptographic checks of authn.
 const (
-	ReasonInvalidClusterID   authn.Reason = "InvalidClusterID"
-	ReasonNameMismatch       authn.Reason = "TenantNameMismatch"
-	ReasonLabelMismatch      authn.Reason = "TenantLabelMismatch"
-	ReasonMisplaced          authn.Reason = "TenantNotInTenantNamespace"
-	ReasonNonceMissing       authn.Reason = "NonceMissing"
-	ReasonNonceExpired       authn.Reason = "NonceExpired"
-	ReasonNonceInvalid       authn.Reason = "NonceInvalid"
-	ReasonHandshakeChanged   authn.Reason = "HandshakeChanged"
-	ReasonSignatureMissing   authn.Reason = "SignatureMissing"
-	ReasonPublicKeyMissing   authn.Reason = "PublicKeyMissing"
-	ReasonCSRMissing         authn.Reason = "CSRMissing"
-	ReasonAccepted                        = "HandshakeAccepted"
+	ReasonInvalidClusterID      authn.Reason = "InvalidClusterID"
+	ReasonNameMismatch          authn.Reason = "TenantNameMismatch"
+	ReasonLabelMismatch         authn.Reason = "TenantLabelMismatch"
+	ReasonMisplaced             authn.Reason = "TenantNotInTenantNamespace"
+	ReasonNonceMissing          authn.Reason = "NonceMissing"
+	ReasonNonceExpired          authn.Reason = "NonceExpired"
+	ReasonNonceInvalid          authn.Reason = "NonceInvalid"
+	ReasonHandshakeChanged      authn.Reason = "HandshakeChanged"
+	ReasonSignatureMissing      authn.Reason = "SignatureMissing"
+	ReasonPublicKeyMissing      authn.Reason = "PublicKeyMissing"
+	ReasonCSRMissing            authn.Reason = "CSRMissing"
+	ReasonAccepted                           = "HandshakeAccepted"
 	ReasonNonceIssueTimeInvalid authn.Reason = "NonceIssueTimeInvalid"
 )
 

@@ -43,6 +43,7 @@ prints it bare on stdout). A young unused nonce is kept: re-running changes noth
 	cli.AddRemoteClusterIDFlag(cmd, g, &o.RemoteClusterID, "consumer")
 	o.Output.AddFlags(cmd, "")
 	o.Timeout.AddFlags(cmd)
+	o.Global.AddAdoptFlag(cmd)
 	return cmd
 }
 

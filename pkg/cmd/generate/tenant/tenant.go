@@ -55,6 +55,7 @@ another CA is then refused.`,
 	_ = cmd.MarkFlagRequired("nonce")
 	o.Output.AddFlags(cmd, "yaml")
 	o.Timeout.AddFlags(cmd)
+	o.Global.AddAdoptFlag(cmd)
 	return cmd
 }
 

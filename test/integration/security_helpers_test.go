@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// principal is a client acting as a user who holds exactly the rules granted to it:
+// the API server sees the administrator impersonating that user (kubectl --as).
+func principal(t testing.TB, s *site, user, ns string, rules ...rbacv1.PolicyRule) client.WithWatch {
+	t.Helper()
+	ctx := context.Background()
+	name := "test-" + user
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	if ns == "" {
+		require.NoError(t, s.client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}))
+		require.NoError(t, s.client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}}))
+	} else {
+		require.NoError(t, s.client.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: rules}))
+		require.NoError(t, s.client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}}))
+	}
+	cfg := rest.CopyConfig(s.cp.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return newClient(t, cfg)
+}
+
+func rule(group, resource string, verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}
+}
+
+// waitCondition waits until condition typ of the Tenant has status want and reason, and
+// returns its message.
+func waitTenantCondition(t *testing.T, p *site, key client.ObjectKey, typ string, want metav1.ConditionStatus, reason string) string {
+	t.Helper()
+	var msg string
+	eventually(t, 20*time.Second, "Tenant "+key.String()+" condition "+typ+"="+string(want)+" "+reason, func(ctx context.Context) (bool, error) {
+		var got authv1beta1.Tenant
+		if err := p.client.Get(ctx, key, &got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, typ)
+		if c == nil {
+			return false, nil
+		}
+		msg = c.Message
+		return c.Status == want && c.Reason == reason, nil
+	})
+	return msg
+}
+
+// waitEvent waits for a Warning Event with reason about object name in namespace ns.
+func waitEvent(t *testing.T, s *site, ns, name, reason string) {
+	t.Helper()
+	eventually(t, 20*time.Second, "a Warning Event "+reason+" about "+ns+"/"+name, func(ctx context.Context) (bool, error) {
+		return hasEvent(t, s, ns, name, reason), nil
+	})
+}
+
+// assertNoCSRApproved checks that no CertificateSigningRequest for user id was approved
+// or issued.
+func assertNoCSRApproved(t *testing.T, p *site, id string) {
+	t.Helper()
+	var csrs certificatesv1.CertificateSigningRequestList
+	require.NoError(t, p.client.List(context.Background(), &csrs))
+	for _, c := range csrs.Items {
+		if c.Labels[cluster.RemoteClusterIDLabel] != id {
+			continue
+		}
+		approved, _, _ := csrConditions(&c)
+		assert.False(t, approved, "CSR %s (requested by %s) must not be approved", c.Name, c.Spec.Username)
+		assert.Empty(t, c.Status.Certificate, "CSR %s must hold no certificate", c.Name)
+	}
+}
+
+func csrConditions(c *certificatesv1.CertificateSigningRequest) (approved, denied, failed bool) {
+	for _, cond := range c.Status.Conditions {
+		if cond.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch cond.Type {
+		case certificatesv1.CertificateApproved:
+			approved = true
+		case certificatesv1.CertificateDenied:
+			denied = true
+		case certificatesv1.CertificateFailed:
+			failed = true
+		}
+	}
+	return approved, denied, failed
+}
+
+// honestHandshake runs an honest consumer a (key material only) against the provider
+// through objects, and waits for its certificate.
+func honestHandshake(t *testing.T, p *site, a *attacker) *authv1beta1.Tenant {
+	t.Helper()
+	tn, nonce := freshNonce(t, p, a.id)
+	tenant := a.honestTenant(t, tn, nonce)
+	require.NoError(t, p.client.Create(context.Background(), tenant))
+	key := client.ObjectKeyFromObject(tenant)
+	waitTenantCondition(t, p, key, authv1beta1.ConditionReady, metav1.ConditionTrue, "Ready")
+	got := &authv1beta1.Tenant{}
+	require.NoError(t, p.client.Get(context.Background(), key, got))
+	return got
+}
