@@ -8,6 +8,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"flag"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"math/big"
 	"os"
 	"testing"
@@ -137,6 +139,36 @@ func TestForgeAndReadKubeconfig(t *testing.T) {
 			tc.mut(&q)
 			_, err := ForgeKubeconfig(q, time.Now())
 			assert.Equal(t, tc.reason, ReasonOf(err), "%v", err)
+		})
+	}
+	assert.Equal(t, p.ProxyURL, info.ProxyURL)
+	assert.NotEmpty(t, info.KeyPEM)
+	for name, tamper := range map[string]func(*clientcmdapi.Config){
+		"exec plugin": func(c *clientcmdapi.Config) {
+			c.AuthInfos["cl-consumer"].Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh"}
+		},
+		"auth provider": func(c *clientcmdapi.Config) {
+			c.AuthInfos["cl-consumer"].AuthProvider = &clientcmdapi.AuthProviderConfig{Name: "oidc"}
+		},
+		"token":           func(c *clientcmdapi.Config) { c.AuthInfos["cl-consumer"].Token = "t" },
+		"token file":      func(c *clientcmdapi.Config) { c.AuthInfos["cl-consumer"].TokenFile = "/var/run/secrets/token" },
+		"basic auth":      func(c *clientcmdapi.Config) { c.AuthInfos["cl-consumer"].Username = "admin" },
+		"cert file":       func(c *clientcmdapi.Config) { c.AuthInfos["cl-consumer"].ClientCertificate = "/etc/cert" },
+		"key file":        func(c *clientcmdapi.Config) { c.AuthInfos["cl-consumer"].ClientKey = "/etc/key" },
+		"impersonation":   func(c *clientcmdapi.Config) { c.AuthInfos["cl-consumer"].Impersonate = "system:admin" },
+		"impersonate UID": func(c *clientcmdapi.Config) { c.AuthInfos["cl-consumer"].ImpersonateUID = "1" },
+		"CA file":         func(c *clientcmdapi.Config) { c.Clusters["cl-provider"].CertificateAuthority = "/etc/ca" },
+		"insecure":        func(c *clientcmdapi.Config) { c.Clusters["cl-provider"].InsecureSkipTLSVerify = true },
+		"server name":     func(c *clientcmdapi.Config) { c.Clusters["cl-provider"].TLSServerName = "evil" },
+	} {
+		t.Run("read with "+name, func(t *testing.T) {
+			cfg, err := clientcmd.Load(data)
+			require.NoError(t, err)
+			tamper(cfg)
+			out, err := clientcmd.Write(*cfg)
+			require.NoError(t, err)
+			_, err = ReadKubeconfig(out)
+			assert.Equal(t, ReasonKubeconfigForeignCredentials, ReasonOf(err), "%v", err)
 		})
 	}
 	for name, in := range map[string]string{"garbage": "{{", "no context": "apiVersion: v1\nkind: Config\n", "no cert": "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nclusters: [{name: c, cluster: {server: https://x}}]\nusers: [{name: u, user: {}}]\n"} {

@@ -31,9 +31,6 @@ const (
 	IdentityTypeLabel               = "liqo.io/identity-type"
 	RemoteTenantNamespaceAnnotation = "liqo.io/remote-tenant-namespace"
 	KubeconfigField                 = "kubeconfig"
-	// ExpectedCAFingerprintAnnotation on a consumer's tenant namespace pins the CA an
-	// Identity from that provider must present.
-	ExpectedCAFingerprintAnnotation = "liqo.io/expected-ca-fingerprint"
 
 	// ControlPlaneRoleName is the ClusterRole bound, in its tenant namespace, to a
 	// consumer's control-plane user.

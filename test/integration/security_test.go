@@ -53,7 +53,7 @@ func TestCSRSquattingIsNeverApproved(t *testing.T) {
 	for i, name := range []string{"liqo-cl-honest-" + serial[:10], "liqo-cl-honest-next"} {
 		csr := &certificatesv1.CertificateSigningRequest{
 			ObjectMeta: metav1.ObjectMeta{Name: name,
-				Labels: map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.TenantUIDLabel: string(tn.UID), cluster.RemoteClusterIDLabel: honest.id},
+				Labels:      map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.TenantUIDLabel: string(tn.UID), cluster.RemoteClusterIDLabel: honest.id},
 				Annotations: map[string]string{tenant.TenantAnnotation: tn.Namespace + "/" + tn.Name, tenant.ReplacesAnnotation: serial}},
 			Spec: certificatesv1.CertificateSigningRequestSpec{
 				Request: thief.csr(t), SignerName: certificatesv1.KubeAPIServerClientSignerName,
@@ -311,8 +311,8 @@ func TestNonceStampsCannotExtendANonce(t *testing.T) {
 		stamp  time.Duration
 		reason string
 	}{
-		"stamped in the future":        {stamp: time.Hour, reason: string(tenant.ReasonNonceIssueTimeInvalid)},
-		"expired nonce restamped now":  {wait: 4 * time.Second, reason: string(tenant.ReasonNonceExpired)},
+		"stamped in the future":       {stamp: time.Hour, reason: string(tenant.ReasonNonceIssueTimeInvalid)},
+		"expired nonce restamped now": {wait: 4 * time.Second, reason: string(tenant.ReasonNonceExpired)},
 		"expired nonce stamped ahead": {wait: 4 * time.Second, stamp: 30 * time.Second, reason: string(tenant.ReasonNonceExpired)},
 	} {
 		t.Run(name, func(t *testing.T) {
