@@ -91,26 +91,32 @@ func sameUsages(a, b []certificatesv1.KeyUsage) bool {
 }
 
 // findCSR returns this manager's CSR for the current issuance of t, if one exists, and the
-// pending CSRs carrying t's labels that somebody else requested. The cache is asked
-// first; the API server when the cache has none (a CSR created a moment ago).
+// pending CSRs carrying t's labels that somebody else requested. It reads the cache; a CSR
+// this process created a moment ago, which the cache may not hold yet, is read from the
+// API server by the name remembered at creation (the expectations of kube's own
+// controllers), so that no second request is ever made.
 func (r *Reconciler) findCSR(ctx context.Context, t *authv1beta1.Tenant) (own *certificatesv1.CertificateSigningRequest, foreign []string, err error) {
-	for _, reader := range []client.Reader{r.Client, r.APIReader} {
-		var list certificatesv1.CertificateSigningRequestList
-		if err := reader.List(ctx, &list, client.MatchingLabels{cluster.TenantUIDLabel: string(t.UID)}); err != nil {
+	var list certificatesv1.CertificateSigningRequestList
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{cluster.TenantUIDLabel: string(t.UID)}); err != nil {
+		return nil, nil, err
+	}
+	for i := range list.Items {
+		csr := &list.Items[i]
+		switch {
+		case r.ownCSR(csr, t):
+			own = csr
+		case !r.requestedBySelf(csr) && pending(csr):
+			foreign = append(foreign, fmt.Sprintf("%s (requested by %q)", csr.Name, csr.Spec.Username))
+		}
+	}
+	if name, ok := r.created.Load(t.UID); ok && own == nil {
+		csr := &certificatesv1.CertificateSigningRequest{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Name: name.(string)}, csr)
+		switch {
+		case err == nil && r.ownCSR(csr, t):
+			own = csr
+		case err != nil && !apierrors.IsNotFound(err):
 			return nil, nil, err
-		}
-		foreign = foreign[:0]
-		for i := range list.Items {
-			csr := &list.Items[i]
-			switch {
-			case r.ownCSR(csr, t):
-				own = csr
-			case !r.requestedBySelf(csr) && pending(csr):
-				foreign = append(foreign, fmt.Sprintf("%s (requested by %q)", csr.Name, csr.Spec.Username))
-			}
-		}
-		if own != nil {
-			break
 		}
 	}
 	return own, foreign, nil
@@ -236,6 +242,7 @@ func (r *Reconciler) createCSR(ctx context.Context, t *authv1beta1.Tenant) (*cer
 	if err := r.Client.Create(ctx, csr); err != nil {
 		return nil, fmt.Errorf("creating a CertificateSigningRequest for Tenant %s/%s: %w", t.Namespace, t.Name, err)
 	}
+	r.created.Store(t.UID, csr.Name)
 	if !r.ownCSR(csr, t) {
 		// The API server recorded another requester than the manager's identity (it was
 		// read at start): never approve it.

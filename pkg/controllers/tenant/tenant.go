@@ -10,6 +10,7 @@ import (
 	"crypto"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -65,6 +66,10 @@ type Reconciler struct {
 	// whose CertificateSigningRequests it approves.
 	Self authenticationv1.UserInfo
 	Now  func() time.Time
+
+	// created remembers, per Tenant UID, the last CSR this process created, until the
+	// cache holds it.
+	created sync.Map
 }
 
 // SetupWithManager registers the reconciler: Tenants, their bindings, their CSRs, and
@@ -358,6 +363,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error 
 	if err := r.deleteCSRs(ctx, r.APIReader, t, false); err != nil {
 		return err
 	}
+	r.created.Delete(t.UID)
 	patch := client.MergeFrom(t.DeepCopy())
 	controllerutil.RemoveFinalizer(t, cluster.TenantFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, t, patch))
