@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -26,9 +27,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/manager"
 	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
@@ -37,7 +38,7 @@ type flags struct {
 	leaderElect, provider, consumer, showVersion                       bool
 	qps                                                                float32
 	burst                                                              int
-	opts                                                               manager.Options
+	opts                                                               authmanager.Options
 	zap                                                                zap.Options
 }
 
@@ -58,15 +59,15 @@ func parse(args []string) (*flags, error) {
 	fs.StringVar(&f.apiServerCAFile, "api-server-ca-file", "", "PEM CA bundle of --api-server-url")
 	fs.DurationVar(&f.opts.Tenant.CertificateLifetime, "certificate-lifetime", 0, "lifetime of issued certificates (default: liqoctl install's, else 720h)")
 	fs.DurationVar(&f.opts.Tenant.RenewBefore, "renew-before", 0, "renew a certificate when less than this remains (default: after two thirds of its lifetime)")
-	fs.DurationVar(&f.opts.Tenant.CSRTimeout, "csr-timeout", manager.DefaultCSRTimeout, "how long an approved CSR may wait for its certificate before it is reported")
-	fs.DurationVar(&f.opts.Tenant.NonceTTL, "nonce-ttl", manager.DefaultNonceTTL, "how long a nonce may be used")
+	fs.DurationVar(&f.opts.Tenant.CSRTimeout, "csr-timeout", authmanager.DefaultCSRTimeout, "how long an approved CSR may wait for its certificate before it is reported")
+	fs.DurationVar(&f.opts.Tenant.NonceTTL, "nonce-ttl", authmanager.DefaultNonceTTL, "how long a nonce may be used")
 	fs.BoolVar(&f.provider, "provider", true, "run the provider side")
 	fs.BoolVar(&f.consumer, "consumer", true, "run the consumer side")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas through the Lease liqo-auth-manager; without it, the manager still holds that Lease while no other manager does, so that liqoctl sees it")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
-	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "health probes address (0 disables)")
-	fs.Float32Var(&f.qps, "kube-api-qps", manager.DefaultQPS, "API requests per second")
-	fs.IntVar(&f.burst, "kube-api-burst", manager.DefaultBurst, "API request burst")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", "", "health probes address (0 disables; default :8081 in a Pod, disabled beside a cluster with --kubeconfig, so that several managers share a host)")
+	fs.Float32Var(&f.qps, "kube-api-qps", authmanager.DefaultQPS, "API requests per second")
+	fs.IntVar(&f.burst, "kube-api-burst", authmanager.DefaultBurst, "API request burst")
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(gofs)
@@ -74,13 +75,34 @@ func parse(args []string) (*flags, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	f.opts.Provider, f.opts.Consumer, f.opts.WatchRenewals = f.provider, f.consumer, true
+	if f.healthAddr == "" {
+		f.healthAddr = ":8081"
+		if f.kubeconfig != "" {
+			f.healthAddr = "0"
+		}
+	}
+	f.opts.WatchRenewals = true
+	if f.provider {
+		f.opts.Role |= authmanager.Provider
+	}
+	if f.consumer {
+		f.opts.Role |= authmanager.Consumer
+	}
 	return f, nil
 }
 
 func run() error {
 	f, err := parse(os.Args[1:])
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil // the usage is printed
+	}
 	if err != nil {
+		return err
+	}
+	if err := checkListen("--health-probe-bind-address", f.healthAddr); err != nil {
+		return err
+	}
+	if err := checkListen("--metrics-bind-address", f.metricsAddr); err != nil {
 		return err
 	}
 	if f.showVersion {
@@ -112,31 +134,31 @@ func run() error {
 	if err := f.opts.Complete(); err != nil {
 		return err
 	}
-	if f.opts.Provider {
+	if f.opts.Role.Has(authmanager.Provider) {
 		var ca []byte
 		if f.apiServerCAFile != "" {
 			if ca, err = os.ReadFile(f.apiServerCAFile); err != nil {
 				return fmt.Errorf("reading --api-server-ca-file: %w", err)
 			}
 		}
-		if f.opts.Tenant.APIServer, f.opts.Tenant.CA, err = manager.ResolveAPIServer(ctx, direct, f.opts.Namespace, cfg, f.apiServerURL, ca); err != nil {
+		if f.opts.Tenant.APIServer, f.opts.Tenant.CA, err = authmanager.ResolveAPIServer(ctx, direct, f.opts.Namespace, cfg, f.apiServerURL, ca); err != nil {
 			return err
 		}
 		log.Info("provider side", "apiServer", f.opts.Tenant.APIServer, "certificateLifetime", f.opts.Tenant.CertificateLifetime.String())
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme.New(), Cache: manager.CacheOptions(f.opts.Namespace),
+		Scheme: scheme.New(), Cache: authmanager.CacheOptions(f.opts.Namespace),
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress: f.healthAddr,
-		LeaderElection:         f.leaderElect, LeaderElectionID: manager.LeaseName, LeaderElectionNamespace: f.opts.Namespace,
+		LeaderElection:         f.leaderElect, LeaderElectionID: authmanager.LeaseName, LeaderElectionNamespace: f.opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptrDuration(10 * time.Second),
-		Controller:                    manager.ControllerConfig(),
+		Controller:                    authmanager.ControllerConfig(),
 	})
 	if err != nil {
 		return err
 	}
-	if err := manager.Setup(ctx, mgr, f.opts); err != nil {
+	if err := authmanager.Setup(ctx, mgr, f.opts); err != nil {
 		return err
 	}
 	if !f.leaderElect {
@@ -144,7 +166,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		if err := mgr.Add(&manager.Presence{
+		if err := mgr.Add(&authmanager.Presence{
 			Client: direct, Namespace: f.opts.Namespace, Identity: id,
 			Duration: 15 * time.Second, Renew: 5 * time.Second, Logger: log.WithName("presence"),
 		}); err != nil {
@@ -154,7 +176,7 @@ func run() error {
 	if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)); err != nil {
 		return err
 	}
-	log.Info("starting", "version", version.Get().Version, "clusterID", f.opts.ClusterID, "provider", f.opts.Provider, "consumer", f.opts.Consumer)
+	log.Info("starting", "version", version.Get().Version, "clusterID", f.opts.ClusterID, "role", f.opts.Role.String())
 	return mgr.Start(ctx)
 }
 
@@ -179,6 +201,20 @@ func prepare(ctx context.Context, f *flags, c client.Client, host string) error 
 	key, _, err := cluster.EnsureClusterKey(ctx, c, f.opts.Namespace, authn.Ed25519)
 	f.opts.Key = key
 	return err
+}
+
+// checkListen says which flag to change when an address the manager would listen on is
+// taken (by another liqo-auth-manager on the same host, most often), before anything
+// starts.
+func checkListen(flag, addr string) error {
+	if addr == "" || addr == "0" {
+		return nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s (%w): another liqo-auth-manager on this host? Set %s to a free address, or 0 to disable it", addr, err, flag)
+	}
+	return l.Close()
 }
 
 func ptrDuration(d time.Duration) *time.Duration { return &d }

@@ -2,21 +2,20 @@ package cli
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
-	"github.com/liqo-auth/liqo-auth/pkg/manager"
 )
 
 // Controllers are the in-process controllers a command started; Stop ends them.
 type Controllers struct {
 	mu      sync.Mutex
-	runners []*manager.Runner
+	runners []*authmanager.Runner
 }
 
 // Stop ends every in-process controller the command started.
@@ -29,8 +28,8 @@ func (c *Controllers) Stop() {
 // Ensure makes sure the controllers a side needs run: when a liqo-auth-manager holds
 // its Lease in that cluster nothing is started; otherwise the needed controllers run in
 // this process until Stop, and the side says so in one line.
-func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, provider, consumer bool) error {
-	holder, running, err := manager.RunningManager(ctx, s.Client, s.Namespace, g.Clock())
+func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, role authmanager.Role) error {
+	holder, running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, g.Clock())
 	if err != nil {
 		return s.Explain(err, "looking for a running liqo-auth-manager")
 	}
@@ -38,10 +37,9 @@ func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, 
 		g.Printer().Scoped(s.Scope).Debug("liqo-auth-manager %s runs in this cluster", holder)
 		return nil
 	}
-	o := manager.Options{Namespace: s.Namespace, ClusterID: s.ClusterID, Provider: provider, Consumer: consumer}
-	var which []string
-	if provider {
-		url, ca, err := manager.ResolveAPIServer(ctx, s.Client, s.Namespace, s.Config, "", nil)
+	o := authmanager.Options{Namespace: s.Namespace, ClusterID: s.ClusterID, Role: role}
+	if role.Has(authmanager.Provider) {
+		url, ca, err := authmanager.ResolveAPIServer(ctx, s.Client, s.Namespace, s.Config, "", nil)
 		if err != nil {
 			return err
 		}
@@ -50,22 +48,18 @@ func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, 
 			return err
 		}
 		o.Tenant.APIServer, o.Tenant.CA, o.Tenant.CertificateLifetime = url, ca, cfg.CertificateLifetime
-		which = append(which, "provider")
-	}
-	if consumer {
-		which = append(which, "consumer")
 	}
 	logger := logr.Discard()
 	if g.Verbose > 1 {
 		logger = zap.New(zap.WriteTo(g.Streams.ErrOut))
 	}
-	r, err := manager.StartInProcess(ctx, s.Config, manager.Connection{HTTPClient: s.HTTPClient, Mapper: s.Mapper}, o, logger)
+	r, err := authmanager.StartInProcess(ctx, s.Config, authmanager.Connection{HTTPClient: s.HTTPClient, Mapper: s.Mapper}, o, logger)
 	if err != nil {
 		return s.Explain(err, "starting the controllers in-process")
 	}
 	c.mu.Lock()
 	c.runners = append(c.runners, r)
 	c.mu.Unlock()
-	s.Report.Info("No liqo-auth-manager runs in this cluster: its %s controllers run in-process for this command", strings.Join(which, " and "))
+	s.Report.Info("No liqo-auth-manager runs in this cluster: its %s controllers run in-process for this command", role)
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -59,7 +58,7 @@ func PrintAuthenticatePlan(ctx context.Context, g *Global, p *handshake.Pair, st
 	c.Report.Info("Would apply Identity %s/%s and write Secret %s/%s with the kubeconfig", cTN, cluster.IdentityName(pr.ClusterID),
 		cTN, cluster.KubeconfigSecretName(cluster.IdentityName(pr.ClusterID)))
 	fmt.Fprintf(g.Streams.Out, "Permissions of user %q on cluster %q, in namespace %q only:\n", c.ClusterID, pr.ClusterID, pTN)
-	fmt.Fprint(g.Streams.Out, FormatRules(tenant.TenantRules(c.ClusterID)))
+	fmt.Fprint(g.Streams.Out, FormatRules(cluster.TenantRules(c.ClusterID)))
 	return nil
 }
 

@@ -137,3 +137,26 @@ func ForgeManagerTenantBinding(liqoNS, ns string) *rbacv1.RoleBinding {
 func rbacType(kind string) metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: kind}
 }
+
+// TenantRules are all the permissions a Tenant's user holds in its tenant namespace: the
+// control-plane role and the right to read its own Tenant.
+func TenantRules(tenantName string) []rbacv1.PolicyRule {
+	return append(ControlPlaneRules(), TenantReaderRules(tenantName)...)
+}
+
+// AccessObjects are the Role and RoleBindings that give consumer clusterID its access in
+// tenant namespace ns. The provider creates them; unauthenticate removes them by these names.
+func AccessObjects(ns, clusterID string) []client.Object {
+	labels := map[string]string{ManagedByLabel: ManagedByValue, RemoteClusterIDLabel: clusterID}
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: clusterID}}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
+	}
+	return []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: meta(ControlPlaneBindingName), Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ControlPlaneRoleName}},
+		&rbacv1.Role{ObjectMeta: meta(TenantReaderName), Rules: TenantReaderRules(clusterID)},
+		&rbacv1.RoleBinding{ObjectMeta: meta(TenantReaderName), Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: TenantReaderName}},
+	}
+}

@@ -13,7 +13,6 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
 // ForgeTenant builds the consumer's Tenant for the provider's tenant namespace
@@ -88,12 +87,12 @@ func tenantDone(t *authv1beta1.Tenant) (bool, string, error) {
 		return true, "", nil
 	}
 	if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionAuthenticated); c != nil && c.Status == metav1.ConditionFalse {
-		if c.Reason == string(tenant.ReasonNonceMissing) && time.Since(c.LastTransitionTime.Time) < nonceGrace {
+		if c.Reason == string(authv1beta1.ReasonNonceMissing) && time.Since(c.LastTransitionTime.Time) < nonceGrace {
 			return false, c.Message, nil
 		}
 		return false, "", fmt.Errorf("the provider refused the handshake (%s): %s", c.Reason, c.Message)
 	}
-	if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionCertificateIssued); c != nil && c.Status == metav1.ConditionFalse && c.Reason != tenant.ReasonCertificatePending {
+	if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionCertificateIssued); c != nil && c.Status == metav1.ConditionFalse && c.Reason != authv1beta1.ReasonCertificatePending {
 		return false, "", fmt.Errorf("the provider accepted the handshake but issued no certificate (%s): %s", c.Reason, c.Message)
 	}
 	if ready != nil {

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
 func TestTenantDone(t *testing.T) {
@@ -32,10 +31,10 @@ func TestTenantDone(t *testing.T) {
 		{"ready", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, AuthParams: withCert, Conditions: []metav1.Condition{cond("Ready", true, "Ready", 0)}}, true, ""},
 		{"ready without certificate", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Ready", true, "Ready", 0)}}, false, ""},
 		{"refused", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, "SignatureInvalid", 0)}}, false, "refused the handshake (SignatureInvalid)"},
-		{"nonce missing, young", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, string(tenant.ReasonNonceMissing), 0)}}, false, ""},
-		{"nonce missing, old", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, string(tenant.ReasonNonceMissing), time.Minute)}}, false, "NonceMissing"},
-		{"pending certificate", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", true, "HandshakeAccepted", 0), cond("CertificateIssued", false, tenant.ReasonCertificatePending, 0)}}, false, ""},
-		{"approved not issued", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", true, "HandshakeAccepted", 0), cond("CertificateIssued", false, tenant.ReasonApprovedNotIssued, 0)}}, false, "issued no certificate (ApprovedNotIssued)"},
+		{"nonce missing, young", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, string(authv1beta1.ReasonNonceMissing), 0)}}, false, ""},
+		{"nonce missing, old", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, string(authv1beta1.ReasonNonceMissing), time.Minute)}}, false, "NonceMissing"},
+		{"pending certificate", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", true, "HandshakeAccepted", 0), cond("CertificateIssued", false, authv1beta1.ReasonCertificatePending, 0)}}, false, ""},
+		{"approved not issued", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", true, "HandshakeAccepted", 0), cond("CertificateIssued", false, authv1beta1.ReasonApprovedNotIssued, 0)}}, false, "issued no certificate (ApprovedNotIssued)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
 // ErrAccessNotRevoked means a permission of the consumer survived the teardown.
@@ -50,7 +49,7 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 		return pr.Explain(err, "deleting the Tenant")
 	}
 	pr.Report.Info("Tenant deleted")
-	leftovers := append(tenant.AccessObjects(pTN, c.ClusterID),
+	leftovers := append(cluster.AccessObjects(pTN, c.ClusterID),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.NonceSecretName}})
 	for _, obj := range leftovers {
 		if err := deleteIgnoringAbsence(ctx, pr.Client, obj); err != nil {
@@ -90,10 +89,10 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 // certificates that stay cryptographically valid, which Kubernetes cannot revoke.
 func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 	pr, id := p.Provider, p.Consumer.ClusterID
-	left, err := cluster.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, tenant.TenantRules(id), false)
+	left, err := cluster.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, cluster.TenantRules(id), false)
 	if apierrors.IsForbidden(err) {
 		pr.Report.Warn("Cannot list the bindings of every namespace with these credentials (%v): the revocation is verified with SubjectAccessReviews only", err)
-		left, err = cluster.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, tenant.TenantRules(id), false)
+		left, err = cluster.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, cluster.TenantRules(id), false)
 	}
 	if err != nil {
 		return pr.Explain(err, "verifying the revocation")

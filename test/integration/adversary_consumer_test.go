@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -28,8 +29,8 @@ func TestAdversarialConsumer(t *testing.T) {
 	cps := testenv.New(t, "advc-consumer", "advc-provider")
 	sites := installSites(t, cps, "cl-consumer", "cl-provider")
 	c, p := sites[0], sites[1]
-	startControllers(t, c, false, true)
-	startControllers(t, p, true, false)
+	startControllers(t, c, authmanager.Consumer)
+	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
 
 	// An honest handshake, so that the Identity spec below starts from a real one.

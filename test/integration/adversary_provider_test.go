@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -39,7 +40,7 @@ func TestAdversarialTenants(t *testing.T) {
 	cps := testenv.New(t, "adv-provider", "adv-consumer")
 	sites := installSites(t, cps, "cl-provider", "cl-honest")
 	p, honest := sites[0], sites[1]
-	startControllers(t, p, true, false)
+	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
 	subject := func(id string) pkix.Name {
 		return pkix.Name{CommonName: id, Organization: []string{authn.Organization}}
@@ -189,7 +190,7 @@ func TestAdversarialTenants(t *testing.T) {
 	})
 
 	t.Run("the provider still serves honest consumers", func(t *testing.T) {
-		startControllers(t, honest, false, true)
+		startControllers(t, honest, authmanager.Consumer)
 		kubeconfig := objectHandshake(t, p, honest)
 		assertTenantAccess(t, p, honest, kubeconfig)
 	})

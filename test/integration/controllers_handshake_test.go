@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -96,8 +97,8 @@ func TestControllersFullHandshake(t *testing.T) {
 	cps := testenv.New(t, "provider", "consumer")
 	sites := installSites(t, cps, "cl-provider", "cl-consumer")
 	provider, consumer := sites[0], sites[1]
-	startControllers(t, provider, true, false)
-	startControllers(t, consumer, false, true)
+	startControllers(t, provider, authmanager.Provider)
+	startControllers(t, consumer, authmanager.Consumer)
 	ctx := context.Background()
 
 	kubeconfig := objectHandshake(t, provider, consumer)

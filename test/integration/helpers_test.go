@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
-	"github.com/liqo-auth/liqo-auth/pkg/manager"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -62,15 +62,15 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
 // startControllers runs the selected controllers in-process against s until the test ends.
-func startControllers(t testing.TB, s *site, provider, consumer bool, mut ...func(*manager.Options)) *manager.Runner {
+func startControllers(t testing.TB, s *site, role authmanager.Role, mut ...func(*authmanager.Options)) *authmanager.Runner {
 	t.Helper()
-	o := manager.Options{Provider: provider, Consumer: consumer,
+	o := authmanager.Options{Role: role,
 		Tenant: tenant.Options{APIServer: s.cp.URL, CA: s.cp.CA.CertPEM}}
 	for _, m := range mut {
 		m(&o)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := manager.StartInProcess(ctx, s.cp.Config, manager.Connection{}, o, testLogger(t))
+	r, err := authmanager.StartInProcess(ctx, s.cp.Config, authmanager.Connection{}, o, testLogger(t))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		cancel()

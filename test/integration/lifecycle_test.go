@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
@@ -49,8 +50,8 @@ func TestTenantStatesAndDeletion(t *testing.T) {
 	cps := testenv.New(t, "life-provider", "life-consumer")
 	sites := installSites(t, cps, "cl-provider", "cl-consumer")
 	p, c := sites[0], sites[1]
-	startControllers(t, p, true, false)
-	startControllers(t, c, false, true)
+	startControllers(t, p, authmanager.Provider)
+	startControllers(t, c, authmanager.Consumer)
 	ctx := context.Background()
 	kubeconfig := objectHandshake(t, p, c)
 	user := newClient(t, restConfigFromKubeconfig(t, kubeconfig))
@@ -109,8 +110,8 @@ func TestTenantNamespaceDeletedByHand(t *testing.T) {
 	cps := testenv.New(t, "nsdel-provider", "nsdel-consumer")
 	sites := installSites(t, cps, "cl-provider", "cl-consumer")
 	p, c := sites[0], sites[1]
-	startControllers(t, p, true, false)
-	startControllers(t, c, false, true)
+	startControllers(t, p, authmanager.Provider)
+	startControllers(t, c, authmanager.Consumer)
 	ctx := context.Background()
 	objectHandshake(t, p, c)
 	pTN := cluster.TenantNamespaceName(c.id)

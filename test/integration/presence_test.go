@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/manager"
 )
 
 // TestManagersWithoutLeaderElectionAreSeen: a liqo-auth-manager started with
@@ -28,7 +28,7 @@ func TestManagersWithoutLeaderElectionAreSeen(t *testing.T) {
 	mc := startManager(t, consumer, "--leader-elect=false")
 	mp := startManager(t, provider, "--leader-elect=false")
 	for _, s := range []*site{consumer, provider} {
-		holder, running, err := manager.RunningManager(context.Background(), s.client, cluster.DefaultLiqoNamespace, time.Now())
+		holder, running, err := authmanager.RunningManager(context.Background(), s.client, cluster.DefaultLiqoNamespace, time.Now())
 		require.NoError(t, err)
 		require.True(t, running, "%s: the manager's Lease is fresh", s.id)
 		require.NotEmpty(t, holder)
@@ -41,7 +41,7 @@ func TestManagersWithoutLeaderElectionAreSeen(t *testing.T) {
 	mp.Stop()
 	mc.Stop()
 	for _, s := range []*site{consumer, provider} {
-		_, running, err := manager.RunningManager(context.Background(), s.client, cluster.DefaultLiqoNamespace, time.Now())
+		_, running, err := authmanager.RunningManager(context.Background(), s.client, cluster.DefaultLiqoNamespace, time.Now())
 		require.NoError(t, err)
 		require.False(t, running, "%s: a stopped manager releases its Lease", s.id)
 	}
@@ -57,7 +57,7 @@ func TestPresenceNeverTakesALiveLease(t *testing.T) {
 	consumer, _ := cliSites(t)
 	c := consumer.client
 	ns := cluster.DefaultLiqoNamespace
-	key := client.ObjectKey{Namespace: ns, Name: manager.LeaseName}
+	key := client.ObjectKey{Namespace: ns, Name: authmanager.LeaseName}
 	get := func(ctx context.Context) (*coordinationv1.Lease, error) {
 		var l coordinationv1.Lease
 		return &l, c.Get(ctx, key, &l)
@@ -73,7 +73,7 @@ func TestPresenceNeverTakesALiveLease(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logs, id, prefix, args) }, funcr.Options{})
-		p := &manager.Presence{Client: c, Namespace: ns, Identity: id, Duration: 15 * time.Second, Renew: 50 * time.Millisecond, Logger: logger}
+		p := &authmanager.Presence{Client: c, Namespace: ns, Identity: id, Duration: 15 * time.Second, Renew: 50 * time.Millisecond, Logger: logger}
 		go func() { done <- p.Start(ctx) }()
 		stopped := false
 		stop = func() {
@@ -93,7 +93,7 @@ func TestPresenceNeverTakesALiveLease(t *testing.T) {
 			if err != nil {
 				return false, client.IgnoreNotFound(err)
 			}
-			holder, fresh := manager.LeaseHolder(l, time.Now())
+			holder, fresh := authmanager.LeaseHolder(l, time.Now())
 			return fresh && holder == want, nil
 		})
 	}
@@ -106,7 +106,7 @@ func TestPresenceNeverTakesALiveLease(t *testing.T) {
 		return lease(t).Spec.RenewTime.After(first), nil
 	})
 	stop()
-	_, running, err := manager.RunningManager(context.Background(), c, ns, time.Now())
+	_, running, err := authmanager.RunningManager(context.Background(), c, ns, time.Now())
 	require.NoError(t, err)
 	require.False(t, running, "released on stop")
 
@@ -124,11 +124,11 @@ func TestPresenceNeverTakesALiveLease(t *testing.T) {
 	eventually(t, 10*time.Second, "presence-c has looked at the Lease", func(ctx context.Context) (bool, error) {
 		return strings.Contains(logs.String(), "another liqo-auth-manager holds the Lease"), nil
 	})
-	holder, fresh := manager.LeaseHolder(lease(t), time.Now())
+	holder, fresh := authmanager.LeaseHolder(lease(t), time.Now())
 	require.True(t, fresh)
 	require.Equal(t, "elected-leader", holder)
 	stop()
-	holder, _ = manager.LeaseHolder(lease(t), time.Now())
+	holder, _ = authmanager.LeaseHolder(lease(t), time.Now())
 	require.Equal(t, "elected-leader", holder, "stopping does not release a Lease it does not hold")
 
 	// A stale Lease is taken over.

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
@@ -134,7 +135,7 @@ func TestCertificateRenewal(t *testing.T) {
 func TestExpiredIdentity(t *testing.T) {
 	c, p := cliSites(t)
 	mustCLI(t, pairArgs("authenticate", c, p)...)
-	startControllers(t, c, false, true)
+	startControllers(t, c, authmanager.Consumer)
 	ctx := context.Background()
 	key, err := cluster.GetClusterKey(ctx, c.client, cluster.DefaultLiqoNamespace)
 	require.NoError(t, err)

@@ -23,11 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
-	"github.com/liqo-auth/liqo-auth/pkg/manager"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -39,7 +39,7 @@ import (
 func TestCSRSquattingIsNeverApproved(t *testing.T) {
 	cps := testenv.New(t, "squat-provider")
 	p := installSites(t, cps, "cl-provider")[0]
-	startControllers(t, p, true, false, func(o *manager.Options) {
+	startControllers(t, p, authmanager.Provider, func(o *authmanager.Options) {
 		o.Tenant.CertificateLifetime, o.Tenant.RenewBefore = 10*time.Minute, 10*time.Minute-8*time.Second
 	})
 	ctx := context.Background()
@@ -67,12 +67,12 @@ func TestCSRSquattingIsNeverApproved(t *testing.T) {
 		require.NoError(t, squatter.Create(ctx, csr))
 		squatted = append(squatted, name)
 	}
-	msg := waitTenantCondition(t, p, client.ObjectKeyFromObject(tn), tenant.ConditionCSRIntegrity, metav1.ConditionFalse, tenant.ReasonForeignCSR)
+	msg := waitTenantCondition(t, p, client.ObjectKeyFromObject(tn), authv1beta1.ConditionCSRIntegrity, metav1.ConditionFalse, authv1beta1.ReasonForeignCSR)
 	for _, name := range squatted {
 		assert.Contains(t, msg, name)
 	}
 	assert.Contains(t, msg, "csr-creator")
-	waitEvent(t, p, tn.Namespace, tn.Name, tenant.ReasonForeignCSR)
+	waitEvent(t, p, tn.Namespace, tn.Name, authv1beta1.ReasonForeignCSR)
 
 	eventually(t, 30*time.Second, "the certificate is renewed with the provider's own request", func(ctx context.Context) (bool, error) {
 		err := p.client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
@@ -100,8 +100,8 @@ func TestLookAlikeNamespaces(t *testing.T) {
 	cps := testenv.New(t, "lookalike-consumer", "lookalike-provider")
 	sites := installSites(t, cps, "cl-consumer", "cl-provider")
 	c, p := sites[0], sites[1]
-	startControllers(t, c, false, true)
-	startControllers(t, p, true, false)
+	startControllers(t, c, authmanager.Consumer)
+	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
 	nsCreator := []rbacv1.PolicyRule{
 		rule("", "namespaces", "create", "get"), rule("", "secrets", "create", "get", "update"),
@@ -118,7 +118,7 @@ func TestLookAlikeNamespaces(t *testing.T) {
 			map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: victim.id}, map[string][]byte{cluster.NonceField: []byte(nonce)})))
 		tn := victim.honestTenant(t, "evil", nonce)
 		require.NoError(t, mallory.Create(ctx, tn))
-		expectRefused(t, p, tn, string(tenant.ReasonMisplaced))
+		expectRefused(t, p, tn, string(authv1beta1.ReasonTenantMisplaced))
 		got := &authv1beta1.Tenant{}
 		require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(tn), got))
 		assert.NotContains(t, got.Finalizers, cluster.TenantFinalizer, "a misplaced Tenant gets no finalizer")
@@ -195,7 +195,7 @@ func TestLookAlikeNamespaces(t *testing.T) {
 func TestClusterIDThatIsAUserGetsNothing(t *testing.T) {
 	cps := testenv.New(t, "userid-provider")
 	p := installSites(t, cps, "cl-provider")[0]
-	startControllers(t, p, true, false)
+	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
 	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ops-admin"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "ops-admin"}},
@@ -211,9 +211,9 @@ func TestClusterIDThatIsAUserGetsNothing(t *testing.T) {
 			ns, nonce := freshNonce(t, p, a.id)
 			tn := a.honestTenant(t, ns, nonce)
 			require.NoError(t, p.client.Create(ctx, tn))
-			msg := waitTenantCondition(t, p, client.ObjectKeyFromObject(tn), authv1beta1.ConditionCertificateIssued, metav1.ConditionFalse, tenant.ReasonClusterIDHasPermissions)
+			msg := waitTenantCondition(t, p, client.ObjectKeyFromObject(tn), authv1beta1.ConditionCertificateIssued, metav1.ConditionFalse, authv1beta1.ReasonClusterIDHasPermissions)
 			assert.Contains(t, msg, binding)
-			waitEvent(t, p, ns, tn.Name, tenant.ReasonClusterIDHasPermissions)
+			waitEvent(t, p, ns, tn.Name, authv1beta1.ReasonClusterIDHasPermissions)
 			assertNoCSRApproved(t, p, id)
 			var csrs certificatesv1.CertificateSigningRequestList
 			require.NoError(t, p.client.List(ctx, &csrs, client.MatchingLabels{cluster.RemoteClusterIDLabel: id}))
@@ -236,8 +236,8 @@ func TestKubeconfigSecretsAreNeverExecuted(t *testing.T) {
 	cps := testenv.New(t, "exec-consumer", "exec-provider")
 	sites := installSites(t, cps, "cl-consumer", "cl-provider")
 	c, p := sites[0], sites[1]
-	startControllers(t, c, false, true, func(o *manager.Options) { o.WatchRenewals = true })
-	startControllers(t, p, true, false)
+	startControllers(t, c, authmanager.Consumer, func(o *authmanager.Options) { o.WatchRenewals = true })
+	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
 	_, errOut := mustCLI(t, pairArgs("authenticate", c, p)...)
 	require.Contains(t, errOut, "Identity status is filled")
@@ -304,16 +304,16 @@ func countEvents(t *testing.T, s *site, ns, name, reason string) int {
 func TestNonceStampsCannotExtendANonce(t *testing.T) {
 	cps := testenv.New(t, "stamp-provider")
 	p := installSites(t, cps, "cl-provider")[0]
-	startControllers(t, p, true, false, func(o *manager.Options) { o.Tenant.NonceTTL = 3 * time.Second })
+	startControllers(t, p, authmanager.Provider, func(o *authmanager.Options) { o.Tenant.NonceTTL = 3 * time.Second })
 	ctx := context.Background()
 	for name, tc := range map[string]struct {
 		wait   time.Duration
 		stamp  time.Duration
 		reason string
 	}{
-		"stamped in the future":       {stamp: time.Hour, reason: string(tenant.ReasonNonceIssueTimeInvalid)},
-		"expired nonce restamped now": {wait: 4 * time.Second, reason: string(tenant.ReasonNonceExpired)},
-		"expired nonce stamped ahead": {wait: 4 * time.Second, stamp: 30 * time.Second, reason: string(tenant.ReasonNonceExpired)},
+		"stamped in the future":       {stamp: time.Hour, reason: string(authv1beta1.ReasonNonceIssueTimeInvalid)},
+		"expired nonce restamped now": {wait: 4 * time.Second, reason: string(authv1beta1.ReasonNonceExpired)},
+		"expired nonce stamped ahead": {wait: 4 * time.Second, stamp: 30 * time.Second, reason: string(authv1beta1.ReasonNonceExpired)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			a := newAttacker(t, "cl-"+strings.ReplaceAll(name, " ", "-"))
@@ -414,7 +414,7 @@ func moduleRoot(t *testing.T) string {
 func TestStatusWritersCannotAcceptATenant(t *testing.T) {
 	cps := testenv.New(t, "status-provider")
 	p := installSites(t, cps, "cl-provider")[0]
-	startControllers(t, p, true, false)
+	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
 	honest := honestHandshake(t, p, newAttacker(t, "cl-honest"))
 
@@ -429,7 +429,7 @@ func TestStatusWritersCannotAcceptATenant(t *testing.T) {
 				Spec:       authv1beta1.TenantSpec{ClusterID: authv1beta1.ClusterID(victim.id), PublicKey: victim.pubPEM(t), CSR: victim.csr(t), Signature: []byte("not a signature")},
 			}
 			require.NoError(t, mallory.Create(ctx, forged))
-			expectRefused(t, p, forged, string(tenant.ReasonNonceMissing))
+			expectRefused(t, p, forged, string(authv1beta1.ReasonNonceMissing))
 			fp, err := authn.Fingerprint(victim.key.Public())
 			require.NoError(t, err)
 			require.NoError(t, mallory.Get(ctx, client.ObjectKeyFromObject(forged), forged))
@@ -503,20 +503,20 @@ func TestRevocationProofCoversEverything(t *testing.T) {
 func TestStrayTenantDeletionTouchesNothing(t *testing.T) {
 	cps := testenv.New(t, "stray-provider")
 	p := installSites(t, cps, "cl-provider")[0]
-	startControllers(t, p, true, false)
+	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
 	honest := honestHandshake(t, p, newAttacker(t, "cl-honest"))
 	mallory := principal(t, p, "tenant-writer", honest.Namespace, rule("authentication.liqo.io", "tenants", "create", "get", "delete"))
 	stray := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: honest.Namespace, Labels: map[string]string{cluster.RemoteClusterIDLabel: "cl-honest"}},
 		Spec: authv1beta1.TenantSpec{ClusterID: "cl-honest"}}
 	require.NoError(t, mallory.Create(ctx, stray))
-	expectRefusedReason(t, p, stray, string(tenant.ReasonNameMismatch))
+	expectRefusedReason(t, p, stray, string(authv1beta1.ReasonTenantNameMismatch))
 	require.NoError(t, mallory.Delete(ctx, stray))
 	eventually(t, 10*time.Second, "the stray Tenant is gone at once (it has no finalizer)", func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(stray), &authv1beta1.Tenant{})), nil
 	})
 	time.Sleep(time.Second)
-	for _, obj := range tenant.AccessObjects(honest.Namespace, "cl-honest") {
+	for _, obj := range cluster.AccessObjects(honest.Namespace, "cl-honest") {
 		require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(obj), obj), "%T %s is still there", obj, obj.GetName())
 	}
 	assertTenantHasAccess(t, p, honest)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
@@ -105,9 +106,9 @@ func (o *Options) Run(ctx context.Context) error {
 	// The two clusters' controllers start in parallel.
 	var eg errgroup.Group
 	if !st.TenantAccepted {
-		eg.Go(func() error { return ctrls.Ensure(ctx, o.Global, o.pair.Provider, true, false) })
+		eg.Go(func() error { return ctrls.Ensure(ctx, o.Global, o.pair.Provider, authmanager.Provider) })
 	}
-	eg.Go(func() error { return ctrls.Ensure(ctx, o.Global, c, false, true) })
+	eg.Go(func() error { return ctrls.Ensure(ctx, o.Global, c, authmanager.Consumer) })
 	if err := eg.Wait(); err != nil {
 		return err
 	}

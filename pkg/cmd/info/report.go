@@ -11,10 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
-	"github.com/liqo-auth/liqo-auth/pkg/manager"
 )
 
 // Report is what liqoctl info says about a cluster.
@@ -58,7 +58,7 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	if r.KeyFingerprint, err = authn.Fingerprint(key.Public()); err != nil {
 		return nil, err
 	}
-	if holder, running, err := manager.RunningManager(ctx, s.Client, s.Namespace, now); err == nil && running {
+	if holder, running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, now); err == nil && running {
 		r.Manager = "running (" + holder + ")"
 	}
 	var tenants authv1beta1.TenantList

@@ -13,10 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/manager"
 )
 
 // Options of liqoctl install.
@@ -107,8 +107,8 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("--api-server-ca-file: %w", err)
 		}
 	}
-	if o.CertificateLifetime != 0 && o.CertificateLifetime < manager.MinCertificateLifetime {
-		return fmt.Errorf("--certificate-lifetime must be at least %s, the shortest the CertificateSigningRequest API accepts", manager.MinCertificateLifetime)
+	if o.CertificateLifetime != 0 && o.CertificateLifetime < authmanager.MinCertificateLifetime {
+		return fmt.Errorf("--certificate-lifetime must be at least %s, the shortest the CertificateSigningRequest API accepts", authmanager.MinCertificateLifetime)
 	}
 	if o.WithManager != (o.ManagerImage != "") {
 		return fmt.Errorf("--with-manager and --manager-image go together")

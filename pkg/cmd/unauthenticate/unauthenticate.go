@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -74,7 +75,7 @@ func (o *Options) Run(ctx context.Context) error {
 	defer ctrls.Stop()
 	if st.Tenant != nil {
 		// The Tenant's finalizer is handled by the provider's controllers.
-		if err := ctrls.Ensure(ctx, o.Global, o.pair.Provider, true, false); err != nil {
+		if err := ctrls.Ensure(ctx, o.Global, o.pair.Provider, authmanager.Provider); err != nil {
 			return err
 		}
 	}

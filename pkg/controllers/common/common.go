@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,4 +101,21 @@ func (s shortNotes) Eventf(regarding, related runtime.Object, eventtype, reason,
 		msg = msg[:cut] + more
 	}
 	s.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", msg)
+}
+
+// SaveStatus writes obj's status when changed. It reports saved=false, with no error, when
+// the write lost a race (a conflict: the cache was behind; or the object is gone): the
+// newer object's event brings the request back, so nothing that follows a saved status
+// must run now.
+func SaveStatus(ctx context.Context, c client.Client, obj client.Object, changed bool) (saved bool, err error) {
+	if !changed {
+		return true, nil
+	}
+	if err := c.Status().Update(ctx, obj); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }

@@ -78,13 +78,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	id.Status.ObservedGeneration = id.Generation
-	if !equality.Semantic.DeepEqual(before, &id.Status) {
-		if err := r.Client.Status().Update(ctx, id); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{Requeue: true}, nil
-			}
-			return ctrl.Result{}, err
-		}
+	if saved, err := common.SaveStatus(ctx, r.Client, id, !equality.Semantic.DeepEqual(before, &id.Status)); !saved || err != nil {
+		return ctrl.Result{}, err
 	}
 	return res, nil
 }

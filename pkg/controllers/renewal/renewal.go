@@ -74,7 +74,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Now = time.Now
 	}
 	r.watchers = map[types.NamespacedName]*watcher{}
-	r.ctx = context.Background()
 	if err := mgr.Add(r); err != nil {
 		return err
 	}
@@ -84,7 +83,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Start holds the watchers' context for the manager's lifetime and stops them at the end.
+// Start holds the watchers' context for the manager's lifetime and stops them at the end:
+// no watcher runs before it, nor after.
 func (r *Reconciler) Start(ctx context.Context) error {
 	r.mu.Lock()
 	r.ctx = ctx
@@ -119,6 +119,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	hash := sha256.Sum256(kubeconfig)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.ctx == nil {
+		// The manager runs controllers and runnables side by side: the watchers' lifetime
+		// (Start) may begin a moment after the first reconcile.
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
 	if w, ok := r.watchers[req.NamespacedName]; ok {
 		if w.kubeconfigHash == hash {
 			return ctrl.Result{}, nil
@@ -208,50 +213,73 @@ func (r *Reconciler) watch(ctx context.Context, key types.NamespacedName, cfg *r
 	logger := log.FromContext(ctx).WithValues("identity", key)
 	remote, err := client.NewWithWatch(cfg, client.Options{Scheme: r.Scheme})
 	if err != nil {
-		logger.Error(err, "creating a client for the provider")
+		r.report(ctx, key, fmt.Errorf("creating a client for the provider: %w", err))
 		return
 	}
 	sel := []client.ListOption{client.InNamespace(ns), client.MatchingFields{"metadata.name": r.ClusterID}}
-	backoff := time.Second
+	const first, most = time.Second, 30 * time.Second
+	backoff, lastReported := first, ""
 	for ctx.Err() == nil {
-		err := r.follow(ctx, remote, key, sel)
+		established, err := r.follow(ctx, remote, key, sel)
 		if ctx.Err() != nil {
 			return
 		}
-		logger.Info("watching the Tenant on the provider failed; retrying", "error", err.Error(), "in", backoff.String())
+		if established {
+			// The watch worked and ended (API servers end watches every few minutes):
+			// reconnect at once, and start over with short waits.
+			backoff, lastReported = first, ""
+		} else if msg := err.Error(); msg != lastReported {
+			r.report(ctx, key, err)
+			lastReported = msg
+		}
+		logger.V(1).Info("watching the Tenant on the provider ended; reconnecting", "error", err.Error(), "in", backoff.String())
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 30*time.Second)
+		if !established {
+			backoff = min(2*backoff, most)
+		}
 	}
 }
 
-func (r *Reconciler) follow(ctx context.Context, remote client.WithWatch, key types.NamespacedName, sel []client.ListOption) error {
+// report records, on the Identity, why its Tenant on the provider cannot be followed.
+func (r *Reconciler) report(ctx context.Context, key types.NamespacedName, err error) {
+	id := &authv1beta1.Identity{}
+	if r.Client.Get(ctx, key, id) != nil {
+		return
+	}
+	r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, ReasonProviderUnreadable, "WatchRenewals",
+		"renewed certificates cannot be picked up: reading Tenant %s on provider %s failed: %v", r.ClusterID, id.Spec.ClusterID, err)
+}
+
+// follow lists and then watches the consumer's Tenant on the provider, picking up each
+// newer certificate, until the watch ends. established says the list succeeded.
+func (r *Reconciler) follow(ctx context.Context, remote client.WithWatch, key types.NamespacedName, sel []client.ListOption) (established bool, err error) {
 	var list authv1beta1.TenantList
 	if err := remote.List(ctx, &list, sel...); err != nil {
-		return err
+		return false, err
 	}
 	for i := range list.Items {
 		r.pickUp(ctx, key, &list.Items[i])
 	}
 	w, err := remote.Watch(ctx, &list, append(sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})...)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer w.Stop()
 	for ev := range w.ResultChan() {
 		switch ev.Type {
 		case watch.Error:
-			return fmt.Errorf("watch error: %v", apierrors.FromObject(ev.Object))
+			return true, fmt.Errorf("watch error: %v", apierrors.FromObject(ev.Object))
 		case watch.Added, watch.Modified:
 			if t, ok := ev.Object.(*authv1beta1.Tenant); ok {
 				r.pickUp(ctx, key, t)
 			}
 		}
 	}
-	return fmt.Errorf("watch closed")
+	return true, fmt.Errorf("watch closed")
 }
 
 // pickUp moves a newer certificate from the provider's Tenant into the Identity, after

@@ -16,42 +16,11 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
-// Reasons of the AccessGranted condition.
-const (
-	ReasonAccessGranted      = "AccessGranted"
-	ReasonAccessRevoked      = "AccessRevoked"
-	ReasonAccessStillAllowed = "AccessStillAllowed"
-	ReasonCordonedNoGrant    = "CordonedNotGranted"
-)
-
-// TenantRules are all the permissions a Tenant's user holds in its tenant namespace: the
-// control-plane role and the right to read its own Tenant.
-func TenantRules(tenantName string) []rbacv1.PolicyRule {
-	return append(cluster.ControlPlaneRules(), cluster.TenantReaderRules(tenantName)...)
-}
-
-// AccessObjects are the Role and RoleBindings that give consumer clusterID its access in
-// tenant namespace ns. The provider creates them; unauthenticate removes them by these names.
-func AccessObjects(ns, clusterID string) []client.Object {
-	labels := map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.RemoteClusterIDLabel: clusterID}
-	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: clusterID}}
-	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
-	}
-	return []client.Object{
-		&rbacv1.RoleBinding{ObjectMeta: meta(cluster.ControlPlaneBindingName), Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ControlPlaneRoleName}},
-		&rbacv1.Role{ObjectMeta: meta(cluster.TenantReaderName), Rules: cluster.TenantReaderRules(clusterID)},
-		&rbacv1.RoleBinding{ObjectMeta: meta(cluster.TenantReaderName), Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: cluster.TenantReaderName}},
-	}
-}
-
 // ensureAccess creates or repairs the Tenant's Role and RoleBindings, owned by the Tenant.
 // When onlyRepair is set (Cordoned), missing objects are not created: nothing new is granted.
 func (r *Reconciler) ensureAccess(ctx context.Context, t *authv1beta1.Tenant, onlyRepair bool) (granted bool, err error) {
 	granted = true
-	for _, want := range AccessObjects(t.Namespace, string(t.Spec.ClusterID)) {
+	for _, want := range cluster.AccessObjects(t.Namespace, string(t.Spec.ClusterID)) {
 		if err := controllerutil.SetControllerReference(t, want, r.Client.Scheme()); err != nil {
 			return false, err
 		}
@@ -98,7 +67,7 @@ func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant) (s
 	if err := r.deleteOwned(ctx, t); err != nil {
 		return "", err
 	}
-	left, err := cluster.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, TenantRules(t.Name), true)
+	left, err := cluster.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, cluster.TenantRules(t.Name), true)
 	if err != nil {
 		return "", err
 	}
@@ -108,7 +77,7 @@ func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant) (s
 // deleteOwned deletes the Tenant's Role and RoleBindings: those of its names that it
 // controls. An object of the same name controlled by anything else is left alone.
 func (r *Reconciler) deleteOwned(ctx context.Context, t *authv1beta1.Tenant) error {
-	for _, obj := range AccessObjects(t.Namespace, string(t.Spec.ClusterID)) {
+	for _, obj := range cluster.AccessObjects(t.Namespace, string(t.Spec.ClusterID)) {
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue

@@ -22,30 +22,14 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
-// Reasons of the CertificateIssued and CSRIntegrity conditions.
+// Annotations of the CertificateSigningRequests the provider creates.
 const (
-	ReasonCertificatePending      = "CertificatePending"
-	ReasonApprovedNotIssued       = "ApprovedNotIssued"
-	ReasonCSRDenied               = "CSRDenied"
-	ReasonCSRFailed               = "CSRFailed"
-	ReasonCertificateIssued       = "CertificateIssued"
-	ReasonCertificateRenewed      = "CertificateRenewed"
-	ReasonCordonedNoCertificate   = "Cordoned"
-	ReasonDrainedNoCertificate    = "Drained"
-	ReasonIssuedCertificateBroken = "IssuedCertificateInvalid"
-	ReasonSubmissionRefused       = "CertificateRequestRefused"
-	ReasonForeignCSR              = "ForeignCertificateSigningRequest"
-	ReasonOnlyOwnCSRs             = "OnlyOwnCertificateSigningRequests"
-	// TenantAnnotation on a CSR names the Tenant ("namespace/name") it is for.
+	// TenantAnnotation names the Tenant ("namespace/name") a CSR is for.
 	TenantAnnotation = "liqo.io/tenant"
-	// ReplacesAnnotation on a CSR names the serial of the certificate it renews ("" for
-	// the first one), so that a reconcile finds the CSR of the issuance it is doing.
+	// ReplacesAnnotation names the serial of the certificate a CSR renews ("" for the
+	// first one), so that a reconcile finds the CSR of the issuance it is doing.
 	ReplacesAnnotation = "liqo.io/replaces-serial"
 )
-
-// ConditionCSRIntegrity is False while CertificateSigningRequests that liqo-auth did not
-// create carry this Tenant's labels: they are never approved, and the condition names them.
-const ConditionCSRIntegrity = "CSRIntegrity"
 
 // issuance is the state of the certificate a reconcile is waiting for.
 type issuance struct {
@@ -150,9 +134,9 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenan
 	approved, denied, failed := csrState(csr)
 	switch {
 	case denied != nil:
-		return &issuance{reason: ReasonCSRDenied, message: fmt.Sprintf("CertificateSigningRequest %s was denied: %s", csr.Name, denied.Message)}, nil
+		return &issuance{reason: authv1beta1.ReasonCSRDenied, message: fmt.Sprintf("CertificateSigningRequest %s was denied: %s", csr.Name, denied.Message)}, nil
 	case failed != nil:
-		return &issuance{reason: ReasonCSRFailed, message: fmt.Sprintf("the signer failed CertificateSigningRequest %s: %s", csr.Name, failed.Message)}, nil
+		return &issuance{reason: authv1beta1.ReasonCSRFailed, message: fmt.Sprintf("the signer failed CertificateSigningRequest %s: %s", csr.Name, failed.Message)}, nil
 	case approved == nil:
 		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "LiqoHandshakeAccepted",
@@ -171,7 +155,7 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenan
 		err = checkIssued(cert, t)
 	}
 	if err != nil {
-		return &issuance{reason: ReasonIssuedCertificateBroken, message: fmt.Sprintf("CertificateSigningRequest %s: %v", csr.Name, err)}, nil
+		return &issuance{reason: authv1beta1.ReasonIssuedCertificateBroken, message: fmt.Sprintf("CertificateSigningRequest %s: %v", csr.Name, err)}, nil
 	}
 	return &issuance{cert: cert, pem: csr.Status.Certificate}, nil
 }
@@ -181,13 +165,13 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenan
 // refusal is returned as an issuance that says why.
 func (r *Reconciler) checkSubmission(ctx context.Context, t *authv1beta1.Tenant) (*issuance, error) {
 	if err := verifySealed(t, r.Key.Public()); err != nil {
-		return &issuance{reason: ReasonSubmissionRefused, message: "no certificate is requested: " + err.Error()}, nil
+		return &issuance{reason: authv1beta1.ReasonSubmissionRefused, message: "no certificate is requested: " + err.Error()}, nil
 	}
 	problems, err := r.extraPermissions(ctx, t)
 	if err != nil || len(problems) == 0 {
 		return nil, err
 	}
-	return &issuance{reason: ReasonClusterIDHasPermissions, requeueAfter: time.Minute, message: fmt.Sprintf(
+	return &issuance{reason: authv1beta1.ReasonClusterIDHasPermissions, requeueAfter: time.Minute, message: fmt.Sprintf(
 		"no certificate is issued: user %q (the consumer's cluster ID) with group %q already has permissions this provider did not grant to the tenant, and a certificate would hand them over: %s. Remove them, or give the consumer another cluster ID",
 		t.Spec.ClusterID, cluster.UserGroup, strings.Join(problems, "; "))}, nil
 }
@@ -214,11 +198,11 @@ func (r *Reconciler) waiting(csr *certificatesv1.CertificateSigningRequest, appr
 	}
 	waited := now.Sub(since)
 	if waited > r.Options.CSRTimeout {
-		return &issuance{reason: ReasonApprovedNotIssued, requeueAfter: r.Options.CSRTimeout, message: fmt.Sprintf(
+		return &issuance{reason: authv1beta1.ReasonApprovedNotIssued, requeueAfter: r.Options.CSRTimeout, message: fmt.Sprintf(
 			"CertificateSigningRequest %s was approved %s ago but no certificate was issued: does this cluster run a signer for %s? (some managed offerings do not)",
 			csr.Name, waited.Round(time.Second), certificatesv1.KubeAPIServerClientSignerName)}
 	}
-	return &issuance{reason: ReasonCertificatePending, requeueAfter: r.Options.CSRTimeout - waited,
+	return &issuance{reason: authv1beta1.ReasonCertificatePending, requeueAfter: r.Options.CSRTimeout - waited,
 		message: fmt.Sprintf("waiting for the signer to issue CertificateSigningRequest %s", csr.Name)}
 }
 
@@ -254,10 +238,10 @@ func (r *Reconciler) createCSR(ctx context.Context, t *authv1beta1.Tenant) (*cer
 
 func (r *Reconciler) reportForeign(t *authv1beta1.Tenant, foreign []string) {
 	if len(foreign) == 0 {
-		r.setCondition(t, ConditionCSRIntegrity, true, ReasonOnlyOwnCSRs, "only CertificateSigningRequests liqo-auth created carry this Tenant's labels", "")
+		r.setCondition(t, authv1beta1.ConditionCSRIntegrity, true, authv1beta1.ReasonOnlyOwnCSRs, "only CertificateSigningRequests liqo-auth created carry this Tenant's labels", "")
 		return
 	}
-	r.setCondition(t, ConditionCSRIntegrity, false, ReasonForeignCSR, fmt.Sprintf(
+	r.setCondition(t, authv1beta1.ConditionCSRIntegrity, false, authv1beta1.ReasonForeignCSR, fmt.Sprintf(
 		"CertificateSigningRequests not created by liqo-auth carry this Tenant's labels: %s; they are never approved: delete them and find out who created them", strings.Join(foreign, ", ")),
 		corev1.EventTypeWarning)
 }

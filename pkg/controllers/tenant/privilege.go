@@ -9,10 +9,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
-// ReasonClusterIDHasPermissions: the consumer's cluster ID is a user name that already holds
-// permissions here, which a certificate for that name would hand over.
-const ReasonClusterIDHasPermissions = "ClusterIDHasPermissions"
-
 // extraPermissions says what user <clusterID> with group liqo.io may do on this cluster
 // beyond what this Tenant's own bindings grant: every RoleBinding (in any namespace) and
 // ClusterRoleBinding naming that user or group, and the powerful actions any authorizer

@@ -137,13 +137,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	t.Status.ObservedGeneration = t.Generation
-	if !equality.Semantic.DeepEqual(before, &t.Status) {
-		if err := r.Client.Status().Update(ctx, t); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{Requeue: true}, nil
-			}
-			return ctrl.Result{}, err
-		}
+	if saved, err := common.SaveStatus(ctx, r.Client, t, !equality.Semantic.DeepEqual(before, &t.Status)); !saved || err != nil {
+		return ctrl.Result{}, err
 	}
 	return res, r.afterStatus(ctx, t)
 }
@@ -178,9 +173,9 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 			return res, err
 		}
 		if still != "" {
-			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, ReasonAccessStillAllowed, "the tenant is Drained, but SubjectAccessReviews still allow: "+still, corev1.EventTypeWarning)
+			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessStillAllowed, "the tenant is Drained, but SubjectAccessReviews still allow: "+still, corev1.EventTypeWarning)
 		} else {
-			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, ReasonAccessRevoked, "the tenant is Drained: its bindings were removed and SubjectAccessReviews confirm every permission is denied", corev1.EventTypeNormal)
+			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonAccessRevoked, "the tenant is Drained: its bindings were removed and SubjectAccessReviews confirm every permission is denied", corev1.EventTypeNormal)
 		}
 	default:
 		cordoned := state == authv1beta1.TenantConditionCordoned
@@ -189,9 +184,9 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 			return res, err
 		}
 		if granted {
-			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, ReasonAccessGranted, fmt.Sprintf("user %q may use role %s in namespace %q", t.Spec.ClusterID, cluster.ControlPlaneRoleName, t.Namespace), corev1.EventTypeNormal)
+			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessGranted, fmt.Sprintf("user %q may use role %s in namespace %q", t.Spec.ClusterID, cluster.ControlPlaneRoleName, t.Namespace), corev1.EventTypeNormal)
 		} else {
-			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, ReasonCordonedNoGrant, "the tenant is Cordoned: no new access is granted", corev1.EventTypeNormal)
+			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonCordonedNoGrant, "the tenant is Cordoned: no new access is granted", corev1.EventTypeNormal)
 		}
 	}
 	res, err := r.reconcileCertificate(ctx, t, state, now)
@@ -205,11 +200,11 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	switch {
 	case state == authv1beta1.TenantConditionDrained:
 		if !hasCert {
-			r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, ReasonDrainedNoCertificate, "the tenant is Drained: no certificate is issued", corev1.EventTypeNormal)
+			r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, authv1beta1.ReasonDrainedNoCertificate, "the tenant is Drained: no certificate is issued", corev1.EventTypeNormal)
 		}
 		return ctrl.Result{}, nil
 	case !hasCert && state == authv1beta1.TenantConditionCordoned:
-		r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, ReasonCordonedNoCertificate, "the tenant is Cordoned: no new certificate is issued", corev1.EventTypeNormal)
+		r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, authv1beta1.ReasonCordonedNoCertificate, "the tenant is Cordoned: no new certificate is issued", corev1.EventTypeNormal)
 		return ctrl.Result{}, nil
 	case !due:
 		return ctrl.Result{RequeueAfter: t.Status.Certificate.RenewAfter.Sub(now)}, nil
@@ -225,7 +220,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	}
 	if is.cert == nil {
 		evType := corev1.EventTypeNormal
-		if is.reason != ReasonCertificatePending {
+		if is.reason != authv1beta1.ReasonCertificatePending {
 			evType = corev1.EventTypeWarning
 		}
 		if !hasCert {
@@ -243,9 +238,9 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	}); err != nil {
 		return ctrl.Result{}, err
 	}
-	reason := ReasonCertificateIssued
+	reason := authv1beta1.ReasonCertificateIssued
 	if hasCert {
-		reason = ReasonCertificateRenewed
+		reason = authv1beta1.ReasonCertificateRenewed
 	}
 	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: r.Options.APIServer, CA: r.Options.CA, SignedCRT: is.pem, ProxyURL: t.Spec.ProxyURL}
 	t.Status.Certificate = r.certificateInfo(is.cert)
@@ -289,7 +284,7 @@ func (r *Reconciler) accept(t *authv1beta1.Tenant, acc *acceptance, now time.Tim
 	if reissue {
 		t.Status.AuthParams, t.Status.Certificate = nil, nil
 	}
-	r.setCondition(t, authv1beta1.ConditionAuthenticated, true, ReasonAccepted,
+	r.setCondition(t, authv1beta1.ConditionAuthenticated, true, authv1beta1.ReasonHandshakeAccepted,
 		fmt.Sprintf("the nonce signature and the CSR of key %s were verified; the nonce is consumed", acc.fingerprint), corev1.EventTypeNormal)
 	return nil
 }
@@ -302,8 +297,8 @@ func (r *Reconciler) refuseRecorded(t *authv1beta1.Tenant, sealErr, err error) e
 	switch {
 	case sealErr == nil:
 		return err
-	case authn.ReasonOf(sealErr) == ReasonHandshakeChanged:
-		return refusal(ReasonHandshakeChanged, "spec.publicKey or spec.csr changed after the handshake was accepted, and the new handshake is refused: %v", err)
+	case authn.ReasonOf(sealErr) == authv1beta1.ReasonHandshakeChanged:
+		return refusal(authv1beta1.ReasonHandshakeChanged, "spec.publicKey or spec.csr changed after the handshake was accepted, and the new handshake is refused: %v", err)
 	}
 	recorded := authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID),
 		KeyFingerprint: t.Status.AcceptedKeyFingerprint, CSRDigest: t.Status.AcceptedCSRDigest}

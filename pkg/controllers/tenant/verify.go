@@ -18,23 +18,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 )
 
-// Reasons of refusals found by the provider beyond the cryptographic checks of authn.
-const (
-	ReasonInvalidClusterID      authn.Reason = "InvalidClusterID"
-	ReasonNameMismatch          authn.Reason = "TenantNameMismatch"
-	ReasonLabelMismatch         authn.Reason = "TenantLabelMismatch"
-	ReasonMisplaced             authn.Reason = "TenantNotInTenantNamespace"
-	ReasonNonceMissing          authn.Reason = "NonceMissing"
-	ReasonNonceExpired          authn.Reason = "NonceExpired"
-	ReasonNonceInvalid          authn.Reason = "NonceInvalid"
-	ReasonHandshakeChanged      authn.Reason = "HandshakeChanged"
-	ReasonSignatureMissing      authn.Reason = "SignatureMissing"
-	ReasonPublicKeyMissing      authn.Reason = "PublicKeyMissing"
-	ReasonCSRMissing            authn.Reason = "CSRMissing"
-	ReasonAccepted                           = "HandshakeAccepted"
-	ReasonNonceIssueTimeInvalid authn.Reason = "NonceIssueTimeInvalid"
-)
-
 func refusal(reason authn.Reason, format string, args ...any) *authn.Error {
 	return &authn.Error{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
@@ -45,20 +28,20 @@ func refusal(reason authn.Reason, format string, args ...any) *authn.Error {
 func checkPlacement(ctx context.Context, p common.Placement, t *authv1beta1.Tenant) error {
 	id := string(t.Spec.ClusterID)
 	if err := cluster.ValidateClusterID(id); err != nil {
-		return refusal(ReasonInvalidClusterID, "spec.clusterID: %v", err)
+		return refusal(authv1beta1.ReasonInvalidClusterID, "spec.clusterID: %v", err)
 	}
 	if t.Name != id {
-		return refusal(ReasonNameMismatch, "the Tenant is named %q but spec.clusterID is %q: a Tenant is named after its cluster", t.Name, id)
+		return refusal(authv1beta1.ReasonTenantNameMismatch, "the Tenant is named %q but spec.clusterID is %q: a Tenant is named after its cluster", t.Name, id)
 	}
 	if l := t.Labels[cluster.RemoteClusterIDLabel]; l != id {
-		return refusal(ReasonLabelMismatch, "label %s is %q but spec.clusterID is %q", cluster.RemoteClusterIDLabel, l, id)
+		return refusal(authv1beta1.ReasonTenantLabelMismatch, "label %s is %q but spec.clusterID is %q", cluster.RemoteClusterIDLabel, l, id)
 	}
 	ok, why, err := p.Verify(ctx, t.Namespace, id)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return refusal(ReasonMisplaced, "%s: a Tenant is accepted only in the tenant namespace this cluster's administrator made for its cluster", why)
+		return refusal(authv1beta1.ReasonTenantMisplaced, "%s: a Tenant is accepted only in the tenant namespace this cluster's administrator made for its cluster", why)
 	}
 	return nil
 }
@@ -77,11 +60,11 @@ func verifyHandshake(ctx context.Context, c client.Reader, t *authv1beta1.Tenant
 	id := string(t.Spec.ClusterID)
 	switch {
 	case len(t.Spec.PublicKey) == 0:
-		return nil, refusal(ReasonPublicKeyMissing, "spec.publicKey is empty")
+		return nil, refusal(authv1beta1.ReasonPublicKeyMissing, "spec.publicKey is empty")
 	case len(t.Spec.Signature) == 0:
-		return nil, refusal(ReasonSignatureMissing, "spec.signature is empty")
+		return nil, refusal(authv1beta1.ReasonSignatureMissing, "spec.signature is empty")
 	case len(t.Spec.CSR) == 0:
-		return nil, refusal(ReasonCSRMissing, "spec.csr is empty")
+		return nil, refusal(authv1beta1.ReasonCSRMissing, "spec.csr is empty")
 	}
 	if len(t.Spec.CSR) > authn.MaxCSRSize {
 		return nil, refusal(authn.ReasonCSRTooLarge, "the CSR is %d bytes, more than the %d allowed", len(t.Spec.CSR), authn.MaxCSRSize)
@@ -113,26 +96,26 @@ func liveNonce(ctx context.Context, c client.Reader, ns, id string, ttl time.Dur
 	var s corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.NonceSecretName}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, "", refusal(ReasonNonceMissing, "no nonce in namespace %q: it was never created or was already used; start a new handshake (liqoctl create nonce, or liqoctl authenticate)", ns)
+			return nil, "", refusal(authv1beta1.ReasonNonceMissing, "no nonce in namespace %q: it was never created or was already used; start a new handshake (liqoctl create nonce, or liqoctl authenticate)", ns)
 		}
 		return nil, "", err
 	}
 	if s.Labels[cluster.NonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != id {
-		return nil, "", refusal(ReasonNonceInvalid, "Secret %s/%s is not labelled as the nonce of cluster %q", ns, s.Name, id)
+		return nil, "", refusal(authv1beta1.ReasonNonceInvalid, "Secret %s/%s is not labelled as the nonce of cluster %q", ns, s.Name, id)
 	}
 	nonce := string(s.Data[cluster.NonceField])
 	if nonce == "" {
-		return nil, "", refusal(ReasonNonceMissing, "the nonce in namespace %q is not filled yet", ns)
+		return nil, "", refusal(authv1beta1.ReasonNonceMissing, "the nonce in namespace %q is not filled yet", ns)
 	}
 	if err := authn.CheckNonce(nonce); err != nil {
-		return nil, "", refusal(ReasonNonceInvalid, "the nonce in namespace %q is not canonical: %v", ns, err)
+		return nil, "", refusal(authv1beta1.ReasonNonceInvalid, "the nonce in namespace %q is not canonical: %v", ns, err)
 	}
 	issued, err := nonceIssued(&s, now)
 	if err != nil {
 		return nil, "", err
 	}
 	if age := now.Sub(issued); age > ttl {
-		return nil, "", refusal(ReasonNonceExpired, "the nonce was issued %s ago, more than its %s lifetime: start a new handshake", age.Round(time.Second), ttl)
+		return nil, "", refusal(authv1beta1.ReasonNonceExpired, "the nonce was issued %s ago, more than its %s lifetime: start a new handshake", age.Round(time.Second), ttl)
 	}
 	return &s, nonce, nil
 }
@@ -154,9 +137,9 @@ func nonceIssued(s *corev1.Secret, now time.Time) (time.Time, error) {
 	at, err := time.Parse(time.RFC3339, v)
 	switch {
 	case err != nil:
-		return time.Time{}, refusal(ReasonNonceIssueTimeInvalid, "annotation %s=%q is not an RFC 3339 time: the nonce Secret was tampered with; start a new handshake", cluster.NonceIssuedAtAnnotation, v)
+		return time.Time{}, refusal(authv1beta1.ReasonNonceIssueTimeInvalid, "annotation %s=%q is not an RFC 3339 time: the nonce Secret was tampered with; start a new handshake", cluster.NonceIssuedAtAnnotation, v)
 	case at.After(now.Add(clockSkew)):
-		return time.Time{}, refusal(ReasonNonceIssueTimeInvalid, "annotation %s=%q is in the future: the nonce Secret was tampered with; start a new handshake", cluster.NonceIssuedAtAnnotation, v)
+		return time.Time{}, refusal(authv1beta1.ReasonNonceIssueTimeInvalid, "annotation %s=%q is in the future: the nonce Secret was tampered with; start a new handshake", cluster.NonceIssuedAtAnnotation, v)
 	case at.Before(issued):
 		return at, nil
 	}
@@ -193,7 +176,7 @@ func verifySealed(t *authv1beta1.Tenant, pub crypto.PublicKey) error {
 		return err
 	}
 	if acc.KeyFingerprint != t.Status.AcceptedKeyFingerprint || acc.CSRDigest != t.Status.AcceptedCSRDigest {
-		return refusal(ReasonHandshakeChanged, "spec.publicKey or spec.csr changed after the handshake was accepted")
+		return refusal(authv1beta1.ReasonHandshakeChanged, "spec.publicKey or spec.csr changed after the handshake was accepted")
 	}
 	if err := authn.VerifyAcceptanceSeal(pub, acc, t.Status.AcceptanceSeal); err != nil {
 		return err

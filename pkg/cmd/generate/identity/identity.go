@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -82,7 +83,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var ctrls cli.Controllers
 	defer ctrls.Stop()
-	if err := ctrls.Ensure(ctx, o.Global, s, true, false); err != nil {
+	if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Provider); err != nil {
 		return err
 	}
 	t, err := handshake.WaitTenant(ctx, s, client.ObjectKey{Namespace: tn, Name: o.RemoteClusterID}, o.Global.Clock())

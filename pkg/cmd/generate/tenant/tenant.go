@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -94,7 +95,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var ctrls cli.Controllers
 	defer ctrls.Stop()
-	if err := ctrls.Ensure(ctx, o.Global, s, false, true); err != nil {
+	if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Consumer); err != nil {
 		return err
 	}
 	if err := handshake.EnsureSignedNonce(ctx, s, tn, o.RemoteClusterID, o.Nonce); err != nil {

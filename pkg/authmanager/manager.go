@@ -1,7 +1,7 @@
-// Package manager wires the controllers of liqo-auth into a controller-runtime manager.
+// Package authmanager wires the controllers of liqo-auth into a controller-runtime manager.
 // The same Setup serves the long-running liqo-auth-manager, the in-process runner that
 // liqoctl starts for the duration of a command, and any program that embeds the library.
-package manager
+package authmanager
 
 import (
 	"context"
@@ -49,10 +49,9 @@ type Options struct {
 	ClusterID string
 	// Key of this cluster; read from the cluster when nil.
 	Key crypto.Signer
-	// Provider runs the nonce creator and the tenant controller.
-	Provider bool
-	// Consumer runs the nonce signer and the identity controller.
-	Consumer bool
+	// Role selects the controllers: a Provider runs the nonce creator and the tenant
+	// controller, a Consumer the nonce signer and the identity controller.
+	Role Role
 	// Tenant configures the provider side.
 	Tenant tenant.Options
 	// WatchRenewals makes the consumer side follow its Tenants on the providers to pick up
@@ -65,7 +64,7 @@ func (o *Options) Complete() error {
 	if o.Namespace == "" {
 		o.Namespace = cluster.DefaultLiqoNamespace
 	}
-	if !o.Provider && !o.Consumer {
+	if o.Role&Both == 0 {
 		return errors.New("nothing to run: enable the provider side, the consumer side, or both")
 	}
 	if o.Tenant.NonceTTL == 0 {
@@ -120,10 +119,10 @@ func stripBinding(obj any) (any, error) {
 // WatchedTypes are the kinds the selected controllers watch or read from the cache.
 func WatchedTypes(o Options) []client.Object {
 	objs := []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}
-	if o.Provider {
+	if o.Role.Has(Provider) {
 		objs = append(objs, &authv1beta1.Tenant{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.Role{}, &certificatesv1.CertificateSigningRequest{})
 	}
-	if o.Consumer {
+	if o.Role.Has(Consumer) {
 		objs = append(objs, &authv1beta1.Identity{})
 	}
 	return objs
@@ -153,7 +152,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	c, rec := mgr.GetClient(), common.ShortNotes(mgr.GetEventRecorder(cluster.ManagerName))
 	placement := common.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
 	var setups []interface{ SetupWithManager(ctrl.Manager) error }
-	if o.Provider {
+	if o.Role.Has(Provider) {
 		self, err := tenant.SelfReviewer(ctx, c)
 		if err != nil {
 			return err
@@ -167,7 +166,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			&noncecreator.Reconciler{Client: c, Placement: placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
 			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self})
 	}
-	if o.Consumer {
+	if o.Role.Has(Consumer) {
 		setups = append(setups,
 			&noncesigner.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key},
 			&identity.Reconciler{Client: c, Placement: placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key})
