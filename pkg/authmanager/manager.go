@@ -157,11 +157,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if err != nil {
 			return err
 		}
-		for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}} {
-			if err := mgr.GetFieldIndexer().IndexField(ctx, obj, cluster.SubjectsIndex, cluster.IndexSubjects); err != nil {
-				return fmt.Errorf("indexing %T by subject: %w", obj, err)
-			}
-		}
 		setups = append(setups,
 			&noncecreator.Reconciler{Client: c, Placement: placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
 			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self})

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -41,11 +42,12 @@ type Connection struct {
 }
 
 // StartInProcess starts the selected controllers against cfg in the background and returns
-// once their informers are synced. They stop when ctx ends or Stop is called. There is no
-// leader election, no metrics and no health server: the runner lives for one command.
+// once the cache holds every object of the kinds they watch, or with the reason the
+// manager stopped first. They stop when ctx ends or Stop is called. There is no leader
+// election, no metrics and no health server: the runner lives for one command.
 func StartInProcess(ctx context.Context, cfg *rest.Config, conn Connection, o Options, logger logr.Logger) (*Runner, error) {
 	opts := ctrl.Options{
-		Scheme: scheme.New(), Cache: CacheOptions(o.Namespace), NewCache: newPrestartedCache, Logger: logger,
+		Scheme: scheme.New(), Cache: CacheOptions(o.Namespace), Logger: logger,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: ControllerConfig(),
 	}
@@ -61,18 +63,50 @@ func StartInProcess(ctx context.Context, cfg *rest.Config, conn Connection, o Op
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(log.IntoContext(ctx, logger))
-	// Sync the informers of every watched kind before the controllers start, so that they
-	// start on synced informers at once instead of during the first handshake step.
-	if err := startCache(ctx, mgr.GetCache(), WatchedTypes(o)); err != nil {
-		cancel()
-		return nil, fmt.Errorf("the in-process controllers could not sync their caches: %w", err)
-	}
 	r := &Runner{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		r.err = mgr.Start(ctx)
 	}()
+	if err := waitSynced(ctx, mgr.GetCache(), WatchedTypes(o), r.done); err != nil {
+		_ = r.Stop()
+		if r.err != nil && !errors.Is(r.err, context.Canceled) {
+			err = r.err
+		}
+		return nil, fmt.Errorf("the in-process controllers could not sync their caches: %w", err)
+	}
 	return r, nil
+}
+
+// waitSynced returns once the informers of objs hold what the API server had, waiting on
+// each informer's done channel. It asks for them only once the cache has started (by then
+// the controllers' sources are registering the same informers), so that the manager's own
+// wait for its cache, which polls every 100 ms, finds nothing to wait for.
+func waitSynced(ctx context.Context, c cache.Cache, objs []client.Object, stopped <-chan struct{}) error {
+	started := make(chan bool, 1)
+	go func() { started <- c.WaitForCacheSync(ctx) }()
+	select {
+	case ok := <-started:
+		if !ok {
+			return errors.New("the cache did not start")
+		}
+	case <-stopped:
+		return errors.New("the manager stopped")
+	}
+	for _, obj := range objs {
+		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		select {
+		case <-inf.HasSyncedChecker().Done():
+		case <-stopped:
+			return errors.New("the manager stopped")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // Stop stops the controllers and waits for them to end.

@@ -48,31 +48,6 @@ func AllowedActions(ctx context.Context, c client.Client, user string, groups []
 	return allowed, nil
 }
 
-// SubjectsIndex is the field index, on RoleBindings and ClusterRoleBindings, of the users
-// and groups they name ("User/<name>", "Group/<name>").
-const SubjectsIndex = "liqo.io/subjects"
-
-// IndexSubjects is the SubjectsIndex function.
-func IndexSubjects(obj client.Object) []string {
-	switch b := obj.(type) {
-	case *rbacv1.RoleBinding:
-		return subjectKeys(b.Subjects)
-	case *rbacv1.ClusterRoleBinding:
-		return subjectKeys(b.Subjects)
-	}
-	return nil
-}
-
-func subjectKeys(subjects []rbacv1.Subject) []string {
-	var keys []string
-	for _, s := range subjects {
-		if s.Kind == rbacv1.UserKind || s.Kind == rbacv1.GroupKind {
-			keys = append(keys, s.Kind+"/"+s.Name)
-		}
-	}
-	return keys
-}
-
 // Binding names a RoleBinding or ClusterRoleBinding and what it grants to whom.
 type Binding struct {
 	Kind, Namespace, Name string
@@ -92,9 +67,8 @@ func (b Binding) String() string {
 }
 
 // BindingsNaming finds every RoleBinding, in every namespace, and every ClusterRoleBinding
-// that names user or one of groups. With indexed, c is a cache indexed by SubjectsIndex;
-// otherwise every binding is listed.
-func BindingsNaming(ctx context.Context, c client.Reader, user string, groups []string, indexed bool) ([]Binding, error) {
+// that names user or one of groups. From a cache, the bindings are read without copies.
+func BindingsNaming(ctx context.Context, c client.Reader, user string, groups []string) ([]Binding, error) {
 	want := []string{rbacv1.UserKind + "/" + user}
 	for _, g := range groups {
 		want = append(want, rbacv1.GroupKind+"/"+g)
@@ -106,34 +80,24 @@ func BindingsNaming(ctx context.Context, c client.Reader, user string, groups []
 			ctrl = string(ref.UID)
 		}
 		for _, s := range subjects {
-			if slices.Contains(want, s.Kind+"/"+s.Name) {
+			if (s.Kind == rbacv1.UserKind || s.Kind == rbacv1.GroupKind) && slices.Contains(want, s.Kind+"/"+s.Name) {
 				out = append(out, Binding{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), RoleRef: roleRef, Subject: s, ControllerUID: ctrl})
 			}
 		}
 	}
-	keys := want
-	if !indexed {
-		keys = []string{""}
+	var rbs rbacv1.RoleBindingList
+	if err := c.List(ctx, &rbs, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing RoleBindings: %w", err)
 	}
-	for _, key := range keys {
-		var opts []client.ListOption
-		if indexed {
-			opts = append(opts, client.MatchingFields{SubjectsIndex: key})
-		}
-		var rbs rbacv1.RoleBindingList
-		if err := c.List(ctx, &rbs, opts...); err != nil {
-			return nil, fmt.Errorf("listing RoleBindings: %w", err)
-		}
-		for i := range rbs.Items {
-			add("RoleBinding", &rbs.Items[i], rbs.Items[i].RoleRef, rbs.Items[i].Subjects)
-		}
-		var crbs rbacv1.ClusterRoleBindingList
-		if err := c.List(ctx, &crbs, opts...); err != nil {
-			return nil, fmt.Errorf("listing ClusterRoleBindings: %w", err)
-		}
-		for i := range crbs.Items {
-			add("ClusterRoleBinding", &crbs.Items[i], crbs.Items[i].RoleRef, crbs.Items[i].Subjects)
-		}
+	for i := range rbs.Items {
+		add("RoleBinding", &rbs.Items[i], rbs.Items[i].RoleRef, rbs.Items[i].Subjects)
+	}
+	var crbs rbacv1.ClusterRoleBindingList
+	if err := c.List(ctx, &crbs, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterRoleBindings: %w", err)
+	}
+	for i := range crbs.Items {
+		add("ClusterRoleBinding", &crbs.Items[i], crbs.Items[i].RoleRef, crbs.Items[i].Subjects)
 	}
 	slices.SortFunc(out, func(a, b Binding) int { return strings.Compare(a.String(), b.String()) })
 	return slices.CompactFunc(out, func(a, b Binding) bool { return a.String() == b.String() }), nil
@@ -221,9 +185,8 @@ func RevocationGroups() []string { return []string{UserGroup, "system:authentica
 // ProveRevoked checks that user, with RevocationGroups, may do none of what rules granted,
 // neither in namespace ns nor in any namespace, and that no RoleBinding in any namespace
 // and no ClusterRoleBinding names the user or group liqo.io. It returns what remains, in
-// words; empty means revoked. SubjectAccessReviews go through c, the binding scan through r
-// (indexed by SubjectsIndex when indexed is set).
-func ProveRevoked(ctx context.Context, c client.Client, r client.Reader, user, ns string, rules []rbacv1.PolicyRule, indexed bool) ([]string, error) {
+// words; empty means revoked. SubjectAccessReviews go through c, the binding scan through r.
+func ProveRevoked(ctx context.Context, c client.Client, r client.Reader, user, ns string, rules []rbacv1.PolicyRule) ([]string, error) {
 	var left []string
 	for _, where := range []string{ns, ""} {
 		allowed, err := AllowedActions(ctx, c, user, RevocationGroups(), where, rules)
@@ -238,7 +201,7 @@ func ProveRevoked(ctx context.Context, c client.Client, r client.Reader, user, n
 			left = append(left, a+" "+scope)
 		}
 	}
-	bindings, err := BindingsNaming(ctx, r, user, []string{UserGroup}, indexed)
+	bindings, err := BindingsNaming(ctx, r, user, []string{UserGroup})
 	if err != nil {
 		return nil, err
 	}

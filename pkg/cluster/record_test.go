@@ -47,16 +47,8 @@ func TestTenantRecordRoundTrip(t *testing.T) {
 	assert.Empty(t, nilRec.Valid(now))
 }
 
-func TestIndexSubjects(t *testing.T) {
-	subjects := []rbacv1.Subject{
-		{Kind: rbacv1.UserKind, Name: "cl-a"}, {Kind: rbacv1.GroupKind, Name: UserGroup},
-		{Kind: rbacv1.ServiceAccountKind, Name: "sa", Namespace: "ns"},
-	}
-	want := []string{"User/cl-a", "Group/liqo.io"}
-	assert.Equal(t, want, IndexSubjects(&rbacv1.RoleBinding{Subjects: subjects}))
-	assert.Equal(t, want, IndexSubjects(&rbacv1.ClusterRoleBinding{Subjects: subjects}))
-	assert.Nil(t, IndexSubjects(&corev1.Secret{}))
-	b := Binding{Kind: "RoleBinding", Namespace: "team", Name: "edit", RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "edit"}, Subject: subjects[0]}
+func TestBindingString(t *testing.T) {
+	b := Binding{Kind: "RoleBinding", Namespace: "team", Name: "edit", RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "edit"}, Subject: rbacv1.Subject{Kind: rbacv1.UserKind, Name: "cl-a"}}
 	assert.Equal(t, `RoleBinding "edit" in namespace "team" (ClusterRole "edit" to User "cl-a")`, b.String())
 }
 

@@ -89,10 +89,10 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 // certificates that stay cryptographically valid, which Kubernetes cannot revoke.
 func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 	pr, id := p.Provider, p.Consumer.ClusterID
-	left, err := cluster.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, cluster.TenantRules(id), false)
+	left, err := cluster.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, cluster.TenantRules(id))
 	if apierrors.IsForbidden(err) {
 		pr.Report.Warn("Cannot list the bindings of every namespace with these credentials (%v): the revocation is verified with SubjectAccessReviews only", err)
-		left, err = cluster.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, cluster.TenantRules(id), false)
+		left, err = cluster.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, cluster.TenantRules(id))
 	}
 	if err != nil {
 		return pr.Explain(err, "verifying the revocation")

@@ -121,7 +121,7 @@ func assertNothingGranted(t *testing.T, p *site, id, ns string) {
 	for _, c := range csrs.Items {
 		assert.NotEqual(t, id, c.Labels[cluster.RemoteClusterIDLabel], "no CSR may exist for %s", id)
 	}
-	bindings, err := cluster.BindingsNaming(ctx, p.client, id, nil, false)
+	bindings, err := cluster.BindingsNaming(ctx, p.client, id, nil)
 	require.NoError(t, err)
 	assert.Empty(t, bindings, "no binding anywhere may name %s", id)
 	allowed, err := cluster.AllowedActions(ctx, p.client, id, []string{cluster.UserGroup}, ns, cluster.ControlPlaneRules())

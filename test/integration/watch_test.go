@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,9 +15,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
@@ -26,9 +30,9 @@ import (
 
 // TestWatchSyncsWithTheInitialObjects pins down the contract of common.Watch,
 // the source every controller uses: when WaitForSync returns, every object the
-// cache held that passes the predicates is already in the queue; a kind that
-// cannot be watched fails the start at once, with the reason, instead of
-// running into the controller's sync timeout.
+// cache held that passes the predicates is already in the queue; a controller
+// starts no worker before that; a kind that cannot be watched fails the start at
+// once, with the reason, instead of running into the controller's sync timeout.
 func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 	cp := testenv.New(t, "watch")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -61,9 +65,7 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 
 	t.Run("initial objects are queued when it syncs", func(t *testing.T) {
 		ch := newCache(t, cp.Config, scheme.New())
-		// An informer that already runs, as the in-process controllers' prestarted caches have.
-		_, err := ch.GetInformer(ctx, &corev1.Secret{})
-		require.NoError(t, err)
+		// The first round creates the informer; the later ones find it running.
 		for round := range 3 {
 			q := newQueue(t)
 			w := common.Watch(ch, &corev1.Secret{}, &handler.EnqueueRequestForObject{}, common.HasLabel("picked", "true"))
@@ -72,6 +74,30 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 			require.Equal(t, 5, q.Len(), "round %d: the queue must hold every labelled Secret when WaitForSync returns", round)
 			require.NoError(t, w.WaitForSync(ctx), "a second WaitForSync gets the same answer")
 		}
+	})
+
+	t.Run("a controller starts its workers only once its sources synced", func(t *testing.T) {
+		// The documented contract common.Watch relies on for its speed: a controller calls
+		// a SyncingSource's WaitForSync before any worker runs. If an upgrade of
+		// controller-runtime changed it, this fails.
+		ch := newCache(t, cp.Config, scheme.New())
+		gate := &gatedSource{SyncingSource: common.Watch(ch, &corev1.Secret{}, &handler.EnqueueRequestForObject{}), release: make(chan struct{})}
+		var reconciled atomic.Int32
+		ctl, err := controller.NewUnmanaged("gated", controller.Options{SkipNameValidation: ptr.To(true),
+			Reconciler: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+				reconciled.Add(1)
+				return reconcile.Result{}, nil
+			})})
+		require.NoError(t, err)
+		require.NoError(t, ctl.Watch(gate))
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() { _ = ctl.Start(cctx) }()
+		require.Eventually(t, gate.waiting.Load, 10*time.Second, 5*time.Millisecond, "the controller waits for the source")
+		time.Sleep(200 * time.Millisecond)
+		require.Zero(t, reconciled.Load(), "no worker ran before WaitForSync returned")
+		close(gate.release)
+		require.Eventually(t, func() bool { return reconciled.Load() == 7 }, 10*time.Second, 5*time.Millisecond, "then every Secret is reconciled")
 	})
 
 	t.Run("a kind outside the scheme fails at once", func(t *testing.T) {
@@ -106,4 +132,17 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.ErrorContains(t, err, "timed out waiting for the watch on *v1.ConfigMap to sync")
 	})
+}
+
+// gatedSource holds WaitForSync until release is closed.
+type gatedSource struct {
+	source.SyncingSource
+	release chan struct{}
+	waiting atomic.Bool
+}
+
+func (g *gatedSource) WaitForSync(ctx context.Context) error {
+	g.waiting.Store(true)
+	<-g.release
+	return g.SyncingSource.WaitForSync(ctx)
 }

@@ -12,9 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
@@ -119,3 +124,31 @@ func SaveStatus(ctx context.Context, c client.Client, obj client.Object, changed
 	}
 	return true, nil
 }
+
+// OnTenantRecord enqueues, for each change of a tenant record (or of a namespace labelled
+// as a tenant namespace), the object named name(remoteID) in the tenant namespace: a
+// record made after an object was refused brings that object back.
+func OnTenantRecord(name func(remoteID string) string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		remote := o.GetLabels()[cluster.RemoteClusterIDLabel]
+		ns := o.GetName() // a namespace
+		if cm, ok := o.(*corev1.ConfigMap); ok {
+			ns = cm.Data["namespace"]
+		}
+		if remote == "" || ns == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name(remote)}}}
+	})
+}
+
+// WatchTenantNamespaces adds to a controller the watches that keep its placement checks
+// (tenant records and namespaces) synced, enqueueing name(remoteID) on their changes.
+func WatchTenantNamespaces(b *builder.Builder, mgr manager.Manager, name func(remoteID string) string) *builder.Builder {
+	h := OnTenantRecord(name)
+	return b.WatchesRawSource(Watch(mgr.GetCache(), &corev1.ConfigMap{}, h, HasLabel(cluster.TenantRecordLabel, "true"))).
+		WatchesRawSource(Watch(mgr.GetCache(), &corev1.Namespace{}, h))
+}
+
+// Fixed returns a name function that ignores the remote ID.
+func Fixed(name string) func(string) string { return func(string) string { return name } }

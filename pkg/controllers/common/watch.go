@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -15,20 +16,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// Watch is a source of events for the objects of obj's kind in c, like
-// controller-runtime's source.Kind (which the builder's For, Owns and Watches
-// use), with one difference: a controller waiting for it to sync is released
-// the moment the handler has received the cache's initial objects.
+// Watch is a source of events for the objects of obj's kind in c, for the builder's
+// WatchesRawSource. It behaves like controller-runtime's source.Kind (what the builder's
+// For, Owns and Watches use) with one difference: a controller waiting for it to sync is
+// released the moment its handler has received the objects the cache held, instead of at
+// the next round of client-go's WaitForCacheSync, which polls every 100 ms. For
+// controllers started by liqoctl for one command, those 100 ms were most of a handshake
+// step (docs/benchmarks.md).
 //
-// source.Kind learns that through client-go's WaitForCacheSync, which polls
-// every 100 ms: whenever any object already existed, a controller started its
-// workers 100 ms after it started. With the controllers started by liqoctl for
-// a single command, that was most of the "Nonce is signed" step. Watch waits on
-// the handler registration's done channel (HasSyncedChecker) instead.
-//
-// The event handling itself (predicates, tombstones, the queue) is
-// controller-runtime's own, through source.Informer. An informer that cannot
-// be obtained (its CRD is not installed, its kind is not in the scheme) fails
+// It uses only exported, documented API: the cache's GetInformer (without blocking until
+// synced), the informer's AddEventHandlerWithOptions, the done channel of the handler
+// registration (HasSyncedChecker), and controller-runtime's handler, event and predicate
+// types; and it relies on one documented contract, that a controller calls a
+// SyncingSource's WaitForSync before it starts its workers (TestWatch checks both). An
+// informer that cannot be obtained (a CRD not installed, a kind not in the scheme) fails
 // the controller's start with that error instead of being retried.
 func Watch(c cache.Cache, obj client.Object, h handler.EventHandler, preds ...predicate.Predicate) source.SyncingSource {
 	return &watch{cache: c, obj: obj, handler: h, preds: preds, synced: make(chan error, 1)}
@@ -45,36 +46,84 @@ type watch struct {
 
 var _ source.SyncingSource = &watch{}
 
-// Start registers the handler on the kind's informer, in the background: the
-// informer may still be syncing, and Start must not block.
+// Start registers the handler on the kind's informer, in the background: the informer may
+// still be syncing, and Start must not block.
 func (w *watch) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	ctx, w.cancel = context.WithCancel(ctx)
-	go func() {
-		w.synced <- w.register(ctx, queue)
-	}()
+	go func() { w.synced <- w.register(ctx, queue) }()
 	return nil
 }
 
 func (w *watch) register(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	inf, err := w.cache.GetInformer(ctx, w.obj)
+	inf, err := w.cache.GetInformer(ctx, w.obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("watching %T: %w", w.obj, err)
 	}
-	captured := &registrationOf{Informer: inf}
-	src := &source.Informer{Informer: captured, Handler: w.handler, Predicates: w.preds}
-	if err := src.Start(ctx, queue); err != nil {
+	reg, err := inf.AddEventHandlerWithOptions(w.events(ctx, queue), toolscache.HandlerOptions{})
+	if err != nil {
 		return fmt.Errorf("watching %T: %w", w.obj, err)
 	}
 	select {
-	case <-captured.registration.HasSyncedChecker().Done():
+	case <-reg.HasSyncedChecker().Done():
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("watching %T: the handler did not receive the initial objects: %w", w.obj, ctx.Err())
 	}
 }
 
-// WaitForSync returns when the handler has received every object the cache
-// held when it was registered, or with the reason it could not.
+// events turns informer notifications into handler events, filtered by the predicates, as
+// controller-runtime's own sources do (tombstones included).
+func (w *watch) events(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			o, ok := obj.(client.Object)
+			if !ok {
+				return
+			}
+			e := event.CreateEvent{Object: o, IsInInitialList: initial}
+			if w.pass(func(p predicate.Predicate) bool { return p.Create(e) }) {
+				w.handler.Create(ctx, e, queue)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, okOld := oldObj.(client.Object)
+			n, okNew := newObj.(client.Object)
+			if !okOld || !okNew {
+				return
+			}
+			e := event.UpdateEvent{ObjectOld: o, ObjectNew: n}
+			if w.pass(func(p predicate.Predicate) bool { return p.Update(e) }) {
+				w.handler.Update(ctx, e, queue)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			e := event.DeleteEvent{}
+			if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj, e.DeleteStateUnknown = tombstone.Obj, true
+			}
+			o, ok := obj.(client.Object)
+			if !ok {
+				return
+			}
+			e.Object = o
+			if w.pass(func(p predicate.Predicate) bool { return p.Delete(e) }) {
+				w.handler.Delete(ctx, e, queue)
+			}
+		},
+	}
+}
+
+func (w *watch) pass(ok func(predicate.Predicate) bool) bool {
+	for _, p := range w.preds {
+		if !ok(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitForSync returns when the handler has received every object the cache held when it
+// was registered, or with the reason it could not.
 func (w *watch) WaitForSync(ctx context.Context) error {
 	select {
 	case err := <-w.synced:
@@ -88,28 +137,23 @@ func (w *watch) WaitForSync(ctx context.Context) error {
 	}
 }
 
-// For watches the objects a controller reconciles: each event enqueues the
-// object itself, like the builder's For.
+func (w *watch) String() string { return fmt.Sprintf("watch source: %T", w.obj) }
+
+// For watches the objects a controller reconciles: each event enqueues the object itself,
+// like the builder's For.
 func For(mgr manager.Manager, obj client.Object, preds ...predicate.Predicate) source.SyncingSource {
 	return Watch(mgr.GetCache(), obj, &handler.EnqueueRequestForObject{}, preds...)
 }
 
-// Owns watches objects a controller creates: each event enqueues the owner of
-// type owner that controls the object, like the builder's Owns.
+// Owns watches objects a controller creates: each event enqueues the owner of type owner
+// that controls the object, like the builder's Owns.
 func Owns(mgr manager.Manager, obj, owner client.Object) source.SyncingSource {
 	return Watch(mgr.GetCache(), obj, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner()))
 }
 
-func (w *watch) String() string { return fmt.Sprintf("watch source: %T", w.obj) }
-
-// registrationOf keeps the registration that source.Informer discards.
-type registrationOf struct {
-	cache.Informer
-	registration toolscache.ResourceEventHandlerRegistration
-}
-
-func (r *registrationOf) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	reg, err := r.Informer.AddEventHandlerWithOptions(h, o)
-	r.registration = reg
-	return reg, err
+// Reads keeps the cache's informer of obj's kind synced for a controller that reads that
+// kind without reconciling on its events: the controller starts once it is synced, so its
+// first read never waits for the cache.
+func Reads(mgr manager.Manager, obj client.Object) source.SyncingSource {
+	return Watch(mgr.GetCache(), obj, handler.Funcs{})
 }

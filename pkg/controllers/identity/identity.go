@@ -57,10 +57,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("identity").
+	b := ctrl.NewControllerManagedBy(mgr).Named("identity").
 		WatchesRawSource(common.For(mgr, &authv1beta1.Identity{})).
-		WatchesRawSource(common.Owns(mgr, &corev1.Secret{}, &authv1beta1.Identity{})).
-		Complete(r)
+		WatchesRawSource(common.Owns(mgr, &corev1.Secret{}, &authv1beta1.Identity{}))
+	return common.WatchTenantNamespaces(b, mgr, cluster.IdentityName).Complete(r)
 }
 
 // Reconcile writes the kubeconfig Secret of one Identity.

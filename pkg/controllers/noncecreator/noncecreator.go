@@ -33,9 +33,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("noncecreator").
-		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(cluster.NonceLabel, "true"))).
-		Complete(r)
+	b := ctrl.NewControllerManagedBy(mgr).Named("noncecreator").
+		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(cluster.NonceLabel, "true")))
+	return common.WatchTenantNamespaces(b, mgr, common.Fixed(cluster.NonceSecretName)).Complete(r)
 }
 
 // Reconcile fills the nonce of one Secret if it is empty and sits in the right place.

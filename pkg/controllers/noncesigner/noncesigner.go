@@ -28,9 +28,9 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler for Secrets labelled liqo.io/signed-nonce=true.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("noncesigner").
-		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(cluster.SignedNonceLabel, "true"))).
-		Complete(r)
+	b := ctrl.NewControllerManagedBy(mgr).Named("noncesigner").
+		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(cluster.SignedNonceLabel, "true")))
+	return common.WatchTenantNamespaces(b, mgr, common.Fixed(cluster.SignedNonceSecretName)).Complete(r)
 }
 
 // Reconcile signs the nonce of one Secret, or re-signs it when the signature present

@@ -80,6 +80,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("renewal").
 		WatchesRawSource(common.For(mgr, &authv1beta1.Identity{})).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &authv1beta1.Identity{}))).
+		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.ConfigMap{}, common.OnTenantRecord(cluster.IdentityName), common.HasLabel(cluster.TenantRecordLabel, "true"))).
 		Complete(r)
 }
 

@@ -67,7 +67,7 @@ func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant) (s
 	if err := r.deleteOwned(ctx, t); err != nil {
 		return "", err
 	}
-	left, err := cluster.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, cluster.TenantRules(t.Name), true)
+	left, err := cluster.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, cluster.TenantRules(t.Name))
 	if err != nil {
 		return "", err
 	}

@@ -16,7 +16,7 @@ import (
 // powers of an existing user by choosing its name as cluster ID.
 func (r *Reconciler) extraPermissions(ctx context.Context, t *authv1beta1.Tenant) ([]string, error) {
 	id := string(t.Spec.ClusterID)
-	bindings, err := cluster.BindingsNaming(ctx, r.Client, id, []string{cluster.UserGroup}, true)
+	bindings, err := cluster.BindingsNaming(ctx, r.Client, id, []string{cluster.UserGroup})
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("tenant").
+	b := ctrl.NewControllerManagedBy(mgr).Named("tenant").
 		WatchesRawSource(common.For(mgr, &authv1beta1.Tenant{})).
 		WatchesRawSource(common.Owns(mgr, &rbacv1.RoleBinding{}, &authv1beta1.Tenant{})).
 		WatchesRawSource(common.Owns(mgr, &rbacv1.Role{}, &authv1beta1.Tenant{})).
@@ -86,7 +86,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			common.HasLabel(cluster.ManagedByLabel, cluster.ManagedByValue))).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.nonceToTenants),
 			common.HasLabel(cluster.NonceLabel, "true"))).
-		Complete(r)
+		WatchesRawSource(common.Reads(mgr, &rbacv1.ClusterRoleBinding{}))
+	return common.WatchTenantNamespaces(b, mgr, func(remoteID string) string { return remoteID }).Complete(r)
 }
 
 func csrToTenant(_ context.Context, o client.Object) []reconcile.Request {
