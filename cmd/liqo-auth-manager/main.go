@@ -60,7 +60,7 @@ func parse(args []string) (*flags, error) {
 	fs.DurationVar(&f.opts.Tenant.CertificateLifetime, "certificate-lifetime", 0, "lifetime of issued certificates (default: liqoctl install's, else 720h)")
 	fs.DurationVar(&f.opts.Tenant.RenewBefore, "renew-before", 0, "renew a certificate when less than this remains (default: after two thirds of its lifetime)")
 	fs.DurationVar(&f.opts.Tenant.CSRTimeout, "csr-timeout", authmanager.DefaultCSRTimeout, "how long an approved CSR may wait for its certificate before it is reported")
-	fs.DurationVar(&f.opts.Tenant.NonceTTL, "nonce-ttl", authmanager.DefaultNonceTTL, "how long a nonce may be used")
+	fs.DurationVar(&f.opts.Tenant.NonceTTL, "nonce-ttl", 0, "how long a nonce may be used after it was created (default: liqoctl install's, else 15m)")
 	fs.BoolVar(&f.provider, "provider", true, "run the provider side")
 	fs.BoolVar(&f.consumer, "consumer", true, "run the consumer side")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas through the Lease liqo-auth-manager; without it, the manager still holds that Lease while no other manager does, so that liqoctl sees it")
@@ -191,12 +191,15 @@ func prepare(ctx context.Context, f *flags, c client.Client, host string) error 
 		return fmt.Errorf("--cluster-id %q differs from the installed cluster ID %q", f.opts.ClusterID, id)
 	}
 	f.opts.ClusterID = id
+	cfg, err := cluster.GetConfig(ctx, c, f.opts.Namespace)
+	if err != nil {
+		return err
+	}
 	if f.opts.Tenant.CertificateLifetime == 0 {
-		cfg, err := cluster.GetConfig(ctx, c, f.opts.Namespace)
-		if err != nil {
-			return err
-		}
 		f.opts.Tenant.CertificateLifetime = cfg.CertificateLifetime
+	}
+	if f.opts.Tenant.NonceTTL == 0 {
+		f.opts.Tenant.NonceTTL = cfg.NonceTTL
 	}
 	key, _, err := cluster.EnsureClusterKey(ctx, c, f.opts.Namespace, authn.Ed25519)
 	f.opts.Key = key

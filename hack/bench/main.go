@@ -15,8 +15,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/go-logr/logr"
 	"os"
 	"path/filepath"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +42,7 @@ func main() {
 }
 
 func run() error {
+	ctrllog.SetLogger(logr.Discard()) // the benchmark's clients log nothing
 	var c config
 	var scale string
 	flag.StringVar(&c.bin, "bin", "bin", "directory of liqoctl and liqo-auth-manager")

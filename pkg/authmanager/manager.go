@@ -34,7 +34,7 @@ import (
 
 // Defaults of the provider side.
 const (
-	DefaultNonceTTL            = 15 * time.Minute
+	DefaultNonceTTL            = cluster.DefaultNonceTTL
 	DefaultCertificateLifetime = 30 * 24 * time.Hour
 	DefaultCSRTimeout          = 30 * time.Second
 	// MinCertificateLifetime is the shortest expirationSeconds the CSR API accepts.

@@ -126,11 +126,12 @@ const LeaseName = cluster.ManagerName
 
 // RunningManager reports whether a liqo-auth-manager holds a fresh leader-election Lease
 // in namespace ns, and which one. A Lease that was released or not renewed within its
-// duration means no manager runs.
+// duration means no manager runs; a Lease that cannot be read is an error (Forbidden, for
+// credentials that may not read it).
 func RunningManager(ctx context.Context, c client.Reader, ns string, now time.Time) (holder string, running bool, err error) {
 	var lease coordinationv1.Lease
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: LeaseName}, &lease); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		if apierrors.IsNotFound(err) {
 			return "", false, nil
 		}
 		return "", false, err

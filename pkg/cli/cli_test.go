@@ -6,11 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 )
@@ -31,29 +35,59 @@ func TestPrinterPlainLines(t *testing.T) {
 	assert.Regexp(t, `^INFO \(remote\) \[ *\d+\.\d{3}s\] step\n$`, b.String(), "-v adds the elapsed time")
 }
 
+// outputFlags returns -o set to format, as a command line would.
+func outputFlags(t *testing.T, def, format string) *OutputFlags {
+	t.Helper()
+	o := &OutputFlags{}
+	cmd := &cobra.Command{Use: "x"}
+	o.AddFlags(cmd, def)
+	if format != "" {
+		require.NoError(t, cmd.Flags().Set("output", format))
+	}
+	return o
+}
+
 func TestPrintObjects(t *testing.T) {
-	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}, Spec: authv1beta1.TenantSpec{ClusterID: "a"}}
+	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}, Spec: authv1beta1.TenantSpec{ClusterID: "a"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
-	var b bytes.Buffer
-	require.NoError(t, PrintObjects(&b, "yaml", tn, cm))
-	out := b.String()
+	print := func(format string, objs ...client.Object) string {
+		var b bytes.Buffer
+		require.NoError(t, outputFlags(t, "", format).PrintObjects(&b, objs...))
+		return b.String()
+	}
+	out := print("yaml", tn, cm)
 	assert.Contains(t, out, "apiVersion: authentication.liqo.io/v1beta1\nkind: Tenant\n")
 	assert.Contains(t, out, "---\napiVersion: v1\nkind: ConfigMap\n")
 	assert.NotContains(t, out, "creationTimestamp")
 	assert.NotContains(t, out, "status")
+	assert.NotContains(t, out, "managedFields", "as kubectl: without --show-managed-fields")
 
-	b.Reset()
-	require.NoError(t, PrintObjects(&b, "json", tn))
-	assert.True(t, strings.HasPrefix(b.String(), "{\n"))
-	assert.Contains(t, b.String(), `"kind": "Tenant"`)
-	b.Reset()
-	require.NoError(t, PrintObjects(&b, "json", tn, cm))
-	assert.Contains(t, b.String(), `"kind": "List"`)
+	out = print("json", tn)
+	assert.True(t, strings.HasPrefix(out, "{\n    \""), "kubectl's JSON style: 4 spaces")
+	assert.Contains(t, out, `"kind": "Tenant"`)
+	assert.Contains(t, print("json", tn, cm), `"kind": "List"`)
+	assert.Equal(t, "tenant.authentication.liqo.io/a\nconfigmap/b\n", print("name", tn, cm))
+	assert.Equal(t, "a", print("jsonpath={.spec.clusterID}", tn))
+	assert.Equal(t, "a/ns", print("go-template={{.metadata.name}}/{{.metadata.namespace}}", tn))
 
-	for f, ok := range map[string]bool{"": true, "yaml": true, "json": true, "xml": false, "YAML": false} {
-		err := (&OutputFlags{Format: f}).Validate()
-		assert.Equal(t, ok, err == nil, f)
+	for f, ok := range map[string]bool{"": true, "yaml": true, "json": true, "name": true, "jsonpath={.a}": true, "xml": false, "go-template={{": false} {
+		assert.Equal(t, ok, outputFlags(t, "", f).Validate() == nil, f)
 	}
+	assert.Equal(t, "yaml", outputFlags(t, "yaml", "").Format(), "the default applies")
+}
+
+func TestPrintData(t *testing.T) {
+	data := map[string]any{"clusterID": "cl-a", "tenants": []any{}}
+	for format, want := range map[string]string{
+		"yaml":                  "clusterID: cl-a\ntenants: []\n",
+		"json":                  "{\n    \"clusterID\": \"cl-a\",\n    \"tenants\": []\n}\n",
+		"jsonpath={.clusterID}": "cl-a",
+	} {
+		var b bytes.Buffer
+		require.NoError(t, outputFlags(t, "", format).PrintData(&b, data), format)
+		assert.Equal(t, want, b.String(), format)
+	}
+	assert.Error(t, outputFlags(t, "", "name").PrintData(&bytes.Buffer{}, data))
 }
 
 func TestFormatRules(t *testing.T) {
@@ -68,6 +102,7 @@ func TestFormatRules(t *testing.T) {
 
 func TestRequireRemote(t *testing.T) {
 	assert.Error(t, (&ClusterFlags{}).RequireRemote())
-	assert.NoError(t, (&ClusterFlags{Kubeconfig: "k"}).RequireRemote())
-	assert.NoError(t, (&ClusterFlags{Context: "c"}).RequireRemote())
+	assert.NoError(t, (&ClusterFlags{kubeconfig: "k"}).RequireRemote())
+	assert.NoError(t, (&ClusterFlags{overrides: clientcmd.ConfigOverrides{CurrentContext: "c"}}).RequireRemote())
+	assert.NoError(t, (&ClusterFlags{overrides: clientcmd.ConfigOverrides{ClusterInfo: clientcmdapi.Cluster{Server: "https://p"}}}).RequireRemote())
 }

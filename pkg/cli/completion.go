@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -54,11 +53,7 @@ func RemoteClusterIDCompletion(g *Global) cobra.CompletionFunc {
 }
 
 func contexts(f *ClusterFlags) []string {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if f.Kubeconfig != "" {
-		rules.ExplicitPath = f.Kubeconfig
-	}
-	cfg, err := rules.Load()
+	cfg, err := f.loader().RawConfig()
 	if err != nil {
 		return nil
 	}

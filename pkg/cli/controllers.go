@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -30,6 +31,12 @@ func (c *Controllers) Stop() {
 // this process until Stop, and the side says so in one line.
 func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, role authmanager.Role) error {
 	holder, running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, g.Clock())
+	if apierrors.IsForbidden(err) {
+		// These credentials may not read the Lease: the controllers run here, which is
+		// harmless beside a manager (both act idempotently), and said at -v.
+		g.Printer().Scoped(s.Scope).Debug("cannot read the Lease of liqo-auth-manager: %v", err)
+		err = nil
+	}
 	if err != nil {
 		return s.Explain(err, "looking for a running liqo-auth-manager")
 	}
@@ -47,7 +54,7 @@ func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, 
 		if err != nil {
 			return err
 		}
-		o.Tenant.APIServer, o.Tenant.CA, o.Tenant.CertificateLifetime = url, ca, cfg.CertificateLifetime
+		o.Tenant.APIServer, o.Tenant.CA, o.Tenant.CertificateLifetime, o.Tenant.NonceTTL = url, ca, cfg.CertificateLifetime, cfg.NonceTTL
 	}
 	logger := logr.Discard()
 	if g.Verbose > 1 {

@@ -8,68 +8,99 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
-// OutputFlags is -o/--output for commands that print objects.
+// OutputFlags is -o/--output, through cli-runtime's PrintFlags, so that it behaves as in
+// kubectl: yaml, json, name, jsonpath=…, jsonpath-as-json=…, jsonpath-file=…,
+// go-template=…, go-template-file=…, template=…, templatefile=…, with
+// --show-managed-fields, --template and --allow-missing-template-keys.
 type OutputFlags struct {
-	Format string
+	flags *genericclioptions.PrintFlags
 }
 
-// AddFlags registers -o with a default format (empty when the command prints a bare value).
+// AddFlags registers the flags, with a default format (empty when the command prints a
+// bare value or progress by default).
 func (o *OutputFlags) AddFlags(cmd *cobra.Command, def string) {
-	cmd.Flags().StringVarP(&o.Format, "output", "o", def, "output format: yaml or json")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	o.flags = genericclioptions.NewPrintFlags("")
+	if def != "" {
+		o.flags = o.flags.WithDefaultOutput(def)
+	}
+	o.flags.AddFlags(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.flags.AllowedFormats(), cobra.ShellCompDirectiveNoFileComp))
 }
 
-// Validate checks the format.
+// Format is the chosen format, "" when none.
+func (o *OutputFlags) Format() string {
+	if o.flags == nil || o.flags.OutputFormat == nil {
+		return ""
+	}
+	return *o.flags.OutputFormat
+}
+
+// Validate checks the format (and a template, if any).
 func (o *OutputFlags) Validate() error {
-	switch o.Format {
-	case "", "yaml", "json":
+	if o.Format() == "" {
 		return nil
 	}
-	return fmt.Errorf("--output must be yaml or json, not %q", o.Format)
+	if _, err := o.flags.ToPrinter(); err != nil {
+		return fmt.Errorf("--output: %w", err)
+	}
+	return nil
 }
 
-// PrintObjects writes objects as YAML (separated by ---) or JSON (one object, or a List).
-func PrintObjects(w io.Writer, format string, objs ...client.Object) error {
+// PrintObjects prints objects with their apiVersion and kind: YAML documents separated by
+// ---, and one JSON document (a List for several), as kubectl does.
+func (o *OutputFlags) PrintObjects(w io.Writer, objs ...client.Object) error {
+	p, err := o.flags.ToPrinter()
+	if err != nil {
+		return err
+	}
 	s := scheme.New()
-	us := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, o := range objs {
-		u, err := cluster.ToUnstructured(o, s)
+	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
+	for _, obj := range objs {
+		u, err := cluster.ToUnstructured(obj, s)
 		if err != nil {
 			return err
 		}
-		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
-		us = append(us, u)
+		list.Items = append(list.Items, *u)
 	}
-	switch format {
-	case "json":
-		var v any = us[0].Object
-		if len(us) > 1 {
-			items := make([]any, len(us))
-			for i, u := range us {
-				items[i] = u.Object
-			}
-			v = map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "    ")
-		return enc.Encode(v)
-	default:
-		parts := make([]string, len(us))
-		for i, u := range us {
-			b, err := yaml.Marshal(u.Object)
-			if err != nil {
+	if len(list.Items) == 1 || o.Format() == "yaml" || o.Format() == "name" {
+		for i := range list.Items {
+			if err := p.PrintObj(&list.Items[i], w); err != nil {
 				return err
 			}
-			parts[i] = string(b)
 		}
-		_, err := io.WriteString(w, strings.Join(parts, "---\n"))
+		return nil
+	}
+	return p.PrintObj(list, w)
+}
+
+// PrintData prints a value that is not a Kubernetes object (a report, a version) in the
+// chosen format: yaml, json or a template; -o name is for objects.
+func (o *OutputFlags) PrintData(w io.Writer, v any) error {
+	if o.Format() == "name" {
+		return fmt.Errorf("--output name prints object names; this command prints no objects: use yaml, json or a template")
+	}
+	p, err := o.flags.ToPrinter()
+	if err != nil {
 		return err
 	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(o.Format(), "jsonpath") || strings.Contains(o.Format(), "template") {
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		return p.PrintObj(&unstructured.Unstructured{Object: m}, w)
+	}
+	return p.PrintObj(&runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}, w)
 }

@@ -20,7 +20,20 @@ const (
 	ConfigAPIServerURL        = "apiServerURL"
 	ConfigAPIServerCA         = "apiServerCA"
 	ConfigCertificateLifetime = "certificateLifetime"
+	ConfigNonceTTL            = "nonceTTL"
 )
+
+// DefaultNonceTTL is how long a nonce may be used after its Secret was created, unless
+// liqoctl install --nonce-ttl or liqo-auth-manager --nonce-ttl says otherwise.
+const DefaultNonceTTL = 15 * time.Minute
+
+// NonceTTL is the nonce TTL of this configuration.
+func (c Config) NonceTTLOrDefault() time.Duration {
+	if c.NonceTTL > 0 {
+		return c.NonceTTL
+	}
+	return DefaultNonceTTL
+}
 
 // Config is how a provider presents itself to its consumers.
 type Config struct {
@@ -30,6 +43,9 @@ type Config struct {
 	APIServerCA []byte
 	// CertificateLifetime is the lifetime of issued certificates (0: the default).
 	CertificateLifetime time.Duration
+	// NonceTTL is how long a nonce may be used after its Secret was created (0: the
+	// default).
+	NonceTTL time.Duration
 }
 
 // GetConfig reads the liqo-auth-config ConfigMap; a missing one is an empty Config.
@@ -42,12 +58,14 @@ func GetConfig(ctx context.Context, c client.Reader, ns string) (Config, error) 
 		return Config{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, ConfigMapName, err)
 	}
 	cfg := Config{APIServerURL: cm.Data[ConfigAPIServerURL], APIServerCA: []byte(cm.Data[ConfigAPIServerCA])}
-	if v := cm.Data[ConfigCertificateLifetime]; v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return Config{}, fmt.Errorf("ConfigMap %s/%s: %s=%q is not a duration", ns, ConfigMapName, ConfigCertificateLifetime, v)
+	for key, dst := range map[string]*time.Duration{ConfigCertificateLifetime: &cfg.CertificateLifetime, ConfigNonceTTL: &cfg.NonceTTL} {
+		if v := cm.Data[key]; v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return Config{}, fmt.Errorf("ConfigMap %s/%s: %s=%q is not a duration", ns, ConfigMapName, key, v)
+			}
+			*dst = d
 		}
-		cfg.CertificateLifetime = d
 	}
 	return cfg, nil
 }
@@ -67,6 +85,9 @@ func ForgeConfigMap(ns string, cfg Config) *corev1.ConfigMap {
 	}
 	if cfg.CertificateLifetime > 0 {
 		cm.Data[ConfigCertificateLifetime] = cfg.CertificateLifetime.String()
+	}
+	if cfg.NonceTTL > 0 {
+		cm.Data[ConfigNonceTTL] = cfg.NonceTTL.String()
 	}
 	return cm
 }

@@ -140,10 +140,11 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 // certificate.
 func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tenant, error) {
 	c, pr := p.Consumer, p.Provider
-	nonce, err := EnsureNonce(ctx, pr, pTN, c.ClusterID, p.now())
+	n, err := EnsureNonce(ctx, pr, pTN, c.ClusterID, p.now())
 	if err != nil {
 		return nil, err
 	}
+	nonce := n.Value
 	pr.Report.Info("Nonce secret ensured")
 	pr.Report.Info("Nonce generated successfully")
 	pr.Report.Info("Nonce retrieved")

@@ -46,13 +46,8 @@ func ApplyIdentity(ctx context.Context, c *Side, id *authv1beta1.Identity) error
 // WaitIdentity waits until the consumer wrote the kubeconfig of the Identity for the
 // certificate with serial (any certificate when serial is empty).
 func WaitIdentity(ctx context.Context, c *Side, key client.ObjectKey, serial string) (*authv1beta1.Identity, error) {
-	var out *authv1beta1.Identity
-	err := waitFor(ctx, c.Client, key, &authv1beta1.IdentityList{}, "the consumer to write the kubeconfig of the Identity",
+	return waitObject(ctx, c, key, &authv1beta1.IdentityList{}, "the consumer to write the kubeconfig of the Identity", "waiting for the Identity status",
 		func(id *authv1beta1.Identity) (bool, string, error) {
-			if id == nil {
-				return false, "", fmt.Errorf("the Identity %s was deleted", key)
-			}
-			out = id
 			if id.Status.ObservedGeneration < id.Generation {
 				return false, "the consumer has not looked at the Identity yet: is liqo-auth-manager running there?", nil
 			}
@@ -69,8 +64,4 @@ func WaitIdentity(ctx context.Context, c *Side, key client.ObjectKey, serial str
 			}
 			return true, "", nil
 		})
-	if err != nil {
-		return nil, c.Explain(err, "waiting for the Identity status")
-	}
-	return out, nil
 }

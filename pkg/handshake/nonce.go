@@ -18,26 +18,35 @@ import (
 // again; older ones are replaced, so that a nonce handed out is far from its expiry.
 const NonceReuseWindow = 5 * time.Minute
 
+// Nonce is the nonce a provider holds for a consumer.
+type Nonce struct {
+	Value string
+	// Created says EnsureNonce made it now; otherwise it kept a young one.
+	Created bool
+	// CreatedAt is when its Secret was created: its TTL counts from there.
+	CreatedAt time.Time
+}
+
 // EnsureNonce makes sure the provider's tenant namespace tn of consumer consumerID holds a
 // fresh nonce, and returns it. A young unused nonce is kept (re-running a command changes
 // nothing); an old one, or one without the labels of the protocol, is replaced.
-func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.Time) (string, error) {
+func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.Time) (*Nonce, error) {
 	var s corev1.Secret
 	err := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &s)
 	switch {
 	case err == nil:
 		if nonce, ok := reusableNonce(&s, consumerID, now); ok {
-			return nonce, nil
+			return &Nonce{Value: nonce, CreatedAt: s.CreationTimestamp.Time}, nil
 		}
 		if err := p.Client.Delete(ctx, &s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
-			return "", p.Explain(err, "replacing the old nonce")
+			return nil, p.Explain(err, "replacing the old nonce")
 		}
 	case !apierrors.IsNotFound(err):
-		return "", p.Explain(err, "reading the nonce")
+		return nil, p.Explain(err, "reading the nonce")
 	}
 	nonce, err := authn.NewNonce()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	s = corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: cluster.NonceSecretName, Namespace: tn,
@@ -47,21 +56,20 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 		Data: map[string][]byte{cluster.NonceField: []byte(nonce)},
 	}
 	if err := p.Client.Create(ctx, &s); err != nil {
-		return "", p.Explain(err, "creating the nonce")
+		return nil, p.Explain(err, "creating the nonce")
 	}
-	return nonce, nil
+	return &Nonce{Value: nonce, Created: true, CreatedAt: s.CreationTimestamp.Time}, nil
 }
 
+// reusableNonce returns the nonce of s if it is for consumerID, canonical and young: its
+// Secret, whose creation the provider measures the TTL from, was created less than
+// NonceReuseWindow ago.
 func reusableNonce(s *corev1.Secret, consumerID string, now time.Time) (string, bool) {
 	nonce := string(s.Data[cluster.NonceField])
 	if s.Labels[cluster.NonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != consumerID || authn.CheckNonce(nonce) != nil {
 		return "", false
 	}
-	issued, err := time.Parse(time.RFC3339, s.Annotations[cluster.NonceIssuedAtAnnotation])
-	if err != nil || now.Sub(issued) > NonceReuseWindow {
-		return "", false
-	}
-	return nonce, true
+	return nonce, now.Sub(s.CreationTimestamp.Time) <= NonceReuseWindow
 }
 
 // GetNonce reads the nonce the provider holds for consumerID.
@@ -73,19 +81,15 @@ func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Tim
 	var s corev1.Secret
 	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", time.Time{}, fmt.Errorf("(%s) there is no nonce for cluster %q in namespace %q: it was never created or was already used by a handshake; run liqoctl create nonce --remote-cluster-id %s", p.Scope, consumerID, tn, consumerID)
+			return "", time.Time{}, fmt.Errorf("%sthere is no nonce for cluster %q in namespace %q: it was never created or was already used by a handshake; run liqoctl create nonce --remote-cluster-id %s", p.prefix(), consumerID, tn, consumerID)
 		}
 		return "", time.Time{}, p.Explain(err, "reading the nonce")
 	}
 	nonce := string(s.Data[cluster.NonceField])
 	if nonce == "" {
-		return "", time.Time{}, fmt.Errorf("(%s) the nonce for cluster %q is not filled yet: is liqo-auth-manager running?", p.Scope, consumerID)
+		return "", time.Time{}, fmt.Errorf("%sthe nonce for cluster %q is not filled yet: is liqo-auth-manager running?", p.prefix(), consumerID)
 	}
-	issued, err := time.Parse(time.RFC3339, s.Annotations[cluster.NonceIssuedAtAnnotation])
-	if err != nil {
-		issued = s.CreationTimestamp.Time
-	}
-	return nonce, issued, nil
+	return nonce, s.CreationTimestamp.Time, nil
 }
 
 // EnsureSignedNonce places nonce in the consumer's signed-nonce Secret of tenant

@@ -106,17 +106,25 @@ func rootCause(err error) error {
 func (s *Side) Explain(err error, doing string) error {
 	switch {
 	case errors.Is(err, cluster.ErrNotInstalled):
-		return fmt.Errorf("(%s) %s: %w: run liqoctl install on this cluster first", s.Scope, doing, err)
+		return fmt.Errorf("%s%s: %w: run liqoctl install on this cluster first", s.prefix(), doing, err)
 	case meta.IsNoMatchError(err):
-		return fmt.Errorf("(%s) %s: the authentication.liqo.io CRDs are not installed: run liqoctl install on this cluster first", s.Scope, doing)
+		return fmt.Errorf("%s%s: the authentication.liqo.io CRDs are not installed: run liqoctl install on this cluster first", s.prefix(), doing)
 	case Unreachable(err):
 		host := ""
 		if s.Config != nil {
 			host = " at " + s.Config.Host
 		}
-		return fmt.Errorf("(%s) %s: cannot reach the API server%s (%w): check the kubeconfig and that the cluster runs, then re-run the command: it resumes where it stopped", s.Scope, doing, host, rootCause(err))
+		return fmt.Errorf("%s%s: cannot reach the API server%s (%w): check the kubeconfig and that the cluster runs, then re-run the command: it resumes where it stopped", s.prefix(), doing, host, rootCause(err))
 	}
-	return fmt.Errorf("(%s) %s: %w", s.Scope, doing, err)
+	return fmt.Errorf("%s%s: %w", s.prefix(), doing, err)
+}
+
+// prefix is how an error names the side: "(local) ", or nothing for a one-cluster command.
+func (s *Side) prefix() string {
+	if s.Scope == "" {
+		return ""
+	}
+	return "(" + s.Scope + ") "
 }
 
 // EnsureTenantNamespace makes (or keeps) the tenant namespace of remoteID on this side and

@@ -58,23 +58,14 @@ const nonceGrace = 3 * time.Second
 // for it that is valid at validAt. A refusal ends the wait at once with the provider's
 // reason.
 func WaitTenant(ctx context.Context, p *Side, key client.ObjectKey, validAt time.Time) (*authv1beta1.Tenant, error) {
-	var out *authv1beta1.Tenant
-	err := waitFor(ctx, p.Client, key, &authv1beta1.TenantList{}, "the provider to accept the Tenant and issue its certificate",
+	return waitObject(ctx, p, key, &authv1beta1.TenantList{}, "the provider to accept the Tenant and issue its certificate", "waiting for the Tenant status",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
-			if t == nil {
-				return false, "", fmt.Errorf("the Tenant %s was deleted", key)
-			}
-			out = t
 			done, state, err := tenantDone(t)
 			if done && !certValid(t, validAt) {
 				return false, "the published certificate has expired: waiting for the provider to renew it", nil
 			}
 			return done, state, err
 		})
-	if err != nil {
-		return nil, p.Explain(err, "waiting for the Tenant status")
-	}
-	return out, nil
 }
 
 // tenantDone decides whether a Tenant is ready, still pending, or refused.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,6 +77,25 @@ func consume[T client.Object](ctx context.Context, w watch.Interface, cond Cond[
 			}
 		}
 	}
+}
+
+// waitObject waits on side s for the object key until cond says it is done; its deletion
+// ends the wait with an error. It returns the object as last seen, and explains an error as
+// doing something on that side.
+func waitObject[T client.Object](ctx context.Context, s *Side, key client.ObjectKey, list client.ObjectList, what, doing string, cond func(T) (bool, string, error)) (T, error) {
+	var out T
+	err := waitFor(ctx, s.Client, key, list, what, func(obj T) (bool, string, error) {
+		if v := reflect.ValueOf(obj); !v.IsValid() || v.IsNil() {
+			return false, "", fmt.Errorf("%s was deleted", key)
+		}
+		out = obj
+		return cond(obj)
+	})
+	if err != nil {
+		var zero T
+		return zero, s.Explain(err, doing)
+	}
+	return out, nil
 }
 
 // ErrTimeout is returned when a wait runs out of time.

@@ -40,10 +40,11 @@ func (v *VirtualConsumer) Authenticate(ctx context.Context, c client.WithWatch, 
 	if err != nil {
 		return nil, err
 	}
-	nonce, err := handshake.EnsureNonce(ctx, side, tn, v.ID, time.Now())
+	n, err := handshake.EnsureNonce(ctx, side, tn, v.ID, time.Now())
 	if err != nil {
 		return nil, err
 	}
+	nonce := n.Value
 	sig, err := authn.SignNonce(v.Key, nonce)
 	if err != nil {
 		return nil, err

@@ -65,8 +65,9 @@ func freshNonce(t testing.TB, p *site, id string) (tn, nonce string) {
 	ctx := context.Background()
 	tn = ensureTN(t, p.client, id)
 	side := &handshake.Side{Scope: "remote", Client: p.client, Namespace: cluster.DefaultLiqoNamespace}
-	nonce, err := handshake.EnsureNonce(ctx, side, tn, id, time.Now())
+	n, err := handshake.EnsureNonce(ctx, side, tn, id, time.Now())
 	require.NoError(t, err)
+	nonce = n.Value
 	return tn, nonce
 }
 

@@ -23,13 +23,9 @@ import (
 // runCLI runs liqoctl in-process, through its real command tree, with test streams.
 func runCLI(t testing.TB, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	cmd := root.NewCmd(streams)
-	cmd.SetArgs(args)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err = cmd.ExecuteContext(ctx)
-	return out.String(), errOut.String(), err
+	return runCLIContext(ctx, args...)
 }
 
 // mustCLI runs liqoctl and fails the test if it fails.

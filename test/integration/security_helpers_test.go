@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	certificatesv1 "k8s.io/api/certificates/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,20 +88,8 @@ func assertNoCSRApproved(t *testing.T, p *site, id string) {
 }
 
 func csrConditions(c *certificatesv1.CertificateSigningRequest) (approved, denied, failed bool) {
-	for _, cond := range c.Status.Conditions {
-		if cond.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch cond.Type {
-		case certificatesv1.CertificateApproved:
-			approved = true
-		case certificatesv1.CertificateDenied:
-			denied = true
-		case certificatesv1.CertificateFailed:
-			failed = true
-		}
-	}
-	return approved, denied, failed
+	a, d, f := cluster.CSRState(c)
+	return a != nil, d != nil, f != nil
 }
 
 // honestHandshake runs an honest consumer a (key material only) against the provider

@@ -4,14 +4,12 @@ package info
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 )
@@ -55,18 +53,8 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	out := o.Global.Streams.Out
-	switch o.Output.Format {
-	case "json":
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	case "yaml":
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(b)
-		return err
+	if o.Output.Format() != "" {
+		return o.Output.PrintData(out, r)
 	}
 	return render(out, r)
 }

@@ -58,7 +58,10 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	if r.KeyFingerprint, err = authn.Fingerprint(key.Public()); err != nil {
 		return nil, err
 	}
-	if holder, running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, now); err == nil && running {
+	switch holder, running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, now); {
+	case err != nil:
+		r.Manager = fmt.Sprintf("unknown: its Lease %s/%s cannot be read: %v", s.Namespace, authmanager.LeaseName, err)
+	case running:
 		r.Manager = "running (" + holder + ")"
 	}
 	var tenants authv1beta1.TenantList
@@ -110,34 +113,36 @@ func issued(ctx context.Context, s *handshake.Side, r *Report, tenants []authv1b
 }
 
 func tenantEntry(t *authv1beta1.Tenant, now time.Time) Entry {
-	e := Entry{Namespace: t.Namespace, Cluster: string(t.Spec.ClusterID), State: string(t.Spec.TenantCondition)}
-	e.Ready = meta.IsStatusConditionTrue(t.Status.Conditions, authv1beta1.ConditionReady)
-	if c := t.Status.Certificate; c != nil {
-		e.Serial, e.Expires = c.SerialNumber, timeOf(c.NotAfter)
-	}
-	switch {
-	case e.Expires != nil && now.After(*e.Expires):
+	e, expired := entry(t.Namespace, string(t.Spec.ClusterID), string(t.Spec.TenantCondition), t.Status.Conditions, t.Status.Certificate, now)
+	if expired {
 		e.Next = "the consumer's certificate expired: it must run liqoctl authenticate again"
-	case !e.Ready:
-		e.Next = conditionHint(t.Status.Conditions)
 	}
 	return e
 }
 
 func identityEntry(id *authv1beta1.Identity, now time.Time) Entry {
-	e := Entry{Namespace: id.Namespace, Cluster: string(id.Spec.ClusterID), State: string(id.Spec.Type)}
-	e.Ready = meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady)
-	if c := id.Status.Certificate; c != nil {
-		e.Serial, e.Expires = c.SerialNumber, timeOf(c.NotAfter)
-	}
-	switch {
-	case e.Expires != nil && now.After(*e.Expires):
+	e, expired := entry(id.Namespace, string(id.Spec.ClusterID), string(id.Spec.Type), id.Status.Conditions, id.Status.Certificate, now)
+	if expired {
 		e.Ready = false
 		e.Next = fmt.Sprintf("EXPIRED at %s: run liqoctl authenticate --remote-kubeconfig <provider> again", e.Expires.Format(time.RFC3339))
-	case !e.Ready:
-		e.Next = conditionHint(id.Status.Conditions)
 	}
 	return e
+}
+
+// entry is a peer's line: its readiness and certificate, and the hint of its Ready
+// condition when it is not ready; expired says its certificate has expired.
+func entry(ns, cluster, state string, conds []metav1.Condition, cert *authv1beta1.CertificateInfo, now time.Time) (e Entry, expired bool) {
+	e = Entry{Namespace: ns, Cluster: cluster, State: state, Ready: meta.IsStatusConditionTrue(conds, authv1beta1.ConditionReady)}
+	if cert != nil {
+		e.Serial, e.Expires = cert.SerialNumber, timeOf(cert.NotAfter)
+	}
+	if e.Expires != nil && now.After(*e.Expires) {
+		return e, true
+	}
+	if !e.Ready {
+		e.Next = conditionHint(conds)
+	}
+	return e, false
 }
 
 func conditionHint(conds []metav1.Condition) string {

@@ -27,6 +27,7 @@ type Options struct {
 	APIServerCAFile     string
 	TLSCompatibility    bool
 	CertificateLifetime time.Duration
+	NonceTTL            time.Duration
 	WithManager         bool
 	ManagerImage        string
 	Output              cli.OutputFlags
@@ -65,6 +66,7 @@ With -o yaml, print the objects instead of applying them.`,
 	f.StringVar(&o.APIServerCAFile, "api-server-ca-file", "", "PEM CA bundle of --api-server-url (default: the one of the kubeconfig)")
 	f.BoolVar(&o.TLSCompatibility, "tls-compatibility", false, "use an RSA-2048 cluster key instead of Ed25519")
 	f.DurationVar(&o.CertificateLifetime, "certificate-lifetime", 0, "lifetime of the certificates issued to consumers (default 720h, at least 10m)")
+	f.DurationVar(&o.NonceTTL, "nonce-ttl", 0, "how long a nonce may be used after it was created (default 15m)")
 	f.BoolVar(&o.WithManager, "with-manager", false, "also deploy liqo-auth-manager")
 	f.StringVar(&o.ManagerImage, "manager-image", "", "container image of liqo-auth-manager (with --with-manager)")
 	o.Output.AddFlags(cmd, "")
@@ -79,7 +81,7 @@ func (o *Options) Complete() error {
 		alg = authn.RSA2048
 	}
 	o.install = cluster.InstallOptions{Namespace: o.Global.Local.Namespace, ClusterID: o.ClusterID, KeyAlgorithm: alg,
-		Config: cluster.Config{APIServerURL: o.APIServerURL, CertificateLifetime: o.CertificateLifetime}}
+		Config: cluster.Config{APIServerURL: o.APIServerURL, CertificateLifetime: o.CertificateLifetime, NonceTTL: o.NonceTTL}}
 	if o.APIServerCAFile != "" {
 		ca, err := os.ReadFile(o.APIServerCAFile)
 		if err != nil {
@@ -118,7 +120,7 @@ func (o *Options) Validate() error {
 
 // Run installs, or prints.
 func (o *Options) Run(ctx context.Context) error {
-	if o.Output.Format != "" {
+	if o.Output.Format() != "" {
 		return o.print()
 	}
 	ctx, cancel := o.Timeout.Context(ctx)
@@ -177,5 +179,5 @@ func (o *Options) print() error {
 		objs = append(objs, cluster.ForgeManagerObjects(o.install.Namespace, o.ManagerImage, nil)...)
 	}
 	o.Global.Printer().Info("The cluster key pair is not printed: liqo-auth-manager creates it at its first start (or run liqoctl install without -o)")
-	return cli.PrintObjects(o.Global.Streams.Out, o.Output.Format, objs...)
+	return o.Output.PrintObjects(o.Global.Streams.Out, objs...)
 }

@@ -2,8 +2,11 @@
 package root
 
 import (
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/authenticate"
@@ -28,6 +31,15 @@ on another (the provider), with the Liqo v1 authentication handshake: nonce, sig
 Tenant with a CSR, certificate signed by the provider's Kubernetes CA, Identity, kubeconfig.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			// controller-runtime logs through a process-wide logger, and prints a stack
+			// trace when nobody set one: its logs are liqoctl's at -vv, and nowhere else.
+			logger := logr.Discard()
+			if g.Verbose > 1 {
+				logger = zap.New(zap.WriteTo(streams.ErrOut))
+			}
+			ctrllog.SetLogger(logger)
+		},
 	}
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)

@@ -2,7 +2,6 @@
 package version
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -23,16 +22,11 @@ func NewCmd(g *cli.Global) *cobra.Command {
 				return err
 			}
 			info := version.Get()
-			if output.Format == "" {
+			if output.Format() == "" {
 				_, err := fmt.Fprintln(g.Streams.Out, "liqoctl", info)
 				return err
 			}
-			b, err := json.MarshalIndent(info, "", "  ")
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(g.Streams.Out, string(b))
-			return err
+			return output.PrintData(g.Streams.Out, info)
 		},
 	}
 	output.AddFlags(cmd, "")

@@ -107,7 +107,7 @@ func (r *Reconciler) findCSR(ctx context.Context, t *authv1beta1.Tenant) (own *c
 }
 
 func pending(csr *certificatesv1.CertificateSigningRequest) bool {
-	approved, denied, failed := csrState(csr)
+	approved, denied, failed := cluster.CSRState(csr)
 	return approved == nil && denied == nil && failed == nil
 }
 
@@ -131,7 +131,7 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenan
 			return nil, err
 		}
 	}
-	approved, denied, failed := csrState(csr)
+	approved, denied, failed := cluster.CSRState(csr)
 	switch {
 	case denied != nil:
 		return &issuance{reason: authv1beta1.ReasonCSRDenied, message: fmt.Sprintf("CertificateSigningRequest %s was denied: %s", csr.Name, denied.Message)}, nil
@@ -244,24 +244,6 @@ func (r *Reconciler) reportForeign(t *authv1beta1.Tenant, foreign []string) {
 	r.setCondition(t, authv1beta1.ConditionCSRIntegrity, false, authv1beta1.ReasonForeignCSR, fmt.Sprintf(
 		"CertificateSigningRequests not created by liqo-auth carry this Tenant's labels: %s; they are never approved: delete them and find out who created them", strings.Join(foreign, ", ")),
 		corev1.EventTypeWarning)
-}
-
-func csrState(csr *certificatesv1.CertificateSigningRequest) (approved, denied, failed *certificatesv1.CertificateSigningRequestCondition) {
-	for i := range csr.Status.Conditions {
-		c := &csr.Status.Conditions[i]
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case certificatesv1.CertificateApproved:
-			approved = c
-		case certificatesv1.CertificateDenied:
-			denied = c
-		case certificatesv1.CertificateFailed:
-			failed = c
-		}
-	}
-	return approved, denied, failed
 }
 
 // certificateInfo describes an issued certificate and when to renew it.

@@ -3,6 +3,7 @@ package nonce
 
 import (
 	"context"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -63,20 +64,30 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	nonce, err := handshake.EnsureNonce(ctx, s, tn, o.RemoteClusterID, o.Global.Clock())
+	now := o.Global.Clock()
+	n, err := handshake.EnsureNonce(ctx, s, tn, o.RemoteClusterID, now)
 	if err != nil {
 		return err
 	}
-	s.Report.Info("Nonce created")
-	s.Report.Info("Nonce generated successfully")
-	s.Report.Info("Nonce retrieved: %s", nonce)
-	s.Report.Info("Next, on the consumer, before the nonce expires (15m by default): liqoctl generate tenant --remote-cluster-id %s --nonce <nonce>", s.ClusterID)
-	if o.Output.Format == "" {
+	cfg, err := cluster.GetConfig(ctx, s.Client, s.Namespace)
+	if err != nil {
+		return s.Explain(err, "reading the nonce TTL")
+	}
+	ttl := cfg.NonceTTLOrDefault()
+	expires := n.CreatedAt.Add(ttl).UTC().Format(time.RFC3339)
+	if n.Created {
+		s.Report.Info("Nonce created in namespace %s: it expires at %s (TTL %s)", tn, expires, ttl)
+	} else {
+		s.Report.Info("Nonce kept: the one in namespace %s was created %s ago and expires at %s (TTL %s)", tn, now.Sub(n.CreatedAt).Round(time.Second), expires, ttl)
+	}
+	s.Report.Info("Nonce retrieved: %s", n.Value)
+	s.Report.Info("Next, on the consumer, before %s: liqoctl generate tenant --remote-cluster-id %s --nonce <nonce>", expires, s.ClusterID)
+	if o.Output.Format() == "" {
 		return nil
 	}
 	var secret corev1.Secret
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &secret); err != nil {
-		return err
+		return s.Explain(err, "reading the nonce")
 	}
-	return cli.PrintObjects(o.Global.Streams.Out, o.Output.Format, &secret)
+	return o.Output.PrintObjects(o.Global.Streams.Out, &secret)
 }

@@ -109,5 +109,5 @@ func (o *Options) Run(ctx context.Context) error {
 	s.Report.Info("Identity correctly generated for key %s: certificate %s valid until %s", t.Status.AcceptedKeyFingerprint,
 		t.Status.Certificate.SerialNumber, t.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
 	s.Report.Info("It hands over CA %s for %s", caFP, t.Status.AuthParams.APIServer)
-	return cli.PrintObjects(o.Global.Streams.Out, o.Output.Format, id)
+	return o.Output.PrintObjects(o.Global.Streams.Out, id)
 }

@@ -124,5 +124,5 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	s.Report.Info("Tenant correctly generated: it hands over public key %s", fp)
 	s.Report.Info("Next, on the provider: kubectl apply -f tenant.yaml; liqoctl generate identity --remote-cluster-id %s --expect-fingerprint %s", s.ClusterID, fp)
-	return cli.PrintObjects(o.Global.Streams.Out, o.Output.Format, t)
+	return o.Output.PrintObjects(o.Global.Streams.Out, t)
 }

@@ -4,10 +4,12 @@ package nonce
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -50,8 +52,16 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if age := o.Global.Clock().Sub(issued); age > handshake.NonceReuseWindow {
-		s.Report.Warn("This nonce was issued %s ago: a provider refuses a nonce older than its TTL (15m by default); liqoctl create nonce replaces it", age.Round(1e9))
+	cfg, err := cluster.GetConfig(ctx, s.Client, s.Namespace)
+	if err != nil {
+		return s.Explain(err, "reading the nonce TTL")
+	}
+	expires := issued.Add(cfg.NonceTTLOrDefault())
+	if left := expires.Sub(o.Global.Clock()); left <= 0 {
+		return fmt.Errorf("the nonce for cluster %q expired at %s (TTL %s): run liqoctl create nonce --remote-cluster-id %s to replace it",
+			o.RemoteClusterID, expires.UTC().Format(time.RFC3339), cfg.NonceTTLOrDefault(), o.RemoteClusterID)
+	} else if left < handshake.NonceReuseWindow {
+		s.Report.Warn("This nonce expires in %s (at %s): liqoctl create nonce replaces it", left.Round(time.Second), expires.UTC().Format(time.RFC3339))
 	}
 	_, err = fmt.Fprintln(o.Global.Streams.Out, nonce)
 	return err
