@@ -72,8 +72,15 @@ func (r *report) markdown() string {
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "Binary sizes: liqoctl %.1f MiB, liqo-auth-manager %.1f MiB (static, stripped, -trimpath).\n", float64(r.cli.sizes["liqoctl"])/(1<<20), float64(r.cli.sizes["liqo-auth-manager"])/(1<<20))
+	if history := readFile(historyFile); history != "" {
+		b.WriteString("\n" + history)
+	}
 	return b.String()
 }
+
+// historyFile holds the before/after measurements of past changes, kept by hand and
+// appended to every report, so that a run does not erase why the numbers are what they are.
+const historyFile = "hack/bench/history.md"
 
 func readFile(p string) string {
 	b, _ := os.ReadFile(p)

@@ -45,7 +45,7 @@ func TestCLIBadInputs(t *testing.T) {
 	fails([]string{"at most 51"}, "install", "--kubeconfig", a, "--cluster-id", strings.Repeat("a", 52))
 	fails([]string{"--api-server-url"}, "install", "--kubeconfig", a, "--api-server-url", "http://insecure:80")
 	fails([]string{"at least 10m0s"}, "install", "--kubeconfig", a, "--certificate-lifetime", "1m")
-	fails([]string{"--output must be yaml or json"}, "install", "--kubeconfig", a, "-o", "xml")
+	fails([]string{"--output", `"xml"`, "allowed formats are", "yaml"}, "install", "--kubeconfig", a, "-o", "xml")
 	fails([]string{"go together"}, "install", "--kubeconfig", a, "--with-manager")
 
 	mustCLI(t, "install", "--kubeconfig", a, "--cluster-id", "cl-a")
@@ -55,7 +55,7 @@ func TestCLIBadInputs(t *testing.T) {
 	fails([]string{"already installed with cluster ID \"cl-a\"", "never changes"}, "install", "--kubeconfig", a, "--cluster-id", "cl-other")
 
 	fails([]string{"reach the same cluster"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", a)
-	fails([]string{"--remote-kubeconfig or --remote-context"}, "authenticate", "--kubeconfig", a)
+	fails([]string{"--remote-kubeconfig, --remote-context or --remote-server"}, "authenticate", "--kubeconfig", a)
 	fails([]string{"(remote)", "cannot reach the API server at https://127.0.0.1:1", "re-run"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", unreachable)
 	fails([]string{"(local) loading kubeconfig"}, "authenticate", "--kubeconfig", malformed, "--remote-kubeconfig", b)
 	fails([]string{"proxy URL"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", b, "--proxy-url", "ftp://x")

@@ -278,8 +278,13 @@ func TestKubeconfigSecretsAreNeverExecuted(t *testing.T) {
 			assert.True(t, os.IsNotExist(err), "the exec plugin never ran")
 		})
 	}
-	t.Run("a fresh handshake repairs the identity", func(t *testing.T) {
+	t.Run("removing the foreign Secret repairs the identity", func(t *testing.T) {
 		require.NoError(t, c.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: secretName}}))
+		eventually(t, 20*time.Second, "the Identity writes its kubeconfig again", func(ctx context.Context) (bool, error) {
+			var id authv1beta1.Identity
+			err := c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.IdentityName(p.id)}, &id)
+			return meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady), err
+		})
 		mustCLI(t, pairArgs("authenticate", c, p)...)
 		assertTenantAccess(t, p, c, kubeconfigOf(t, c, p))
 	})

@@ -11,17 +11,21 @@ import (
 	"crypto"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -59,8 +63,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("identity").
 		WatchesRawSource(common.For(mgr, &authv1beta1.Identity{})).
-		WatchesRawSource(common.Owns(mgr, &corev1.Secret{}, &authv1beta1.Identity{}))
+		// The kubeconfig Secret by its name, owned or not: deleting a Secret that blocked
+		// the kubeconfig (KubeconfigSecretNotOwned) brings its Identity back.
+		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kubeconfigToIdentity)))
 	return common.WatchTenantNamespaces(b, mgr, cluster.IdentityName).Complete(r)
+}
+
+// kubeconfigToIdentity maps a kubeconfig Secret to the Identity it is named after.
+func kubeconfigToIdentity(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := strings.CutPrefix(o.GetName(), cluster.KubeconfigSecretName(""))
+	if !ok || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // Reconcile writes the kubeconfig Secret of one Identity.
