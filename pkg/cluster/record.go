@@ -211,6 +211,11 @@ func VerifyTenantNamespace(ctx context.Context, c client.Reader, liqoNS, ns, rem
 	if err != nil {
 		return false, "", err
 	}
+	return checkRecorded(ctx, c, rec, ns, remoteID)
+}
+
+// checkRecorded is VerifyTenantNamespace with the record already read (nil: none).
+func checkRecorded(ctx context.Context, c client.Reader, rec *TenantRecord, ns, remoteID string) (ok bool, why string, err error) {
 	if rec == nil || rec.Namespace == "" {
 		return false, fmt.Sprintf("namespace %q is not the tenant namespace of cluster %q: this cluster never made one for it (liqoctl authenticate, create nonce or generate tenant do)", ns, remoteID), nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -85,25 +86,39 @@ func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteI
 		return nil, err
 	}
 	if rec != nil && rec.Namespace != "" {
-		ok, _, err := VerifyTenantNamespace(ctx, c, liqoNS, rec.Namespace, remoteID)
-		if err != nil {
+		// The usual case, everything in place: the namespace and the manager's binding
+		// are read together; the binding is written only in a namespace that checks out.
+		var ok bool
+		var binding *rbacv1.RoleBinding
+		var eg errgroup.Group
+		eg.Go(func() (err error) { ok, _, err = checkRecorded(ctx, c, rec, rec.Namespace, remoteID); return err })
+		eg.Go(func() (err error) { binding, err = getBinding(ctx, c, liqoNS, rec.Namespace); return err })
+		if err := eg.Wait(); err != nil {
 			return nil, err
 		}
 		if ok {
-			return &TenantNamespace{Name: rec.Namespace}, ensureManagerBinding(ctx, c, liqoNS, rec.Namespace)
+			return &TenantNamespace{Name: rec.Namespace}, ensureManagerBinding(ctx, c, liqoNS, rec.Namespace, binding)
 		}
 	}
 	ns, adopted, err := ensureNamespace(ctx, c, remoteID, adopt)
 	if err != nil {
 		return nil, err
 	}
-	if err := UpdateTenantRecord(ctx, c, c, liqoNS, remoteID, true, func(r *TenantRecord) error {
-		r.Namespace, r.NamespaceUID = ns.Name, ns.UID
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	return &TenantNamespace{Name: ns.Name, Adopted: adopted}, ensureManagerBinding(ctx, c, liqoNS, ns.Name)
+	var eg errgroup.Group
+	eg.Go(func() error {
+		return UpdateTenantRecord(ctx, c, c, liqoNS, remoteID, true, func(r *TenantRecord) error {
+			r.Namespace, r.NamespaceUID = ns.Name, ns.UID
+			return nil
+		})
+	})
+	eg.Go(func() error {
+		binding, err := getBinding(ctx, c, liqoNS, ns.Name)
+		if err != nil {
+			return err
+		}
+		return ensureManagerBinding(ctx, c, liqoNS, ns.Name, binding)
+	})
+	return &TenantNamespace{Name: ns.Name, Adopted: adopted}, eg.Wait()
 }
 
 // ErrUnrecordedNamespace means a namespace that would be a tenant namespace exists, but
@@ -165,23 +180,33 @@ func findTenantNamespace(ctx context.Context, c client.Reader, remoteID string) 
 	}
 }
 
-// ensureManagerBinding binds, in tenant namespace ns, liqo-auth-manager's ServiceAccount
-// to the per-tenant ClusterRole: the manager writes Secrets, Roles and RoleBindings only
-// in namespaces an administrator made tenant namespaces (and in the Liqo namespace).
-func ensureManagerBinding(ctx context.Context, c client.Client, liqoNS, ns string) error {
-	want := ForgeManagerTenantBinding(liqoNS, ns)
+// getBinding reads liqo-auth-manager's RoleBinding in tenant namespace ns (nil: none).
+func getBinding(ctx context.Context, c client.Reader, liqoNS, ns string) (*rbacv1.RoleBinding, error) {
 	var current rbacv1.RoleBinding
-	err := c.Get(ctx, client.ObjectKeyFromObject(want), &current)
-	switch {
-	case err == nil && current.RoleRef == want.RoleRef && equality.Semantic.DeepEqual(current.Subjects, want.Subjects):
-		return nil
-	case err == nil:
+	err := c.Get(ctx, client.ObjectKeyFromObject(ForgeManagerTenantBinding(liqoNS, ns)), &current)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading RoleBinding %s/%s: %w", ns, ManagerName, err)
+	}
+	return &current, nil
+}
+
+// ensureManagerBinding binds, in tenant namespace ns, liqo-auth-manager's ServiceAccount
+// to the per-tenant ClusterRole, given the binding there now (nil: none): the manager
+// writes Secrets, Roles and RoleBindings only in namespaces an administrator made tenant
+// namespaces (and in the Liqo namespace).
+func ensureManagerBinding(ctx context.Context, c client.Client, liqoNS, ns string, current *rbacv1.RoleBinding) error {
+	want := ForgeManagerTenantBinding(liqoNS, ns)
+	if current != nil {
+		if current.RoleRef == want.RoleRef && equality.Semantic.DeepEqual(current.Subjects, want.Subjects) {
+			return nil
+		}
 		// roleRef is immutable: replace the binding.
-		if err := c.Delete(ctx, &current); client.IgnoreNotFound(err) != nil {
+		if err := c.Delete(ctx, current); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("replacing RoleBinding %s/%s: %w", ns, want.Name, err)
 		}
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading RoleBinding %s/%s: %w", ns, want.Name, err)
 	}
 	if err := c.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("binding liqo-auth-manager in tenant namespace %q: %w", ns, err)
