@@ -19,6 +19,9 @@ TEST_TIMEOUT ?= 40m
 DEMO_DIR     ?= .devclusters/demo
 UNIT_PKGS     = $(shell $(GO) list ./... | grep -v /test/)
 FUZZ_TARGETS  = FuzzParsePublicKey FuzzValidateCSR FuzzVerifyNonceSignature FuzzCheckNonce FuzzReadKubeconfig FuzzVerifyCertificate
+# MANAGER_IMAGE is the image the committed release manifest names; a release writes its own
+# with the release tag (.goreleaser.yaml).
+MANAGER_IMAGE ?= ghcr.io/liqo-auth/liqo-auth-manager:latest
 CONTROLPLANE  = export LIQO_AUTH_CONTROLPLANE_DIR="$$(scripts/controlplane.sh)"
 
 ##@ General
@@ -57,6 +60,9 @@ fuzz: ## Fuzz longer: make fuzz FUZZTIME=5m.
 bench: build ## Benchmarks on local control planes; writes docs/benchmarks.md.
 	$(CONTROLPLANE); $(GO) run ./hack/bench --out docs/benchmarks.md
 
+image: ## Build the liqo-auth-manager image (linux/amd64, linux/arm64) without Docker: PUSH=registry/repo:tag pushes it, else an OCI layout in dist/image.
+	$(GO) run ./hack/image --version $(VERSION) --commit $(COMMIT) --date $(DATE) $(if $(PUSH),--push $(PUSH),--oci-layout dist/image)
+
 demo: build ## Two local clusters: install, authenticate, use, unauthenticate, clean up.
 	$(CONTROLPLANE); scripts/demo.sh $(BIN) $(DEMO_DIR)
 
@@ -65,10 +71,11 @@ demo: build ## Two local clusters: install, authenticate, use, unauthenticate, c
 generate: ## Generate deepcopy code.
 	$(TOOLS) controller-gen object paths=./pkg/apis/...
 
-manifests: ## Generate the CRDs (v1beta1 stored, v1alpha1 served).
+manifests: ## Generate the CRDs (v1beta1 stored, v1alpha1 served) and the release manifest deploy/liqo-auth.yaml.
 	tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	$(TOOLS) controller-gen crd:crdVersions=v1 paths=./pkg/apis/... output:crd:artifacts:config=$$tmp; \
 	rm -f pkg/apis/crds/*.yaml; $(GO) run ./hack/crdversions $$tmp pkg/apis/crds
+	mkdir -p deploy; $(GO) run ./cmd/liqoctl install -o yaml --with-manager --manager-image $(MANAGER_IMAGE) 2>/dev/null > deploy/liqo-auth.yaml
 
 docs: ## Generate docs/reference from the command tree.
 	$(GO) run ./hack/docgen docs docs/reference
@@ -83,6 +90,6 @@ lint: ## gofmt and go vet.
 
 verify: lint generate manifests docs completions ## Regenerate everything and fail on any difference.
 	@git add -N . >/dev/null 2>&1 || true
-	@git diff --exit-code --stat -- pkg/apis docs/reference completions || { echo "generated files are stale: run make generate manifests docs completions and commit"; exit 1; }
+	@git diff --exit-code --stat -- pkg/apis docs/reference completions deploy || { echo "generated files are stale: run make generate manifests docs completions and commit"; exit 1; }
 
-.PHONY: help build controlplane clean test test-unit test-integration fuzz-short fuzz bench demo generate manifests docs completions lint verify
+.PHONY: help build controlplane clean test test-unit test-integration fuzz-short fuzz bench image demo generate manifests docs completions lint verify

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -152,6 +153,7 @@ func run() error {
 		HealthProbeBindAddress: f.healthAddr,
 		LeaderElection:         f.leaderElect, LeaderElectionID: authmanager.LeaseName, LeaderElectionNamespace: f.opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaderElectionLabels:          authmanager.VersionLabels(),
 		GracefulShutdownTimeout:       ptrDuration(10 * time.Second),
 		Controller:                    authmanager.ControllerConfig(),
 	})
@@ -180,15 +182,16 @@ func run() error {
 	return mgr.Start(ctx)
 }
 
-// prepare reads the cluster ID and makes sure the key pair exists: an installation
-// applied from liqoctl install -o yaml has no key until the manager's first start.
+// prepare reads the cluster ID and the key pair. An installation applied from a manifest
+// (liqoctl install -o yaml, the release manifest) has neither: the manager fills the
+// ConfigMap and the Secret the manifest left empty, at its first start.
 func prepare(ctx context.Context, f *flags, c client.Client, host string) error {
-	id, err := cluster.GetClusterID(ctx, c, f.opts.Namespace)
+	id, _, err := cluster.EnsureClusterID(ctx, c, f.opts.Namespace, f.opts.ClusterID)
 	if err != nil {
-		return fmt.Errorf("cluster %s: %w (run liqoctl install first)", host, err)
-	}
-	if f.opts.ClusterID != "" && f.opts.ClusterID != id {
-		return fmt.Errorf("--cluster-id %q differs from the installed cluster ID %q", f.opts.ClusterID, id)
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("cluster %s is not installed in namespace %q: run liqoctl install, or apply the release manifest, first (%w)", host, f.opts.Namespace, err)
+		}
+		return fmt.Errorf("cluster %s: %w", host, err)
 	}
 	f.opts.ClusterID = id
 	cfg, err := cluster.GetConfig(ctx, c, f.opts.Namespace)
@@ -202,6 +205,9 @@ func prepare(ctx context.Context, f *flags, c client.Client, host string) error 
 		f.opts.Tenant.NonceTTL = cfg.NonceTTL
 	}
 	key, _, err := cluster.EnsureClusterKey(ctx, c, f.opts.Namespace, authn.Ed25519)
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("cluster %s has no key pair yet and this manager may not create one: run liqoctl install, or apply the release manifest, first (%w)", host, err)
+	}
 	f.opts.Key = key
 	return err
 }

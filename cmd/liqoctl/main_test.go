@@ -35,7 +35,7 @@ func buildLiqoctl(t *testing.T) string {
 func TestStartupRunsNoGarbageCollection(t *testing.T) {
 	bin := buildLiqoctl(t)
 	inits := regexp.MustCompile(`^init (\S+) @`)
-	for _, args := range [][]string{{"version"}, {"--help"}, {"completion", "bash"}} {
+	for _, args := range [][]string{{"version", "--client"}, {"--help"}, {"completion", "bash"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			cmd := exec.Command(bin, args...)

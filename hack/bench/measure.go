@@ -251,7 +251,7 @@ func measureCLI(c config) (*cliCost, error) {
 		into *[]time.Duration
 	}
 	runs := []cliRun{
-		{[]string{liqoctl, "version"}, &r.version},
+		{[]string{liqoctl, "version", "--client"}, &r.version},
 		{[]string{liqoctl, "--help"}, &r.help},
 	}
 	if kubectl, err := exec.LookPath("kubectl"); err == nil {

@@ -64,7 +64,7 @@ func (r *report) markdown() string {
 	cli := []struct {
 		name string
 		d    []time.Duration
-	}{{"`liqoctl version`", r.cli.version}, {"`liqoctl --help`", r.cli.help}, {"`kubectl version --client` (reference)", r.cli.kubectl}}
+	}{{"`liqoctl version --client`", r.cli.version}, {"`liqoctl --help`", r.cli.help}, {"`kubectl version --client` (reference)", r.cli.kubectl}}
 	for _, m := range cli {
 		if len(m.d) > 0 {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", m.name, ms(percentile(m.d, .5)), ms(percentile(m.d, .95)))

@@ -3,6 +3,7 @@ package authmanager
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -80,6 +81,10 @@ func (p *Presence) hold(ctx context.Context) (string, error) {
 			return holder, nil
 		}
 	}
+	if lease.Labels == nil {
+		lease.Labels = map[string]string{}
+	}
+	maps.Copy(lease.Labels, VersionLabels())
 	now := metav1.NewMicroTime(p.Now())
 	s := &lease.Spec
 	if ptr.Deref(s.HolderIdentity, "") != p.Identity {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
 // Runner is a manager running in the background of a process (liqoctl's in-process mode).
@@ -124,20 +127,47 @@ func (r *Runner) Stop() error {
 // LeaseName is the leader-election Lease of liqo-auth-manager in the Liqo namespace.
 const LeaseName = cluster.ManagerName
 
-// RunningManager reports whether a liqo-auth-manager holds a fresh leader-election Lease
-// in namespace ns, and which one. A Lease that was released or not renewed within its
-// duration means no manager runs; a Lease that cannot be read is an error (Forbidden, for
-// credentials that may not read it).
-func RunningManager(ctx context.Context, c client.Reader, ns string, now time.Time) (holder string, running bool, err error) {
+// Running is the liqo-auth-manager that holds the Lease of a cluster.
+type Running struct {
+	// Holder is its identity in the Lease (host name and a suffix).
+	Holder string
+	// Version is the version it announces ("" for a manager older than the label).
+	Version string
+}
+
+// RunningManager returns the liqo-auth-manager that holds a fresh Lease in namespace ns,
+// nil when none does: a Lease that was released or not renewed within its duration means
+// no manager runs. A Lease that cannot be read is an error (Forbidden, for credentials
+// that may not read it).
+func RunningManager(ctx context.Context, c client.Reader, ns string, now time.Time) (*Running, error) {
 	var lease coordinationv1.Lease
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: LeaseName}, &lease); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", false, nil
+			return nil, nil
 		}
-		return "", false, err
+		return nil, err
 	}
-	holder, running = LeaseHolder(&lease, now)
-	return holder, running, nil
+	holder, fresh := LeaseHolder(&lease, now)
+	if !fresh {
+		return nil, nil
+	}
+	return &Running{Holder: holder, Version: lease.Labels[VersionLabel]}, nil
+}
+
+// VersionLabel on the manager's Lease announces the version of the manager holding it.
+const VersionLabel = "app.kubernetes.io/version"
+
+// VersionLabels are the labels a manager puts on its Lease: its version, made a valid
+// label value.
+func VersionLabels() map[string]string {
+	v := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || unicode.IsLetter(r) && r < unicode.MaxASCII || unicode.IsDigit(r) {
+			return r
+		}
+		return '_'
+	}, version.Get().Version)
+	v = strings.Trim(v[:min(len(v), 63)], "-_.")
+	return map[string]string{VersionLabel: v}
 }
 
 // LeaseHolder returns who holds lease and whether the holder still keeps it fresh at now.

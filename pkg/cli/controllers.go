@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sync"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
 // Controllers are the in-process controllers a command started; Stop ends them.
@@ -30,7 +32,7 @@ func (c *Controllers) Stop() {
 // its Lease in that cluster nothing is started; otherwise the needed controllers run in
 // this process until Stop, and the side says so in one line.
 func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, role authmanager.Role) error {
-	holder, running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, g.Clock())
+	running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, g.Clock())
 	if apierrors.IsForbidden(err) {
 		// These credentials may not read the Lease: the controllers run here, which is
 		// harmless beside a manager (both act idempotently), and said at -v.
@@ -40,8 +42,8 @@ func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, 
 	if err != nil {
 		return s.Explain(err, "looking for a running liqo-auth-manager")
 	}
-	if running {
-		g.Printer().Scoped(s.Scope).Debug("liqo-auth-manager %s runs in this cluster", holder)
+	if running != nil {
+		g.Printer().Scoped(s.Scope).Debug("liqo-auth-manager %s (version %s) runs in this cluster", running.Holder, running.Version)
 		return nil
 	}
 	o := authmanager.Options{Namespace: s.Namespace, ClusterID: s.ClusterID, Role: role}
@@ -69,4 +71,14 @@ func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, 
 	c.mu.Unlock()
 	s.Report.Info("No liqo-auth-manager runs in this cluster: its %s controllers run in-process for this command", role)
 	return nil
+}
+
+// VersionSkew says, when the manager of a cluster runs another version than this liqoctl,
+// that they differ and what to do; "" when they agree or one is unknown.
+func VersionSkew(manager string) string {
+	mine := version.Get().Version
+	if manager == "" || manager == "dev" || mine == "dev" || manager == authmanager.VersionLabels()[authmanager.VersionLabel] {
+		return ""
+	}
+	return fmt.Sprintf("liqo-auth-manager runs version %s, this liqoctl is %s: upgrade the one that is behind (liqoctl install --with-manager deploys the manager of this liqoctl's version)", manager, mine)
 }

@@ -46,6 +46,9 @@ func GetClusterID(ctx context.Context, c client.Reader, ns string) (string, erro
 		return "", fmt.Errorf("%d ConfigMaps in namespace %q are labelled %s=%s; exactly one must be", len(list.Items), ns, ClusterIDLabelKey, ClusterIDLabelValue)
 	}
 	id := list.Items[0].Data[ClusterIDKey]
+	if id == "" {
+		return "", fmt.Errorf("%w: ConfigMap %s/%s holds no %s yet (liqo-auth-manager fills it at its first start)", ErrNotInstalled, ns, list.Items[0].Name, ClusterIDKey)
+	}
 	if err := ValidateClusterID(id); err != nil {
 		return "", fmt.Errorf("ConfigMap %s/%s: %w", ns, list.Items[0].Name, err)
 	}
@@ -74,6 +77,9 @@ func EnsureClusterID(ctx context.Context, c client.Client, ns, want string) (id 
 	if want == "" {
 		want = uuid.NewString()
 	}
+	if filled, err := fillClusterID(ctx, c, ns, want); filled || err != nil {
+		return want, filled, err
+	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: ClusterIDConfigMapName, Namespace: ns,
 			Labels: map[string]string{ClusterIDLabelKey: ClusterIDLabelValue, ManagedByLabel: ManagedByValue}},
@@ -89,3 +95,39 @@ func EnsureClusterID(ctx context.Context, c client.Client, ns, want string) (id 
 }
 
 func isNotInstalled(err error) bool { return errors.Is(err, ErrNotInstalled) }
+
+// fillClusterID writes id into the labelled cluster-ID ConfigMap of namespace ns if it
+// exists without one, as a manifest applied by GitOps leaves it (a release manifest holds
+// no cluster ID: every cluster needs its own). It reports whether it did.
+func fillClusterID(ctx context.Context, c client.Client, ns, id string) (bool, error) {
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{ClusterIDLabelKey: ClusterIDLabelValue}); err != nil {
+		return false, fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Data[ClusterIDKey] != "" {
+		return false, nil
+	}
+	cm := &list.Items[0]
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[ClusterIDKey] = id
+	if err := c.Update(ctx, cm); err != nil {
+		return false, fmt.Errorf("writing the cluster ID: %w", err)
+	}
+	return true, nil
+}
+
+// ForgeClusterIDConfigMap is the cluster-ID ConfigMap of namespace ns, holding id (none
+// when id is empty: liqo-auth-manager writes a random one at its first start).
+func ForgeClusterIDConfigMap(ns, id string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: ClusterIDConfigMapName, Namespace: ns,
+			Labels: map[string]string{ClusterIDLabelKey: ClusterIDLabelValue, ManagedByLabel: ManagedByValue}},
+	}
+	if id != "" {
+		cm.Data = map[string]string{ClusterIDKey: id}
+	}
+	return cm
+}

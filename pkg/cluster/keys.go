@@ -23,6 +23,9 @@ func GetClusterKey(ctx context.Context, c client.Reader, ns string) (crypto.Sign
 		}
 		return nil, fmt.Errorf("reading the cluster key: %w", err)
 	}
+	if len(s.Data[PrivateKeyField]) == 0 && len(s.Data[PublicKeyField]) == 0 {
+		return nil, fmt.Errorf("%w: Secret %s/%s holds no key yet (liqo-auth-manager fills it at its first start)", ErrNotInstalled, ns, KeysSecretName)
+	}
 	return keyFromSecret(&s)
 }
 
@@ -60,10 +63,21 @@ func EnsureClusterKey(ctx context.Context, c client.Client, ns string, alg authn
 	if err != nil {
 		return nil, false, err
 	}
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: KeysSecretName, Namespace: ns, Labels: map[string]string{ManagedByLabel: ManagedByValue}},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{PrivateKeyField: priv, PublicKeyField: pub},
+	s := ForgeKeysSecret(ns)
+	s.Data = map[string][]byte{PrivateKeyField: priv, PublicKeyField: pub}
+	var empty corev1.Secret
+	if err := c.Get(ctx, client.ObjectKeyFromObject(s), &empty); err == nil {
+		// An empty Secret, as a manifest applied by GitOps leaves it: fill it (an update
+		// that loses a race to another filler is a conflict: theirs wins).
+		empty.Data = s.Data
+		if err := c.Update(ctx, &empty); err != nil {
+			if apierrors.IsConflict(err) {
+				key, err = GetClusterKey(ctx, c, ns)
+				return key, false, err
+			}
+			return nil, false, fmt.Errorf("writing the cluster key: %w", err)
+		}
+		return key, true, nil
 	}
 	if err := c.Create(ctx, s); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -74,4 +88,14 @@ func EnsureClusterKey(ctx context.Context, c client.Client, ns string, alg authn
 		return nil, false, fmt.Errorf("creating the cluster key: %w", err)
 	}
 	return key, true, nil
+}
+
+// ForgeKeysSecret is the authentication-keys Secret of namespace ns, without the keys:
+// liqo-auth-manager fills it at its first start (private keys do not belong in manifests).
+func ForgeKeysSecret(ns string) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: KeysSecretName, Namespace: ns, Labels: map[string]string{ManagedByLabel: ManagedByValue}},
+		Type:       corev1.SecretTypeOpaque,
+	}
 }

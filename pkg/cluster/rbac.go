@@ -71,13 +71,13 @@ func ManagerRules() []rbacv1.PolicyRule {
 }
 
 // ManagerNamespaceRules are liqo-auth-manager's permissions in the Liqo namespace: its
-// Lease, the ConfigMaps it reads (cluster ID, configuration) and completes (tenant
-// records: pinned CAs, issued certificates), and creating the cluster key Secret when an
-// installation applied from YAML has none yet.
+// Lease, the ConfigMaps it reads (cluster ID, configuration) and completes (the cluster ID
+// a manifest left empty; tenant records: pinned CAs, issued certificates), and filling the
+// cluster key Secret a manifest left empty. It creates none of them.
 func ManagerNamespaceRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{KeysSecretName}, Verbs: []string{"update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 	}
 }

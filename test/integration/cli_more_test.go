@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,4 +90,32 @@ func TestCLIProxyURLAndCompletion(t *testing.T) {
 	assert.Contains(t, out, cluster.DefaultLiqoNamespace, "namespaces complete from the cluster")
 	out, _ = mustCLI(t, "completion", "bash")
 	assert.Contains(t, out, "__start_liqoctl")
+}
+
+// TestCLIManagerVersionAndImage: liqoctl version and info show the version of the
+// cluster's liqo-auth-manager; install --with-manager names the image of its own version,
+// which a development build has not: it says to pass --manager-image.
+func TestCLIManagerVersionAndImage(t *testing.T) {
+	cp := testenv.New(t, "versions")[0]
+	mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", "cl-v")
+	s := &site{cp: cp, id: "cl-v", client: newClient(t, cp.Config)}
+	out, _ := mustCLI(t, "version", "--kubeconfig", cp.Kubeconfig)
+	assert.Contains(t, out, "liqoctl dev")
+	assert.Contains(t, out, "liqo-auth-manager: none runs in cluster cl-v")
+	startManager(t, s)
+	out, _ = mustCLI(t, "version", "--kubeconfig", cp.Kubeconfig)
+	assert.Contains(t, out, "liqo-auth-manager dev (cluster cl-v")
+	out, _ = mustCLI(t, "version", "--kubeconfig", cp.Kubeconfig, "-o", "jsonpath={.manager.version}")
+	assert.Equal(t, "dev", out)
+	out, _ = mustCLI(t, "info", "--kubeconfig", cp.Kubeconfig)
+	assert.Contains(t, out, "version dev")
+
+	_, _, err := runCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--with-manager")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "development build")
+	assert.Contains(t, err.Error(), "--manager-image")
+	mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--with-manager", "--manager-image", "registry.example/liqo-auth-manager:1")
+	var d appsv1.Deployment
+	require.NoError(t, s.client.Get(context.Background(), client.ObjectKey{Namespace: cluster.DefaultLiqoNamespace, Name: cluster.ManagerName}, &d))
+	assert.Equal(t, "registry.example/liqo-auth-manager:1", d.Spec.Template.Spec.Containers[0].Image)
 }

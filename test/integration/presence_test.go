@@ -28,10 +28,11 @@ func TestManagersWithoutLeaderElectionAreSeen(t *testing.T) {
 	mc := startManager(t, consumer, "--leader-elect=false")
 	mp := startManager(t, provider, "--leader-elect=false")
 	for _, s := range []*site{consumer, provider} {
-		holder, running, err := authmanager.RunningManager(context.Background(), s.client, cluster.DefaultLiqoNamespace, time.Now())
+		running, err := authmanager.RunningManager(context.Background(), s.client, cluster.DefaultLiqoNamespace, time.Now())
 		require.NoError(t, err)
-		require.True(t, running, "%s: the manager's Lease is fresh", s.id)
-		require.NotEmpty(t, holder)
+		require.NotNil(t, running, "%s: the manager's Lease is fresh", s.id)
+		require.NotEmpty(t, running.Holder)
+		require.Equal(t, authmanager.VersionLabels()[authmanager.VersionLabel], running.Version, "the manager announces its version")
 	}
 	_, errOut := mustCLI(t, pairArgs("authenticate", consumer, provider)...)
 	assertInOrder(t, errOut, publishedSteps)
@@ -41,9 +42,9 @@ func TestManagersWithoutLeaderElectionAreSeen(t *testing.T) {
 	mp.Stop()
 	mc.Stop()
 	for _, s := range []*site{consumer, provider} {
-		_, running, err := authmanager.RunningManager(context.Background(), s.client, cluster.DefaultLiqoNamespace, time.Now())
+		running, err := authmanager.RunningManager(context.Background(), s.client, cluster.DefaultLiqoNamespace, time.Now())
 		require.NoError(t, err)
-		require.False(t, running, "%s: a stopped manager releases its Lease", s.id)
+		require.Nil(t, running, "%s: a stopped manager releases its Lease", s.id)
 	}
 	_, errOut = mustCLI(t, pairArgs("unauthenticate", consumer, provider)...)
 	assert.Contains(t, errOut, "in-process", "with the managers gone, liqoctl runs the controllers itself")
@@ -106,9 +107,9 @@ func TestPresenceNeverTakesALiveLease(t *testing.T) {
 		return lease(t).Spec.RenewTime.After(first), nil
 	})
 	stop()
-	_, running, err := authmanager.RunningManager(context.Background(), c, ns, time.Now())
+	running, err := authmanager.RunningManager(context.Background(), c, ns, time.Now())
 	require.NoError(t, err)
-	require.False(t, running, "released on stop")
+	require.Nil(t, running, "released on stop")
 
 	// A released Lease is taken over.
 	stop = run(t, "presence-b")

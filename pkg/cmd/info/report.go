@@ -13,6 +13,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -22,6 +23,7 @@ type Report struct {
 	ClusterID      string  `json:"clusterID"`
 	KeyFingerprint string  `json:"keyFingerprint"`
 	Manager        string  `json:"manager"`
+	ManagerVersion string  `json:"managerVersion,omitempty"`
 	Tenants        []Entry `json:"tenants"`
 	Identities     []Entry `json:"identities"`
 	// Certificates are those this cluster, as a provider, issued and that have not
@@ -58,11 +60,15 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	if r.KeyFingerprint, err = authn.Fingerprint(key.Public()); err != nil {
 		return nil, err
 	}
-	switch holder, running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, now); {
+	switch running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, now); {
 	case err != nil:
 		r.Manager = fmt.Sprintf("unknown: its Lease %s/%s cannot be read: %v", s.Namespace, authmanager.LeaseName, err)
-	case running:
-		r.Manager = "running (" + holder + ")"
+	case running != nil:
+		r.Manager = fmt.Sprintf("running (%s), version %s", running.Holder, running.Version)
+		r.ManagerVersion = running.Version
+		if skew := cli.VersionSkew(running.Version); skew != "" {
+			s.Report.Warn("%s", skew)
+		}
 	}
 	var tenants authv1beta1.TenantList
 	if err := s.Client.List(ctx, &tenants); err != nil {

@@ -8,15 +8,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
 // Options of liqoctl install.
@@ -68,7 +66,7 @@ With -o yaml, print the objects instead of applying them.`,
 	f.DurationVar(&o.CertificateLifetime, "certificate-lifetime", 0, "lifetime of the certificates issued to consumers (default 720h, at least 10m)")
 	f.DurationVar(&o.NonceTTL, "nonce-ttl", 0, "how long a nonce may be used after it was created (default 15m)")
 	f.BoolVar(&o.WithManager, "with-manager", false, "also deploy liqo-auth-manager")
-	f.StringVar(&o.ManagerImage, "manager-image", "", "container image of liqo-auth-manager (with --with-manager)")
+	f.StringVar(&o.ManagerImage, "manager-image", "", "container image of liqo-auth-manager (with --with-manager; default: "+cluster.ManagerImageRepository+":<this liqoctl's version>)")
 	o.Output.AddFlags(cmd, "")
 	o.Timeout.AddFlags(cmd)
 	return cmd
@@ -112,8 +110,13 @@ func (o *Options) Validate() error {
 	if o.CertificateLifetime != 0 && o.CertificateLifetime < authmanager.MinCertificateLifetime {
 		return fmt.Errorf("--certificate-lifetime must be at least %s, the shortest the CertificateSigningRequest API accepts", authmanager.MinCertificateLifetime)
 	}
-	if o.WithManager != (o.ManagerImage != "") {
-		return fmt.Errorf("--with-manager and --manager-image go together")
+	if o.ManagerImage != "" && !o.WithManager {
+		return fmt.Errorf("--manager-image goes with --with-manager")
+	}
+	if o.WithManager && o.ManagerImage == "" {
+		if o.ManagerImage = cluster.DefaultManagerImage(version.Get().Version); o.ManagerImage == "" {
+			return fmt.Errorf("this liqoctl is a development build (version %q) and has no released image of liqo-auth-manager: pass --manager-image (make image builds one)", version.Get().Version)
+		}
 	}
 	return o.Output.Validate()
 }
@@ -158,26 +161,18 @@ func keptOrCreated(created bool) string {
 	return "kept: it was already installed"
 }
 
-// print writes the installation for GitOps. The key pair is not printed: private keys do
-// not belong in a repository; liqo-auth-manager creates it at its first start.
+// print writes the installation for GitOps (the release manifest is this, with the
+// manager). Neither a cluster ID (unless --cluster-id) nor the key pair is printed: each
+// cluster needs its own, and private keys do not belong in a repository.
 func (o *Options) print() error {
-	objs, err := cluster.InstallObjects(o.install)
+	image := ""
+	if o.WithManager {
+		image = o.ManagerImage
+	}
+	objs, err := cluster.ManifestObjects(o.install, image)
 	if err != nil {
 		return err
 	}
-	id := o.ClusterID
-	if id == "" {
-		id = uuid.NewString()
-	}
-	objs = append(objs, &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: cluster.ClusterIDConfigMapName, Namespace: o.install.Namespace,
-			Labels: map[string]string{cluster.ClusterIDLabelKey: cluster.ClusterIDLabelValue, cluster.ManagedByLabel: cluster.ManagedByValue}},
-		Data: map[string]string{cluster.ClusterIDKey: id},
-	})
-	if o.WithManager {
-		objs = append(objs, cluster.ForgeManagerObjects(o.install.Namespace, o.ManagerImage, nil)...)
-	}
-	o.Global.Printer().Info("The cluster key pair is not printed: liqo-auth-manager creates it at its first start (or run liqoctl install without -o)")
+	o.Global.Printer().Info("The cluster key pair is not printed; nor is a cluster ID unless --cluster-id: liqo-auth-manager writes both at its first start (or run liqoctl install without -o)")
 	return o.Output.PrintObjects(o.Global.Streams.Out, objs...)
 }
