@@ -91,15 +91,26 @@ func listWith(ctx context.Context, f *ClusterFlags, list client.ObjectList, opts
 // flow, completed with the cluster IDs of the local tenant namespaces. role names the
 // other cluster in the help ("consumer" or "provider").
 func AddRemoteClusterIDFlag(cmd *cobra.Command, g *Global, id *string, role string) {
-	cmd.Flags().StringVar(id, "remote-cluster-id", "", "cluster ID of the "+role)
-	_ = cmd.MarkFlagRequired("remote-cluster-id")
-	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", RemoteClusterIDCompletion(g))
+	AddClusterIDFlag(cmd, g, id, "remote-cluster-id", role)
+}
+
+// AddClusterIDFlag registers a required flag naming the other cluster, completed with the
+// cluster IDs of the local tenant namespaces.
+func AddClusterIDFlag(cmd *cobra.Command, g *Global, id *string, name, role string) {
+	cmd.Flags().StringVar(id, name, "", "cluster ID of the "+role)
+	_ = cmd.MarkFlagRequired(name)
+	_ = cmd.RegisterFlagCompletionFunc(name, RemoteClusterIDCompletion(g))
 }
 
 // ValidateRemoteClusterID checks the value of --remote-cluster-id.
 func ValidateRemoteClusterID(id string) error {
+	return ValidateClusterIDFlag("--remote-cluster-id", id)
+}
+
+// ValidateClusterIDFlag checks the cluster ID given to flag.
+func ValidateClusterIDFlag(flag, id string) error {
 	if err := cluster.ValidateClusterID(id); err != nil {
-		return fmt.Errorf("--remote-cluster-id: %w", err)
+		return fmt.Errorf("%s: %w", flag, err)
 	}
 	return nil
 }

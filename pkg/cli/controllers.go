@@ -49,20 +49,28 @@ func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, 
 	o := authmanager.Options{Namespace: s.Namespace, ClusterID: s.ClusterID, Role: role}
 	if role.Has(authmanager.Provider) {
 		url, ca, err := authmanager.ResolveAPIServer(ctx, s.Client, s.Namespace, s.Config, "", nil)
+		if err == nil {
+			var cfg cluster.Config
+			cfg, err = cluster.GetConfig(ctx, s.Client, s.Namespace)
+			o.Tenant.CertificateLifetime, o.Tenant.NonceTTL = cfg.CertificateLifetime, cfg.NonceTTL
+		}
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("%sno liqo-auth-manager runs in this cluster, and these credentials may not run its provider controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can", scoped(s.Scope), err)
+		}
 		if err != nil {
 			return err
 		}
-		cfg, err := cluster.GetConfig(ctx, s.Client, s.Namespace)
-		if err != nil {
-			return err
-		}
-		o.Tenant.APIServer, o.Tenant.CA, o.Tenant.CertificateLifetime, o.Tenant.NonceTTL = url, ca, cfg.CertificateLifetime, cfg.NonceTTL
+		o.Tenant.APIServer, o.Tenant.CA = url, ca
 	}
 	logger := logr.Discard()
 	if g.Verbose > 1 {
 		logger = zap.New(zap.WriteTo(g.Streams.ErrOut))
 	}
 	r, err := authmanager.StartInProcess(ctx, s.Config, authmanager.Connection{HTTPClient: s.HTTPClient, Mapper: s.Mapper}, o, logger)
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s: no liqo-auth-manager runs in this cluster, and these credentials may not run its %s controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can",
+			scoped(s.Scope)+"starting the controllers in-process", role, err)
+	}
 	if err != nil {
 		return s.Explain(err, "starting the controllers in-process")
 	}

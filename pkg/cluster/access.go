@@ -14,11 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// AllowedActions asks the API server, with SubjectAccessReviews, which of the actions
-// granted by rules a user in groups may still perform in namespace ns. It returns them as
-// "verb group/resource[/name]"; an empty result proves that every one is denied.
-func AllowedActions(ctx context.Context, c client.Client, user string, groups []string, ns string, rules []rbacv1.PolicyRule) ([]string, error) {
-	var allowed []string
+// Actions are the single actions rules grant, in namespace ns: one per verb, group,
+// resource (with subresource) and resource name.
+func Actions(rules []rbacv1.PolicyRule, ns string) []authorizationv1.ResourceAttributes {
+	var out []authorizationv1.ResourceAttributes
 	for _, rule := range rules {
 		names := rule.ResourceNames
 		if len(names) == 0 {
@@ -29,20 +28,31 @@ func AllowedActions(ctx context.Context, c client.Client, user string, groups []
 				resource, sub, _ := strings.Cut(res, "/")
 				for _, verb := range rule.Verbs {
 					for _, name := range names {
-						sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-							User: user, Groups: groups,
-							ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group,
-								Resource: resource, Subresource: sub, Name: name},
-						}}
-						if err := c.Create(ctx, sar); err != nil {
-							return nil, fmt.Errorf("asking the API server whether %s may %s %s: %w", user, verb, res, err)
-						}
-						if sar.Status.Allowed {
-							allowed = append(allowed, strings.TrimSuffix(fmt.Sprintf("%s %s/%s/%s", verb, group, res, name), "/"))
-						}
+						out = append(out, authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: sub, Name: name})
 					}
 				}
 			}
+		}
+	}
+	return out
+}
+
+// AllowedActions asks the API server, with SubjectAccessReviews, which of the actions
+// granted by rules a user in groups may still perform in namespace ns. It returns them as
+// "verb group/resource[/name]"; an empty result proves that every one is denied.
+func AllowedActions(ctx context.Context, c client.Client, user string, groups []string, ns string, rules []rbacv1.PolicyRule) ([]string, error) {
+	var allowed []string
+	for _, a := range Actions(rules, ns) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &a}}
+		if err := c.Create(ctx, sar); err != nil {
+			return nil, fmt.Errorf("asking the API server whether %s may %s %s: %w", user, a.Verb, a.Resource, err)
+		}
+		if sar.Status.Allowed {
+			res := a.Resource
+			if a.Subresource != "" {
+				res += "/" + a.Subresource
+			}
+			allowed = append(allowed, strings.TrimSuffix(fmt.Sprintf("%s %s/%s/%s", a.Verb, a.Group, res, a.Name), "/"))
 		}
 	}
 	return allowed, nil

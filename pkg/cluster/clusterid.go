@@ -36,7 +36,18 @@ func ValidateClusterID(id string) error {
 func GetClusterID(ctx context.Context, c client.Reader, ns string) (string, error) {
 	var list corev1.ConfigMapList
 	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{ClusterIDLabelKey: ClusterIDLabelValue}); err != nil {
-		return "", fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
+		if !apierrors.IsForbidden(err) {
+			return "", fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
+		}
+		// Credentials that may read it by name only (a peering user).
+		var cm corev1.ConfigMap
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ClusterIDConfigMapName}, &cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", fmt.Errorf("%w: no ConfigMap %s/%s", ErrNotInstalled, ns, ClusterIDConfigMapName)
+			}
+			return "", fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
+		}
+		list.Items = []corev1.ConfigMap{cm}
 	}
 	switch len(list.Items) {
 	case 0:

@@ -48,6 +48,7 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 		ForgeControlPlaneClusterRole())
 	objs = append(objs, ForgeManagerClusterRoles()...)
 	objs = append(objs, ForgeManagerIdentity(o.Namespace)...)
+	objs = append(objs, ForgePeeringUserPolicy()...)
 	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 || o.Config.NonceTTL > 0 {
 		objs = append(objs, ForgeConfigMap(o.Namespace, o.Config))
 	}

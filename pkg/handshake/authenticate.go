@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -21,6 +22,9 @@ type Pair struct {
 	ProxyURL string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	// consumerIdentity is the consumer's credential on the provider, kept by Unauthenticate.
+	consumerIdentity *rest.Config
 }
 
 func (p *Pair) now() time.Time {

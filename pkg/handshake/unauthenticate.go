@@ -9,11 +9,15 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
@@ -26,6 +30,9 @@ var ErrAccessNotRevoked = errors.New("access not revoked")
 func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error {
 	c, pr := p.Consumer, p.Provider
 	cTN := tenantNamespaceOrDefault(ctx, c, pr.ClusterID)
+	// The consumer's own credential, kept to prove the revocation with it when the
+	// provider-side credentials may not ask SubjectAccessReviews (a peering user).
+	p.consumerIdentity = consumerIdentity(ctx, c, cTN, pr.ClusterID)
 	for _, obj := range []client.Object{
 		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: cluster.IdentityName(pr.ClusterID)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: cluster.KubeconfigSecretName(cluster.IdentityName(pr.ClusterID))}},
@@ -51,13 +58,15 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 	pr.Report.Info("Tenant deleted")
 	leftovers := append(cluster.AccessObjects(pTN, c.ClusterID),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.NonceSecretName}})
+	// With credentials that may not delete them (a peering user), what the Tenant's
+	// finalizer removed is not checked again here: the proof below covers it.
 	for _, obj := range leftovers {
-		if err := deleteIgnoringAbsence(ctx, pr.Client, obj); err != nil {
+		if err := deleteIgnoringAbsence(ctx, pr.Client, obj); err != nil && !apierrors.IsForbidden(err) {
 			return pr.Explain(err, "deleting what the Tenant left")
 		}
 	}
 	if err := pr.Client.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
-		client.MatchingLabels{cluster.RemoteClusterIDLabel: c.ClusterID, cluster.ManagedByLabel: cluster.ManagedByValue}); err != nil {
+		client.MatchingLabels{cluster.RemoteClusterIDLabel: c.ClusterID, cluster.ManagedByLabel: cluster.ManagedByValue}); err != nil && !apierrors.IsForbidden(err) {
 		return pr.Explain(err, "deleting leftover CertificateSigningRequests")
 	}
 	pr.Report.Info("Bindings, nonce and certificate requests removed")
@@ -91,8 +100,16 @@ func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 	pr, id := p.Provider, p.Consumer.ClusterID
 	left, err := cluster.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, cluster.TenantRules(id))
 	if apierrors.IsForbidden(err) {
-		pr.Report.Warn("Cannot list the bindings of every namespace with these credentials (%v): the revocation is verified with SubjectAccessReviews only", err)
 		left, err = cluster.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, cluster.TenantRules(id))
+		switch {
+		case err == nil:
+			pr.Report.Warn("These credentials may not list the bindings of every namespace: the revocation is verified with SubjectAccessReviews only")
+		case apierrors.IsForbidden(err) && p.consumerIdentity != nil:
+			// Nor may they ask SubjectAccessReviews (a peering user): ask the API server,
+			// with the consumer's own certificate, what that certificate may still do.
+			pr.Report.Info("These credentials may not ask SubjectAccessReviews: the consumer's own certificate asks instead")
+			left, err = selfAllowed(ctx, p.consumerIdentity, pTN, cluster.TenantRules(id))
+		}
 	}
 	if err != nil {
 		return pr.Explain(err, "verifying the revocation")
@@ -142,4 +159,45 @@ func deleteIgnoringAbsence(ctx context.Context, c client.Client, obj client.Obje
 		return nil
 	}
 	return err
+}
+
+// consumerIdentity returns the client configuration of the consumer's control-plane
+// kubeconfig for provider providerID, nil when there is none (or it is not one liqo-auth
+// wrote: ReadKubeconfig refuses anything but embedded certificate data).
+func consumerIdentity(ctx context.Context, c *Side, cTN, providerID string) *rest.Config {
+	var s corev1.Secret
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.KubeconfigSecretName(cluster.IdentityName(providerID))}, &s); err != nil {
+		return nil
+	}
+	info, err := authn.ReadKubeconfig(s.Data[cluster.KubeconfigField])
+	if err != nil {
+		return nil
+	}
+	return &rest.Config{Host: info.Server, TLSClientConfig: rest.TLSClientConfig{CAData: info.CA, CertData: info.CertPEM, KeyData: info.KeyPEM}}
+}
+
+// selfAllowed asks, with SelfSubjectAccessReviews made with cfg's certificate, which of the
+// actions rules grant it may still perform in namespace ns and in every namespace. A
+// certificate the API server no longer accepts (expired) may do nothing.
+func selfAllowed(ctx context.Context, cfg *rest.Config, ns string, rules []rbacv1.PolicyRule) ([]string, error) {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	var left []string
+	for _, where := range []string{ns, ""} {
+		for _, a := range cluster.Actions(rules, where) {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}
+			if err := c.Create(ctx, review); err != nil {
+				if apierrors.IsUnauthorized(err) {
+					return nil, nil
+				}
+				return nil, fmt.Errorf("asking with the consumer's certificate: %w", err)
+			}
+			if review.Status.Allowed {
+				left = append(left, fmt.Sprintf("%s %s/%s in %q", a.Verb, a.Group, a.Resource, where))
+			}
+		}
+	}
+	return left, nil
 }

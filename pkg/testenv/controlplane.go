@@ -113,14 +113,11 @@ func startOnce(ctx context.Context, o Options, ca *CA) (*ControlPlane, error) {
 	cp.apiserver = &process{name: "kube-apiserver", path: bin("kube-apiserver"), logPath: filepath.Join(logs, "kube-apiserver.log"), detach: o.Detach, args: apiserverArgs(pki, p)}
 	cp.kcm = &process{name: "kube-controller-manager", path: bin("kube-controller-manager"), logPath: filepath.Join(logs, "kube-controller-manager.log"), detach: o.Detach,
 		args: kcmArgs(pki, filepath.Join(o.Dir, "controller-manager.kubeconfig"))}
-	for _, pr := range cp.processes() {
+	// kube-controller-manager starts once the API server is ready: it gives up after a
+	// few seconds of an unhealthy API server, which a loaded machine starting several
+	// control planes at once can take.
+	for _, pr := range []*process{cp.etcd, cp.apiserver} {
 		if err := pr.start(); err != nil {
-			cp.Stop()
-			return nil, err
-		}
-	}
-	if o.Detach {
-		if err := writePIDs(o.Dir, cp.processes()); err != nil {
 			cp.Stop()
 			return nil, err
 		}
@@ -128,6 +125,16 @@ func startOnce(ctx context.Context, o Options, ca *CA) (*ControlPlane, error) {
 	if err := cp.waitReady(ctx, o.ReadyTimeout); err != nil {
 		cp.Stop()
 		return nil, err
+	}
+	if err := cp.kcm.start(); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	if o.Detach {
+		if err := writePIDs(o.Dir, cp.processes()); err != nil {
+			cp.Stop()
+			return nil, err
+		}
 	}
 	return cp, nil
 }
@@ -190,7 +197,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context, timeout time.Duration) er
 	}
 	client := &http.Client{Transport: tr, Timeout: 2 * time.Second}
 	for {
-		for _, p := range cp.processes() {
+		for _, p := range []*process{cp.etcd, cp.apiserver} {
 			if p.exited() {
 				return fmt.Errorf("testenv: %s of %s exited before the API server was ready: %v\n%s", p.name, cp.Name, p.err, p.logTail(15))
 			}

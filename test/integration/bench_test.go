@@ -61,6 +61,6 @@ func TestBenchmarkProgram(t *testing.T) {
 	// Three consumers, none failed.
 	require.Regexp(t, regexp.MustCompile(`(?m)^\| 3 \| \d+ ms \| [\d.]+ \| \d+ ms \| \d+ ms \| 0 \| \d+ MiB \| [\d.]+ s \| \d+ ms \|$`), text)
 	require.NotContains(t, text, "First failure")
-	require.Regexp(t, regexp.MustCompile("(?m)^\\| `liqoctl version` \\| \\d+ ms \\| \\d+ ms \\|$"), text)
+	require.Regexp(t, regexp.MustCompile("(?m)^\\| `liqoctl version --client` \\| \\d+ ms \\| \\d+ ms \\|$"), text)
 	require.Regexp(t, regexp.MustCompile("(?m)^\\| `liqoctl --help` \\| \\d+ ms \\| \\d+ ms \\|$"), text)
 }

@@ -46,7 +46,8 @@ func TestCLIBadInputs(t *testing.T) {
 	fails([]string{"--api-server-url"}, "install", "--kubeconfig", a, "--api-server-url", "http://insecure:80")
 	fails([]string{"at least 10m0s"}, "install", "--kubeconfig", a, "--certificate-lifetime", "1m")
 	fails([]string{"--output", `"xml"`, "allowed formats are", "yaml"}, "install", "--kubeconfig", a, "-o", "xml")
-	fails([]string{"go together"}, "install", "--kubeconfig", a, "--with-manager")
+	fails([]string{"development build", "--manager-image"}, "install", "--kubeconfig", a, "--with-manager")
+	fails([]string{"--manager-image goes with --with-manager"}, "install", "--kubeconfig", a, "--manager-image", "x:1")
 
 	mustCLI(t, "install", "--kubeconfig", a, "--cluster-id", "cl-a")
 	mustCLI(t, "install", "--kubeconfig", b, "--cluster-id", "cl-b")

@@ -6,12 +6,13 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/generate/identity"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/generate/peeringuser"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/generate/tenant"
 )
 
 // NewCmd returns the generate command group.
 func NewCmd(g *cli.Global) *cobra.Command {
-	cmd := &cobra.Command{Use: "generate", Short: "Generate the YAML one cluster hands to the other in the manual flow", Args: cobra.NoArgs}
-	cmd.AddCommand(tenant.NewCmd(g), identity.NewCmd(g))
+	cmd := &cobra.Command{Use: "generate", Short: "Generate what one cluster's administrator hands to the other's: Tenant, Identity, peering user", Args: cobra.NoArgs}
+	cmd.AddCommand(tenant.NewCmd(g), identity.NewCmd(g), peeringuser.NewCmd(g))
 	return cmd
 }

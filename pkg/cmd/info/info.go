@@ -87,6 +87,17 @@ func render(out io.Writer, r *Report) error {
 			return err
 		}
 	}
+	if len(r.PeeringUsers) > 0 {
+		fmt.Fprintf(out, "\nPeering users (credentials handed to consumers' administrators):\n")
+		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "  CLUSTER\tUSER\tEXPIRES")
+		for _, u := range r.PeeringUsers {
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", u.ConsumerID, u.User, u.NotAfter.UTC().Format(time.RFC3339))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
 	if len(r.Certificates) > 0 {
 		fmt.Fprintf(out, "\nCertificates issued by this cluster, still valid (Kubernetes cannot revoke them):\n")
 		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)

@@ -29,6 +29,8 @@ type Report struct {
 	// Certificates are those this cluster, as a provider, issued and that have not
 	// expired: Kubernetes cannot revoke them, so they are listed until they expire.
 	Certificates []Certificate `json:"certificates,omitempty"`
+	// PeeringUsers are those this cluster, as a provider, issued to consumers.
+	PeeringUsers []handshake.PeeringUser `json:"peeringUsers,omitempty"`
 }
 
 // Certificate is an unexpired client certificate this provider issued.
@@ -90,6 +92,9 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		r.Identities = append(r.Identities, identityEntry(id, now))
 	}
 	if err := issued(ctx, s, r, tenants.Items, now); err != nil {
+		return nil, err
+	}
+	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s); err != nil {
 		return nil, err
 	}
 	return r, halfDone(ctx, s, r, seen)

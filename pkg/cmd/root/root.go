@@ -11,6 +11,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/authenticate"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/create"
+	deletecmd "github.com/liqo-auth/liqo-auth/pkg/cmd/delete"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/generate"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/get"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
@@ -52,6 +53,7 @@ Tenant with a CSR, certificate signed by the provider's Kubernetes CA, Identity,
 		authenticate.NewCmd(g),
 		unauthenticate.NewCmd(g),
 		create.NewCmd(g),
+		deletecmd.NewCmd(g),
 		get.NewCmd(g),
 		generate.NewCmd(g),
 		info.NewCmd(g),

@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Names of the peering user: a provider's credential, handed to a consumer's
+// administrator, with exactly what driving the handshake of that one consumer needs.
+const (
+	// PeeringUserPrefix starts every peering user name: liqo-peer-user-<consumer>-<random>.
+	PeeringUserPrefix = "liqo-peer-user-"
+	// PeeringUserLabel on the peering user's roles and bindings names the user.
+	PeeringUserLabel = "liqo.io/peering-user"
+	// PeeringUserExpiresAnnotation on its tenant-namespace RoleBinding records when its
+	// certificate expires (RFC 3339), and PeeringUserSerialAnnotation the serial.
+	PeeringUserExpiresAnnotation = "liqo.io/peering-user-expires"
+	PeeringUserSerialAnnotation  = "liqo.io/peering-user-serial"
+	// peeringUserObject names the Roles, RoleBindings and ClusterRole(Binding) of the
+	// peering user of a consumer.
+	peeringUserObject = "liqo-peering-user"
+	// PeeringUserPolicyName is the ValidatingAdmissionPolicy (and its binding) that lets a
+	// peering user create no Secret but the nonce.
+	PeeringUserPolicyName = "liqo-auth-peering-users"
+)
+
+// PeeringUserName is the user name of a new peering user of consumerID: unique per
+// issuance (suffix), so that a later peering user never revives an old certificate.
+func PeeringUserName(consumerID, suffix string) string {
+	return PeeringUserPrefix + consumerID + "-" + suffix
+}
+
+// IsPeeringUser reports whether a user name is a peering user's.
+func IsPeeringUser(user string) bool { return strings.HasPrefix(user, PeeringUserPrefix) }
+
+// PeeringUserTenantRules are the peering user's permissions in the tenant namespace of its
+// consumer: the nonce, the consumer's Tenant, and reading the manager's binding.
+// Kubernetes cannot restrict create to a name: the Tenant it may create is refused unless
+// it is named after its cluster, and the only Secret it may create is the nonce, which
+// the ValidatingAdmissionPolicy PeeringUserPolicyName enforces.
+func PeeringUserTenantRules(consumerID string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{NonceSecretName}, Verbs: []string{"get", "update", "delete"}},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, ResourceNames: []string{consumerID},
+			Verbs: []string{"get", "list", "watch", "patch", "update", "delete"}},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, ResourceNames: []string{ManagerName}, Verbs: []string{"get"}},
+	}
+}
+
+// PeeringUserLiqoRules are its permissions in the Liqo namespace: reading the cluster ID,
+// the manager's Lease and the tenant record of its consumer, by name.
+func PeeringUserLiqoRules(consumerID string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{ClusterIDConfigMapName, TenantRecordName(consumerID)}, Verbs: []string{"get"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{ManagerName}, Verbs: []string{"get"}},
+	}
+}
+
+// PeeringUserClusterRules are its only cluster-wide permissions: reading, by name, the
+// tenant namespace of its consumer and kube-system (whose UID tells two clusters apart).
+func PeeringUserClusterRules(consumerID string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{TenantNamespaceName(consumerID), "kube-system"}, Verbs: []string{"get"}},
+	}
+}
+
+// ForgePeeringUserAccess are the Roles, RoleBindings, ClusterRole and ClusterRoleBinding of
+// peering user user of consumerID, whose tenant namespace is tn, in Liqo namespace liqoNS.
+func ForgePeeringUserAccess(liqoNS, tn, consumerID, user string) []client.Object {
+	labels := map[string]string{ManagedByLabel: ManagedByValue, RemoteClusterIDLabel: consumerID, PeeringUserLabel: user}
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	clusterName := peeringUserObject + "-" + consumerID
+	var objs []client.Object
+	for _, r := range []struct {
+		ns    string
+		rules []rbacv1.PolicyRule
+	}{{tn, PeeringUserTenantRules(consumerID)}, {liqoNS, PeeringUserLiqoRules(consumerID)}} {
+		meta := metav1.ObjectMeta{Name: peeringUserObject, Namespace: r.ns, Labels: labels}
+		objs = append(objs,
+			&rbacv1.Role{TypeMeta: rbacType("Role"), ObjectMeta: meta, Rules: r.rules},
+			&rbacv1.RoleBinding{TypeMeta: rbacType("RoleBinding"), ObjectMeta: meta, Subjects: subjects,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: peeringUserObject}})
+	}
+	meta := metav1.ObjectMeta{Name: clusterName, Labels: labels}
+	return append(objs,
+		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: meta, Rules: PeeringUserClusterRules(consumerID)},
+		&rbacv1.ClusterRoleBinding{TypeMeta: rbacType("ClusterRoleBinding"), ObjectMeta: meta, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterName}})
+}
+
+// PeeringUserRules are all the permissions of the peering user of consumerID, with the
+// namespace each applies in ("" for cluster-wide), for proofs of revocation.
+func PeeringUserRules(liqoNS, consumerID string) map[string][]rbacv1.PolicyRule {
+	return map[string][]rbacv1.PolicyRule{
+		TenantNamespaceName(consumerID): PeeringUserTenantRules(consumerID),
+		liqoNS:                          PeeringUserLiqoRules(consumerID),
+		"":                              PeeringUserClusterRules(consumerID),
+	}
+}
+
+// ForgePeeringUserPolicy is the ValidatingAdmissionPolicy, and its binding, that lets
+// peering users create no Secret but a nonce: RBAC cannot restrict create to a name, and a
+// Secret created in a tenant namespace may be read by this cluster's controllers.
+func ForgePeeringUserPolicy() []client.Object {
+	typeMeta := func(kind string) metav1.TypeMeta {
+		return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind}
+	}
+	meta := metav1.ObjectMeta{Name: PeeringUserPolicyName, Labels: managedLabels()}
+	return []client.Object{
+		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: typeMeta("ValidatingAdmissionPolicy"), ObjectMeta: meta,
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+					},
+				}}},
+				MatchConditions: []admissionregistrationv1.MatchCondition{{
+					Name: "peering-user", Expression: "request.userInfo.username.startsWith('" + PeeringUserPrefix + "')",
+				}},
+				Validations: []admissionregistrationv1.Validation{{
+					Expression: "object.metadata.name == '" + NonceSecretName + "' && has(object.metadata.labels) && '" + NonceLabel + "' in object.metadata.labels && object.metadata.labels['" + NonceLabel + "'] == 'true'",
+					Message:    "a peering user may create or change no Secret but the nonce " + NonceSecretName + " (labelled " + NonceLabel + "=true)",
+				}},
+			}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: typeMeta("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: PeeringUserPolicyName,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
+	}
+}

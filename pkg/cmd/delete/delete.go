@@ -1,0 +1,16 @@
+// Package delete groups the delete commands.
+package delete
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/delete/peeringuser"
+)
+
+// NewCmd returns the delete command group.
+func NewCmd(g *cli.Global) *cobra.Command {
+	cmd := &cobra.Command{Use: "delete", Short: "Delete what liqoctl created: a peering user", Args: cobra.NoArgs}
+	cmd.AddCommand(peeringuser.NewCmd(g))
+	return cmd
+}

@@ -1,0 +1,256 @@
+package handshake
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// Peering user lifetimes: the certificate of a peering user expires; Liqo's never do.
+const (
+	DefaultPeeringUserTTL = 24 * time.Hour
+	MaxPeeringUserTTL     = 7 * 24 * time.Hour
+)
+
+// ErrPeeringUserExists means the consumer has a live peering user already.
+var ErrPeeringUserExists = errors.New("a peering user exists")
+
+// PeeringUser is a credential a provider's administrator hands to a consumer's: a client
+// certificate for a user that may drive the handshake of that one consumer, and nothing
+// else.
+type PeeringUser struct {
+	ConsumerID string    `json:"consumerClusterID"`
+	User       string    `json:"user"`
+	Namespace  string    `json:"namespace"`
+	Serial     string    `json:"serial"`
+	NotAfter   time.Time `json:"notAfter"`
+	// Kubeconfig is set only when the peering user is generated.
+	Kubeconfig []byte `json:"-"`
+}
+
+// GeneratePeeringUser issues a peering user for consumerID on the provider p: a fresh key
+// (never the cluster key), a certificate for the unique user liqo-peer-user-<consumer>-<random>
+// (O liqo.io) issued by the cluster's client signer through the CSR API, valid for ttl,
+// and its roles in the consumer's tenant namespace (made now, by this administrator's act),
+// the Liqo namespace and, by name, the two namespaces it reads. A live peering user of the
+// same consumer is an error; an expired one is replaced.
+func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl time.Duration, now time.Time) (*PeeringUser, error) {
+	existing, err := peeringUsers(ctx, p, consumerID)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range existing {
+		if now.Before(u.NotAfter) {
+			return nil, fmt.Errorf("%w for cluster %q: user %s, valid until %s: run liqoctl delete peering-user --consumer-cluster-id %s first",
+				ErrPeeringUserExists, consumerID, u.User, u.NotAfter.UTC().Format(time.RFC3339), consumerID)
+		}
+		p.Report.Info("Replacing peering user %s, expired at %s", u.User, u.NotAfter.UTC().Format(time.RFC3339))
+		if err := deletePeeringUserAccess(ctx, p, consumerID); err != nil {
+			return nil, err
+		}
+	}
+	tn, err := p.EnsureTenantNamespace(ctx, consumerID)
+	if err != nil {
+		return nil, err
+	}
+	suffix := make([]byte, 4)
+	if _, err := rand.Read(suffix); err != nil {
+		return nil, err
+	}
+	user := cluster.PeeringUserName(consumerID, hex.EncodeToString(suffix))
+	key, err := authn.GenerateKey(authn.Ed25519)
+	if err != nil {
+		return nil, err
+	}
+	certPEM, err := issueClientCertificate(ctx, p, key, user, ttl)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := authn.ParseCertificate(certPEM)
+	if err != nil {
+		return nil, err
+	}
+	pu := &PeeringUser{ConsumerID: consumerID, User: user, Namespace: tn, Serial: cert.SerialNumber.Text(16), NotAfter: cert.NotAfter}
+	for _, obj := range cluster.ForgePeeringUserAccess(p.Namespace, tn, consumerID, user) {
+		obj.SetAnnotations(map[string]string{cluster.PeeringUserExpiresAnnotation: pu.NotAfter.UTC().Format(time.RFC3339), cluster.PeeringUserSerialAnnotation: pu.Serial})
+		if err := cluster.Apply(ctx, p.Client, obj, cluster.FieldOwner); err != nil {
+			return nil, p.Explain(err, "granting the peering user its permissions")
+		}
+	}
+	server, ca, err := advertisedServer(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	pu.Kubeconfig, err = authn.ForgeKubeconfig(authn.KubeconfigParams{ClusterName: p.ClusterID, User: user, Server: server, CA: ca,
+		CertPEM: certPEM, Key: key, Namespace: tn}, now)
+	if err != nil {
+		return nil, fmt.Errorf("forging the peering user's kubeconfig: %w", err)
+	}
+	return pu, nil
+}
+
+// advertisedServer is the API server URL and CA a consumer reaches this cluster with: the
+// ones liqoctl install --api-server-url recorded, else the kubeconfig's.
+func advertisedServer(ctx context.Context, s *Side) (string, []byte, error) {
+	cfg, err := cluster.GetConfig(ctx, s.Client, s.Namespace)
+	if err != nil {
+		return "", nil, s.Explain(err, "reading the cluster configuration")
+	}
+	server, ca := cfg.APIServerURL, cfg.APIServerCA
+	if server == "" {
+		server = s.Config.Host
+	}
+	if len(ca) == 0 {
+		ca = s.Config.CAData
+		if len(ca) == 0 && s.Config.CAFile != "" {
+			if ca, err = os.ReadFile(s.Config.CAFile); err != nil {
+				return "", nil, fmt.Errorf("reading the API server CA: %w", err)
+			}
+		}
+	}
+	return server, ca, nil
+}
+
+// issueClientCertificate has the cluster's client signer issue a certificate for key, with
+// CN user and O liqo.io, valid for ttl: a CertificateSigningRequest, approved by this
+// administrator, removed once issued.
+func issueClientCertificate(ctx context.Context, s *Side, key crypto.Signer, user string, ttl time.Duration) ([]byte, error) {
+	request, err := authn.ForgeCSR(key, user)
+	if err != nil {
+		return nil, err
+	}
+	csr := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: user + "-", Labels: map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.PeeringUserLabel: user}},
+		Spec: certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: certificatesv1.KubeAPIServerClientSignerName,
+			ExpirationSeconds: ptr.To(int32(ttl / time.Second)), Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}},
+	}
+	if err := s.Client.Create(ctx, csr); err != nil {
+		return nil, s.Explain(err, "requesting the peering user's certificate")
+	}
+	defer func() { _ = s.Client.Delete(context.WithoutCancel(ctx), csr) }()
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved,
+		Status: "True", Reason: "LiqoPeeringUser", Message: "peering user generated by liqoctl"})
+	if err := s.Client.SubResource("approval").Update(ctx, csr); err != nil {
+		return nil, s.Explain(err, "approving the peering user's certificate")
+	}
+	var certPEM []byte
+	err = waitFor(ctx, s.Client, client.ObjectKeyFromObject(csr), &certificatesv1.CertificateSigningRequestList{}, "the signer to issue the peering user's certificate",
+		func(c *certificatesv1.CertificateSigningRequest) (bool, string, error) {
+			if c == nil {
+				return false, "", fmt.Errorf("CertificateSigningRequest %s was deleted", csr.Name)
+			}
+			certPEM = c.Status.Certificate
+			return len(certPEM) > 0, "approved, not issued: does this cluster run a signer for " + certificatesv1.KubeAPIServerClientSignerName + "?", nil
+		})
+	if err != nil {
+		return nil, s.Explain(err, "waiting for the peering user's certificate")
+	}
+	return certPEM, nil
+}
+
+// peeringUsers lists the peering users of consumerID ("" for all), from their
+// ClusterRoleBindings.
+func peeringUsers(ctx context.Context, s *Side, consumerID string) ([]PeeringUser, error) {
+	opts := client.MatchingLabels{cluster.ManagedByLabel: cluster.ManagedByValue}
+	if consumerID != "" {
+		opts[cluster.RemoteClusterIDLabel] = consumerID
+	}
+	var list rbacv1.ClusterRoleBindingList
+	if err := s.Client.List(ctx, &list, opts, client.HasLabels{cluster.PeeringUserLabel}); err != nil {
+		return nil, s.Explain(err, "listing peering users")
+	}
+	var out []PeeringUser
+	for _, b := range list.Items {
+		notAfter, _ := time.Parse(time.RFC3339, b.Annotations[cluster.PeeringUserExpiresAnnotation])
+		id := b.Labels[cluster.RemoteClusterIDLabel]
+		out = append(out, PeeringUser{ConsumerID: id, User: b.Labels[cluster.PeeringUserLabel], Namespace: cluster.TenantNamespaceName(id),
+			Serial: b.Annotations[cluster.PeeringUserSerialAnnotation], NotAfter: notAfter})
+	}
+	slices.SortFunc(out, func(a, b PeeringUser) int { return strings.Compare(a.ConsumerID, b.ConsumerID) })
+	return out, nil
+}
+
+// ListPeeringUsers lists the peering users of the cluster.
+func ListPeeringUsers(ctx context.Context, s *Side) ([]PeeringUser, error) {
+	return peeringUsers(ctx, s, "")
+}
+
+// DeletePeeringUser removes the peering user of consumerID and proves, with
+// SubjectAccessReviews and a scan of every binding, that its certificate authorizes
+// nothing any more; it then says until when that certificate stays cryptographically
+// valid. A new peering user gets another name: it never revives this one.
+func DeletePeeringUser(ctx context.Context, p *Side, consumerID string) (*PeeringUser, error) {
+	users, err := peeringUsers(ctx, p, consumerID)
+	if err != nil {
+		return nil, err
+	}
+	if len(users) == 0 {
+		return nil, fmt.Errorf("cluster %q has no peering user (liqoctl info lists them)", consumerID)
+	}
+	if err := deletePeeringUserAccess(ctx, p, consumerID); err != nil {
+		return nil, err
+	}
+	p.Report.Info("Roles and bindings of peering user %s removed", users[0].User)
+	for _, u := range users {
+		var left []string
+		for ns, rules := range cluster.PeeringUserRules(p.Namespace, consumerID) {
+			allowed, err := cluster.AllowedActions(ctx, p.Client, u.User, cluster.RevocationGroups(), ns, rules)
+			if err != nil {
+				return nil, p.Explain(err, "verifying the revocation")
+			}
+			left = append(left, allowed...)
+		}
+		bindings, err := cluster.BindingsNaming(ctx, p.Client, u.User, nil)
+		if err != nil {
+			return nil, p.Explain(err, "verifying the revocation")
+		}
+		for _, b := range bindings {
+			left = append(left, "named by "+b.String())
+		}
+		if len(left) > 0 {
+			return nil, fmt.Errorf("%w: peering user %s may still: %s", ErrAccessNotRevoked, u.User, strings.Join(left, "; "))
+		}
+		p.Report.Info("Access of peering user %s revoked: verified", u.User)
+		if now := time.Now(); now.Before(u.NotAfter) {
+			p.Report.Warn("Its certificate %s stays cryptographically valid until %s, but authorizes nothing: a new peering user gets another name and never revives it",
+				u.Serial, u.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	return &users[0], nil
+}
+
+// deletePeeringUserAccess deletes the roles and bindings of the peering users of consumerID.
+func deletePeeringUserAccess(ctx context.Context, p *Side, consumerID string) error {
+	sel := []client.DeleteAllOfOption{client.MatchingLabels{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.RemoteClusterIDLabel: consumerID},
+		client.HasLabels{cluster.PeeringUserLabel}}
+	for _, ns := range []string{cluster.TenantNamespaceName(consumerID), p.Namespace} {
+		for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}} {
+			if err := p.Client.DeleteAllOf(ctx, obj, append(sel, client.InNamespace(ns))...); client.IgnoreNotFound(err) != nil {
+				return p.Explain(err, "deleting the peering user's roles")
+			}
+		}
+	}
+	for _, obj := range []client.Object{&rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRole{}} {
+		if err := p.Client.DeleteAllOf(ctx, obj, sel...); err != nil && !apierrors.IsNotFound(err) {
+			return p.Explain(err, "deleting the peering user's cluster role")
+		}
+	}
+	return nil
+}

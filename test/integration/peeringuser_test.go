@@ -1,0 +1,178 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+)
+
+// TestPeeringUser: the provider's administrator generates a peering user for one
+// consumer; the consumer's administrator, holding no other credential of the provider,
+// authenticates and unauthenticates with it; it may do exactly its job and nothing else;
+// deleting it leaves it authorizing nothing.
+func TestPeeringUser(t *testing.T) {
+	c, p := cliSites(t)
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	ctx := context.Background()
+	dir := t.TempDir()
+
+	out, errOut := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id, "--ttl", "2h")
+	assert.Contains(t, errOut, "Peering user "+cluster.PeeringUserPrefix+c.id+"-")
+	assert.Contains(t, errOut, "liqoctl authenticate --remote-kubeconfig")
+	pu := filepath.Join(dir, "peering-user.kubeconfig")
+	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
+	info, err := authn.ReadKubeconfig([]byte(out))
+	require.NoError(t, err, "a kubeconfig with embedded certificate data only")
+	cert, err := authn.ParseCertificate(info.CertPEM)
+	require.NoError(t, err)
+	user := cert.Subject.CommonName
+	assert.True(t, strings.HasPrefix(user, cluster.PeeringUserPrefix+c.id+"-"))
+	assert.Equal(t, []string{cluster.UserGroup}, cert.Subject.Organization)
+	assert.WithinDuration(t, time.Now().Add(2*time.Hour), cert.NotAfter, 5*time.Minute, "--ttl bounds the certificate")
+	clusterKey, err := cluster.GetClusterKey(ctx, p.client, cluster.DefaultLiqoNamespace)
+	require.NoError(t, err)
+	assert.False(t, authn.PublicKeysEqual(cert.PublicKey, clusterKey.Public()), "a fresh key, never the cluster key")
+
+	_, _, err = runCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	require.Error(t, err, "one live peering user per consumer")
+	assert.Contains(t, err.Error(), "liqoctl delete peering-user --consumer-cluster-id "+c.id)
+	_, _, err = runCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id, "--ttl", "720h")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--ttl must be between")
+	out, _ = mustCLI(t, "info", "--kubeconfig", p.cp.Kubeconfig)
+	assert.Contains(t, out, user, "info lists peering users")
+
+	tn := cluster.TenantNamespaceName(c.id)
+	t.Run("permissions are exactly its job", func(t *testing.T) {
+		groups := []string{cluster.UserGroup, "system:authenticated"}
+		for _, tc := range []struct {
+			verb, group, resource, ns, name string
+			allowed                         bool
+		}{
+			{"create", "", "secrets", tn, "", true},
+			{"get", "", "secrets", tn, cluster.NonceSecretName, true},
+			{"delete", "", "secrets", tn, cluster.NonceSecretName, true},
+			{"get", "", "secrets", tn, "other", false},
+			{"list", "", "secrets", tn, "", false},
+			{"get", "", "secrets", cluster.DefaultLiqoNamespace, cluster.KeysSecretName, false},
+			{"patch", "authentication.liqo.io", "tenants", tn, c.id, true},
+			{"get", "authentication.liqo.io", "tenants", tn, "cl-someone-else", false},
+			{"get", "authentication.liqo.io", "tenants", cluster.TenantNamespaceName("cl-someone-else"), "cl-someone-else", false},
+			{"update", "authentication.liqo.io", "tenants", tn, c.id, true},
+			{"update", "authentication.liqo.io", "tenants/status", tn, c.id, false},
+			{"get", "", "configmaps", cluster.DefaultLiqoNamespace, cluster.ClusterIDConfigMapName, true},
+			{"get", "", "configmaps", cluster.DefaultLiqoNamespace, cluster.TenantRecordName(c.id), true},
+			{"get", "", "configmaps", cluster.DefaultLiqoNamespace, cluster.TenantRecordName("cl-someone-else"), false},
+			{"update", "", "configmaps", cluster.DefaultLiqoNamespace, cluster.TenantRecordName(c.id), false},
+			{"get", "coordination.k8s.io", "leases", cluster.DefaultLiqoNamespace, cluster.ManagerName, true},
+			{"get", "", "namespaces", "", tn, true},
+			{"get", "", "namespaces", "", "default", false},
+			{"list", "", "namespaces", "", "", false},
+			{"create", "certificates.k8s.io", "certificatesigningrequests", "", "", false},
+			{"list", "certificates.k8s.io", "certificatesigningrequests", "", "", false},
+			{"create", "rbac.authorization.k8s.io", "rolebindings", tn, "", false},
+			{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", false},
+			{"create", "", "pods", tn, "", false},
+			{"list", "authentication.liqo.io", "identities", "", "", false},
+		} {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: tc.verb, Group: tc.group, Resource: strings.Split(tc.resource, "/")[0],
+					Subresource: strings.TrimPrefix(strings.TrimPrefix(tc.resource, strings.Split(tc.resource, "/")[0]), "/"), Namespace: tc.ns, Name: tc.name}}}
+			require.NoError(t, p.client.Create(ctx, sar))
+			assert.Equal(t, tc.allowed, sar.Status.Allowed, "can-i %s %s %s in %q as the peering user", tc.verb, tc.resource, tc.name, tc.ns)
+		}
+		// What RBAC cannot restrict to a name, the admission policy does.
+		peer := newClient(t, restConfigFromKubeconfig(t, []byte(mustRead(t, pu))))
+		err := peer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "smuggled", Labels: map[string]string{cluster.SignedNonceLabel: "true", cluster.RemoteClusterIDLabel: c.id}}})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "no Secret but the nonce")
+		err = peer.Create(ctx, &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "x-"}})
+		assert.True(t, apierrors.IsForbidden(err), "no CSR: %v", err)
+		err = peer.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "x"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"}})
+		assert.True(t, apierrors.IsForbidden(err), "no RBAC: %v", err)
+	})
+
+	t.Run("authenticate and unauthenticate with it", func(t *testing.T) {
+		_, errOut := mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+		assertInOrder(t, errOut, publishedSteps)
+		assertTenantAccess(t, p, c, kubeconfigOf(t, c, p))
+		_, errOut = mustCLI(t, "unauthenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+		assert.Contains(t, errOut, "the consumer's own certificate asks instead")
+		assert.Contains(t, errOut, "Access revoked: verified")
+		var tenant authv1beta1.Tenant
+		assert.True(t, apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: c.id}, &tenant)))
+	})
+
+	t.Run("it cannot authenticate another cluster", func(t *testing.T) {
+		other := testenv.New(t, "other-consumer")[0]
+		mustCLI(t, "install", "--kubeconfig", other.Kubeconfig, "--cluster-id", "cl-other")
+		_, _, err := runCLI(t, "authenticate", "--kubeconfig", other.Kubeconfig, "--remote-kubeconfig", pu)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "(remote)")
+		assert.Contains(t, err.Error(), "forbidden")
+		var tenants authv1beta1.TenantList
+		require.NoError(t, p.client.List(ctx, &tenants))
+		for _, tn := range tenants.Items {
+			assert.NotEqual(t, "cl-other", string(tn.Spec.ClusterID), "no Tenant for another cluster")
+		}
+	})
+
+	t.Run("delete proves it authorizes nothing", func(t *testing.T) {
+		_, errOut := mustCLI(t, "delete", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+		assert.Contains(t, errOut, "Access of peering user "+user+" revoked: verified")
+		assert.Contains(t, errOut, "never revives it")
+		peer := newClient(t, restConfigFromKubeconfig(t, []byte(mustRead(t, pu))))
+		var cm corev1.ConfigMap
+		err := peer.Get(ctx, client.ObjectKey{Namespace: cluster.DefaultLiqoNamespace, Name: cluster.ClusterIDConfigMapName}, &cm)
+		assert.True(t, apierrors.IsForbidden(err), "the old certificate authorizes nothing: %v", err)
+		// A new peering user for the same consumer gets another name: the old one stays dead.
+		out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+		fresh, err := clientcmd.Load([]byte(out))
+		require.NoError(t, err)
+		for name := range fresh.AuthInfos {
+			assert.NotEqual(t, user, name)
+		}
+		err = peer.Get(ctx, client.ObjectKey{Namespace: cluster.DefaultLiqoNamespace, Name: cluster.ClusterIDConfigMapName}, &cm)
+		assert.True(t, apierrors.IsForbidden(err), "still nothing: %v", err)
+	})
+}
+
+// TestPeeringUserNeedsTheManager: without a liqo-auth-manager on the provider, a peering
+// user cannot run the provider's controllers; authenticate says so and what to do.
+func TestPeeringUserNeedsTheManager(t *testing.T) {
+	c, p := cliSites(t)
+	out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	pu := filepath.Join(t.TempDir(), "pu.kubeconfig")
+	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
+	_, _, err := runCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "(remote)")
+	assert.Contains(t, err.Error(), "no liqo-auth-manager runs in this cluster")
+	assert.Contains(t, err.Error(), "liqoctl install --with-manager")
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
