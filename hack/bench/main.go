@@ -84,8 +84,8 @@ func run() error {
 		return err
 	}
 	defer env.stop()
-	for _, mode := range []string{"in-process", "manager"} {
-		log("authenticate latency, controllers " + mode)
+	for _, mode := range []string{modeInProcess, modeManager, modePeeringUser} {
+		log("authenticate latency, " + mode)
 		res, err := env.authenticateRounds(ctx, mode)
 		if err != nil {
 			return fmt.Errorf("authenticate (%s): %w", mode, err)

@@ -64,9 +64,18 @@ func (e *env) pairArgs(cmd string, extra ...string) []string {
 	return append([]string{cmd, "--kubeconfig", e.consumer.Kubeconfig, "--remote-kubeconfig", e.provider.Kubeconfig}, extra...)
 }
 
-// authenticateRounds times liqoctl authenticate, as a process, in one mode.
+// Modes of the authenticate measurement.
+const (
+	modeInProcess   = "controllers in-process"
+	modeManager     = "controllers manager"
+	modePeeringUser = "peering user, controllers manager"
+)
+
+// authenticateRounds times liqoctl authenticate, as a process, in one mode: controllers
+// in-process, a manager per cluster, or a manager per cluster with the provider reached
+// through a peering user.
 func (e *env) authenticateRounds(ctx context.Context, mode string) (*latency, error) {
-	if mode == "manager" {
+	if mode != modeInProcess {
 		for _, cp := range []*testenv.ControlPlane{e.consumer, e.provider} {
 			m, err := e.startManager(cp)
 			if err != nil {
@@ -75,10 +84,25 @@ func (e *env) authenticateRounds(ctx context.Context, mode string) (*latency, er
 			defer m.Stop()
 		}
 	}
-	l := &latency{name: "authenticate, controllers " + mode}
+	pair := e.pairArgs
+	if mode == modePeeringUser {
+		kubeconfig, _, err := e.liqoctlOut(ctx, "generate", "peering-user", "--kubeconfig", e.provider.Kubeconfig, "--consumer-cluster-id", "cl-consumer")
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(filepath.Dir(e.provider.Kubeconfig), "peering-user.kubeconfig")
+		if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+			return nil, err
+		}
+		defer func() { _, _ = e.liqoctl(ctx, "delete", "peering-user", "--kubeconfig", e.provider.Kubeconfig, "--consumer-cluster-id", "cl-consumer") }()
+		pair = func(cmd string, extra ...string) []string {
+			return append([]string{cmd, "--kubeconfig", e.consumer.Kubeconfig, "--remote-kubeconfig", path}, extra...)
+		}
+	}
+	l := &latency{name: "authenticate, " + mode}
 	for i := 0; i < e.cfg.rounds; i++ {
 		start := time.Now()
-		stderr, err := e.liqoctl(ctx, e.pairArgs("authenticate", "-v")...)
+		stderr, err := e.liqoctl(ctx, pair("authenticate", "-v")...)
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +110,7 @@ func (e *env) authenticateRounds(ctx context.Context, mode string) (*latency, er
 		l.addSteps(stderr)
 		log(fmt.Sprintf("  round %d: %s", i+1, ms(time.Since(start))))
 		start = time.Now()
-		if _, err := e.liqoctl(ctx, e.pairArgs("unauthenticate")...); err != nil {
+		if _, err := e.liqoctl(ctx, pair("unauthenticate")...); err != nil {
 			return nil, err
 		}
 		l.unauth = append(l.unauth, time.Since(start))

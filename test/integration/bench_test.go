@@ -43,6 +43,7 @@ func TestBenchmarkProgram(t *testing.T) {
 	text := string(md)
 	for _, section := range []string{
 		"## Latency", "### Steps of authenticate, controllers in-process", "### Steps of authenticate, controllers manager",
+		"### Steps of authenticate, peering user, controllers manager",
 		"## Provider scale", "## CLI cost", "Binary sizes: liqoctl ",
 	} {
 		require.Contains(t, text, section)
@@ -50,13 +51,14 @@ func TestBenchmarkProgram(t *testing.T) {
 	for _, row := range []string{
 		"authenticate, controllers in-process", "authenticate, controllers manager", "manual flow (4 steps, scripted)",
 		"unauthenticate (after controllers in-process)", "unauthenticate (after controllers manager)",
+		"authenticate, peering user, controllers manager", "unauthenticate (after peering user, controllers manager)",
 	} {
 		require.Regexp(t, regexp.MustCompile(`(?m)^\| `+regexp.QuoteMeta(row)+` \| 2 \| \d+ ms \| \d+ ms \| \d+ ms \|$`), text)
 	}
-	// Every handshake step line appears in both step tables (in bold where it is the slowest).
+	// Every handshake step line appears in the three step tables (in bold where it is the slowest).
 	for _, step := range []string{"Nonce is signed", "Tenant status is filled", "Identity status is filled"} {
 		rows := regexp.MustCompile(`(?m)^\| (\*\*)?\((local|remote)\) ` + regexp.QuoteMeta(step) + `(\*\*)? \| \d+ ms \| \d+ ms \|$`)
-		require.Len(t, rows.FindAllString(text, -1), 2, "step %q in both step tables:\n%s", step, text)
+		require.Len(t, rows.FindAllString(text, -1), 3, "step %q in the three step tables:\n%s", step, text)
 	}
 	// Three consumers, none failed.
 	require.Regexp(t, regexp.MustCompile(`(?m)^\| 3 \| \d+ ms \| [\d.]+ \| \d+ ms \| \d+ ms \| 0 \| \d+ MiB \| [\d.]+ s \| \d+ ms \|$`), text)
