@@ -94,7 +94,9 @@ func (e *env) authenticateRounds(ctx context.Context, mode string) (*latency, er
 		if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 			return nil, err
 		}
-		defer func() { _, _ = e.liqoctl(ctx, "delete", "peering-user", "--kubeconfig", e.provider.Kubeconfig, "--consumer-cluster-id", "cl-consumer") }()
+		defer func() {
+			_, _ = e.liqoctl(ctx, "delete", "peering-user", "--kubeconfig", e.provider.Kubeconfig, "--consumer-cluster-id", "cl-consumer")
+		}()
 		pair = func(cmd string, extra ...string) []string {
 			return append([]string{cmd, "--kubeconfig", e.consumer.Kubeconfig, "--remote-kubeconfig", path}, extra...)
 		}
