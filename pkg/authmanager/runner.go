@@ -160,14 +160,18 @@ const VersionLabel = "app.kubernetes.io/version"
 // VersionLabels are the labels a manager puts on its Lease: its version, made a valid
 // label value.
 func VersionLabels() map[string]string {
-	v := strings.Map(func(r rune) rune {
+	return map[string]string{VersionLabel: LabelValue(version.Get().Version)}
+}
+
+// LabelValue makes a version a valid label value: other characters become _, at most 63.
+func LabelValue(v string) string {
+	v = strings.Map(func(r rune) rune {
 		if r == '-' || r == '_' || r == '.' || unicode.IsLetter(r) && r < unicode.MaxASCII || unicode.IsDigit(r) {
 			return r
 		}
 		return '_'
-	}, version.Get().Version)
-	v = strings.Trim(v[:min(len(v), 63)], "-_.")
-	return map[string]string{VersionLabel: v}
+	}, v)
+	return strings.Trim(v[:min(len(v), 63)], "-_.")
 }
 
 // LeaseHolder returns who holds lease and whether the holder still keeps it fresh at now.

@@ -12,7 +12,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
-	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
 // Controllers are the in-process controllers a command started; Stop ends them.
@@ -81,11 +80,11 @@ func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, 
 	return nil
 }
 
-// VersionSkew says, when the manager of a cluster runs another version than this liqoctl,
-// that they differ and what to do; "" when they agree or one is unknown.
-func VersionSkew(manager string) string {
-	mine := version.Get().Version
-	if manager == "" || manager == "dev" || mine == "dev" || manager == authmanager.VersionLabels()[authmanager.VersionLabel] {
+// VersionSkew says, when the manager of a cluster runs another version than this liqoctl
+// (mine), that they differ and what to do; "" when they agree or either is a development
+// build. The manager's version is the value of its Lease label.
+func VersionSkew(mine, manager string) string {
+	if manager == "" || manager == "dev" || mine == "dev" || manager == authmanager.LabelValue(mine) {
 		return ""
 	}
 	return fmt.Sprintf("liqo-auth-manager runs version %s, this liqoctl is %s: upgrade the one that is behind (liqoctl install --with-manager deploys the manager of this liqoctl's version)", manager, mine)

@@ -154,6 +154,20 @@ func TestPeeringUser(t *testing.T) {
 		err = peer.Get(ctx, client.ObjectKey{Namespace: cluster.DefaultLiqoNamespace, Name: cluster.ClusterIDConfigMapName}, &cm)
 		assert.True(t, apierrors.IsForbidden(err), "still nothing: %v", err)
 	})
+
+	t.Run("an expired peering user is replaced", func(t *testing.T) {
+		// Certificates of the CSR API live at least ten minutes: expiry is recorded, and
+		// the API server refuses the certificate after it; here the record says so.
+		var crbs rbacv1.ClusterRoleBindingList
+		require.NoError(t, p.client.List(ctx, &crbs, client.HasLabels{cluster.PeeringUserLabel}, client.MatchingLabels{cluster.RemoteClusterIDLabel: c.id}))
+		require.Len(t, crbs.Items, 1)
+		crbs.Items[0].Annotations[cluster.PeeringUserExpiresAnnotation] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+		require.NoError(t, p.client.Update(ctx, &crbs.Items[0]))
+		_, errOut := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+		assert.Contains(t, errOut, "Replacing peering user")
+		require.NoError(t, p.client.List(ctx, &crbs, client.HasLabels{cluster.PeeringUserLabel}, client.MatchingLabels{cluster.RemoteClusterIDLabel: c.id}))
+		assert.Len(t, crbs.Items, 1, "one peering user per consumer")
+	})
 }
 
 // TestPeeringUserNeedsTheManager: without a liqo-auth-manager on the provider, a peering

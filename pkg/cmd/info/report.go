@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
 // Report is what liqoctl info says about a cluster.
@@ -68,7 +69,7 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	case running != nil:
 		r.Manager = fmt.Sprintf("running (%s), version %s", running.Holder, running.Version)
 		r.ManagerVersion = running.Version
-		if skew := cli.VersionSkew(running.Version); skew != "" {
+		if skew := cli.VersionSkew(version.Get().Version, running.Version); skew != "" {
 			s.Report.Warn("%s", skew)
 		}
 	}
