@@ -23,6 +23,9 @@ const (
 	NonceField      = "nonce"
 	// NonceIssuedAtAnnotation records when a provider filled a nonce (RFC 3339).
 	NonceIssuedAtAnnotation = "liqo.io/nonce-issued-at"
+	// NonceConsumedAtAnnotation marks a nonce a provider accepted a handshake with
+	// (RFC 3339). It is informative: the tenant record is what makes a nonce single-use.
+	NonceConsumedAtAnnotation = "liqo.io/nonce-consumed-at"
 
 	SignedNonceSecretName = "liqo-signed-nonce"
 	SignedNonceLabel      = "liqo.io/signed-nonce"

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -22,6 +24,7 @@ const (
 	recordNamespaceUIDKey = "namespaceUID"
 	recordCAKey           = "caFingerprint"
 	recordCertsKey        = "certificates"
+	recordNonceKey        = "consumedNonce"
 	// TenantRecordLabel marks the ConfigMaps of the Liqo namespace that are tenant records.
 	TenantRecordLabel = "liqo.io/tenant-record"
 	tenantRecordPfx   = "liqo-auth-tenant-"
@@ -46,6 +49,42 @@ type TenantRecord struct {
 	NamespaceUID  types.UID
 	CAFingerprint string
 	Certificates  []IssuedCertificate
+	// ConsumedNonce is, on a provider, the nonce the last accepted handshake used.
+	ConsumedNonce *ConsumedNonce
+}
+
+// ConsumedNonce is a nonce a provider accepted a handshake with. The nonce Secret is
+// kept (a Liqo consumer re-running its handshake expects to find the same nonce), so
+// single use is enforced here, where the tenant cannot write: the nonce verifies again
+// only for the very Tenant object, key and CSR it was consumed by, so that re-applying
+// the accepted Tenant converges, and a replay (even of the same spec in a re-created
+// Tenant) or any other key or CSR needs a new nonce.
+type ConsumedNonce struct {
+	// Digest is the SHA-256 of the nonce text, in hex.
+	Digest string `json:"digest"`
+	// TenantUID, KeyFingerprint and CSRDigest are those of the handshake it was
+	// consumed by.
+	TenantUID      string `json:"tenantUID"`
+	KeyFingerprint string `json:"keyFingerprint"`
+	CSRDigest      string `json:"csrDigest"`
+	// At is when it was consumed.
+	At time.Time `json:"at"`
+}
+
+// NonceDigest is the digest a ConsumedNonce records of nonce.
+func NonceDigest(nonce string) string {
+	sum := sha256.Sum256([]byte(nonce))
+	return hex.EncodeToString(sum[:])
+}
+
+// Consumed reports whether nonce was consumed by a handshake other than the one of the
+// Tenant tenantUID with key fingerprint fp and CSR digest csrDigest.
+func (r *TenantRecord) Consumed(nonce, tenantUID, fp, csrDigest string) bool {
+	if r == nil || r.ConsumedNonce == nil || r.ConsumedNonce.Digest != NonceDigest(nonce) {
+		return false
+	}
+	c := r.ConsumedNonce
+	return c.TenantUID != tenantUID || c.KeyFingerprint != fp || c.CSRDigest != csrDigest
 }
 
 // IssuedCertificate is one client certificate a provider had issued to a remote cluster.
@@ -84,6 +123,12 @@ func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, 
 			return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, recordCertsKey, err)
 		}
 	}
+	if v := cm.Data[recordNonceKey]; v != "" {
+		r.ConsumedNonce = &ConsumedNonce{}
+		if err := json.Unmarshal([]byte(v), r.ConsumedNonce); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, recordNonceKey, err)
+		}
+	}
 	return r, nil
 }
 
@@ -96,6 +141,13 @@ func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
 			return err
 		}
 		cm.Data[recordCertsKey] = string(b)
+	}
+	if r.ConsumedNonce != nil {
+		b, err := json.Marshal(r.ConsumedNonce)
+		if err != nil {
+			return err
+		}
+		cm.Data[recordNonceKey] = string(b)
 	}
 	for k, v := range cm.Data {
 		if v == "" {

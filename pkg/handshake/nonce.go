@@ -61,12 +61,14 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 	return &Nonce{Value: nonce, Created: true, CreatedAt: s.CreationTimestamp.Time}, nil
 }
 
-// reusableNonce returns the nonce of s if it is for consumerID, canonical and young: its
+// reusableNonce returns the nonce of s if it is for consumerID, canonical, not consumed
+// by an accepted handshake, and young: its
 // Secret, whose creation the provider measures the TTL from, was created less than
 // NonceReuseWindow ago.
 func reusableNonce(s *corev1.Secret, consumerID string, now time.Time) (string, bool) {
 	nonce := string(s.Data[cluster.NonceField])
-	if s.Labels[cluster.NonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != consumerID || authn.CheckNonce(nonce) != nil {
+	if s.Labels[cluster.NonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != consumerID || authn.CheckNonce(nonce) != nil ||
+		s.Annotations[cluster.NonceConsumedAtAnnotation] != "" {
 		return "", false
 	}
 	return nonce, now.Sub(s.CreationTimestamp.Time) <= NonceReuseWindow
@@ -88,6 +90,9 @@ func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Tim
 	nonce := string(s.Data[cluster.NonceField])
 	if nonce == "" {
 		return "", time.Time{}, fmt.Errorf("%sthe nonce for cluster %q is not filled yet: is liqo-auth-manager running?", p.prefix(), consumerID)
+	}
+	if at := s.Annotations[cluster.NonceConsumedAtAnnotation]; at != "" {
+		return "", time.Time{}, fmt.Errorf("%sthe nonce for cluster %q was already used by the handshake accepted at %s, and a nonce is single-use: run liqoctl create nonce --remote-cluster-id %s for a new one", p.prefix(), consumerID, at, consumerID)
 	}
 	return nonce, s.CreationTimestamp.Time, nil
 }

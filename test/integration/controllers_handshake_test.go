@@ -104,11 +104,16 @@ func TestControllersFullHandshake(t *testing.T) {
 	kubeconfig := objectHandshake(t, provider, consumer)
 	pTN := cluster.TenantNamespaceName(consumer.id)
 
-	// The nonce was consumed and no CSR object is left behind.
-	eventually(t, 10*time.Second, "the nonce is consumed", func(ctx context.Context) (bool, error) {
-		err := provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: cluster.NonceSecretName}, &corev1.Secret{})
-		return apierrors.IsNotFound(err), nil
+	// The nonce was consumed (kept, marked, and recorded where the tenant cannot write)
+	// and no CSR object is left behind.
+	eventually(t, 10*time.Second, "the nonce is marked consumed", func(ctx context.Context) (bool, error) {
+		var s corev1.Secret
+		err := provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: cluster.NonceSecretName}, &s)
+		return s.Annotations[cluster.NonceConsumedAtAnnotation] != "", err
 	})
+	rec, err := cluster.GetTenantRecord(ctx, provider.client, cluster.DefaultLiqoNamespace, consumer.id)
+	require.NoError(t, err)
+	require.NotNil(t, rec.ConsumedNonce, "the tenant record holds the consumed nonce")
 	eventually(t, 10*time.Second, "the CSR objects are cleaned up", func(ctx context.Context) (bool, error) {
 		var csrs certificatesv1.CertificateSigningRequestList
 		err := provider.client.List(ctx, &csrs)

@@ -157,6 +157,9 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 	}
 	if t.Status.AcceptedKeyFingerprint == "" || sealErr != nil {
 		acc, err := verifyHandshake(ctx, r.Client, t, r.Options.NonceTTL, now)
+		if err == nil {
+			err = r.consumeNonce(ctx, t, acc, now)
+		}
 		if err != nil {
 			return ctrl.Result{}, r.refuse(t, r.refuseRecorded(t, sealErr, err))
 		}
@@ -251,15 +254,40 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	return ctrl.Result{RequeueAfter: t.Status.Certificate.RenewAfter.Sub(now)}, nil
 }
 
-// afterStatus runs what must follow a saved status: a consumed nonce is deleted only once
-// the acceptance is recorded, and a CSR only once its certificate is published.
+// consumeNonce makes the nonce of a verified handshake single-use. The consumption is
+// written to the tenant record, which the tenant cannot write, before the acceptance is
+// saved: a nonce already consumed by another key or CSR is refused, while the same
+// handshake applied again (a Liqo consumer re-running, or a status save that failed)
+// converges; a replay in a re-created Tenant does not. The nonce Secret itself is kept,
+// marked, for Liqo consumers expect it.
+func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, acc *acceptance, now time.Time) error {
+	nonce := string(acc.nonce.Data[cluster.NonceField])
+	return cluster.UpdateTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
+		if rec.Consumed(nonce, string(t.UID), acc.fingerprint, acc.csrDigest) {
+			return refusal(authv1beta1.ReasonNonceConsumed, "the nonce in namespace %q was already used, at %s, by another handshake: a nonce is single-use; start a new handshake (liqoctl create nonce, or liqoctl authenticate)",
+				t.Namespace, rec.ConsumedNonce.At.UTC().Format(time.RFC3339))
+		}
+		if rec.ConsumedNonce == nil || rec.ConsumedNonce.Digest != cluster.NonceDigest(nonce) {
+			rec.ConsumedNonce = &cluster.ConsumedNonce{Digest: cluster.NonceDigest(nonce), TenantUID: string(t.UID), KeyFingerprint: acc.fingerprint, CSRDigest: acc.csrDigest, At: now.UTC().Truncate(time.Second)}
+		}
+		return nil
+	})
+}
+
+// afterStatus runs what must follow a saved status: a consumed nonce is marked only once
+// the acceptance is recorded, and a CSR deleted only once its certificate is published.
 func (r *Reconciler) afterStatus(ctx context.Context, t *authv1beta1.Tenant) error {
 	if t.Status.AcceptedKeyFingerprint != "" {
 		var s corev1.Secret
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: cluster.NonceSecretName}, &s)
-		if err == nil && s.CreationTimestamp.Time.Before(t.Status.AcceptedAt.Time.Add(time.Second)) {
-			if err := r.Client.Delete(ctx, &s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-				return fmt.Errorf("consuming the nonce: %w", err)
+		if err == nil && s.Annotations[cluster.NonceConsumedAtAnnotation] == "" && s.CreationTimestamp.Time.Before(t.Status.AcceptedAt.Time.Add(time.Second)) {
+			patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations[cluster.NonceConsumedAtAnnotation] = t.Status.AcceptedAt.UTC().Format(time.RFC3339)
+			if err := r.Client.Patch(ctx, &s, patch); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+				return fmt.Errorf("marking the nonce consumed: %w", err)
 			}
 		}
 	}

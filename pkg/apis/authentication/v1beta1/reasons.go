@@ -16,6 +16,7 @@ const (
 	ReasonNonceExpired          = "NonceExpired"
 	ReasonNonceInvalid          = "NonceInvalid"
 	ReasonNonceIssueTimeInvalid = "NonceIssueTimeInvalid"
+	ReasonNonceConsumed         = "NonceConsumed"
 	ReasonHandshakeChanged      = "HandshakeChanged"
 	ReasonSignatureMissing      = "SignatureMissing"
 	ReasonPublicKeyMissing      = "PublicKeyMissing"
