@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/crds"
@@ -28,6 +29,9 @@ type InstallOptions struct {
 	KeyAlgorithm authn.Algorithm
 	// Config is how this cluster presents itself to consumers.
 	Config Config
+	// TakeOver applies the CRDs, namespace and roles even where another installation
+	// (Liqo's Helm chart, another tool) manages them. Without it they are kept as they are.
+	TakeOver bool
 }
 
 // InstallObjects are the objects of an installation that are the same on every apply:
@@ -41,11 +45,12 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 	var objs []client.Object
 	for _, d := range defs {
 		d.TypeMeta = metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"}
+		d.Labels = mergeLabels(d.Labels, managedLabels())
 		objs = append(objs, d)
 	}
 	objs = append(objs,
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: managedLabels()}},
-		ForgeControlPlaneClusterRole())
+		ForgeControlPlaneClusterRole(), ForgeClusterWideRole())
 	objs = append(objs, ForgeManagerClusterRoles()...)
 	objs = append(objs, ForgeManagerIdentity(o.Namespace)...)
 	objs = append(objs, ForgePeeringUserPolicy()...)
@@ -62,6 +67,12 @@ type InstallResult struct {
 	CreatedID      bool
 	CreatedKey     bool
 	AppliedObjects int
+	// Kept are the objects another installation manages, left as they are.
+	Kept []Kept
+	// ForeignCRDs: some CRD of authentication.liqo.io is another installation's (Liqo's):
+	// its schema, not this project's, decides what the API server keeps, and Liqo's
+	// controllers, not liqo-auth-manager, are the ones to run here.
+	ForeignCRDs bool
 }
 
 // EnsureInstalled applies the install objects, waits for the CRDs to be established and
@@ -86,6 +97,22 @@ func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) 
 	}
 	res := &InstallResult{}
 	for _, obj := range objs {
+		if !o.TakeOver {
+			owner, err := foreignExisting(ctx, c, obj)
+			if err != nil {
+				return nil, err
+			}
+			if owner != "" {
+				gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+				if err != nil {
+					return nil, err
+				}
+				res.Kept = append(res.Kept, Kept{Kind: gvk.Kind, Name: obj.GetName(), Owner: owner})
+				_, isCRD := obj.(*apiextensionsv1.CustomResourceDefinition)
+				res.ForeignCRDs = res.ForeignCRDs || isCRD
+				continue
+			}
+		}
 		if err := Apply(ctx, c, obj, FieldOwner); err != nil {
 			return nil, err
 		}

@@ -14,25 +14,65 @@ const ManagerName = "liqo-auth-manager"
 func managedLabels() map[string]string { return map[string]string{ManagedByLabel: ManagedByValue} }
 
 // ControlPlaneRules are the permissions of a consumer's control-plane identity, granted
-// only inside its tenant namespace: the Liqo resources it negotiates with. No Secrets,
-// nothing cluster-wide, and status is read-only.
+// only inside its tenant namespace: the resources Liqo's control plane replicates into a
+// provider (ResourceSlices, NamespaceMaps, Renews), as Liqo's liqo-remote-controlplane
+// grants them. No Secrets, nothing cluster-wide. Status is read-only: the provider's own
+// controllers write it, and Liqo's replicator only copies it back to the consumer.
 func ControlPlaneRules() []rbacv1.PolicyRule {
 	crud := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices"}, Verbs: crud},
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices/status"}, Verbs: []string{"get"}},
-		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespaceoffloadings"}, Verbs: crud},
-		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespaceoffloadings/status"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices", "renews"}, Verbs: crud},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices/status", "renews/status"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps"}, Verbs: crud},
+		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps/status"}, Verbs: []string{"get"}},
 	}
 }
 
-// ForgeControlPlaneClusterRole is the liqo-remote-controlplane ClusterRole. It is only
-// ever bound with RoleBindings in tenant namespaces.
+// Labels by which Liqo looks up the ClusterRoles a provider binds to its tenants.
+const (
+	// AppNameLabel is the label Liqo's chart names its components with.
+	AppNameLabel = "app.kubernetes.io/name"
+	// ControlPlaneRoleAppName is the AppNameLabel value of liqo-remote-controlplane.
+	ControlPlaneRoleAppName = "remote-controlplane"
+	// ClusterWideRoleName is the ClusterRole Liqo binds cluster-wide to the identities
+	// of a consumer's virtual kubelets (group <C>).
+	ClusterWideRoleName = "liqo-virtual-kubelet-remote-clusterwide"
+	// ClusterWideRoleAppName is its AppNameLabel value.
+	ClusterWideRoleAppName = "virtual-kubelet-remote-clusterwide"
+)
+
+// ForgeControlPlaneClusterRole is the liqo-remote-controlplane ClusterRole, labelled as
+// Liqo's (Liqo's manager finds it by that label). This project only ever binds it with
+// RoleBindings in tenant namespaces.
 func ForgeControlPlaneClusterRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   rbacType("ClusterRole"),
-		ObjectMeta: metav1.ObjectMeta{Name: ControlPlaneRoleName, Labels: managedLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: ControlPlaneRoleName, Labels: mergeLabels(managedLabels(), map[string]string{AppNameLabel: ControlPlaneRoleAppName})},
 		Rules:      ControlPlaneRules(),
+	}
+}
+
+// ClusterWideRules are the cluster-wide permissions of Liqo's
+// liqo-virtual-kubelet-remote-clusterwide: what a consumer's virtual kubelet reads about
+// the provider's nodes and devices.
+func ClusterWideRules() []rbacv1.PolicyRule {
+	read := []string{"get", "list", "watch"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
+		{APIGroups: []string{"metrics.liqo.io"}, Resources: []string{"scrape/metrics"}, Verbs: read},
+		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"deviceclasses"}, Verbs: []string{"create", "get", "list", "watch"}},
+		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices"}, Verbs: read},
+	}
+}
+
+// ForgeClusterWideRole is liqo-virtual-kubelet-remote-clusterwide, created as Liqo
+// creates it, so that a Liqo component running against this provider finds it. This
+// project binds it to nobody: a control-plane identity gets nothing cluster-wide.
+func ForgeClusterWideRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		TypeMeta:   rbacType("ClusterRole"),
+		ObjectMeta: metav1.ObjectMeta{Name: ClusterWideRoleName, Labels: mergeLabels(managedLabels(), map[string]string{AppNameLabel: ClusterWideRoleAppName})},
+		Rules:      ClusterWideRules(),
 	}
 }
 

@@ -28,6 +28,7 @@ type Options struct {
 	NonceTTL            time.Duration
 	WithManager         bool
 	ManagerImage        string
+	TakeOver            bool
 	Output              cli.OutputFlags
 	Timeout             cli.Timeout
 
@@ -66,6 +67,7 @@ With -o yaml, print the objects instead of applying them.`,
 	f.DurationVar(&o.CertificateLifetime, "certificate-lifetime", 0, "lifetime of the certificates issued to consumers (default 720h, at least 10m)")
 	f.DurationVar(&o.NonceTTL, "nonce-ttl", 0, "how long a nonce may be used after it was created (default 15m)")
 	f.BoolVar(&o.WithManager, "with-manager", false, "also deploy liqo-auth-manager")
+	f.BoolVar(&o.TakeOver, "take-over", false, "apply this project's CRDs (a superset of Liqo's schema), namespace and ClusterRoles even where another installation (Liqo's Helm chart) manages them; without it those are kept as they are")
 	f.StringVar(&o.ManagerImage, "manager-image", "", "container image of liqo-auth-manager (with --with-manager; default: "+cluster.ManagerImageRepository+":<this liqoctl's version>)")
 	o.Output.AddFlags(cmd, "")
 	o.Timeout.AddFlags(cmd)
@@ -78,7 +80,7 @@ func (o *Options) Complete() error {
 	if o.TLSCompatibility {
 		alg = authn.RSA2048
 	}
-	o.install = cluster.InstallOptions{Namespace: o.Global.Local.Namespace, ClusterID: o.ClusterID, KeyAlgorithm: alg,
+	o.install = cluster.InstallOptions{Namespace: o.Global.Local.Namespace, ClusterID: o.ClusterID, KeyAlgorithm: alg, TakeOver: o.TakeOver,
 		Config: cluster.Config{APIServerURL: o.APIServerURL, CertificateLifetime: o.CertificateLifetime, NonceTTL: o.NonceTTL}}
 	if o.APIServerCAFile != "" {
 		ca, err := os.ReadFile(o.APIServerCAFile)
@@ -140,9 +142,19 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return s.Explain(err, "installing")
 	}
-	p.Info("CRDs, namespace %q and ClusterRoles %s, %s applied", o.install.Namespace, cluster.ControlPlaneRoleName, cluster.ManagerName)
+	for _, k := range res.Kept {
+		p.Warn("Kept %s: another installation manages it; liqo-auth uses it as it is (--take-over replaces it)", k)
+	}
+	if len(res.Kept) == 0 {
+		p.Info("CRDs, namespace %q and ClusterRoles %s, %s applied", o.install.Namespace, cluster.ControlPlaneRoleName, cluster.ManagerName)
+	} else {
+		p.Info("%d objects applied, %d kept", res.AppliedObjects, len(res.Kept))
+	}
 	p.Info("Cluster ID %q (%s)", res.ClusterID, keptOrCreated(res.CreatedID))
 	p.Info("Cluster key %s (%s)", res.Fingerprint, keptOrCreated(res.CreatedKey))
+	if o.WithManager && res.ForeignCRDs {
+		return fmt.Errorf("not deploying liqo-auth-manager: another installation (Liqo) manages the authentication.liqo.io CRDs of this cluster, so its controllers handle Tenants and Identities here and a manager beside them would fight them; liqoctl acts as a client of Liqo's controllers on this cluster (or pass --take-over to make this installation the only one)")
+	}
 	if o.WithManager {
 		for _, obj := range cluster.ForgeManagerObjects(o.install.Namespace, o.ManagerImage, nil) {
 			if err := cluster.Apply(ctx, s.Client, obj, cluster.FieldOwner); err != nil {

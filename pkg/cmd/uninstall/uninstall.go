@@ -36,12 +36,18 @@ func NewCmd(g *cli.Global) *cobra.Command {
 		Short: "Remove what liqoctl install created from the local cluster",
 		Long: `Remove the CRDs, the ClusterRoles, the manager, the configuration and, unless
 --keep-identity, the cluster ID and key pair (a later install makes a new identity that
-peers must authenticate again). It refuses while Tenants or Identities exist, since their
-peers would lose access without notice: unauthenticate them first, or pass --force.`,
+peers must authenticate again). It refuses while Tenants, Identities, ResourceSlices or
+Renews exist, since their peers would lose access without notice: unauthenticate them
+first, or pass --force.
+
+Nothing another installation manages is removed: CRDs, ClusterRoles, the namespace, the
+cluster ID and keys that Liqo's Helm chart (or any other field manager) owns are kept, and
+so are a CRD that objects liqo-auth did not make still use, and a ClusterRole that
+bindings liqo-auth did not make still refer to. --force never deletes those objects.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.Run(cmd.Context()) },
 	}
-	cmd.Flags().BoolVar(&o.Force, "force", false, "uninstall even while Tenants or Identities exist (they are deleted)")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "uninstall even while Tenants, Identities, ResourceSlices or Renews exist (those of liqo-auth's tenant namespaces are deleted, others kept)")
 	cmd.Flags().BoolVar(&o.KeepIdentity, "keep-identity", false, "keep the cluster ID and key pair")
 	o.Timeout.AddFlags(cmd)
 	return cmd
@@ -56,7 +62,8 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := o.removePeers(ctx, s); err != nil {
+	peers, err := o.removePeers(ctx, s)
+	if err != nil {
 		return err
 	}
 	ns := s.Namespace
@@ -77,12 +84,28 @@ func (o *Options) Run(ctx context.Context) error {
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster.ClusterIDConfigMapName}},
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster.KeysSecretName}})
 	}
+	var kept []*cluster.Kept
 	for _, obj := range objs {
+		k, err := cluster.KeepOnUninstall(ctx, s.Client, obj, peers)
+		if err != nil {
+			return s.Explain(err, "checking who else uses "+obj.GetName())
+		}
+		if k != nil {
+			kept = append(kept, k)
+			continue
+		}
 		if err := s.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 			return fmt.Errorf("deleting %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 		}
 	}
-	p.Info("CRDs, ClusterRoles, manager and configuration removed")
+	for _, k := range kept {
+		p.Warn("Kept %s", k)
+	}
+	if len(kept) == 0 {
+		p.Info("CRDs, ClusterRoles, manager and configuration removed")
+	} else {
+		p.Info("What liqo-auth alone used is removed; %d objects another installation uses are kept", len(kept))
+	}
 	if o.KeepIdentity {
 		p.Info("Cluster ID and key kept in namespace %q", ns)
 		return nil
@@ -98,48 +121,55 @@ func (o *Options) Run(ctx context.Context) error {
 	return nil
 }
 
-// removePeers refuses, or with --force deletes, the Tenants and Identities of the cluster.
-func (o *Options) removePeers(ctx context.Context, s *handshake.Side) error {
-	var tenants authv1beta1.TenantList
-	var ids authv1beta1.IdentityList
-	if err := s.Client.List(ctx, &tenants); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil
+// removePeers refuses while Tenants, Identities, ResourceSlices or Renews exist; with
+// --force it deletes those of this project (in the tenant namespaces its records name)
+// and keeps the others, which another installation (Liqo) made. It returns them all.
+func (o *Options) removePeers(ctx context.Context, s *handshake.Side) ([]cluster.PeerObject, error) {
+	all, err := cluster.ListPeerObjects(ctx, s.Client, s.Namespace)
+	if err != nil {
+		return nil, s.Explain(err, "listing Tenants, Identities, ResourceSlices and Renews")
+	}
+	var ours, foreign []string
+	for _, p := range all {
+		if p.Ours {
+			ours = append(ours, p.String())
+		} else {
+			foreign = append(foreign, p.String())
 		}
-		return err
 	}
-	if err := s.Client.List(ctx, &ids); err != nil {
-		return err
-	}
-	var peers []string
-	for _, t := range tenants.Items {
-		peers = append(peers, "Tenant "+t.Namespace+"/"+t.Name)
-	}
-	for _, id := range ids.Items {
-		peers = append(peers, "Identity "+id.Namespace+"/"+id.Name)
-	}
-	if len(peers) == 0 {
-		return nil
+	if len(all) == 0 {
+		return nil, nil
 	}
 	if !o.Force {
-		return fmt.Errorf("this cluster still has %s: run liqoctl unauthenticate with each peer first, or pass --force", strings.Join(peers, ", "))
-	}
-	for i := range tenants.Items {
-		t := &tenants.Items[i]
-		patch := client.MergeFrom(t.DeepCopy())
-		controllerutil.RemoveFinalizer(t, cluster.TenantFinalizer)
-		if err := s.Client.Patch(ctx, t, patch); client.IgnoreNotFound(err) != nil {
-			return err
+		var parts []string
+		if len(ours) > 0 {
+			parts = append(parts, fmt.Sprintf("%s (run liqoctl unauthenticate with each peer first)", strings.Join(ours, ", ")))
 		}
-		if err := s.Client.Delete(ctx, t); client.IgnoreNotFound(err) != nil {
-			return err
+		if len(foreign) > 0 {
+			parts = append(parts, fmt.Sprintf("%s, which liqo-auth did not make (another installation's: they and their CRDs would be kept)", strings.Join(foreign, ", ")))
+		}
+		return nil, fmt.Errorf("this cluster still has %s; pass --force to uninstall anyway", strings.Join(parts, "; and "))
+	}
+	for _, p := range all {
+		if !p.Ours {
+			continue
+		}
+		if t, ok := p.Object.(*authv1beta1.Tenant); ok {
+			patch := client.MergeFrom(t.DeepCopy())
+			controllerutil.RemoveFinalizer(t, cluster.TenantFinalizer)
+			if err := s.Client.Patch(ctx, t, patch); client.IgnoreNotFound(err) != nil {
+				return nil, err
+			}
+		}
+		if err := s.Client.Delete(ctx, p.Object); client.IgnoreNotFound(err) != nil {
+			return nil, err
 		}
 	}
-	for i := range ids.Items {
-		if err := s.Client.Delete(ctx, &ids.Items[i]); client.IgnoreNotFound(err) != nil {
-			return err
-		}
+	if len(ours) > 0 {
+		o.Global.Printer().Warn("Deleted %s: their peers lost access without notice", strings.Join(ours, ", "))
 	}
-	o.Global.Printer().Warn("Deleted %s: their peers lost access without notice", strings.Join(peers, ", "))
-	return nil
+	if len(foreign) > 0 {
+		o.Global.Printer().Warn("Kept %s: liqo-auth did not make them", strings.Join(foreign, ", "))
+	}
+	return all, nil
 }

@@ -24,6 +24,19 @@ type AuthParams struct {
 	// ProxyURL is the optional proxy the consumer uses to reach the provider.
 	// +kubebuilder:validation:MaxLength=2048
 	ProxyURL *string `json:"proxyURL,omitempty"`
+	// AwsConfig is what Liqo providers on EKS hand out instead of a certificate. This
+	// project never fills it and refuses an Identity that carries it; the field is in the
+	// schema so that a Liqo provider's objects survive this project's CRDs unchanged.
+	AwsConfig *AwsConfig `json:"awsConfig,omitempty"`
+}
+
+// AwsConfig is Liqo's AWS IAM credential for an EKS provider.
+type AwsConfig struct {
+	AwsUserArn         string `json:"awsUserArn"`
+	AwsAccessKeyID     string `json:"awsAccessKeyID"`
+	AwsSecretAccessKey string `json:"awsSecretAccessKey"`
+	AwsRegion          string `json:"awsRegion"`
+	AwsClusterName     string `json:"awsClusterName"`
 }
 
 // CertificateInfo describes an issued client certificate. It is never the certificate

@@ -17,6 +17,7 @@ const (
 	TenantResource        = "tenants"
 	IdentityResource      = "identities"
 	ResourceSliceResource = "resourceslices"
+	RenewResource         = "renews"
 )
 
 // AddToScheme registers the types of this package in a scheme.
@@ -25,6 +26,7 @@ func AddToScheme(s *runtime.Scheme) error {
 		&Tenant{}, &TenantList{},
 		&Identity{}, &IdentityList{},
 		&ResourceSlice{}, &ResourceSliceList{},
+		&Renew{}, &RenewList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

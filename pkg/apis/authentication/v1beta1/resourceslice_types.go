@@ -55,6 +55,36 @@ type ResourceSliceStatus struct {
 	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
 	// NodeSelector applied to offloaded pods.
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// StorageClasses offered by the provider (as Liqo's providers fill it).
+	StorageClasses []StorageType `json:"storageClasses,omitempty"`
+	// IngressClasses offered by the provider.
+	IngressClasses []IngressType `json:"ingressClasses,omitempty"`
+	// LoadBalancerClasses offered by the provider.
+	LoadBalancerClasses []LoadBalancerType `json:"loadBalancerClasses,omitempty"`
+}
+
+// StorageType is a storage class a provider offers.
+type StorageType struct {
+	// StorageClassName is the name of the storage class.
+	StorageClassName string `json:"storageClassName"`
+	// Default says it is the default storage class for offloaded workloads.
+	Default bool `json:"default,omitempty"`
+}
+
+// IngressType is an ingress class a provider offers.
+type IngressType struct {
+	// IngressClassName is the name of the ingress class.
+	IngressClassName string `json:"ingressClassName"`
+	// Default says it is the default ingress class for offloaded workloads.
+	Default bool `json:"default,omitempty"`
+}
+
+// LoadBalancerType is a load balancer class a provider offers.
+type LoadBalancerType struct {
+	// LoadBalancerClassName is the name of the load balancer class.
+	LoadBalancerClassName string `json:"loadBalancerClassName"`
+	// Default says it is the default load balancer class for offloaded workloads.
+	Default bool `json:"default,omitempty"`
 }
 
 // +kubebuilder:object:root=true
