@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sync"
 
 	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
@@ -27,10 +29,14 @@ func (c *Controllers) Stop() {
 	}
 }
 
-// Ensure makes sure the controllers a side needs run: when a liqo-auth-manager holds
-// its Lease in that cluster nothing is started; otherwise the needed controllers run in
+// Ensure makes sure the controllers a side needs run: when Liqo's controllers run there
+// (the side says so) or a liqo-auth-manager holds its Lease in that cluster nothing is
+// started; otherwise the needed controllers run in
 // this process until Stop, and the side says so in one line.
 func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, role authmanager.Role) error {
+	if s.Liqo != "" {
+		return nil
+	}
 	running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, g.Clock())
 	if apierrors.IsForbidden(err) {
 		// These credentials may not read the Lease: the controllers run here, which is
@@ -88,4 +94,74 @@ func VersionSkew(mine, manager string) string {
 		return ""
 	}
 	return fmt.Sprintf("liqo-auth-manager runs version %s, this liqoctl is %s: upgrade the one that is behind (liqoctl install --with-manager deploys the manager of this liqoctl's version)", manager, mine)
+}
+
+// Values of --local-controllers and --remote-controllers.
+const (
+	ControllersAuto     = "auto"
+	ControllersLiqo     = "liqo"
+	ControllersLiqoAuth = "liqo-auth"
+)
+
+// ControllersFlags say whose controllers handle the handshake on each cluster: Liqo's own
+// (liqoctl then acts as their client) or this project's (liqo-auth-manager, or in-process).
+type ControllersFlags struct {
+	Local, Remote string
+}
+
+// AddFlags registers --local-controllers and --remote-controllers.
+func (f *ControllersFlags) AddFlags(cmd *cobra.Command) {
+	for _, side := range []struct {
+		name, where string
+		v           *string
+	}{{"local-controllers", "local", &f.Local}, {"remote-controllers", "remote", &f.Remote}} {
+		cmd.Flags().StringVar(side.v, side.name, ControllersAuto, fmt.Sprintf("whose controllers handle the handshake on the %s cluster: %s (Liqo's when its %s Deployment runs there), %s (liqoctl acts as a client of Liqo's controllers), %s (liqo-auth-manager, or in-process)",
+			side.where, ControllersAuto, cluster.LiqoControllerManagerName, ControllersLiqo, ControllersLiqoAuth))
+		_ = cmd.RegisterFlagCompletionFunc(side.name, cobra.FixedCompletions([]string{ControllersAuto, ControllersLiqo, ControllersLiqoAuth}, cobra.ShellCompDirectiveNoFileComp))
+	}
+}
+
+// Validate checks the values.
+func (f *ControllersFlags) Validate() error {
+	for name, v := range map[string]string{"--local-controllers": f.Local, "--remote-controllers": f.Remote} {
+		switch v {
+		case ControllersAuto, ControllersLiqo, ControllersLiqoAuth:
+		default:
+			return fmt.Errorf("%s must be %s, %s or %s, not %q", name, ControllersAuto, ControllersLiqo, ControllersLiqoAuth, v)
+		}
+	}
+	return nil
+}
+
+// Apply decides, for both sides of the pair, whether Liqo's controllers run there, and
+// says so on each side that runs them.
+func (f *ControllersFlags) Apply(ctx context.Context, p *handshake.Pair) error {
+	var eg errgroup.Group
+	for _, side := range []struct {
+		s    *handshake.Side
+		mode string
+	}{{p.Consumer, f.Local}, {p.Provider, f.Remote}} {
+		eg.Go(func() error {
+			switch side.mode {
+			case ControllersLiqo:
+				side.s.Liqo = "--" + side.s.Scope + "-controllers=" + ControllersLiqo
+			case ControllersAuto:
+				found, err := cluster.DetectLiqo(ctx, side.s.Client, side.s.Namespace)
+				if apierrors.IsForbidden(err) {
+					// These credentials may not look: this project's controllers are
+					// assumed, and the flag says otherwise.
+					return nil
+				}
+				if err != nil {
+					return side.s.Explain(err, "looking for Liqo's controllers")
+				}
+				side.s.Liqo = found
+			}
+			if side.s.Liqo != "" {
+				side.s.Report.Info("Liqo's controllers run in this cluster (%s): acting as their client", side.s.Liqo)
+			}
+			return nil
+		})
+	}
+	return eg.Wait()
 }

@@ -1,7 +1,10 @@
 package handshake
 
 import (
+	"bytes"
 	"context"
+	"crypto"
+	"crypto/x509"
 	"fmt"
 	"time"
 
@@ -45,6 +48,9 @@ type State struct {
 	TenantAccepted bool
 	// Complete: the consumer's Identity holds the provider's current certificate.
 	Complete bool
+	// Certificate is the certificate the provider publishes for the consumer's current
+	// key, when TenantAccepted.
+	Certificate *x509.Certificate
 }
 
 // Inspect reads, without changing anything, how far the handshake of the pair went.
@@ -78,14 +84,51 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	ready := meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionReady)
-	st.KeyAccepted = st.Tenant.Status.AcceptedKeyFingerprint == fp &&
-		meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionAuthenticated)
-	st.TenantAccepted = st.KeyAccepted && ready && certValid(st.Tenant, p.now())
-	st.Complete = st.TenantAccepted && st.Identity != nil && st.Identity.Status.Certificate != nil &&
-		meta.IsStatusConditionTrue(st.Identity.Status.Conditions, authv1beta1.ConditionReady) &&
-		st.Identity.Status.Certificate.SerialNumber == st.Tenant.Status.Certificate.SerialNumber
+	if pr.Liqo != "" {
+		// Liqo's provider records no acceptance: its answer is the certificate itself.
+		cert, err := verifyPublished(st.Tenant, key.Public(), c.ClusterID, p.now())
+		st.KeyAccepted, st.TenantAccepted, st.Certificate = err == nil, err == nil, cert
+	} else {
+		ready := meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionReady)
+		st.KeyAccepted = st.Tenant.Status.AcceptedKeyFingerprint == fp &&
+			meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionAuthenticated)
+		st.TenantAccepted = st.KeyAccepted && ready && certValid(st.Tenant, p.now())
+		if st.TenantAccepted {
+			if st.Certificate, err = authn.ParseCertificate(st.Tenant.Status.AuthParams.SignedCRT); err != nil {
+				st.TenantAccepted = false
+			}
+		}
+	}
+	st.Complete = st.TenantAccepted && identityHolds(st.Identity, st.Tenant, st.Certificate, c.Liqo != "")
 	return st, nil
+}
+
+// verifyPublished checks the certificate a Tenant's status publishes as the consumer
+// does: for its own key and cluster ID, valid at now, chaining to the CA given with it.
+func verifyPublished(t *authv1beta1.Tenant, pub crypto.PublicKey, consumerID string, now time.Time) (*x509.Certificate, error) {
+	ap := t.Status.AuthParams
+	if ap == nil || len(ap.SignedCRT) == 0 {
+		return nil, fmt.Errorf("no certificate published yet")
+	}
+	if t.Status.TenantNamespace == "" {
+		return nil, fmt.Errorf("no tenant namespace published yet")
+	}
+	return authn.VerifyCertificate(ap.SignedCRT, ap.CA, pub, consumerID, now)
+}
+
+// identityHolds reports whether the consumer's Identity holds the certificate cert the
+// Tenant t publishes. A Liqo consumer (liqo set) writes no more than a
+// kubeconfigSecretRef: its Identity holds cert when its spec carries it and that
+// reference is set.
+func identityHolds(id *authv1beta1.Identity, t *authv1beta1.Tenant, cert *x509.Certificate, liqo bool) bool {
+	if id == nil || cert == nil {
+		return false
+	}
+	if liqo {
+		return id.Status.KubeconfigSecretRef != nil && bytes.Equal(id.Spec.AuthParams.SignedCRT, t.Status.AuthParams.SignedCRT)
+	}
+	return id.Status.Certificate != nil && meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) &&
+		id.Status.Certificate.SerialNumber == cert.SerialNumber.Text(16)
 }
 
 // Authenticate runs the handshake: the consumer gets an Identity on the provider. Steps
@@ -109,10 +152,10 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	t := st.Tenant
 	switch {
 	case st.TenantAccepted:
-		pr.Report.Info("Tenant already accepted: certificate %s valid until %s", t.Status.Certificate.SerialNumber, t.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
+		pr.Report.Info("Tenant already accepted: certificate %s valid until %s", st.Certificate.SerialNumber.Text(16), st.Certificate.NotAfter.UTC().Format(time.RFC3339))
 	case st.KeyAccepted:
 		pr.Report.Info("Tenant already accepted, but its certificate expired: waiting for the provider to renew it")
-		if t, err = WaitTenant(ctx, pr, client.ObjectKeyFromObject(t), p.now()); err != nil {
+		if t, err = p.waitTenant(ctx, client.ObjectKeyFromObject(t)); err != nil {
 			return nil, err
 		}
 		pr.Report.Info("Tenant status is filled")
@@ -121,19 +164,31 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 			return nil, err
 		}
 	}
+	cert, err := authn.ParseCertificate(t.Status.AuthParams.SignedCRT)
+	if err != nil {
+		return nil, pr.Explain(err, "reading the certificate the provider published")
+	}
 	id, err := ForgeIdentity(pr.ClusterID, t, cTN)
 	if err != nil {
 		return nil, pr.Explain(err, "generating the Identity")
 	}
 	pr.Report.Info("Identity correctly generated")
-	if err := PinProviderCA(ctx, c, pr.ClusterID, t.Status.AuthParams.CA); err != nil {
-		return nil, err
+	if c.Liqo == "" {
+		// A Liqo consumer keeps no pin: this project's record is not its.
+		if err := PinProviderCA(ctx, c, pr.ClusterID, t.Status.AuthParams.CA); err != nil {
+			return nil, err
+		}
 	}
 	if err := ApplyIdentity(ctx, c, id); err != nil {
 		return nil, err
 	}
 	c.Report.Info("Identity correctly applied on consumer cluster")
-	if id, err = WaitIdentity(ctx, c, client.ObjectKeyFromObject(id), t.Status.Certificate.SerialNumber); err != nil {
+	if c.Liqo != "" {
+		id, err = WaitLiqoIdentity(ctx, c, client.ObjectKeyFromObject(id), t.Status.AuthParams.SignedCRT)
+	} else {
+		id, err = WaitIdentity(ctx, c, client.ObjectKeyFromObject(id), cert.SerialNumber.Text(16))
+	}
+	if err != nil {
 		return nil, err
 	}
 	c.Report.Info("Identity status is filled")
@@ -175,11 +230,24 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 		return nil, err
 	}
 	pr.Report.Info("Tenant correctly applied on provider cluster")
-	if t, err = WaitTenant(ctx, pr, client.ObjectKeyFromObject(t), p.now()); err != nil {
+	if t, err = p.waitTenant(ctx, client.ObjectKeyFromObject(t)); err != nil {
 		return nil, err
 	}
 	pr.Report.Info("Tenant status is filled")
 	return t, nil
+}
+
+// waitTenant waits for the provider's answer to the Tenant: this project's acceptance
+// and certificate, or, from Liqo's controllers, a certificate for the consumer's key.
+func (p *Pair) waitTenant(ctx context.Context, key client.ObjectKey) (*authv1beta1.Tenant, error) {
+	if p.Provider.Liqo == "" {
+		return WaitTenant(ctx, p.Provider, key, p.now())
+	}
+	k, err := p.Consumer.ClusterKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return WaitLiqoTenant(ctx, p.Provider, key, k.Public(), p.Consumer.ClusterID, p.now())
 }
 
 // checkAdminState refuses early what the provider's administrator decided: a Drained

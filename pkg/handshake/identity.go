@@ -1,6 +1,7 @@
 package handshake
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -61,6 +62,22 @@ func WaitIdentity(ctx context.Context, c *Side, key client.ObjectKey, serial str
 				return false, "no kubeconfig yet", nil
 			case serial != "" && id.Status.Certificate.SerialNumber != serial:
 				return false, "the kubeconfig holds an older certificate", nil
+			}
+			return true, "", nil
+		})
+}
+
+// WaitLiqoIdentity waits until Liqo's controllers on the consumer wrote the kubeconfig of
+// the Identity holding certificate signedCRT: they set status.kubeconfigSecretRef and
+// nothing else.
+func WaitLiqoIdentity(ctx context.Context, c *Side, key client.ObjectKey, signedCRT []byte) (*authv1beta1.Identity, error) {
+	return waitObject(ctx, c, key, &authv1beta1.IdentityList{}, "Liqo's controllers on the consumer to write the kubeconfig of the Identity", "waiting for the Identity status",
+		func(id *authv1beta1.Identity) (bool, string, error) {
+			switch {
+			case !bytes.Equal(id.Spec.AuthParams.SignedCRT, signedCRT):
+				return false, "the Identity holds another certificate", nil
+			case id.Status.KubeconfigSecretRef == nil:
+				return false, fmt.Sprintf("no kubeconfigSecretRef yet (Liqo's controllers run there: %s)", c.Liqo), nil
 			}
 			return true, "", nil
 		})

@@ -49,6 +49,10 @@ type Side struct {
 	// AdoptTenantNamespace lets EnsureTenantNamespace adopt an existing namespace this
 	// cluster has no record of (the administrator says it is theirs).
 	AdoptTenantNamespace bool
+	// Liqo, when set, says that Liqo's own controllers run on this side (and what showed
+	// it): the CLI acts as their client, starts no controller of its own there, keeps no
+	// record of its own, and waits only for what the wire contract promises.
+	Liqo string
 
 	keyMu sync.Mutex
 	key   crypto.Signer
@@ -131,6 +135,13 @@ func (s *Side) prefix() string {
 // records it in the Liqo namespace: the administrator's act that makes it one. Adopting a
 // namespace this cluster had not recorded (only with AdoptTenantNamespace) is said aloud.
 func (s *Side) EnsureTenantNamespace(ctx context.Context, remoteID string) (string, error) {
+	if s.Liqo != "" {
+		tn, err := cluster.EnsureLiqoTenantNamespace(ctx, s.Client, remoteID)
+		if err != nil {
+			return "", s.Explain(err, "ensuring the tenant namespace")
+		}
+		return tn, nil
+	}
 	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, s.Namespace, remoteID, s.AdoptTenantNamespace)
 	if err != nil {
 		return "", s.Explain(err, "ensuring the tenant namespace")
@@ -143,5 +154,8 @@ func (s *Side) EnsureTenantNamespace(ctx context.Context, remoteID string) (stri
 
 // TenantNamespace returns the tenant namespace of remoteID on this side.
 func (s *Side) TenantNamespace(ctx context.Context, remoteID string) (string, error) {
+	if s.Liqo != "" {
+		return cluster.FindLiqoTenantNamespace(ctx, s.Client, remoteID)
+	}
 	return cluster.GetTenantNamespace(ctx, s.Client, s.Namespace, remoteID)
 }

@@ -68,6 +68,20 @@ func WaitTenant(ctx context.Context, p *Side, key client.ObjectKey, validAt time
 		})
 }
 
+// WaitLiqoTenant waits until Liqo's controllers on the provider published, in the
+// Tenant's status, a certificate for the consumer's key pub (and cluster ID consumerID)
+// that is valid at validAt and chains to the CA published with it: all Liqo promises,
+// since it writes no conditions.
+func WaitLiqoTenant(ctx context.Context, p *Side, key client.ObjectKey, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error) {
+	return waitObject(ctx, p, key, &authv1beta1.TenantList{}, "Liqo's controllers on the provider to issue the Tenant's certificate", "waiting for the Tenant status",
+		func(t *authv1beta1.Tenant) (bool, string, error) {
+			if _, err := verifyPublished(t, pub, consumerID, validAt); err != nil {
+				return false, fmt.Sprintf("%v (Liqo's controllers run there: %s)", err, p.Liqo), nil
+			}
+			return true, "", nil
+		})
+}
+
 // tenantDone decides whether a Tenant is ready, still pending, or refused.
 func tenantDone(t *authv1beta1.Tenant) (bool, string, error) {
 	if t.Status.ObservedGeneration < t.Generation {

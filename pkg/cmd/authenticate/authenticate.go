@@ -17,11 +17,12 @@ import (
 
 // Options of liqoctl authenticate.
 type Options struct {
-	Global   *cli.Global
-	Remote   cli.ClusterFlags
-	Timeout  cli.Timeout
-	ProxyURL string
-	DryRun   bool
+	Global      *cli.Global
+	Remote      cli.ClusterFlags
+	Timeout     cli.Timeout
+	ProxyURL    string
+	DryRun      bool
+	Controllers cli.ControllersFlags
 
 	pair *handshake.Pair
 }
@@ -37,7 +38,8 @@ func NewCmd(g *cli.Global) *cobra.Command {
 nonce on the provider, signature on the consumer, Tenant with a CSR on the provider,
 certificate signed by the provider's Kubernetes CA, Identity and kubeconfig on the consumer.
 Each step is printed as it happens. When a cluster runs no liqo-auth-manager, the
-controllers it needs run inside liqoctl for the duration of the command.
+controllers it needs run inside liqoctl for the duration of the command; when a cluster
+runs Liqo's own controllers (liqo-controller-manager), liqoctl acts as their client there.
 Re-running it on an authenticated pair changes nothing.`,
 		Example: `  liqoctl authenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig provider.kubeconfig
   liqoctl auth --context consumer --remote-context provider --dry-run`,
@@ -56,6 +58,7 @@ Re-running it on an authenticated pair changes nothing.`,
 	o.Timeout.AddFlags(cmd)
 	o.Global.AddAdoptFlag(cmd)
 	cmd.Flags().StringVar(&o.ProxyURL, "proxy-url", "", "proxy the consumer uses to reach the provider (http, https or socks5)")
+	o.Controllers.AddFlags(cmd)
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "show what would be created on each cluster and the permissions the consumer would get, changing nothing")
 	cli.RegisterClusterCompletions(cmd, &o.Remote, "remote-")
 	return cmd
@@ -77,6 +80,9 @@ func (o *Options) Complete() error {
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
+	if err := o.Controllers.Validate(); err != nil {
+		return err
+	}
 	return authn.ValidateProxyURL(o.ProxyURL)
 }
 
@@ -85,6 +91,9 @@ func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
 	if err := cli.IdentifyPair(ctx, o.pair); err != nil {
+		return err
+	}
+	if err := o.Controllers.Apply(ctx, o.pair); err != nil {
 		return err
 	}
 	st, err := o.pair.Inspect(ctx)
@@ -97,8 +106,8 @@ func (o *Options) Run(ctx context.Context) error {
 	c := o.pair.Consumer
 	if st.Complete {
 		c.Report.Info("Already authenticated with cluster %q: Identity %s/%s holds certificate %s, valid until %s; nothing to do",
-			o.pair.Provider.ClusterID, st.Identity.Namespace, st.Identity.Name, st.Identity.Status.Certificate.SerialNumber,
-			st.Identity.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
+			o.pair.Provider.ClusterID, st.Identity.Namespace, st.Identity.Name, st.Certificate.SerialNumber.Text(16),
+			st.Certificate.NotAfter.UTC().Format(time.RFC3339))
 		return nil
 	}
 	var ctrls cli.Controllers
