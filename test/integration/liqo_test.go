@@ -1,0 +1,320 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+)
+
+func liqoFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "liqo", name))
+	require.NoError(t, err)
+	return data
+}
+
+// liqoObjects are objects Liqo's controllers write, with the fields of Liqo's schema
+// this project does not use itself (slice classes, AWS credentials).
+func liqoObjects(t *testing.T, c client.Client, tn string) (*authv1beta1.ResourceSlice, *authv1beta1.Identity) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn, Labels: cluster.TenantNamespaceLabels("cl-liqo-peer")}})))
+	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "slice"},
+		Spec: authv1beta1.ResourceSliceSpec{Class: "default"}}
+	require.NoError(t, c.Create(ctx, rs))
+	rs.Status.StorageClasses = []authv1beta1.StorageType{{StorageClassName: "standard", Default: true}}
+	rs.Status.IngressClasses = []authv1beta1.IngressType{{IngressClassName: "nginx"}}
+	rs.Status.LoadBalancerClasses = []authv1beta1.LoadBalancerType{{LoadBalancerClassName: "metallb"}}
+	require.NoError(t, c.Status().Update(ctx, rs))
+	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "controlplane-cl-liqo-peer"},
+		Spec: authv1beta1.IdentitySpec{ClusterID: "cl-liqo-peer", Type: authv1beta1.ControlPlaneIdentityType,
+			AuthParams: authv1beta1.AuthParams{APIServer: "https://eks.example.com", AwsConfig: &authv1beta1.AwsConfig{
+				AwsUserArn: "arn:aws:iam::1:user/liqo", AwsAccessKeyID: "AKIA", AwsSecretAccessKey: "secret", AwsRegion: "eu-west-1", AwsClusterName: "eks"}}}}
+	require.NoError(t, c.Create(ctx, id))
+	return rs, id
+}
+
+func assertLiqoFieldsKept(t *testing.T, c client.Client, rs *authv1beta1.ResourceSlice, id *authv1beta1.Identity) {
+	t.Helper()
+	ctx := context.Background()
+	var gotRS authv1beta1.ResourceSlice
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(rs), &gotRS))
+	assert.Equal(t, rs.Status.StorageClasses, gotRS.Status.StorageClasses)
+	assert.Equal(t, rs.Status.IngressClasses, gotRS.Status.IngressClasses)
+	assert.Equal(t, rs.Status.LoadBalancerClasses, gotRS.Status.LoadBalancerClasses)
+	var gotID authv1beta1.Identity
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(id), &gotID))
+	assert.Equal(t, id.Spec.AuthParams.AwsConfig, gotID.Spec.AuthParams.AwsConfig)
+}
+
+// TestInstallBesideLiqo installs this project on a cluster where Liqo's chart is
+// installed, then uninstalls it: Liqo's CRDs, roles, identity and objects are left exactly
+// as they were, and a manager that would fight Liqo's controllers is refused.
+func TestInstallBesideLiqo(t *testing.T) {
+	cp := testenv.New(t, "liqo-installed")[0]
+	c := newClient(t, cp.Config)
+	ctx := context.Background()
+	applyYAML(t, c, liqoFixture(t, "crds.yaml"))
+	require.NoError(t, cluster.WaitCRDsEstablished(ctx, c))
+	applyYAML(t, c, liqoFixture(t, "controlplane.yaml"))
+	rs, id := liqoObjects(t, c, "liqo-tenant-cl-liqo-peer")
+	crdsBefore := map[string]string{}
+	for _, name := range []string{"tenants", "identities", "resourceslices", "renews"} {
+		var crd apiextensionsv1.CustomResourceDefinition
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: name + ".authentication.liqo.io"}, &crd))
+		crdsBefore[crd.Name] = crd.ResourceVersion
+	}
+	var roleBefore rbacv1.ClusterRole
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: cluster.ControlPlaneRoleName}, &roleBefore))
+
+	_, errOut := mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig)
+	assert.Contains(t, errOut, `Kept CustomResourceDefinition tenants.authentication.liqo.io (managed by Helm release "liqo")`)
+	assert.Contains(t, errOut, `Kept ClusterRole liqo-remote-controlplane (managed by Helm release "liqo")`)
+	assert.Contains(t, errOut, `Cluster ID "cl-liqo" (kept`)
+	for name, rv := range crdsBefore {
+		var crd apiextensionsv1.CustomResourceDefinition
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: name}, &crd))
+		assert.Equal(t, rv, crd.ResourceVersion, "Liqo's CRD %s is untouched", name)
+	}
+	var role rbacv1.ClusterRole
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: cluster.ControlPlaneRoleName}, &role))
+	assert.Equal(t, roleBefore.ResourceVersion, role.ResourceVersion, "Liqo's role is untouched")
+	assertLiqoFieldsKept(t, c, rs, id)
+
+	_, _, err := runCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--with-manager", "--manager-image", "example.com/m:1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not deploying liqo-auth-manager: another installation (Liqo) manages the authentication.liqo.io CRDs")
+
+	_, _, err = runCLI(t, "uninstall", "--kubeconfig", cp.Kubeconfig)
+	require.Error(t, err, "Liqo's objects exist")
+	assert.Contains(t, err.Error(), "ResourceSlice liqo-tenant-cl-liqo-peer/slice, which liqo-auth did not make")
+	_, errOut = mustCLI(t, "uninstall", "--kubeconfig", cp.Kubeconfig, "--force")
+	assert.Contains(t, errOut, "Kept Identity liqo-tenant-cl-liqo-peer/controlplane-cl-liqo-peer, ResourceSlice liqo-tenant-cl-liqo-peer/slice: liqo-auth did not make them")
+	for name, rv := range crdsBefore {
+		var crd apiextensionsv1.CustomResourceDefinition
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: name}, &crd), "uninstall kept Liqo's CRD %s", name)
+		assert.Equal(t, rv, crd.ResourceVersion)
+	}
+	for _, obj := range []client.Object{&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: cluster.ControlPlaneRoleName}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: cluster.ClusterWideRoleName}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: cluster.ClusterIDConfigMapName}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}}} {
+		assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(obj), obj), "uninstall kept Liqo's %T %s", obj, obj.GetName())
+	}
+	assertLiqoFieldsKept(t, c, rs, id)
+	var ours rbacv1.ClusterRole
+	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: cluster.ManagerName}, &ours)), "what only liqo-auth used is removed")
+}
+
+// TestLiqoObjectsSurviveThisSchema: with this project's CRDs installed, the fields of
+// Liqo's schema this project does not use itself are kept by the API server.
+func TestLiqoObjectsSurviveThisSchema(t *testing.T) {
+	s := installSites(t, testenv.New(t, "schema"), "cl-schema")[0]
+	rs, id := liqoObjects(t, s.client, "liqo-tenant-cl-liqo-peer")
+	assertLiqoFieldsKept(t, s.client, rs, id)
+	renew := &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: "controlplane-cl-liqo-peer"},
+		Spec: authv1beta1.RenewSpec{ConsumerClusterID: "cl-liqo-peer", IdentityType: authv1beta1.ControlPlaneIdentityType}}
+	require.NoError(t, s.client.Create(context.Background(), renew), "Renew is served")
+}
+
+// fakeLiqoProvider plays Liqo's provider controllers on s, as they behave: a Tenant whose
+// signature verifies over the nonce of its namespace gets its CSR signed through the CSR
+// API and status.authParams and status.tenantNamespace written, with no condition.
+func fakeLiqoProvider(t *testing.T, s *site) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			var tenants authv1beta1.TenantList
+			if err := s.client.List(ctx, &tenants); err == nil {
+				for i := range tenants.Items {
+					liqoIssue(ctx, t, s, &tenants.Items[i])
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+func liqoIssue(ctx context.Context, t *testing.T, s *site, tn *authv1beta1.Tenant) {
+	if tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0 {
+		return
+	}
+	var nonce corev1.Secret
+	if s.client.Get(ctx, client.ObjectKey{Namespace: tn.Namespace, Name: cluster.NonceSecretName}, &nonce) != nil {
+		return
+	}
+	pub, err := authn.ParsePublicKey(tn.Spec.PublicKey)
+	if err != nil || authn.VerifyNonceSignature(pub, string(nonce.Data[cluster.NonceField]), tn.Spec.Signature) != nil {
+		return
+	}
+	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "liqo-identity-"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{Request: tn.Spec.CSR, SignerName: certificatesv1.KubeAPIServerClientSignerName,
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, ExpirationSeconds: ptr.To[int32](3600)}}
+	if s.client.Create(ctx, csr) != nil {
+		return
+	}
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "LiqoApproved"})
+	if err := s.client.SubResource("approval").Update(ctx, csr); err != nil {
+		t.Logf("fake Liqo: approving: %v", err)
+		return
+	}
+	for ctx.Err() == nil && len(csr.Status.Certificate) == 0 {
+		time.Sleep(50 * time.Millisecond)
+		_ = s.client.Get(ctx, client.ObjectKeyFromObject(csr), csr)
+	}
+	tn.Status.TenantNamespace = tn.Namespace
+	tn.Status.AuthParams = &authv1beta1.AuthParams{APIServer: s.cp.Config.Host, CA: s.cp.Config.CAData, SignedCRT: csr.Status.Certificate}
+	if err := s.client.Status().Update(ctx, tn); err != nil {
+		t.Logf("fake Liqo: status: %v", err)
+	}
+}
+
+// TestAuthenticateAgainstLiqoProvider: liqoctl authenticate detects Liqo's controllers on
+// the provider, starts none of its own there, and completes on what Liqo writes.
+func TestAuthenticateAgainstLiqoProvider(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	applyYAML(t, provider.client, []byte(liqoDeployment))
+	fakeLiqoProvider(t, provider)
+
+	_, errOut := mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	assert.Contains(t, errOut, "(remote) Liqo's controllers run in this cluster (Deployment liqo/liqo-controller-manager): acting as their client")
+	assert.NotContains(t, errOut, "(remote) No liqo-auth-manager runs in this cluster")
+	assert.Contains(t, errOut, "(local) Identity status is filled")
+
+	var tn authv1beta1.Tenant
+	require.NoError(t, provider.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(consumer.id), Name: consumer.id}, &tn))
+	assert.Empty(t, tn.Status.Conditions, "only Liqo's (fake) controllers wrote the Tenant status")
+	var id authv1beta1.Identity
+	require.NoError(t, consumer.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(provider.id), Name: cluster.IdentityName(provider.id)}, &id))
+	assert.True(t, meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady))
+
+	_, errOut = mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	assert.Contains(t, errOut, "Already authenticated with cluster")
+
+	// Told that the provider runs this project's controllers, it does not look.
+	_, errOut = mustCLI(t, pairArgs("authenticate", consumer, provider, "--remote-controllers", "liqo-auth", "--dry-run")...)
+	assert.NotContains(t, errOut, "Liqo's controllers run")
+	_, _, err := runCLI(t, pairArgs("authenticate", consumer, provider, "--remote-controllers", "maybe")...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `--remote-controllers must be auto, liqo or liqo-auth, not "maybe"`)
+}
+
+const liqoDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: liqo-controller-manager
+  namespace: liqo
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app.kubernetes.io/name: controller-manager}
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: controller-manager}
+    spec:
+      containers:
+      - name: controller-manager
+        image: ghcr.io/liqotech/liqo-controller-manager:v1.0.0
+`
+
+// TestLiqoConsumerRerunsAgainstThisProvider plays Liqo's liqoctl authenticate (a consumer
+// that keeps its signed nonce and re-applies its Tenant) twice against this project's
+// provider: the nonce stays, marked consumed, and the second run converges.
+func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
+	p := installSites(t, testenv.New(t, "provider-for-liqo"), "cl-provider")[0]
+	startControllers(t, p, authmanager.Provider)
+	ctx := context.Background()
+	const consumerID = "cl-liqo-consumer"
+	key, err := authn.GenerateKey(authn.Ed25519)
+	require.NoError(t, err)
+	// The provider's administrator opens the tenant namespace (Liqo's liqoctl cannot make
+	// this project's record).
+	mustCLI(t, "create", "nonce", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", consumerID)
+	tnName := cluster.TenantNamespaceName(consumerID)
+
+	liqoRun := func() (*authv1beta1.Tenant, string) {
+		var s corev1.Secret
+		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: cluster.NonceSecretName}, &s), "Liqo expects the nonce to stay")
+		nonce := string(s.Data[cluster.NonceField])
+		sig, err := authn.SignNonce(key, nonce)
+		require.NoError(t, err)
+		want, err := handshake.ForgeTenant(consumerID, key, sig, tnName, "")
+		require.NoError(t, err)
+		var tn authv1beta1.Tenant
+		err = p.client.Get(ctx, client.ObjectKeyFromObject(want), &tn)
+		if apierrors.IsNotFound(err) {
+			require.NoError(t, p.client.Create(ctx, want))
+			tn = *want
+		} else {
+			require.NoError(t, err)
+			tn.Spec = want.Spec
+			require.NoError(t, p.client.Update(ctx, &tn))
+		}
+		// Liqo's consumer waits for a filled authParams, nothing else.
+		eventually(t, 20*time.Second, "the provider fills authParams", func(ctx context.Context) (bool, error) {
+			err := p.client.Get(ctx, client.ObjectKeyFromObject(&tn), &tn)
+			return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, err
+		})
+		_, err = authn.VerifyCertificate(tn.Status.AuthParams.SignedCRT, tn.Status.AuthParams.CA, key.Public(), consumerID, time.Now())
+		require.NoError(t, err)
+		return &tn, nonce
+	}
+	first, nonce1 := liqoRun()
+	var s corev1.Secret
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: cluster.NonceSecretName}, &s))
+	assert.NotEmpty(t, s.Annotations[cluster.NonceConsumedAtAnnotation], "the nonce is kept, marked consumed")
+
+	second, nonce2 := liqoRun()
+	assert.Equal(t, nonce1, nonce2)
+	assert.Equal(t, first.Generation, second.Generation, "the re-run applied the very same Tenant")
+	assert.Equal(t, first.Status.Certificate.SerialNumber, second.Status.Certificate.SerialNumber)
+	time.Sleep(time.Second)
+	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(second), second))
+	assert.True(t, meta.IsStatusConditionTrue(second.Status.Conditions, authv1beta1.ConditionReady), "still accepted after the re-run")
+
+	// A new key with the consumed nonce is refused.
+	other, err := authn.GenerateKey(authn.Ed25519)
+	require.NoError(t, err)
+	sig, err := authn.SignNonce(other, nonce1)
+	require.NoError(t, err)
+	replay, err := handshake.ForgeTenant(consumerID, other, sig, tnName, "")
+	require.NoError(t, err)
+	require.NoError(t, p.client.Delete(ctx, second))
+	eventually(t, 10*time.Second, "the Tenant is gone", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(second), second)), nil
+	})
+	require.NoError(t, p.client.Create(ctx, replay))
+	expectRefused(t, p, replay, string(authv1beta1.ReasonNonceConsumed))
+}
