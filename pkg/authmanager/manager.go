@@ -28,6 +28,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncesigner"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/renew"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewal"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
@@ -159,7 +160,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		setups = append(setups,
 			&noncecreator.Reconciler{Client: c, Placement: placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
-			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self})
+			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self},
+			&renew.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID})
 	}
 	if o.Role.Has(Consumer) {
 		setups = append(setups,

@@ -31,6 +31,12 @@ const (
 	SignedNonceLabel      = "liqo.io/signed-nonce"
 	SignedNonceField      = "signedNonce"
 
+	// Labels Liqo's replicator puts on the copy of an object in the other cluster; a Liqo
+	// provider answers a Renew that carries them.
+	ReplicationRequestedLabel = "liqo.io/replication"
+	ReplicationStatusLabel    = "liqo.io/replicated"
+	ReplicationOriginLabel    = "liqo.io/originID"
+
 	IdentityTypeLabel               = "liqo.io/identity-type"
 	RemoteTenantNamespaceAnnotation = "liqo.io/remote-tenant-namespace"
 	KubeconfigField                 = "kubeconfig"

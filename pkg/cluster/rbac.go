@@ -99,6 +99,8 @@ func ManagerRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants", "identities"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants/status", "identities/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants/finalizers", "identities/finalizers"}, Verbs: []string{"update"}},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"renews"}, Verbs: read},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"renews/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{"kubernetes.io/kube-apiserver-client"}, Verbs: []string{"approve"}},

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"crypto"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/renew"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
@@ -177,27 +180,37 @@ func liqoIssue(ctx context.Context, t *testing.T, s *site, tn *authv1beta1.Tenan
 	if err != nil || authn.VerifyNonceSignature(pub, string(nonce.Data[cluster.NonceField]), tn.Spec.Signature) != nil {
 		return
 	}
-	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "liqo-identity-"},
-		Spec: certificatesv1.CertificateSigningRequestSpec{Request: tn.Spec.CSR, SignerName: certificatesv1.KubeAPIServerClientSignerName,
-			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, ExpirationSeconds: ptr.To[int32](3600)}}
-	if s.client.Create(ctx, csr) != nil {
+	cert := liqoSign(ctx, t, s, tn.Spec.CSR, 3600)
+	if cert == nil {
 		return
+	}
+	tn.Status.TenantNamespace = tn.Namespace
+	tn.Status.AuthParams = &authv1beta1.AuthParams{APIServer: s.cp.Config.Host, CA: s.cp.Config.CAData, SignedCRT: cert}
+	if err := s.client.Status().Update(ctx, tn); err != nil {
+		t.Logf("fake Liqo: status: %v", err)
+	}
+}
+
+// liqoSign has a CSR signed as Liqo's identity manager does: a CertificateSigningRequest
+// for the client signer, approved, and its certificate read back (nil on failure).
+func liqoSign(ctx context.Context, t *testing.T, s *site, request []byte, seconds int32) []byte {
+	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "liqo-identity-"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: certificatesv1.KubeAPIServerClientSignerName,
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, ExpirationSeconds: ptr.To(seconds)}}
+	if s.client.Create(ctx, csr) != nil {
+		return nil
 	}
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "LiqoApproved"})
 	if err := s.client.SubResource("approval").Update(ctx, csr); err != nil {
 		t.Logf("fake Liqo: approving: %v", err)
-		return
+		return nil
 	}
 	for ctx.Err() == nil && len(csr.Status.Certificate) == 0 {
 		time.Sleep(50 * time.Millisecond)
 		_ = s.client.Get(ctx, client.ObjectKeyFromObject(csr), csr)
 	}
-	tn.Status.TenantNamespace = tn.Namespace
-	tn.Status.AuthParams = &authv1beta1.AuthParams{APIServer: s.cp.Config.Host, CA: s.cp.Config.CAData, SignedCRT: csr.Status.Certificate}
-	if err := s.client.Status().Update(ctx, tn); err != nil {
-		t.Logf("fake Liqo: status: %v", err)
-	}
+	return csr.Status.Certificate
 }
 
 // TestAuthenticateAgainstLiqoProvider: liqoctl authenticate detects Liqo's controllers on
@@ -317,4 +330,114 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 	})
 	require.NoError(t, p.client.Create(ctx, replay))
 	expectRefused(t, p, replay, string(authv1beta1.ReasonNonceConsumed))
+}
+
+// userClient is a client that authenticates with a client certificate and its key.
+func userClient(t *testing.T, s *site, certPEM []byte, key crypto.Signer) client.WithWatch {
+	t.Helper()
+	keyPEM, err := authn.MarshalPrivateKey(key)
+	require.NoError(t, err)
+	cfg := rest.CopyConfig(s.cp.Config)
+	cfg.BearerToken, cfg.BearerTokenFile, cfg.Username, cfg.Password = "", "", "", ""
+	cfg.CertFile, cfg.KeyFile = "", ""
+	cfg.CertData, cfg.KeyData = certPEM, keyPEM
+	return newClient(t, cfg)
+}
+
+// TestRenewChannelOnThisProvider: a Liqo consumer keeps a Renew in its tenant namespace,
+// written with its own certificate; this provider answers it with every renewed
+// certificate of the accepted Tenant, and refuses a Renew for another key or outside the
+// tenant namespace, signing nothing for it.
+func TestRenewChannelOnThisProvider(t *testing.T) {
+	p := installSites(t, testenv.New(t, "renew-provider"), "cl-provider")[0]
+	startControllers(t, p, authmanager.Provider, func(o *authmanager.Options) {
+		o.Tenant.CertificateLifetime, o.Tenant.RenewBefore = 10*time.Minute, 594*time.Second
+	})
+	ctx := context.Background()
+	a := newAttacker(t, "cl-liqo-renewer")
+	accepted := honestHandshake(t, p, a)
+	tenantClient := userClient(t, p, accepted.Status.AuthParams.SignedCRT, a.key)
+
+	renewFor := func(key crypto.Signer) *authv1beta1.Renew {
+		pub, err := authn.MarshalPublicKey(key.Public())
+		require.NoError(t, err)
+		csr, err := authn.ForgeCSR(key, a.id)
+		require.NoError(t, err)
+		return &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: accepted.Namespace, Name: cluster.IdentityName(p.id),
+			Labels: map[string]string{cluster.ReplicationStatusLabel: "true", cluster.ReplicationOriginLabel: a.id, cluster.RemoteClusterIDLabel: a.id}},
+			Spec: authv1beta1.RenewSpec{ConsumerClusterID: authv1beta1.ClusterID(a.id), IdentityType: authv1beta1.ControlPlaneIdentityType, PublicKey: pub, CSR: csr}}
+	}
+	rn := renewFor(a.key)
+	require.NoError(t, tenantClient.Create(ctx, rn), "the control-plane identity may keep its Renew")
+	seen := map[string]bool{}
+	eventually(t, 60*time.Second, "the Renew carries two renewed certificates in turn", func(ctx context.Context) (bool, error) {
+		if err := tenantClient.Get(ctx, client.ObjectKeyFromObject(rn), rn); err != nil {
+			return false, err
+		}
+		if rn.Status.AuthParams != nil && len(rn.Status.AuthParams.SignedCRT) > 0 {
+			cert, err := authn.VerifyCertificate(rn.Status.AuthParams.SignedCRT, rn.Status.AuthParams.CA, a.key.Public(), a.id, time.Now())
+			require.NoError(t, err)
+			seen[cert.SerialNumber.Text(16)] = true
+		}
+		return len(seen) >= 2, nil
+	})
+
+	// Another key, through the same channel: refused, and no CSR is made for it.
+	other, err := authn.GenerateKey(authn.Ed25519)
+	require.NoError(t, err)
+	require.NoError(t, tenantClient.Delete(ctx, rn))
+	eventually(t, 10*time.Second, "the Renew is gone", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(tenantClient.Get(ctx, client.ObjectKeyFromObject(rn), rn)), nil
+	})
+	forged := renewFor(other)
+	require.NoError(t, tenantClient.Create(ctx, forged))
+	waitEvent(t, p, forged.Namespace, forged.Name, renew.ReasonRenewKeyMismatch)
+	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(forged), forged))
+	assert.Nil(t, forged.Status.AuthParams, "nothing answered for another key")
+
+	// A Renew outside the tenant namespace, by someone who may write Renews there.
+	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Labels: cluster.TenantNamespaceLabels(a.id)}}))
+	mallory := principal(t, p, "renew-writer", "elsewhere", rule("authentication.liqo.io", "renews", "create", "get"))
+	stray := renewFor(a.key)
+	stray.Namespace = "elsewhere"
+	require.NoError(t, mallory.Create(ctx, stray))
+	waitEvent(t, p, "elsewhere", stray.Name, renew.ReasonRenewMisplaced)
+	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(stray), stray))
+	assert.Nil(t, stray.Status.AuthParams)
+}
+
+// TestRenewChannelFromThisConsumer: against a provider that does not let a tenant read its
+// Tenant (Liqo's), this consumer's manager keeps a Renew there and picks up the renewed
+// certificate the provider answers with.
+func TestRenewChannelFromThisConsumer(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	applyYAML(t, provider.client, []byte(liqoDeployment))
+	fakeLiqoProvider(t, provider)
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	tn := cluster.TenantNamespaceName(consumer.id)
+	// Liqo binds its control-plane role, which lets a tenant keep Renews, and no reader of
+	// the Tenant.
+	require.NoError(t, provider.client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "liqo-binding-liqo-remote-controlplane"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumer.id}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ControlPlaneRoleName}}))
+	before := identitySerial(t, consumer, provider)
+	startControllers(t, consumer, authmanager.Consumer, func(o *authmanager.Options) { o.WatchRenewals = true })
+
+	rn := &authv1beta1.Renew{}
+	key := client.ObjectKey{Namespace: tn, Name: cluster.IdentityName(provider.id)}
+	eventually(t, 30*time.Second, "the consumer keeps its Renew on the provider", func(ctx context.Context) (bool, error) {
+		err := provider.client.Get(ctx, key, rn)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	assert.Equal(t, authv1beta1.ClusterID(consumer.id), rn.Spec.ConsumerClusterID)
+	assert.Equal(t, authv1beta1.ControlPlaneIdentityType, rn.Spec.IdentityType)
+	// Liqo's provider answers the Renew with a renewed certificate.
+	cert := liqoSign(ctx, t, provider, rn.Spec.CSR, 7200)
+	rn.Status.AuthParams = &authv1beta1.AuthParams{APIServer: provider.cp.Config.Host, CA: provider.cp.Config.CAData, SignedCRT: cert}
+	require.NoError(t, provider.client.Status().Update(ctx, rn))
+	eventually(t, 30*time.Second, "the Identity holds the renewed certificate", func(context.Context) (bool, error) {
+		return identitySerial(t, consumer, provider) != before, nil
+	})
+	assert.True(t, hasEvent(t, consumer, cluster.TenantNamespaceName(provider.id), cluster.IdentityName(provider.id), "CertificateRenewed"))
 }

@@ -1,6 +1,7 @@
 // Package renewal is the consumer controller that picks up renewed certificates. For each
 // control-plane Identity it watches, through the identity itself, the consumer's own
-// Tenant on the provider (the only object its tenant-reader role lets it read). When the
+// Tenant on the provider (the only object its tenant-reader role lets it read), or, on a
+// provider that does not let it (Liqo), its Renew there: Liqo's renewal channel. When the
 // provider publishes a newer certificate, it checks it against this cluster's key and the
 // Identity's CA and puts it in the Identity, whose controller rewrites the kubeconfig. No
 // cross-cluster replication machinery is involved.
@@ -19,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -221,7 +223,12 @@ func (r *Reconciler) watch(ctx context.Context, key types.NamespacedName, cfg *r
 	const first, most = time.Second, 30 * time.Second
 	backoff, lastReported := first, ""
 	for ctx.Err() == nil {
-		established, err := r.follow(ctx, remote, key, sel)
+		established, err := r.follow(ctx, remote, key, &authv1beta1.TenantList{}, sel)
+		if apierrors.IsForbidden(err) {
+			// A provider that lets a tenant not read its Tenant (Liqo) answers through
+			// Liqo's Renew channel.
+			established, err = r.followRenew(ctx, remote, key, ns)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -252,20 +259,24 @@ func (r *Reconciler) report(ctx context.Context, key types.NamespacedName, err e
 		return
 	}
 	r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, ReasonProviderUnreadable, "WatchRenewals",
-		"renewed certificates cannot be picked up: reading Tenant %s on provider %s failed: %v", r.ClusterID, id.Spec.ClusterID, err)
+		"renewed certificates cannot be picked up: following Tenant %s (or its Renew) on provider %s failed: %v", r.ClusterID, id.Spec.ClusterID, err)
 }
 
-// follow lists and then watches the consumer's Tenant on the provider, picking up each
-// newer certificate, until the watch ends. established says the list succeeded.
-func (r *Reconciler) follow(ctx context.Context, remote client.WithWatch, key types.NamespacedName, sel []client.ListOption) (established bool, err error) {
-	var list authv1beta1.TenantList
-	if err := remote.List(ctx, &list, sel...); err != nil {
+// follow lists and then watches one object on the provider (the consumer's Tenant, or its
+// Renew), picking up each newer certificate it publishes, until the watch ends.
+// established says the list succeeded.
+func (r *Reconciler) follow(ctx context.Context, remote client.WithWatch, key types.NamespacedName, list client.ObjectList, sel []client.ListOption) (established bool, err error) {
+	if err := remote.List(ctx, list, sel...); err != nil {
 		return false, err
 	}
-	for i := range list.Items {
-		r.pickUp(ctx, key, &list.Items[i])
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return false, err
 	}
-	w, err := remote.Watch(ctx, &list, append(sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})...)
+	for _, it := range items {
+		r.pickUp(ctx, key, published(it))
+	}
+	w, err := remote.Watch(ctx, list, append(sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})...)
 	if err != nil {
 		return false, err
 	}
@@ -275,18 +286,62 @@ func (r *Reconciler) follow(ctx context.Context, remote client.WithWatch, key ty
 		case watch.Error:
 			return true, fmt.Errorf("watch error: %v", apierrors.FromObject(ev.Object))
 		case watch.Added, watch.Modified:
-			if t, ok := ev.Object.(*authv1beta1.Tenant); ok {
-				r.pickUp(ctx, key, t)
-			}
+			r.pickUp(ctx, key, published(ev.Object))
 		}
 	}
 	return true, fmt.Errorf("watch closed")
 }
 
+// published is the authentication parameters a Tenant or a Renew publishes.
+func published(o runtime.Object) *authv1beta1.AuthParams {
+	switch o := o.(type) {
+	case *authv1beta1.Tenant:
+		return o.Status.AuthParams
+	case *authv1beta1.Renew:
+		return o.Status.AuthParams
+	}
+	return nil
+}
+
+// followRenew keeps the consumer's Renew in its tenant namespace ns on the provider,
+// named after the Identity as Liqo's consumer names it, and follows its answer.
+func (r *Reconciler) followRenew(ctx context.Context, remote client.WithWatch, key types.NamespacedName, ns string) (bool, error) {
+	rn := &authv1beta1.Renew{}
+	err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: key.Name}, rn)
+	if apierrors.IsNotFound(err) {
+		if rn, err = r.forgeRenew(ns, key.Name); err == nil {
+			err = remote.Create(ctx, rn)
+		}
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("keeping the Renew %s/%s on the provider: %w", ns, key.Name, err)
+	}
+	return r.follow(ctx, remote, key, &authv1beta1.RenewList{}, []client.ListOption{client.InNamespace(ns), client.MatchingFields{"metadata.name": key.Name}})
+}
+
+// forgeRenew is the Renew this consumer keeps on a provider, as Liqo's replicator writes
+// it there: its cluster ID, identity type, public key and a CSR of that key (which older
+// Liqo providers sign; newer ones answer with the Tenant's renewed certificate).
+func (r *Reconciler) forgeRenew(ns, name string) (*authv1beta1.Renew, error) {
+	pub, err := authn.MarshalPublicKey(r.Key.Public())
+	if err != nil {
+		return nil, err
+	}
+	csr, err := authn.ForgeCSR(r.Key, r.ClusterID)
+	if err != nil {
+		return nil, err
+	}
+	return &authv1beta1.Renew{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+			cluster.RemoteClusterIDLabel: r.ClusterID, cluster.ReplicationRequestedLabel: "false",
+			cluster.ReplicationStatusLabel: "true", cluster.ReplicationOriginLabel: r.ClusterID}},
+		Spec: authv1beta1.RenewSpec{ConsumerClusterID: authv1beta1.ClusterID(r.ClusterID), IdentityType: authv1beta1.ControlPlaneIdentityType, PublicKey: pub, CSR: csr},
+	}, nil
+}
+
 // pickUp moves a newer certificate from the provider's Tenant into the Identity, after
 // checking it.
-func (r *Reconciler) pickUp(ctx context.Context, key types.NamespacedName, t *authv1beta1.Tenant) {
-	ap := t.Status.AuthParams
+func (r *Reconciler) pickUp(ctx context.Context, key types.NamespacedName, ap *authv1beta1.AuthParams) {
 	if ap == nil || len(ap.SignedCRT) == 0 {
 		return
 	}

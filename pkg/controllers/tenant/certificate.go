@@ -164,7 +164,7 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenan
 // the sealed, accepted one and that the cluster ID holds no permission of its own. A
 // refusal is returned as an issuance that says why.
 func (r *Reconciler) checkSubmission(ctx context.Context, t *authv1beta1.Tenant) (*issuance, error) {
-	if err := verifySealed(t, r.Key.Public()); err != nil {
+	if err := VerifySealed(t, r.Key.Public()); err != nil {
 		return &issuance{reason: authv1beta1.ReasonSubmissionRefused, message: "no certificate is requested: " + err.Error()}, nil
 	}
 	problems, err := r.extraPermissions(ctx, t)

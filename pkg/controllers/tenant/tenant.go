@@ -153,7 +153,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 	}
 	var sealErr error
 	if t.Status.AcceptedKeyFingerprint != "" {
-		sealErr = verifySealed(t, r.Key.Public())
+		sealErr = VerifySealed(t, r.Key.Public())
 	}
 	if t.Status.AcceptedKeyFingerprint == "" || sealErr != nil {
 		acc, err := verifyHandshake(ctx, r.Client, t, r.Options.NonceTTL, now)

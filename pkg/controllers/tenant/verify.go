@@ -166,11 +166,11 @@ func acceptanceOf(t *authv1beta1.Tenant) (authn.Acceptance, error) {
 	return authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID), KeyFingerprint: fp, CSRDigest: CSRDigest(t.Spec.CSR)}, nil
 }
 
-// verifySealed checks that the Tenant's spec is what this provider accepted: the seal in
+// VerifySealed checks that the Tenant's spec is what this provider accepted: the seal in
 // its status verifies, with this cluster's key, over the spec's own key and CSR, and the
 // CSR still passes every rule. It is asked again right before a CSR is submitted or
 // approved, so that writing the status is never enough to have a certificate issued.
-func verifySealed(t *authv1beta1.Tenant, pub crypto.PublicKey) error {
+func VerifySealed(t *authv1beta1.Tenant, pub crypto.PublicKey) error {
 	acc, err := acceptanceOf(t)
 	if err != nil {
 		return err
