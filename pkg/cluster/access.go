@@ -192,14 +192,17 @@ func describe(a authorizationv1.ResourceAttributes) string {
 // Organization, and the group every authenticated user has.
 func RevocationGroups() []string { return []string{UserGroup, "system:authenticated"} }
 
-// ProveRevoked checks that user, with RevocationGroups, may do none of what rules granted,
-// neither in namespace ns nor in any namespace, and that no RoleBinding in any namespace
-// and no ClusterRoleBinding names the user or group liqo.io. It returns what remains, in
-// words; empty means revoked. SubjectAccessReviews go through c, the binding scan through r.
+// ProveRevoked checks that user, with RevocationGroups and the group named after the
+// cluster ID (the Organization of Liqo's virtual-kubelet identities, which Liqo binds
+// cluster-wide), may do none of what rules granted, neither in namespace ns nor in any
+// namespace, and that no RoleBinding in any namespace and no ClusterRoleBinding names the
+// user, group liqo.io or that group. It returns what remains, in words; empty means
+// revoked. SubjectAccessReviews go through c, the binding scan through r.
 func ProveRevoked(ctx context.Context, c client.Client, r client.Reader, user, ns string, rules []rbacv1.PolicyRule) ([]string, error) {
 	var left []string
+	groups := append(RevocationGroups(), user)
 	for _, where := range []string{ns, ""} {
-		allowed, err := AllowedActions(ctx, c, user, RevocationGroups(), where, rules)
+		allowed, err := AllowedActions(ctx, c, user, groups, where, rules)
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +214,7 @@ func ProveRevoked(ctx context.Context, c client.Client, r client.Reader, user, n
 			left = append(left, a+" "+scope)
 		}
 	}
-	bindings, err := BindingsNaming(ctx, r, user, []string{UserGroup})
+	bindings, err := BindingsNaming(ctx, r, user, []string{UserGroup, user})
 	if err != nil {
 		return nil, err
 	}

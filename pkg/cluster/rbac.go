@@ -202,3 +202,35 @@ func AccessObjects(ns, clusterID string) []client.Object {
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: TenantReaderName}},
 	}
 }
+
+// Names of what a Liqo provider grants and keeps for a consumer, which unauthenticate
+// removes when the provider runs Liqo's controllers.
+const (
+	// LiqoControlPlaneBindingName is Liqo's RoleBinding of liqo-remote-controlplane in a
+	// tenant namespace.
+	LiqoControlPlaneBindingName = "liqo-binding-" + ControlPlaneRoleName
+	// LiqoRemoteCertificateSecret is where Liqo's provider keeps the certificate it issued.
+	LiqoRemoteCertificateSecret = "liqo-remote-certificate"
+)
+
+// LiqoClusterWideBindingName is Liqo's ClusterRoleBinding of
+// liqo-virtual-kubelet-remote-clusterwide for consumer clusterID.
+func LiqoClusterWideBindingName(clusterID string) string {
+	return "liqo-binding-" + ClusterWideRoleName + "-" + clusterID
+}
+
+// LiqoAccessObjects are the objects by which a Liqo provider grants consumer clusterID
+// its access (tenant namespace ns), and the certificate it keeps for it.
+func LiqoAccessObjects(ns, clusterID string) []client.Object {
+	return []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: LiqoControlPlaneBindingName}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: LiqoClusterWideBindingName(clusterID)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: LiqoRemoteCertificateSecret}},
+	}
+}
+
+// RevocationRules are every permission a consumer's identities may have been granted on
+// a provider, by this project or by Liqo: what unauthenticate proves revoked.
+func RevocationRules(clusterID string) []rbacv1.PolicyRule {
+	return append(TenantRules(clusterID), ClusterWideRules()...)
+}

@@ -49,15 +49,27 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 	if err := deleteIgnoringAbsence(ctx, pr.Client, t); err != nil {
 		return pr.Explain(err, "deleting the Tenant")
 	}
+	finalizer := "its finalizer is handled by liqo-auth-manager (or liqoctl's in-process controllers)"
+	if pr.Liqo != "" {
+		finalizer = "its finalizer is handled by Liqo's controllers (" + pr.Liqo + ")"
+	}
 	if err := waitFor(ctx, pr.Client, client.ObjectKeyFromObject(t), &authv1beta1.TenantList{}, "the Tenant to be deleted",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
-			return t == nil, "its finalizer is handled by liqo-auth-manager (or liqoctl's in-process controllers)", nil
+			return t == nil, finalizer, nil
 		}); err != nil {
 		return pr.Explain(err, "deleting the Tenant")
 	}
 	pr.Report.Info("Tenant deleted")
 	leftovers := append(cluster.AccessObjects(pTN, c.ClusterID),
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.NonceSecretName}})
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.NonceSecretName}},
+		&authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.IdentityName(pr.ClusterID)}})
+	csrLabels := client.MatchingLabels{cluster.RemoteClusterIDLabel: c.ClusterID, cluster.ManagedByLabel: cluster.ManagedByValue}
+	if pr.Liqo != "" {
+		// Liqo's provider keeps its bindings, the certificate it issued and its
+		// CertificateSigningRequests, labelled with the consumer's cluster ID only.
+		leftovers = append(leftovers, cluster.LiqoAccessObjects(pTN, c.ClusterID)...)
+		csrLabels = client.MatchingLabels{cluster.RemoteClusterIDLabel: c.ClusterID}
+	}
 	// With credentials that may not delete them (a peering user), what the Tenant's
 	// finalizer removed is not checked again here: the proof below covers it.
 	for _, obj := range leftovers {
@@ -65,8 +77,7 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 			return pr.Explain(err, "deleting what the Tenant left")
 		}
 	}
-	if err := pr.Client.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
-		client.MatchingLabels{cluster.RemoteClusterIDLabel: c.ClusterID, cluster.ManagedByLabel: cluster.ManagedByValue}); err != nil && !apierrors.IsForbidden(err) {
+	if err := pr.Client.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{}, csrLabels); err != nil && !apierrors.IsForbidden(err) {
 		return pr.Explain(err, "deleting leftover CertificateSigningRequests")
 	}
 	pr.Report.Info("Bindings, nonce and certificate requests removed")
@@ -98,9 +109,10 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 // certificates that stay cryptographically valid, which Kubernetes cannot revoke.
 func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 	pr, id := p.Provider, p.Consumer.ClusterID
-	left, err := cluster.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, cluster.TenantRules(id))
+	rules := cluster.RevocationRules(id)
+	left, err := cluster.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, rules)
 	if apierrors.IsForbidden(err) {
-		left, err = cluster.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, cluster.TenantRules(id))
+		left, err = cluster.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, rules)
 		switch {
 		case err == nil:
 			pr.Report.Warn("These credentials may not list the bindings of every namespace: the revocation is verified with SubjectAccessReviews only")
@@ -108,7 +120,7 @@ func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 			// Nor may they ask SubjectAccessReviews (a peering user): ask the API server,
 			// with the consumer's own certificate, what that certificate may still do.
 			pr.Report.Info("These credentials may not ask SubjectAccessReviews: the consumer's own certificate asks instead")
-			left, err = selfAllowed(ctx, p.consumerIdentity, pTN, cluster.TenantRules(id))
+			left, err = selfAllowed(ctx, p.consumerIdentity, pTN, rules)
 		}
 	}
 	if err != nil {
@@ -116,7 +128,7 @@ func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 	}
 	if len(left) > 0 {
 		return fmt.Errorf("(remote) %w: user %q (groups %s) may still: %s. Remove those grants, then run liqoctl unauthenticate again",
-			ErrAccessNotRevoked, id, strings.Join(cluster.RevocationGroups(), ", "), strings.Join(left, "; "))
+			ErrAccessNotRevoked, id, strings.Join(append(cluster.RevocationGroups(), id), ", "), strings.Join(left, "; "))
 	}
 	pr.Report.Info("Access revoked: verified")
 	return p.ReportValidCertificates(ctx)

@@ -180,9 +180,26 @@ func liqoIssue(ctx context.Context, t *testing.T, s *site, tn *authv1beta1.Tenan
 	if err != nil || authn.VerifyNonceSignature(pub, string(nonce.Data[cluster.NonceField]), tn.Spec.Signature) != nil {
 		return
 	}
-	cert := liqoSign(ctx, t, s, tn.Spec.CSR, 3600)
+	cert := liqoSign(ctx, t, s, tn.Spec.CSR, 3600, map[string]string{cluster.RemoteClusterIDLabel: string(tn.Spec.ClusterID)})
 	if cert == nil {
 		return
+	}
+	// Liqo grants the control-plane role in the tenant namespace and its virtual-kubelet
+	// role cluster-wide to the consumer's group, and keeps the certificate it issued.
+	id := string(tn.Spec.ClusterID)
+	for _, obj := range []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tn.Namespace, Name: cluster.LiqoControlPlaneBindingName},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: id}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ControlPlaneRoleName}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: cluster.LiqoClusterWideBindingName(id)},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: id}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ClusterWideRoleName}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn.Namespace, Name: cluster.LiqoRemoteCertificateSecret,
+			Labels: map[string]string{cluster.RemoteClusterIDLabel: id}}, Data: map[string][]byte{"certificate": cert}},
+	} {
+		if err := s.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Logf("fake Liqo: %v", err)
+		}
 	}
 	tn.Status.TenantNamespace = tn.Namespace
 	tn.Status.AuthParams = &authv1beta1.AuthParams{APIServer: s.cp.Config.Host, CA: s.cp.Config.CAData, SignedCRT: cert}
@@ -193,8 +210,8 @@ func liqoIssue(ctx context.Context, t *testing.T, s *site, tn *authv1beta1.Tenan
 
 // liqoSign has a CSR signed as Liqo's identity manager does: a CertificateSigningRequest
 // for the client signer, approved, and its certificate read back (nil on failure).
-func liqoSign(ctx context.Context, t *testing.T, s *site, request []byte, seconds int32) []byte {
-	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "liqo-identity-"},
+func liqoSign(ctx context.Context, t *testing.T, s *site, request []byte, seconds int32, labels map[string]string) []byte {
+	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "liqo-identity-", Labels: labels},
 		Spec: certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: certificatesv1.KubeAPIServerClientSignerName,
 			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, ExpirationSeconds: ptr.To(seconds)}}
 	if s.client.Create(ctx, csr) != nil {
@@ -236,10 +253,31 @@ func TestAuthenticateAgainstLiqoProvider(t *testing.T) {
 	_, errOut = mustCLI(t, pairArgs("authenticate", consumer, provider)...)
 	assert.Contains(t, errOut, "Already authenticated with cluster")
 
+	// unauthenticate removes what Liqo granted and kept, and proves it, including the
+	// cluster-wide binding of the consumer's group: one it does not know is reported.
+	stray := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "stray-" + consumer.id},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: consumer.id}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ClusterWideRoleName}}
+	require.NoError(t, provider.client.Create(ctx, stray))
+	_, _, err := runCLI(t, pairArgs("unauthenticate", consumer, provider)...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `named by ClusterRoleBinding "stray-`+consumer.id+`"`)
+	require.NoError(t, provider.client.Delete(ctx, stray))
+	_, errOut = mustCLI(t, pairArgs("unauthenticate", consumer, provider)...)
+	assert.Contains(t, errOut, "(remote) Access revoked: verified")
+	pTN := cluster.TenantNamespaceName(consumer.id)
+	for _, obj := range cluster.LiqoAccessObjects(pTN, consumer.id) {
+		assert.True(t, apierrors.IsNotFound(provider.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)), "%T %s removed", obj, obj.GetName())
+	}
+	var csrs certificatesv1.CertificateSigningRequestList
+	require.NoError(t, provider.client.List(ctx, &csrs, client.MatchingLabels{cluster.RemoteClusterIDLabel: consumer.id}))
+	assert.Empty(t, csrs.Items, "Liqo's certificate requests removed")
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+
 	// Told that the provider runs this project's controllers, it does not look.
 	_, errOut = mustCLI(t, pairArgs("authenticate", consumer, provider, "--remote-controllers", "liqo-auth", "--dry-run")...)
 	assert.NotContains(t, errOut, "Liqo's controllers run")
-	_, _, err := runCLI(t, pairArgs("authenticate", consumer, provider, "--remote-controllers", "maybe")...)
+	_, _, err = runCLI(t, pairArgs("authenticate", consumer, provider, "--remote-controllers", "maybe")...)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `--remote-controllers must be auto, liqo or liqo-auth, not "maybe"`)
 }
@@ -416,11 +454,8 @@ func TestRenewChannelFromThisConsumer(t *testing.T) {
 	fakeLiqoProvider(t, provider)
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
 	tn := cluster.TenantNamespaceName(consumer.id)
-	// Liqo binds its control-plane role, which lets a tenant keep Renews, and no reader of
+	// Liqo bound its control-plane role, which lets a tenant keep Renews, and no reader of
 	// the Tenant.
-	require.NoError(t, provider.client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "liqo-binding-liqo-remote-controlplane"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumer.id}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ControlPlaneRoleName}}))
 	before := identitySerial(t, consumer, provider)
 	startControllers(t, consumer, authmanager.Consumer, func(o *authmanager.Options) { o.WatchRenewals = true })
 
@@ -433,7 +468,7 @@ func TestRenewChannelFromThisConsumer(t *testing.T) {
 	assert.Equal(t, authv1beta1.ClusterID(consumer.id), rn.Spec.ConsumerClusterID)
 	assert.Equal(t, authv1beta1.ControlPlaneIdentityType, rn.Spec.IdentityType)
 	// Liqo's provider answers the Renew with a renewed certificate.
-	cert := liqoSign(ctx, t, provider, rn.Spec.CSR, 7200)
+	cert := liqoSign(ctx, t, provider, rn.Spec.CSR, 7200, nil)
 	rn.Status.AuthParams = &authv1beta1.AuthParams{APIServer: provider.cp.Config.Host, CA: provider.cp.Config.CAData, SignedCRT: cert}
 	require.NoError(t, provider.client.Status().Update(ctx, rn))
 	eventually(t, 30*time.Second, "the Identity holds the renewed certificate", func(context.Context) (bool, error) {

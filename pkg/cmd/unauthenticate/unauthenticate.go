@@ -18,6 +18,7 @@ type Options struct {
 	Remote           cli.ClusterFlags
 	Timeout          cli.Timeout
 	DeleteNamespaces bool
+	Controllers      cli.ControllersFlags
 
 	pair *handshake.Pair
 }
@@ -46,6 +47,7 @@ when every one is denied. Missing objects are fine: the command can be re-run.`,
 	}
 	o.Remote.AddFlags(cmd.Flags(), "remote-", "remote (provider)")
 	o.Timeout.AddFlags(cmd)
+	o.Controllers.AddFlags(cmd)
 	cmd.Flags().BoolVar(&o.DeleteNamespaces, "delete-namespaces", false, "also delete the tenant namespaces on both clusters")
 	cli.RegisterClusterCompletions(cmd, &o.Remote, "remote-")
 	return cmd
@@ -54,6 +56,9 @@ when every one is denied. Missing objects are fine: the command can be re-run.`,
 // Complete connects to both clusters.
 func (o *Options) Complete() (err error) {
 	if err := o.Remote.RequireRemote(); err != nil {
+		return err
+	}
+	if err := o.Controllers.Validate(); err != nil {
 		return err
 	}
 	o.pair, err = cli.NewPair(o.Global, &o.Remote)
@@ -65,6 +70,9 @@ func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
 	if err := cli.IdentifyPair(ctx, o.pair); err != nil {
+		return err
+	}
+	if err := o.Controllers.Apply(ctx, o.pair); err != nil {
 		return err
 	}
 	st, err := o.pair.Inspect(ctx)
