@@ -476,3 +476,83 @@ func TestRenewChannelFromThisConsumer(t *testing.T) {
 	})
 	assert.True(t, hasEvent(t, consumer, cluster.TenantNamespaceName(provider.id), cluster.IdentityName(provider.id), "CertificateRenewed"))
 }
+
+// fakeLiqoConsumer plays Liqo's consumer controllers on s, as they behave: the signed-nonce
+// Secret gets its signature with the cluster key, and an Identity gets its kubeconfig
+// Secret and status.kubeconfigSecretRef, nothing else.
+func fakeLiqoConsumer(t *testing.T, s *site) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	key, err := cluster.GetClusterKey(ctx, s.client, cluster.DefaultLiqoNamespace)
+	require.NoError(t, err)
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			var secrets corev1.SecretList
+			if s.client.List(ctx, &secrets, client.MatchingLabels{cluster.SignedNonceLabel: "true"}) == nil {
+				for i := range secrets.Items {
+					sec := &secrets.Items[i]
+					if len(sec.Data[cluster.SignedNonceField]) > 0 {
+						continue
+					}
+					if sig, err := authn.SignNonce(key, string(sec.Data[cluster.NonceField])); err == nil {
+						sec.Data[cluster.SignedNonceField] = sig
+						_ = s.client.Update(ctx, sec)
+					}
+				}
+			}
+			var ids authv1beta1.IdentityList
+			if s.client.List(ctx, &ids) == nil {
+				for i := range ids.Items {
+					id := &ids.Items[i]
+					if id.Status.KubeconfigSecretRef != nil {
+						continue
+					}
+					kc, err := authn.ForgeKubeconfig(authn.KubeconfigParams{ClusterName: string(id.Spec.ClusterID), User: s.id, Server: id.Spec.AuthParams.APIServer,
+						CA: id.Spec.AuthParams.CA, CertPEM: id.Spec.AuthParams.SignedCRT, Key: key, Namespace: ptr.Deref(id.Spec.Namespace, "")}, time.Now())
+					if err != nil {
+						t.Logf("fake Liqo consumer: %v", err)
+						continue
+					}
+					name := "liqo-kubeconfig-" + id.Name
+					sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: name}, Data: map[string][]byte{cluster.KubeconfigField: kc}}
+					if err := s.client.Create(ctx, sec); err != nil && !apierrors.IsAlreadyExists(err) {
+						continue
+					}
+					id.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: name}
+					_ = s.client.Status().Update(ctx, id)
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// TestAuthenticateFromLiqoConsumer: liqoctl authenticate with a consumer that runs Liqo's
+// controllers (and a provider running this project's) completes on what Liqo writes on
+// the consumer, and re-running it changes nothing.
+func TestAuthenticateFromLiqoConsumer(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	applyYAML(t, consumer.client, []byte(liqoDeployment))
+	fakeLiqoConsumer(t, consumer)
+
+	_, errOut := mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	assert.Contains(t, errOut, "(local) Liqo's controllers run in this cluster (Deployment liqo/liqo-controller-manager): acting as their client")
+	assert.NotContains(t, errOut, "(local) No liqo-auth-manager runs in this cluster")
+	assert.Contains(t, errOut, "(local) Identity status is filled")
+	var id authv1beta1.Identity
+	require.NoError(t, consumer.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(provider.id), Name: cluster.IdentityName(provider.id)}, &id))
+	require.NotNil(t, id.Status.KubeconfigSecretRef)
+	assert.Empty(t, id.Status.Conditions, "only Liqo's (fake) controllers wrote the Identity status")
+	rec, err := cluster.GetTenantRecord(ctx, consumer.client, cluster.DefaultLiqoNamespace, provider.id)
+	require.NoError(t, err)
+	assert.Nil(t, rec, "no record of this project's on a Liqo consumer")
+
+	_, errOut = mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	assert.Contains(t, errOut, "Already authenticated with cluster")
+}
