@@ -544,6 +544,9 @@ func TestAuthenticateFromLiqoConsumer(t *testing.T) {
 	_, errOut := mustCLI(t, pairArgs("authenticate", consumer, provider)...)
 	assert.Contains(t, errOut, "(local) Liqo's controllers run in this cluster (Deployment liqo/liqo-controller-manager): acting as their client")
 	assert.NotContains(t, errOut, "(local) No liqo-auth-manager runs in this cluster")
+	assert.Contains(t, errOut, "(remote) No liqo-auth-manager runs in this cluster: its provider controllers run in-process")
+	assert.NotContains(t, errOut, "log.SetLogger", "in-process controllers log through liqoctl's logger")
+	assert.NotContains(t, errOut, "()", "no empty scope")
 	assert.Contains(t, errOut, "(local) Identity status is filled")
 	var id authv1beta1.Identity
 	require.NoError(t, consumer.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(provider.id), Name: cluster.IdentityName(provider.id)}, &id))
