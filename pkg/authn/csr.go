@@ -3,9 +3,11 @@ package authn
 import (
 	"crypto"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
+	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"strings"
@@ -30,7 +32,13 @@ var (
 // ForgeCSR builds the control-plane CSR of a cluster: subject CN=<clusterID>, O=liqo.io,
 // signed with the cluster key, without extensions. It returns PEM.
 func ForgeCSR(key crypto.Signer, clusterID string) ([]byte, error) {
-	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: clusterID, Organization: []string{Organization}}}
+	return ForgeCSRFor(key, clusterID, Organization)
+}
+
+// ForgeCSRFor builds a CSR for subject CN=cn, O=org, signed with key, without extensions
+// (a resource slice's identity: CN=SliceUserName, O=<consumer cluster ID>). It returns PEM.
+func ForgeCSRFor(key crypto.Signer, cn, org string) ([]byte, error) {
+	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: []string{org}}}
 	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
 	if err != nil {
 		return nil, fmt.Errorf("creating the certificate signing request: %w", err)
@@ -43,6 +51,13 @@ func ForgeCSR(key crypto.Signer, clusterID string) ([]byte, error) {
 // CN equal to the tenant's cluster ID, Organization exactly ["liqo.io"], no other subject
 // attribute, no subject alternative names, no extensions or attributes at all.
 func ValidateCSR(data []byte, pub crypto.PublicKey, clusterID string) (*x509.CertificateRequest, error) {
+	return ValidateCSRFor(data, pub, clusterID, Organization)
+}
+
+// ValidateCSRFor is ValidateCSR for subject CN=cn, O=org: a resource slice's CSR. A nil
+// pub skips the key check (a Tenant whose authzPolicy is TolerateNoHandshake); every other
+// rule holds.
+func ValidateCSRFor(data []byte, pub crypto.PublicKey, cn, org string) (*x509.CertificateRequest, error) {
 	if len(data) > MaxCSRSize {
 		return nil, refuse(ReasonCSRTooLarge, fmt.Sprintf("the CSR is %d bytes, more than the %d allowed", len(data), MaxCSRSize), nil)
 	}
@@ -66,10 +81,10 @@ func ValidateCSR(data []byte, pub crypto.PublicKey, clusterID string) (*x509.Cer
 	if err := csr.CheckSignature(); err != nil {
 		return nil, refuse(ReasonCSRSelfSignatureInvalid, "the CSR self-signature does not verify", err)
 	}
-	if !PublicKeysEqual(csr.PublicKey, pub) {
+	if pub != nil && !PublicKeysEqual(csr.PublicKey, pub) {
 		return nil, refuse(ReasonCSRKeyMismatch, "the CSR is for a different key than the tenant's public key", nil)
 	}
-	if err := checkCSRSubject(csr, clusterID); err != nil {
+	if err := checkCSRSubject(csr, cn, org); err != nil {
 		return nil, err
 	}
 	if n := len(csr.DNSNames) + len(csr.IPAddresses) + len(csr.EmailAddresses) + len(csr.URIs); n > 0 {
@@ -86,12 +101,12 @@ func ValidateCSR(data []byte, pub crypto.PublicKey, clusterID string) (*x509.Cer
 	return csr, nil
 }
 
-func checkCSRSubject(csr *x509.CertificateRequest, clusterID string) error {
-	if csr.Subject.CommonName != clusterID || countOID(csr.Subject.Names, oidCommonName) != 1 {
-		return refuse(ReasonCSRCommonNameMismatch, fmt.Sprintf("the CSR common name is %q, it must be exactly the tenant's cluster ID %q", csr.Subject.CommonName, clusterID), nil)
+func checkCSRSubject(csr *x509.CertificateRequest, cn, org string) error {
+	if csr.Subject.CommonName != cn || countOID(csr.Subject.Names, oidCommonName) != 1 {
+		return refuse(ReasonCSRCommonNameMismatch, fmt.Sprintf("the CSR common name is %q, it must be exactly %q", csr.Subject.CommonName, cn), nil)
 	}
-	if len(csr.Subject.Organization) != 1 || csr.Subject.Organization[0] != Organization || countOID(csr.Subject.Names, oidOrganization) != 1 {
-		return refuse(ReasonCSROrganizationMismatch, fmt.Sprintf("the CSR organization is %q, it must be exactly [%q]", csr.Subject.Organization, Organization), nil)
+	if len(csr.Subject.Organization) != 1 || csr.Subject.Organization[0] != org || countOID(csr.Subject.Names, oidOrganization) != 1 {
+		return refuse(ReasonCSROrganizationMismatch, fmt.Sprintf("the CSR organization is %q, it must be exactly [%q]", csr.Subject.Organization, org), nil)
 	}
 	for _, n := range csr.Subject.Names {
 		if !n.Type.Equal(oidCommonName) && !n.Type.Equal(oidOrganization) {
@@ -109,4 +124,11 @@ func countOID(names []pkix.AttributeTypeAndValue, oid asn1.ObjectIdentifier) int
 		}
 	}
 	return n
+}
+
+// SliceUserName is the user of a resource slice's identity, as Liqo names it: the slice
+// name, a dash, and the first 6 bytes of the SHA-256 of the consumer's cluster ID in hex.
+func SliceUserName(slice, consumerID string) string {
+	sum := sha256.Sum256([]byte(consumerID))
+	return slice + "-" + hex.EncodeToString(sum[:6])
 }

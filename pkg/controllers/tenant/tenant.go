@@ -33,6 +33,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/issuer"
 )
 
 // Options configure the provider side of the handshake.
@@ -67,9 +68,16 @@ type Reconciler struct {
 	Self authenticationv1.UserInfo
 	Now  func() time.Time
 
-	// created remembers, per Tenant UID, the last CSR this process created, until the
-	// cache holds it.
-	created sync.Map
+	issuerOnce sync.Once
+	iss        *issuer.Issuer
+}
+
+// issuer is the Reconciler's issuer of certificates, made at first use.
+func (r *Reconciler) issuer() *issuer.Issuer {
+	r.issuerOnce.Do(func() {
+		r.iss = &issuer.Issuer{Client: r.Client, APIReader: r.APIReader, Self: r.Self, Lifetime: r.Options.CertificateLifetime, CSRTimeout: r.Options.CSRTimeout}
+	})
+	return r.iss
 }
 
 // SetupWithManager registers the reconciler: Tenants, their bindings, their CSRs, and
@@ -222,22 +230,22 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if is.cert == nil {
+	if is.Cert == nil {
 		evType := corev1.EventTypeNormal
-		if is.reason != authv1beta1.ReasonCertificatePending {
+		if is.Reason != authv1beta1.ReasonCertificatePending {
 			evType = corev1.EventTypeWarning
 		}
 		if !hasCert {
-			r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, is.reason, is.message, evType)
+			r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, is.Reason, is.Message, evType)
 		} else if evType == corev1.EventTypeWarning {
-			r.Recorder.Eventf(t, nil, evType, is.reason, "RenewCertificate", "%s", is.message)
+			r.Recorder.Eventf(t, nil, evType, is.Reason, "RenewCertificate", "%s", is.Message)
 		}
-		return ctrl.Result{RequeueAfter: is.requeueAfter}, nil
+		return ctrl.Result{RequeueAfter: is.RequeueAfter}, nil
 	}
 	// Recorded before it is published: a certificate Kubernetes cannot revoke is listed
 	// until it expires, even after the Tenant is gone.
 	if err := cluster.UpdateTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
-		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.cert.SerialNumber.Text(16), NotAfter: is.cert.NotAfter, KeyFingerprint: t.Status.AcceptedKeyFingerprint}, now)
+		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.Cert.SerialNumber.Text(16), NotAfter: is.Cert.NotAfter, KeyFingerprint: t.Status.AcceptedKeyFingerprint}, now)
 		return nil
 	}); err != nil {
 		return ctrl.Result{}, err
@@ -246,11 +254,11 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	if hasCert {
 		reason = authv1beta1.ReasonCertificateRenewed
 	}
-	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: r.Options.APIServer, CA: r.Options.CA, SignedCRT: is.pem, ProxyURL: t.Spec.ProxyURL}
-	t.Status.Certificate = r.certificateInfo(is.cert)
+	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: r.Options.APIServer, CA: r.Options.CA, SignedCRT: is.PEM, ProxyURL: t.Spec.ProxyURL}
+	t.Status.Certificate = issuer.CertificateInfo(is.Cert, r.Options.RenewBefore)
 	r.setCondition(t, authv1beta1.ConditionCertificateIssued, true, reason,
 		fmt.Sprintf("certificate %s valid until %s, renewed after %s", t.Status.Certificate.SerialNumber,
-			is.cert.NotAfter.UTC().Format(time.RFC3339), t.Status.Certificate.RenewAfter.UTC().Format(time.RFC3339)), corev1.EventTypeNormal)
+			is.Cert.NotAfter.UTC().Format(time.RFC3339), t.Status.Certificate.RenewAfter.UTC().Format(time.RFC3339)), corev1.EventTypeNormal)
 	return ctrl.Result{RequeueAfter: t.Status.Certificate.RenewAfter.Sub(now)}, nil
 }
 
@@ -294,7 +302,7 @@ func (r *Reconciler) afterStatus(ctx context.Context, t *authv1beta1.Tenant) err
 	if t.Status.Certificate != nil {
 		// A CSR is done once its certificate is published: only a pending one, which a
 		// renewal may be waiting for, is kept.
-		return r.deleteCSRs(ctx, r.Client, t, true)
+		return r.issuer().DeleteCSRs(ctx, r.Client, t.UID, true)
 	}
 	return nil
 }
@@ -384,10 +392,10 @@ func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error 
 		return err
 	}
 	// Listed live: a CSR created just now is found too.
-	if err := r.deleteCSRs(ctx, r.APIReader, t, false); err != nil {
+	if err := r.issuer().DeleteCSRs(ctx, r.APIReader, t.UID, false); err != nil {
 		return err
 	}
-	r.created.Delete(t.UID)
+	r.issuer().Forget(t.UID)
 	patch := client.MergeFrom(t.DeepCopy())
 	controllerutil.RemoveFinalizer(t, cluster.TenantFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, t, patch))
