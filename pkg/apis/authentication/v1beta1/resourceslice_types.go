@@ -8,8 +8,8 @@ import (
 // ResourceSliceClass is the class of a ResourceSlice, like an ingress class.
 type ResourceSliceClass string
 
-// ResourceSliceSpec is a consumer's request for resources on a provider. This project
-// serves the type for compatibility; negotiating slices is out of its scope.
+// ResourceSliceSpec is a consumer's request for resources on a provider, and for a
+// narrower identity to use them with (the one a virtual kubelet runs as).
 // +kubebuilder:validation:XValidation:rule="has(self.class) == has(oldSelf.class) && (!has(self.class) || self.class == oldSelf.class)",message="class is immutable"
 type ResourceSliceSpec struct {
 	// ConsumerClusterID is the consumer cluster's ID.
@@ -61,6 +61,54 @@ type ResourceSliceStatus struct {
 	IngressClasses []IngressType `json:"ingressClasses,omitempty"`
 	// LoadBalancerClasses offered by the provider.
 	LoadBalancerClasses []LoadBalancerType `json:"loadBalancerClasses,omitempty"`
+	// Certificate describes the certificate in AuthParams (this project's; Liqo does not
+	// write it).
+	Certificate *CertificateInfo `json:"certificate,omitempty"`
+	// ObservedGeneration is the generation the provider last decided on.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// Condition types and statuses of a ResourceSlice.
+const (
+	ResourceSliceConditionAuthentication = "Authentication"
+	ResourceSliceConditionResources      = "Resources"
+	ResourceSliceAccepted                = "Accepted"
+	ResourceSliceDenied                  = "Denied"
+)
+
+// Reasons of the ResourceSlice conditions (Liqo's).
+const (
+	ReasonSliceAuthenticationAccepted = "ResourceSliceAuthenticationAccepted"
+	ReasonSliceAuthenticationDenied   = "ResourceSliceAuthenticationDenied"
+	ReasonSliceResourcesAccepted      = "ResourceSliceResourcesAccepted"
+	ReasonSliceResourcesDenied        = "ResourceSliceResourcesDenied"
+	ReasonDefaultSliceClassDisabled   = "DefaultResourceSliceClassDisabled"
+)
+
+// SliceCondition returns the condition of type typ, nil when there is none.
+func SliceCondition(conds []ResourceSliceCondition, typ string) *ResourceSliceCondition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// SetSliceCondition sets the condition of type typ and reports whether it changed.
+func SetSliceCondition(conds *[]ResourceSliceCondition, typ, status, reason, msg string, now metav1.Time) bool {
+	if c := SliceCondition(*conds, typ); c != nil {
+		if c.Status == status && c.Reason == reason && c.Message == msg {
+			return false
+		}
+		if c.Status != status {
+			c.LastTransitionTime = now
+		}
+		c.Status, c.Reason, c.Message = status, reason, msg
+		return true
+	}
+	*conds = append(*conds, ResourceSliceCondition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: now})
+	return true
 }
 
 // StorageType is a storage class a provider offers.
@@ -92,6 +140,7 @@ type LoadBalancerType struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Authentication",type=string,JSONPath=`.status.conditions[?(@.type=="Authentication")].status`
 // +kubebuilder:printcolumn:name="Resources",type=string,JSONPath=`.status.conditions[?(@.type=="Resources")].status`
+// +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.certificate.notAfter`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ResourceSlice is a slice of resources a provider gives to a consumer.

@@ -1,0 +1,75 @@
+package common
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// ProviderConfig builds the client configuration of an identity from the fields liqo-auth
+// writes in its kubeconfig, and only those: the server, its CA, the proxy, the client
+// certificate and key. Whoever may write the Secret could have put anything else there
+// (exec plugins, token files, auth providers), so the kubeconfig is only parsed, never
+// loaded; it must agree with the Identity, hold this cluster's own key and a certificate
+// for it, and present the provider CA pinned in this cluster's tenant record.
+func ProviderConfig(ctx context.Context, c client.Reader, liqoNS string, key crypto.Signer, clusterID string, id *authv1beta1.Identity, kubeconfig []byte, now time.Time) (*rest.Config, error) {
+	info, err := authn.ReadKubeconfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	ap := id.Spec.AuthParams
+	switch {
+	case info.Server != ap.APIServer:
+		return nil, fmt.Errorf("it points at %q, the Identity at %q", info.Server, ap.APIServer)
+	case !bytes.Equal(info.CA, ap.CA):
+		return nil, fmt.Errorf("its CA is not the Identity's")
+	case info.ProxyURL != ptr.Deref(ap.ProxyURL, ""):
+		return nil, fmt.Errorf("its proxy %q is not the Identity's", info.ProxyURL)
+	}
+	if err := authn.ValidateServerURL(info.Server); err != nil {
+		return nil, err
+	}
+	held, err := authn.ParsePrivateKey(info.KeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	if !authn.PublicKeysEqual(held.Public(), key.Public()) {
+		return nil, fmt.Errorf("it holds another key than this cluster's")
+	}
+	if _, err := authn.VerifyCertificate(info.CertPEM, info.CA, key.Public(), clusterID, now); err != nil {
+		return nil, err
+	}
+	fp, err := authn.CAFingerprint(info.CA)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := cluster.GetTenantRecord(ctx, c, liqoNS, string(id.Spec.ClusterID))
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil || rec.CAFingerprint != fp {
+		return nil, fmt.Errorf("its CA %s is not the one pinned for provider %q", fp, id.Spec.ClusterID)
+	}
+	cfg := &rest.Config{Host: info.Server, TLSClientConfig: rest.TLSClientConfig{CAData: info.CA, CertData: info.CertPEM, KeyData: info.KeyPEM}}
+	if info.ProxyURL != "" {
+		u, err := url.Parse(info.ProxyURL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Proxy = http.ProxyURL(u)
+	}
+	return cfg, nil
+}
+
