@@ -25,9 +25,12 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/consumerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncesigner"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/providerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renew"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewal"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
@@ -58,6 +61,13 @@ type Options struct {
 	// WatchRenewals makes the consumer side follow its Tenants on the providers to pick up
 	// renewed certificates: for a long-running manager, not for a single command.
 	WatchRenewals bool
+	// SliceClasses are the ResourceSlice classes the provider offers besides the default
+	// one; DisableDefaultSliceClass denies the default class.
+	SliceClasses             []string
+	DisableDefaultSliceClass bool
+	// HonorNoHandshake lets a Tenant's authzPolicy TolerateNoHandshake skip the key match
+	// of its slices (providerslice.Options).
+	HonorNoHandshake bool
 }
 
 // Complete fills defaults and validates the options.
@@ -121,10 +131,14 @@ func stripBinding(obj any) (any, error) {
 func WatchedTypes(o Options) []client.Object {
 	objs := []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}
 	if o.Role.Has(Provider) {
-		objs = append(objs, &authv1beta1.Tenant{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.Role{}, &certificatesv1.CertificateSigningRequest{})
+		objs = append(objs, &authv1beta1.Tenant{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.Role{}, &certificatesv1.CertificateSigningRequest{},
+			&authv1beta1.Renew{}, &authv1beta1.ResourceSlice{})
 	}
 	if o.Role.Has(Consumer) {
 		objs = append(objs, &authv1beta1.Identity{})
+		if !o.Role.Has(Provider) {
+			objs = append(objs, &authv1beta1.ResourceSlice{})
+		}
 	}
 	return objs
 }
@@ -161,12 +175,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		setups = append(setups,
 			&noncecreator.Reconciler{Client: c, Placement: placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
 			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self},
-			&renew.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID})
+			&renew.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID},
+			&providerslice.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID,
+				Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake},
+				Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout}})
 	}
 	if o.Role.Has(Consumer) {
 		setups = append(setups,
 			&noncesigner.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key},
-			&identity.Reconciler{Client: c, Placement: placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key})
+			&identity.Reconciler{Client: c, Placement: placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
+			&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key})
 		if o.WatchRenewals {
 			setups = append(setups, &renewal.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Key: o.Key})
 		}

@@ -223,3 +223,29 @@ func ProveRevoked(ctx context.Context, c client.Client, r client.Reader, user, n
 	}
 	return left, nil
 }
+
+// UnexpectedPermissions says what user, with groups, may do on this cluster beyond what
+// the bindings own accepts grant: every RoleBinding (in any namespace) and
+// ClusterRoleBinding naming that user or one of groups, and the powerful actions any
+// authorizer allows it beyond what every authenticated user may. An identity a provider
+// issues must never receive the powers of an existing user by choosing its name.
+func UnexpectedPermissions(ctx context.Context, c client.Client, user string, groups []string, own func(Binding) bool) ([]string, error) {
+	bindings, err := BindingsNaming(ctx, c, user, groups)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, b := range bindings {
+		if !own(b) {
+			out = append(out, b.String())
+		}
+	}
+	sentinels, err := SentinelsAllowed(ctx, c, user, append(slices.Clone(groups), "system:authenticated"))
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sentinels {
+		out = append(out, fmt.Sprintf("may %s (%s)", s.Action, s.Reason))
+	}
+	return out, nil
+}

@@ -57,6 +57,15 @@ const (
 
 	// TenantFinalizer lets the provider clean up what a Tenant caused.
 	TenantFinalizer = "liqo.io/tenant-cleanup"
+	// SliceNameLabel names, on a slice's Identity, the ResourceSlice it is for.
+	SliceNameLabel = "liqo.io/resourceslice-name"
+	// SliceAnnotation names the ResourceSlice ("namespace/name") a CSR is for.
+	SliceAnnotation = "liqo.io/resourceslice"
+	// ProviderSliceFinalizer lets the provider remove what a slice caused (its access and
+	// certificate requests); ConsumerSliceFinalizer lets the consumer remove the slice's
+	// copy on the provider and its Identity.
+	ProviderSliceFinalizer = "liqo.io/resourceslice-provider"
+	ConsumerSliceFinalizer = "liqo.io/resourceslice-consumer"
 
 	// UserGroup is the group of every control-plane certificate (its Organization).
 	UserGroup = "liqo.io"

@@ -100,6 +100,9 @@ func ManagerRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants/status", "identities/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants/finalizers", "identities/finalizers"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"renews"}, Verbs: read},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices/finalizers"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"renews/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
@@ -132,6 +135,7 @@ func ManagerTenantRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: write},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: write},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"identities", "resourceslices"}, Verbs: []string{"create", "delete"}},
 	}
 }
 
@@ -233,4 +237,32 @@ func LiqoAccessObjects(ns, clusterID string) []client.Object {
 // a provider, by this project or by Liqo: what unauthenticate proves revoked.
 func RevocationRules(clusterID string) []rbacv1.PolicyRule {
 	return append(TenantRules(clusterID), ClusterWideRules()...)
+}
+
+// SliceIdentityName is the consumer's Identity of ResourceSlice slice.
+func SliceIdentityName(slice string) string { return "resourceslice-" + slice }
+
+// SliceAccessName names the Role and RoleBinding of a slice's identity on the provider.
+func SliceAccessName(slice string) string { return "liqo-resourceslice-" + slice }
+
+// SliceRules are the permissions of a slice's identity in the provider's tenant
+// namespace: reading its own ResourceSlice, nothing else. The virtual-kubelet role
+// (ClusterRole liqo-virtual-kubelet-remote in Liqo) belongs to the namespaces offloaded to
+// the consumer, which the offloading step binds; no Secret, no workload is writable in
+// the tenant namespace, where a Secret write could mint a ServiceAccount token.
+func SliceRules(slice string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices"},
+		ResourceNames: []string{slice}, Verbs: []string{"get", "list", "watch"}}}
+}
+
+// SliceAccessObjects are the Role and RoleBinding that give the identity of slice (user
+// user) its access in tenant namespace ns of consumer clusterID.
+func SliceAccessObjects(ns, slice, user, clusterID string) []client.Object {
+	labels := map[string]string{ManagedByLabel: ManagedByValue, RemoteClusterIDLabel: clusterID, SliceNameLabel: slice}
+	meta := metav1.ObjectMeta{Name: SliceAccessName(slice), Namespace: ns, Labels: labels}
+	return []client.Object{
+		&rbacv1.Role{ObjectMeta: meta, Rules: SliceRules(slice)},
+		&rbacv1.RoleBinding{ObjectMeta: *meta.DeepCopy(), Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: SliceAccessName(slice)}},
+	}
 }

@@ -116,8 +116,12 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (c
 		r.refuse(id, reason, msg)
 		return ctrl.Result{}, nil
 	}
+	user := r.ClusterID
+	if id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
+		user = authn.SliceUserName(id.Labels[cluster.SliceNameLabel], r.ClusterID)
+	}
 	kubeconfig, err := authn.ForgeKubeconfig(authn.KubeconfigParams{
-		ClusterName: string(id.Spec.ClusterID), User: r.ClusterID, Server: params.APIServer, CA: params.CA,
+		ClusterName: string(id.Spec.ClusterID), User: user, Server: params.APIServer, CA: params.CA,
 		ProxyURL: ptr.Deref(params.ProxyURL, ""), CertPEM: params.SignedCRT, Key: r.Key, Namespace: ptr.Deref(id.Spec.Namespace, ""),
 	}, now)
 	if err != nil {
@@ -148,7 +152,7 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (c
 	id.Status.Certificate = &authv1beta1.CertificateInfo{SerialNumber: cert.SerialNumber.Text(16),
 		NotBefore: ptr.To(metav1.NewTime(cert.NotBefore)), NotAfter: ptr.To(metav1.NewTime(cert.NotAfter))}
 	msg := fmt.Sprintf("kubeconfig %s for %s as user %q, certificate %s valid until %s", id.Status.KubeconfigSecretRef.Name,
-		params.APIServer, r.ClusterID, id.Status.Certificate.SerialNumber, cert.NotAfter.UTC().Format(time.RFC3339))
+		params.APIServer, user, id.Status.Certificate.SerialNumber, cert.NotAfter.UTC().Format(time.RFC3339))
 	if common.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, true, ReasonKubeconfigReady, msg, id.Generation) {
 		r.Recorder.Eventf(id, nil, corev1.EventTypeNormal, ReasonKubeconfigReady, "WriteKubeconfig", "%s", msg)
 	}
@@ -162,11 +166,18 @@ func (r *Reconciler) checkPlacement(ctx context.Context, id *authv1beta1.Identit
 	if err := cluster.ValidateClusterID(p); err != nil {
 		return ReasonInvalidClusterID, "spec.clusterID: " + err.Error(), nil
 	}
-	if id.Spec.Type != authv1beta1.ControlPlaneIdentityType {
-		return ReasonUnsupportedType, fmt.Sprintf("identities of type %q are not handled by liqo-auth; only %q", id.Spec.Type, authv1beta1.ControlPlaneIdentityType), nil
-	}
-	if id.Name != cluster.IdentityName(p) {
-		return ReasonNameMismatch, fmt.Sprintf("a control-plane Identity for cluster %q is named %q, not %q", p, cluster.IdentityName(p), id.Name), nil
+	switch id.Spec.Type {
+	case authv1beta1.ControlPlaneIdentityType:
+		if id.Name != cluster.IdentityName(p) {
+			return ReasonNameMismatch, fmt.Sprintf("a control-plane Identity for cluster %q is named %q, not %q", p, cluster.IdentityName(p), id.Name), nil
+		}
+	case authv1beta1.ResourceSliceIdentityType:
+		slice := id.Labels[cluster.SliceNameLabel]
+		if slice == "" || id.Name != cluster.SliceIdentityName(slice) {
+			return ReasonNameMismatch, fmt.Sprintf("a ResourceSlice Identity carries label %s naming its slice and is named %q after it, not %q", cluster.SliceNameLabel, cluster.SliceIdentityName(slice), id.Name), nil
+		}
+	default:
+		return ReasonUnsupportedType, fmt.Sprintf("identities of type %q are not handled by liqo-auth; only %q and %q", id.Spec.Type, authv1beta1.ControlPlaneIdentityType, authv1beta1.ResourceSliceIdentityType), nil
 	}
 	if l := id.Labels[cluster.RemoteClusterIDLabel]; l != p {
 		return ReasonLabelMismatch, fmt.Sprintf("label %s is %q but spec.clusterID is %q", cluster.RemoteClusterIDLabel, l, p), nil

@@ -1,0 +1,302 @@
+// Package consumerslice is the consumer controller of ResourceSlices. A slice the consumer
+// asks for lives in its tenant namespace of the provider; this controller completes it
+// (the consumer and provider IDs, a CSR of the cluster key for the slice's own identity),
+// writes it into the provider's tenant namespace with the control-plane identity (which
+// may write ResourceSlices there and nothing more), reads the provider's answer back into
+// the local slice, and turns an accepted answer into an Identity of type ResourceSlice,
+// whose kubeconfig the identity controller writes after the same certificate checks as
+// for the control plane. Nothing is ever written by the provider into the consumer.
+//
+// Who writes what it reads: the local slice is written by this cluster's administrator
+// and by anyone allowed to write ResourceSlices in the tenant namespace; it only ever
+// causes a request to the provider the tenant namespace's record names, with this
+// cluster's own identity there, for a CSR this controller forges itself. The answer is
+// written by the provider (and by anyone allowed to write the slice's status there); its
+// certificate is checked by the identity controller against this cluster's key, the
+// slice's user and the pinned provider CA before anything uses it.
+package consumerslice
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+)
+
+// Reasons of the Events on a consumer's slice.
+const (
+	ReasonSliceMisplaced   = "ResourceSliceNotInTenantNamespace"
+	ReasonNoControlPlane   = "ControlPlaneIdentityMissing"
+	ReasonProviderRefused  = "ProviderUnreachable"
+	ReasonSliceDecided     = "ResourceSliceDecided"
+	ReasonIdentityRequired = "ResourceSliceIdentityApplied"
+)
+
+// Reconciler drives the consumer's ResourceSlices.
+type Reconciler struct {
+	Client    client.Client
+	Scheme    *runtime.Scheme
+	Placement common.Placement
+	Recorder  events.EventRecorder
+	ClusterID string
+	Key       crypto.Signer
+	Now       func() time.Time
+}
+
+// IsRequest reports whether a slice is one the consumer asks for (Liqo's label for what
+// its replicator copies to the provider).
+func IsRequest(o client.Object) bool {
+	return o.GetLabels()[cluster.ReplicationRequestedLabel] == "true"
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	b := ctrl.NewControllerManagedBy(mgr).Named("consumerslice").
+		WatchesRawSource(common.For(mgr, &authv1beta1.ResourceSlice{}, predicate.NewPredicateFuncs(IsRequest))).
+		WatchesRawSource(common.Owns(mgr, &authv1beta1.Identity{}, &authv1beta1.ResourceSlice{})).
+		WatchesRawSource(common.Reads(mgr, &corev1.Secret{}))
+	return common.WatchTenantNamespaces(b, mgr, common.Fixed("")).Complete(r)
+}
+
+// Reconcile drives one slice.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if req.Name == "" {
+		return ctrl.Result{}, nil
+	}
+	rs := &authv1beta1.ResourceSlice{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !IsRequest(rs) {
+		return ctrl.Result{}, nil
+	}
+	provider := rs.Labels[cluster.RemoteClusterIDLabel]
+	ok, why, err := r.Placement.Verify(ctx, rs.Namespace, provider)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !ok {
+		if rs.DeletionTimestamp == nil {
+			r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonSliceMisplaced, "RequestResourceSlice", "%s: a ResourceSlice is requested only from the tenant namespace of its provider", why)
+		}
+		return ctrl.Result{}, r.removeFinalizer(ctx, rs)
+	}
+	remote, remoteNS, err := r.providerClient(ctx, rs.Namespace, provider)
+	if rs.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.finalize(ctx, rs, remote, remoteNS, err)
+	}
+	if !controllerutil.ContainsFinalizer(rs, cluster.ConsumerSliceFinalizer) {
+		patch := client.MergeFrom(rs.DeepCopy())
+		controllerutil.AddFinalizer(rs, cluster.ConsumerSliceFinalizer)
+		if err := r.Client.Patch(ctx, rs, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if changed, err := r.complete(rs, provider); err != nil || changed {
+		if err == nil {
+			err = r.Client.Update(ctx, rs)
+		}
+		return ctrl.Result{}, err
+	}
+	if err != nil {
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonNoControlPlane, "RequestResourceSlice", "%v", err)
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	answer, err := r.sync(ctx, rs, remote, remoteNS)
+	if err != nil {
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonProviderRefused, "RequestResourceSlice", "writing the slice to provider %s: %v", provider, err)
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	before := rs.Status.DeepCopy()
+	rs.Status = *answer.Status.DeepCopy()
+	if !equality.Semantic.DeepEqual(before, &rs.Status) {
+		if err := r.Client.Status().Update(ctx, rs); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if pendingAnswer(answer) {
+		// Not decided, or accepted and its certificate not issued yet: the provider's
+		// answer is read back shortly, less often as it takes longer.
+		wait := 50 * time.Millisecond
+		if age := r.Now().Sub(rs.CreationTimestamp.Time); age > 10*time.Second {
+			wait = 2 * time.Second
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := r.ensureIdentity(ctx, rs, provider, remoteNS); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Come back for the renewed certificate.
+	next := time.Minute
+	if c := rs.Status.Certificate; c != nil && c.RenewAfter != nil {
+		next = min(next, max(time.Until(c.RenewAfter.Time)+time.Second, time.Second))
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// pendingAnswer reports whether the provider has yet to decide on its copy of a slice, or
+// accepted it and has yet to publish its certificate.
+func pendingAnswer(cp *authv1beta1.ResourceSlice) bool {
+	auth := authv1beta1.SliceCondition(cp.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication)
+	res := authv1beta1.SliceCondition(cp.Status.Conditions, authv1beta1.ResourceSliceConditionResources)
+	switch {
+	case cp.Status.ObservedGeneration < cp.Generation || auth == nil:
+		return true
+	case auth.Status == authv1beta1.ResourceSliceAccepted && res != nil && res.Status == authv1beta1.ResourceSliceAccepted:
+		return cp.Status.AuthParams == nil || len(cp.Status.AuthParams.SignedCRT) == 0
+	}
+	return false
+}
+
+// complete fills what the consumer's controller owns in the spec: both cluster IDs and
+// the CSR of the slice's identity. It reports whether the spec changed.
+func (r *Reconciler) complete(rs *authv1beta1.ResourceSlice, provider string) (bool, error) {
+	changed := false
+	if rs.Spec.ConsumerClusterID == nil || string(*rs.Spec.ConsumerClusterID) != r.ClusterID {
+		rs.Spec.ConsumerClusterID, changed = ptr.To(authv1beta1.ClusterID(r.ClusterID)), true
+	}
+	if rs.Spec.ProviderClusterID == nil || string(*rs.Spec.ProviderClusterID) != provider {
+		rs.Spec.ProviderClusterID, changed = ptr.To(authv1beta1.ClusterID(provider)), true
+	}
+	user := authn.SliceUserName(rs.Name, r.ClusterID)
+	if _, err := authn.ValidateCSRFor(rs.Spec.CSR, r.Key.Public(), user, r.ClusterID); err != nil {
+		csr, err := authn.ForgeCSRFor(r.Key, user, r.ClusterID)
+		if err != nil {
+			return false, err
+		}
+		rs.Spec.CSR, changed = csr, true
+	}
+	return changed, nil
+}
+
+// providerClient is a client of the provider as this cluster's control-plane identity
+// there, and the tenant namespace it may write in.
+func (r *Reconciler) providerClient(ctx context.Context, ns, provider string) (client.Client, string, error) {
+	id := &authv1beta1.Identity{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.IdentityName(provider)}, id); err != nil {
+		return nil, "", fmt.Errorf("no control-plane Identity %s/%s: run liqoctl authenticate with provider %q first (%w)", ns, cluster.IdentityName(provider), provider, err)
+	}
+	if id.Status.KubeconfigSecretRef == nil || id.Spec.Namespace == nil {
+		return nil, "", fmt.Errorf("the control-plane Identity %s/%s has no kubeconfig yet", ns, id.Name)
+	}
+	var s corev1.Secret
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: id.Status.KubeconfigSecretRef.Name}, &s); err != nil {
+		return nil, "", err
+	}
+	cfg, err := common.ProviderConfig(ctx, r.Client, r.Placement.LiqoNamespace, r.Key, r.ClusterID, id, s.Data[cluster.KubeconfigField], r.Now())
+	if err != nil {
+		return nil, "", fmt.Errorf("the control-plane kubeconfig is refused: %w", err)
+	}
+	cfg.Timeout = 10 * time.Second
+	c, err := client.New(rest.CopyConfig(cfg), client.Options{Scheme: r.Scheme})
+	return c, *id.Spec.Namespace, err
+}
+
+// sync writes the slice's spec into the provider's tenant namespace (creating it there),
+// as Liqo's replicator does, and returns the provider's copy.
+func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, remote client.Client, ns string) (*authv1beta1.ResourceSlice, error) {
+	labels := map[string]string{cluster.RemoteClusterIDLabel: r.ClusterID, cluster.ReplicationRequestedLabel: "false",
+		cluster.ReplicationStatusLabel: "true", cluster.ReplicationOriginLabel: r.ClusterID}
+	cp := &authv1beta1.ResourceSlice{}
+	err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
+	if apierrors.IsNotFound(err) {
+		cp = &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rs.Name, Labels: labels}, Spec: *rs.Spec.DeepCopy()}
+		return cp, remote.Create(ctx, cp)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !equality.Semantic.DeepEqual(cp.Spec, rs.Spec) {
+		cp.Spec = *rs.Spec.DeepCopy()
+		err = remote.Update(ctx, cp)
+	}
+	return cp, err
+}
+
+// ensureIdentity turns an accepted answer into the slice's Identity, controlled by the
+// slice; a denied slice has none.
+func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.ResourceSlice, provider, remoteNS string) error {
+	key := client.ObjectKey{Namespace: rs.Namespace, Name: cluster.SliceIdentityName(rs.Name)}
+	authOK := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication)
+	resOK := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionResources)
+	if authOK == nil || authOK.Status != authv1beta1.ResourceSliceAccepted || resOK == nil || resOK.Status != authv1beta1.ResourceSliceAccepted ||
+		rs.Status.AuthParams == nil || len(rs.Status.AuthParams.SignedCRT) == 0 {
+		id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		return client.IgnoreNotFound(common.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}))
+	}
+	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, id, func() error {
+		if ref := metav1.GetControllerOf(id); ref != nil && ref.UID != rs.UID {
+			return fmt.Errorf("Identity %s is controlled by another object", key)
+		}
+		if id.Labels == nil {
+			id.Labels = map[string]string{}
+		}
+		id.Labels[cluster.RemoteClusterIDLabel], id.Labels[cluster.SliceNameLabel] = provider, rs.Name
+		id.Spec = authv1beta1.IdentitySpec{ClusterID: authv1beta1.ClusterID(provider), Type: authv1beta1.ResourceSliceIdentityType,
+			AuthParams: *rs.Status.AuthParams.DeepCopy(), Namespace: ptr.To(remoteNS)}
+		return controllerutil.SetControllerReference(rs, id, r.Scheme)
+	})
+	return err
+}
+
+// finalize deletes the slice's copy on the provider (which removes its access there),
+// waits for it to be gone, and lets the slice go; its Identity goes with it.
+func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice, remote client.Client, ns string, remoteErr error) error {
+	if !controllerutil.ContainsFinalizer(rs, cluster.ConsumerSliceFinalizer) {
+		return nil
+	}
+	if remoteErr == nil {
+		cp := &authv1beta1.ResourceSlice{}
+		err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
+		switch {
+		case err == nil && cp.DeletionTimestamp == nil:
+			if err := remote.Delete(ctx, cp); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			return fmt.Errorf("waiting for the provider to remove ResourceSlice %s/%s", ns, rs.Name)
+		case err == nil:
+			return fmt.Errorf("waiting for the provider to remove ResourceSlice %s/%s", ns, rs.Name)
+		case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err):
+			return err
+		}
+	} else {
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonNoControlPlane, "DeleteResourceSlice",
+			"the slice's copy on the provider cannot be removed from here (%v): the provider's Tenant controls what it granted", remoteErr)
+	}
+	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: cluster.SliceIdentityName(rs.Name)}}
+	if err := common.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}); err != nil {
+		return err
+	}
+	return r.removeFinalizer(ctx, rs)
+}
+
+func (r *Reconciler) removeFinalizer(ctx context.Context, rs *authv1beta1.ResourceSlice) error {
+	if !controllerutil.ContainsFinalizer(rs, cluster.ConsumerSliceFinalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(rs.DeepCopy())
+	controllerutil.RemoveFinalizer(rs, cluster.ConsumerSliceFinalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, rs, patch))
+}

@@ -1,0 +1,126 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// sliceSites are a consumer authenticated with a provider, both running their controllers
+// for the whole test.
+func sliceSites(t *testing.T, provider ...func(*authmanager.Options)) (consumer, prov *site) {
+	t.Helper()
+	consumer, prov = cliSites(t)
+	startControllers(t, prov, authmanager.Provider, provider...)
+	startControllers(t, consumer, authmanager.Consumer)
+	mustCLI(t, pairArgs("authenticate", consumer, prov)...)
+	return consumer, prov
+}
+
+// localSlice is a slice as liqoctl create resourceslice (and Liqo's) writes it.
+func localSlice(c, p *site, name, class string, cpu string) *authv1beta1.ResourceSlice {
+	return &authv1beta1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.TenantNamespaceName(p.id), Name: name, Labels: map[string]string{
+			cluster.RemoteClusterIDLabel: p.id, cluster.ReplicationRequestedLabel: "true", "liqo.io/remoteID": p.id}},
+		Spec: authv1beta1.ResourceSliceSpec{Class: authv1beta1.ResourceSliceClass(class),
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+	}
+}
+
+func waitSliceDecided(t *testing.T, s *site, rs *authv1beta1.ResourceSlice) {
+	t.Helper()
+	eventually(t, 30*time.Second, "slice "+rs.Name+" decided", func(ctx context.Context) (bool, error) {
+		if err := s.client.Get(ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
+			return false, err
+		}
+		auth := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication)
+		res := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionResources)
+		if auth != nil && auth.Status == authv1beta1.ResourceSliceDenied || res != nil && res.Status == authv1beta1.ResourceSliceDenied {
+			return true, nil
+		}
+		return res != nil && rs.Status.AuthParams != nil && len(rs.Status.AuthParams.SignedCRT) > 0, nil
+	})
+}
+
+func sliceKubeconfig(t *testing.T, c, p *site, name string) []byte {
+	t.Helper()
+	var id authv1beta1.Identity
+	eventually(t, 30*time.Second, "the slice Identity is ready", func(ctx context.Context) (bool, error) {
+		err := c.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: cluster.SliceIdentityName(name)}, &id)
+		return err == nil && meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady), client.IgnoreNotFound(err)
+	})
+	var s corev1.Secret
+	require.NoError(t, c.client.Get(context.Background(), client.ObjectKey{Namespace: id.Namespace, Name: cluster.KubeconfigSecretName(id.Name)}, &s))
+	return s.Data[cluster.KubeconfigField]
+}
+
+// canI asks, as the holder of kubeconfig, whether it may do verb on resource in ns.
+func canI(t *testing.T, kubeconfig []byte, verb, group, res, ns, name string) bool {
+	t.Helper()
+	user := newClient(t, restConfigFromKubeconfig(t, kubeconfig))
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+		Verb: verb, Group: group, Resource: res, Namespace: ns, Name: name}}}
+	require.NoError(t, user.Create(context.Background(), review))
+	return review.Status.Allowed
+}
+
+// TestResourceSliceFlow: a consumer's slice is written to the provider, accepted, and
+// turned into a narrower identity that may read its own slice and nothing else.
+func TestResourceSliceFlow(t *testing.T) {
+	c, p := sliceSites(t)
+	ctx := context.Background()
+	rs := localSlice(c, p, "slice-a", "", "2")
+	require.NoError(t, c.client.Create(ctx, rs))
+	waitSliceDecided(t, c, rs)
+	auth := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication)
+	require.NotNil(t, auth)
+	assert.Equal(t, authv1beta1.ResourceSliceAccepted, auth.Status, auth.Message)
+	assert.Equal(t, authv1beta1.ReasonSliceAuthenticationAccepted, auth.Reason)
+	assert.Equal(t, "2", ptrQuantity(rs.Status.Resources, corev1.ResourceCPU))
+	assert.Equal(t, authv1beta1.ResourceSliceClass("default"), rs.Status.Class)
+
+	kc := sliceKubeconfig(t, c, p, "slice-a")
+	info, err := authn.ReadKubeconfig(kc)
+	require.NoError(t, err)
+	cert, err := authn.ParseCertificate(info.CertPEM)
+	require.NoError(t, err)
+	assert.Equal(t, authn.SliceUserName("slice-a", c.id), cert.Subject.CommonName)
+	assert.Equal(t, []string{c.id}, cert.Subject.Organization)
+
+	pTN := cluster.TenantNamespaceName(c.id)
+	assert.True(t, canI(t, kc, "get", "authentication.liqo.io", "resourceslices", pTN, "slice-a"), "reads its own slice")
+	for _, deny := range [][4]string{
+		{"get", "authentication.liqo.io", "resourceslices", "other"},
+		{"create", "authentication.liqo.io", "resourceslices", ""},
+		{"get", "", "secrets", ""},
+		{"create", "", "secrets", ""},
+		{"create", "", "pods", ""},
+		{"get", "authentication.liqo.io", "tenants", c.id},
+		{"list", "", "nodes", ""},
+	} {
+		assert.False(t, canI(t, kc, deny[0], deny[1], deny[2], pTN, deny[3]), "may not %v", deny)
+	}
+	assert.False(t, canI(t, kc, "list", "", "namespaces", "", ""), "nothing cluster-wide")
+}
+
+func ptrQuantity(l corev1.ResourceList, n corev1.ResourceName) string {
+	q, ok := l[n]
+	if !ok {
+		return ""
+	}
+	return q.String()
+}
