@@ -72,4 +72,3 @@ func ProviderConfig(ctx context.Context, c client.Reader, liqoNS string, key cry
 	}
 	return cfg, nil
 }
-

@@ -372,4 +372,3 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 	controllerutil.RemoveFinalizer(rs, cluster.ProviderSliceFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, rs, patch))
 }
-
