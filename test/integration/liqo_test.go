@@ -355,19 +355,24 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(second), second))
 	assert.True(t, meta.IsStatusConditionTrue(second.Status.Conditions, authv1beta1.ConditionReady), "still accepted after the re-run")
 
-	// A new key with the consumed nonce is refused.
+	// The same Tenant with another key, signed over the consumed nonce, is refused: the
+	// nonce was consumed by the accepted key.
 	other, err := authn.GenerateKey(authn.Ed25519)
 	require.NoError(t, err)
 	sig, err := authn.SignNonce(other, nonce1)
 	require.NoError(t, err)
-	replay, err := handshake.ForgeTenant(consumerID, other, sig, tnName, "")
+	switched, err := handshake.ForgeTenant(consumerID, other, sig, tnName, "")
 	require.NoError(t, err)
+	second.Spec = switched.Spec
+	require.NoError(t, p.client.Update(ctx, second))
+	msg := waitTenantCondition(t, p, client.ObjectKeyFromObject(second), authv1beta1.ConditionAuthenticated, metav1.ConditionFalse, string(authv1beta1.ReasonHandshakeChanged))
+	assert.Contains(t, msg, "was already used")
+
+	// Deleting the Tenant takes the nonce it consumed with it.
 	require.NoError(t, p.client.Delete(ctx, second))
-	eventually(t, 10*time.Second, "the Tenant is gone", func(ctx context.Context) (bool, error) {
-		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(second), second)), nil
+	eventually(t, 10*time.Second, "the consumed nonce is gone with its Tenant", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: cluster.NonceSecretName}, &corev1.Secret{})), nil
 	})
-	require.NoError(t, p.client.Create(ctx, replay))
-	expectRefused(t, p, replay, string(authv1beta1.ReasonNonceConsumed))
 }
 
 // userClient is a client that authenticates with a client certificate and its key.

@@ -382,8 +382,9 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 }
 
 // finalize removes everything the Tenant caused, and only that, then lets it go: the
-// bindings it controls and the CertificateSigningRequests this manager made for it. The
-// nonce is not the Tenant's: unauthenticate removes it.
+// bindings it controls, the CertificateSigningRequests this manager made for it, and the
+// nonce this very Tenant consumed (by the tenant record); any other nonce is left to
+// unauthenticate.
 func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error {
 	if !controllerutil.ContainsFinalizer(t, cluster.TenantFinalizer) {
 		return nil
@@ -396,7 +397,30 @@ func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error 
 		return err
 	}
 	r.issuer().Forget(t.UID)
+	if err := r.deleteConsumedNonce(ctx, t); err != nil {
+		return err
+	}
 	patch := client.MergeFrom(t.DeepCopy())
 	controllerutil.RemoveFinalizer(t, cluster.TenantFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, t, patch))
+}
+
+// deleteConsumedNonce deletes the nonce Secret of t's namespace when the tenant record
+// says t consumed it.
+func (r *Reconciler) deleteConsumedNonce(ctx context.Context, t *authv1beta1.Tenant) error {
+	rec, err := cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
+	if err != nil || rec == nil || rec.ConsumedNonce == nil || rec.ConsumedNonce.TenantUID != string(t.UID) {
+		return err
+	}
+	var s corev1.Secret
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: cluster.NonceSecretName}, &s); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if cluster.NonceDigest(string(s.Data[cluster.NonceField])) != rec.ConsumedNonce.Digest {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, &s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting the nonce the Tenant consumed: %w", err)
+	}
+	return nil
 }
