@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
@@ -49,6 +50,32 @@ func RemoteClusterIDCompletion(g *Global) cobra.CompletionFunc {
 		}
 		sort.Strings(ids)
 		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// SliceNameCompletion completes the names of the ResourceSlices this cluster asked for
+// (of the provider given with --remote-cluster-id, when set).
+func SliceNameCompletion(g *Global) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+		defer cancel()
+		sel := client.MatchingLabels{cluster.ReplicationRequestedLabel: "true"}
+		if f := cmd.Flags().Lookup("remote-cluster-id"); f != nil && f.Value.String() != "" {
+			sel[cluster.RemoteClusterIDLabel] = f.Value.String()
+		}
+		var list authv1beta1.ResourceSliceList
+		if err := listWith(ctx, &g.Local, &list, sel); err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		names := make([]string, 0, len(list.Items))
+		for _, rs := range list.Items {
+			names = append(names, rs.Name)
+		}
+		sort.Strings(names)
+		return names, cobra.ShellCompDirectiveNoFileComp
 	}
 }
 

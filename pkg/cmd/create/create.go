@@ -6,11 +6,12 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/create/nonce"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/create/resourceslice"
 )
 
 // NewCmd returns the create command group.
 func NewCmd(g *cli.Global) *cobra.Command {
 	cmd := &cobra.Command{Use: "create", Short: "Create handshake objects on the local cluster", Args: cobra.NoArgs}
-	cmd.AddCommand(nonce.NewCmd(g))
+	cmd.AddCommand(nonce.NewCmd(g), resourceslice.NewCmd(g))
 	return cmd
 }

@@ -6,11 +6,12 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/delete/peeringuser"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/delete/resourceslice"
 )
 
 // NewCmd returns the delete command group.
 func NewCmd(g *cli.Global) *cobra.Command {
-	cmd := &cobra.Command{Use: "delete", Short: "Delete what liqoctl created: a peering user", Args: cobra.NoArgs}
-	cmd.AddCommand(peeringuser.NewCmd(g))
+	cmd := &cobra.Command{Use: "delete", Short: "Delete what liqoctl created: a peering user, a resource slice", Args: cobra.NoArgs}
+	cmd.AddCommand(peeringuser.NewCmd(g), resourceslice.NewCmd(g))
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/get"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/install"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/tenantstate"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/unauthenticate"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/uninstall"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/version"
@@ -59,5 +60,6 @@ Tenant with a CSR, certificate signed by the provider's Kubernetes CA, Identity,
 		info.NewCmd(g),
 		version.NewCmd(g),
 	)
+	cmd.AddCommand(tenantstate.NewCmds(g)...)
 	return cmd
 }

@@ -4,8 +4,11 @@ package unauthenticate
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
@@ -14,11 +17,12 @@ import (
 
 // Options of liqoctl unauthenticate.
 type Options struct {
-	Global           *cli.Global
-	Remote           cli.ClusterFlags
-	Timeout          cli.Timeout
-	DeleteNamespaces bool
-	Controllers      cli.ControllersFlags
+	Global               *cli.Global
+	Remote               cli.ClusterFlags
+	Timeout              cli.Timeout
+	DeleteNamespaces     bool
+	DeleteResourceSlices bool
+	Controllers          cli.ControllersFlags
 
 	pair *handshake.Pair
 }
@@ -48,6 +52,7 @@ when every one is denied. Missing objects are fine: the command can be re-run.`,
 	o.Remote.AddFlags(cmd.Flags(), "remote-", "remote (provider)")
 	o.Timeout.AddFlags(cmd)
 	o.Controllers.AddFlags(cmd)
+	cmd.Flags().BoolVar(&o.DeleteResourceSlices, "delete-resourceslices", false, "first delete the ResourceSlices this cluster holds from the provider (each with its proof of revocation); without it, unauthenticate refuses while there are any")
 	cmd.Flags().BoolVar(&o.DeleteNamespaces, "delete-namespaces", false, "also delete the tenant namespaces on both clusters")
 	cli.RegisterClusterCompletions(cmd, &o.Remote, "remote-")
 	return cmd
@@ -79,11 +84,33 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c, pr := o.pair.Consumer, o.pair.Provider
+	slices, err := handshake.SlicesFor(ctx, c, pr.ClusterID)
+	if err != nil && !meta.IsNoMatchError(err) {
+		return c.Explain(err, "listing the ResourceSlices asked of the provider")
+	}
+	names := make([]string, 0, len(slices))
+	for _, rs := range slices {
+		names = append(names, rs.Name)
+	}
+	if len(names) > 0 && !o.DeleteResourceSlices {
+		return fmt.Errorf("(local) this cluster holds ResourceSlices from provider %q: %s; their identities would keep working until their certificates expire: delete them first (liqoctl delete resourceslice NAME --remote-cluster-id %s), or pass --delete-resourceslices",
+			pr.ClusterID, strings.Join(names, ", "), pr.ClusterID)
+	}
 	var ctrls cli.Controllers
 	defer ctrls.Stop()
-	if st.Tenant != nil {
-		// The Tenant's finalizer is handled by the provider's controllers.
-		if err := ctrls.Ensure(ctx, o.Global, o.pair.Provider, authmanager.Provider); err != nil {
+	if st.Tenant != nil || len(names) > 0 {
+		// The Tenant's finalizer and the slices' copies are handled by the provider's
+		// controllers.
+		if err := ctrls.Ensure(ctx, o.Global, pr, authmanager.Provider); err != nil {
+			return err
+		}
+	}
+	if len(names) > 0 {
+		if err := ctrls.Ensure(ctx, o.Global, c, authmanager.Consumer); err != nil {
+			return err
+		}
+		if err := handshake.DeleteSlices(ctx, c, slices[0].Namespace, pr.ClusterID, names...); err != nil {
 			return err
 		}
 	}

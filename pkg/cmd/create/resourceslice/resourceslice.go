@@ -1,0 +1,141 @@
+// Package resourceslice is liqoctl create resourceslice: the consumer asks a provider for
+// a slice of resources and the narrower identity to use them with.
+package resourceslice
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// Options of liqoctl create resourceslice.
+type Options struct {
+	Global          *cli.Global
+	Name            string
+	RemoteClusterID string
+	CPU, Memory     string
+	Pods            string
+	Class           string
+	Output          cli.OutputFlags
+	Timeout         cli.Timeout
+
+	resources corev1.ResourceList
+}
+
+// NewCmd returns the create resourceslice command.
+func NewCmd(g *cli.Global) *cobra.Command {
+	o := &Options{Global: g}
+	cmd := &cobra.Command{
+		Use:     "resourceslice NAME",
+		Aliases: []string{"rslice"},
+		Short:   "Ask a provider for a slice of resources and its own identity (consumer)",
+		Long: `On the consumer: create a ResourceSlice for the provider, and wait until the provider
+accepts or denies it. The consumer's controllers complete it (cluster IDs, a CSR of the
+cluster key for user <NAME>-<hash>, group <consumer ID>), write it into the provider with
+the control-plane identity, and turn an accepted answer into the Identity
+resourceslice-<NAME> and its kubeconfig Secret. A denial says why.
+
+With -o yaml the slice is printed instead of created: apply it on this cluster by hand.`,
+		Example: `  liqoctl create resourceslice slice-a --remote-cluster-id cl-provider --cpu 4 --memory 8Gi --pods 110
+  liqoctl create resourceslice slice-b --remote-cluster-id cl-provider --class gpu -o yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cli.AddRemoteClusterIDFlag(cmd, g, &o.RemoteClusterID, "provider")
+	f := cmd.Flags()
+	f.StringVar(&o.CPU, "cpu", "", "CPU requested (a quantity: 4, 500m)")
+	f.StringVar(&o.Memory, "memory", "", "memory requested (a quantity: 8Gi)")
+	f.StringVar(&o.Pods, "pods", "", "number of pods requested")
+	f.StringVar(&o.Class, "class", "", "class of the slice (default: the provider's default class)")
+	o.Output.AddFlags(cmd, "")
+	o.Timeout.AddFlags(cmd)
+	return cmd
+}
+
+// Validate checks the name and the quantities.
+func (o *Options) Validate() error {
+	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+		return fmt.Errorf("the slice name %q is not valid: %s", o.Name, errs[0])
+	}
+	if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
+		return err
+	}
+	if o.Class != "" {
+		if errs := validation.IsDNS1123Label(o.Class); len(errs) > 0 {
+			return fmt.Errorf("--class %q is not valid: %s", o.Class, errs[0])
+		}
+	}
+	o.resources = corev1.ResourceList{}
+	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: o.CPU, corev1.ResourceMemory: o.Memory, corev1.ResourcePods: o.Pods} {
+		if v == "" {
+			continue
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() <= 0 {
+			return fmt.Errorf("--%s %q is not a positive quantity (examples: 4, 500m, 8Gi)", name, v)
+		}
+		o.resources[name] = q
+	}
+	return o.Output.Validate()
+}
+
+// Run creates the slice and waits for the provider's answer, or prints it.
+func (o *Options) Run(ctx context.Context) error {
+	ns := cluster.TenantNamespaceName(o.RemoteClusterID)
+	if o.Output.Format() != "" {
+		return o.Output.PrintObjects(o.Global.Streams.Out, handshake.ForgeSlice(ns, o.Name, o.RemoteClusterID, o.Class, o.resources))
+	}
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	s, err := o.Global.LocalSide(ctx, "local")
+	if err != nil {
+		return err
+	}
+	if ns, err = s.TenantNamespace(ctx, o.RemoteClusterID); err != nil {
+		return fmt.Errorf("(local) no tenant namespace for provider %q: run liqoctl authenticate with it first (%w)", o.RemoteClusterID, err)
+	}
+	var ctrls cli.Controllers
+	defer ctrls.Stop()
+	if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Consumer); err != nil {
+		return err
+	}
+	rs := handshake.ForgeSlice(ns, o.Name, o.RemoteClusterID, o.Class, o.resources)
+	switch err := s.Client.Create(ctx, rs); {
+	case apierrors.IsAlreadyExists(err):
+		s.Report.Info("ResourceSlice %s/%s exists: waiting for the provider's answer", ns, o.Name)
+	case err != nil:
+		return s.Explain(err, "creating the ResourceSlice")
+	default:
+		s.Report.Info("ResourceSlice %s/%s created, asking for %s", ns, o.Name, handshake.FormatResources(o.resources))
+	}
+	got, err := handshake.WaitSlice(ctx, s, client.ObjectKeyFromObject(rs))
+	if err != nil {
+		return err
+	}
+	_, words := handshake.SliceDecision(got)
+	o.Global.Printer().Scoped("remote").Info("ResourceSlice accepted: %s", words)
+	o.Global.Printer().Scoped("remote").Info("Certificate %s issued for the slice's identity, valid until %s", got.Status.Certificate.SerialNumber, handshake.CertificateExpiry(got))
+	id, err := handshake.WaitIdentity(ctx, s, handshake.SliceIdentity(ns, o.Name), got.Status.Certificate.SerialNumber)
+	if err != nil {
+		return err
+	}
+	s.Report.Info("Identity %s ready: kubeconfig in Secret %s/%s", id.Name, ns, id.Status.KubeconfigSecretRef.Name)
+	return nil
+}

@@ -1,0 +1,174 @@
+// Package tenantstate is liqoctl cordon, uncordon and drain tenant: the provider's
+// administrator decides what a consumer may still get.
+package tenantstate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// FieldOwner is the field manager of the administrator's tenantCondition: another than
+// the one the consumer's side applies the Tenant with, so that a consumer re-running
+// authenticate never takes the administrator's decision back.
+const FieldOwner = "liqoctl-tenant-state"
+
+// Options of liqoctl cordon|uncordon|drain tenant.
+type Options struct {
+	Global    *cli.Global
+	ClusterID string
+	State     authv1beta1.TenantCondition
+	Timeout   cli.Timeout
+}
+
+// NewCmds returns the cordon, uncordon and drain command groups, each with its tenant
+// subcommand.
+func NewCmds(g *cli.Global) []*cobra.Command {
+	groups := []struct {
+		verb, short, long string
+		state             authv1beta1.TenantCondition
+	}{
+		{"cordon", "Stop giving a consumer anything new (provider)", `On the provider: set the consumer's Tenant Cordoned. Its certificates and ResourceSlices
+are kept and renewed, but it gets no new ResourceSlice and, while it has none, no new
+certificate.`, authv1beta1.TenantConditionCordoned},
+		{"uncordon", "Let a cordoned or drained consumer get access again (provider)", `On the provider: set the consumer's Tenant Active again; its access is granted again.`, authv1beta1.TenantConditionActive},
+		{"drain", "Take everything a consumer was given away, and prove it (provider)", `On the provider: set the consumer's Tenant Drained. Its ResourceSlices are deleted, with
+their identities' access, and its control-plane access is removed; then SubjectAccessReviews
+prove that none of those identities may do anything it was granted. The Tenant stays:
+uncordon gives access back without a new handshake.`, authv1beta1.TenantConditionDrained},
+	}
+	var out []*cobra.Command
+	for _, gr := range groups {
+		o := &Options{Global: g, State: gr.state}
+		sub := &cobra.Command{
+			Use:               "tenant CLUSTER_ID",
+			Short:             gr.short,
+			Long:              gr.long,
+			Example:           fmt.Sprintf("  liqoctl %s tenant cl-consumer", gr.verb),
+			Args:              cobra.ExactArgs(1),
+			ValidArgsFunction: cli.RemoteClusterIDCompletion(g),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				o.ClusterID = args[0]
+				if err := cli.ValidateClusterIDFlag("CLUSTER_ID", o.ClusterID); err != nil {
+					return err
+				}
+				return o.Run(cmd.Context())
+			},
+		}
+		o.Timeout.AddFlags(sub)
+		group := &cobra.Command{Use: gr.verb, Short: gr.short, Args: cobra.NoArgs}
+		group.AddCommand(sub)
+		out = append(out, group)
+	}
+	return out
+}
+
+// Run sets the Tenant's condition and, for drain, waits for and proves the revocation.
+func (o *Options) Run(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	s, err := o.Global.LocalSide(ctx, "")
+	if err != nil {
+		return err
+	}
+	tn, err := s.TenantNamespace(ctx, o.ClusterID)
+	if err != nil {
+		return fmt.Errorf("no tenant namespace for consumer %q (%w)", o.ClusterID, err)
+	}
+	t := &authv1beta1.Tenant{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: o.ClusterID}, t); err != nil {
+		return s.Explain(err, "reading the Tenant of "+o.ClusterID)
+	}
+	slices, err := providerSlices(ctx, s, tn)
+	if err != nil {
+		return err
+	}
+	var ctrls cli.Controllers
+	defer ctrls.Stop()
+	if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Provider); err != nil {
+		return err
+	}
+	if t.Spec.TenantCondition != o.State {
+		patch := client.MergeFrom(t.DeepCopy())
+		t.Spec.TenantCondition = o.State
+		if err := s.Client.Patch(ctx, t, patch, client.FieldOwner(FieldOwner)); err != nil {
+			return s.Explain(err, "setting the Tenant "+string(o.State))
+		}
+	}
+	s.Report.Info("Tenant %s/%s is %s", tn, o.ClusterID, o.State)
+	switch o.State {
+	case authv1beta1.TenantConditionCordoned:
+		s.Report.Info("%d ResourceSlices kept; no new slice and no new certificate for a consumer without one", len(slices))
+	case authv1beta1.TenantConditionActive:
+		s.Report.Info("Access granted again; the consumer may ask for ResourceSlices")
+	case authv1beta1.TenantConditionDrained:
+		return o.drained(ctx, s, t, slices)
+	}
+	return nil
+}
+
+// providerSlices lists the slices consumers copied into tenant namespace tn.
+func providerSlices(ctx context.Context, s *handshake.Side, tn string) ([]authv1beta1.ResourceSlice, error) {
+	var list authv1beta1.ResourceSliceList
+	if err := s.Client.List(ctx, &list, client.InNamespace(tn), client.MatchingLabels{cluster.ReplicationStatusLabel: "true"}); err != nil {
+		return nil, s.Explain(err, "listing the ResourceSlices")
+	}
+	return list.Items, nil
+}
+
+// drained waits until the tenant's slices are gone and its access removed, then proves
+// with SubjectAccessReviews that neither its control-plane identity nor any slice
+// identity may do what it was granted.
+func (o *Options) drained(ctx context.Context, s *handshake.Side, t *authv1beta1.Tenant, slices []authv1beta1.ResourceSlice) error {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		left, err := providerSlices(ctx, s, t.Namespace)
+		if err != nil {
+			return false, err
+		}
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionAccessGranted)
+		return len(left) == 0 && c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == t.Generation, nil
+	})
+	if err != nil {
+		return s.Explain(err, "waiting for the tenant's ResourceSlices and access to be removed")
+	}
+	s.Report.Info("%d ResourceSlices deleted", len(slices))
+	var left []string
+	id := string(t.Spec.ClusterID)
+	got, err := cluster.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, cluster.RevocationRules(id))
+	if err != nil {
+		return s.Explain(err, "verifying the revocation")
+	}
+	left = append(left, got...)
+	for _, rs := range slices {
+		user := authn.SliceUserName(rs.Name, id)
+		got, err := cluster.AllowedActions(ctx, s.Client, user, []string{id, "system:authenticated"}, t.Namespace, cluster.SliceRules(rs.Name))
+		if err != nil {
+			return s.Explain(err, "verifying the revocation")
+		}
+		for _, a := range got {
+			left = append(left, fmt.Sprintf("%s (slice %s) may %s", user, rs.Name, a))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("%w: %s", handshake.ErrAccessNotRevoked, strings.Join(left, "; "))
+	}
+	s.Report.Info("Access of the control plane and of %d slice identities revoked: verified", len(slices))
+	return nil
+}

@@ -1,0 +1,169 @@
+package handshake
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// ReplicationDestinationLabel names, on a slice the consumer asks for, the provider it is
+// for (Liqo's replicator's label).
+const ReplicationDestinationLabel = "liqo.io/remoteID"
+
+// ForgeSlice builds the ResourceSlice a consumer asks provider providerID for, in its
+// tenant namespace ns, as Liqo's liqoctl create resourceslice writes it: the labels of
+// the protocol, the class and the resources. The consumer's controllers fill the cluster
+// IDs and the CSR.
+func ForgeSlice(ns, name, providerID, class string, resources corev1.ResourceList) *authv1beta1.ResourceSlice {
+	return &authv1beta1.ResourceSlice{
+		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: "ResourceSlice"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+			cluster.RemoteClusterIDLabel: providerID, cluster.ReplicationRequestedLabel: "true", ReplicationDestinationLabel: providerID}},
+		Spec: authv1beta1.ResourceSliceSpec{Class: authv1beta1.ResourceSliceClass(class), Resources: resources},
+	}
+}
+
+// SliceDecision says, in words, what the provider decided on a slice: its class and
+// resources when accepted, the reason when denied.
+func SliceDecision(rs *authv1beta1.ResourceSlice) (accepted bool, words string) {
+	for _, typ := range []string{authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ResourceSliceConditionResources} {
+		if c := authv1beta1.SliceCondition(rs.Status.Conditions, typ); c != nil && c.Status == authv1beta1.ResourceSliceDenied {
+			return false, fmt.Sprintf("%s (%s): %s", c.Reason, typ, c.Message)
+		}
+	}
+	return true, fmt.Sprintf("class %s, %s", rs.Status.Class, FormatResources(rs.Status.Resources))
+}
+
+// FormatResources renders a resource list as name=quantity pairs, sorted.
+func FormatResources(l corev1.ResourceList) string {
+	if len(l) == 0 {
+		return "no resources"
+	}
+	parts := make([]string, 0, len(l))
+	for n, q := range l {
+		parts = append(parts, string(n)+"="+q.String())
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// WaitSlice waits until the provider decided the consumer's slice and, when it accepted
+// it, published the slice identity's certificate. A denial ends the wait with the
+// provider's reason.
+func WaitSlice(ctx context.Context, c *Side, key client.ObjectKey) (*authv1beta1.ResourceSlice, error) {
+	return waitObject(ctx, c, key, &authv1beta1.ResourceSliceList{}, "the provider to decide the ResourceSlice", "waiting for the ResourceSlice",
+		func(rs *authv1beta1.ResourceSlice) (bool, string, error) {
+			auth := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication)
+			if auth == nil {
+				return false, "the provider has not decided yet: does liqo-auth-manager run there, and does this cluster hold its control-plane Identity?", nil
+			}
+			if ok, words := SliceDecision(rs); !ok {
+				return false, "", fmt.Errorf("(remote) the provider denied ResourceSlice %s: %s", rs.Name, words)
+			}
+			if authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionResources) == nil || rs.Status.AuthParams == nil || len(rs.Status.AuthParams.SignedCRT) == 0 {
+				return false, "accepted; waiting for the provider to issue the slice's certificate", nil
+			}
+			return true, "", nil
+		})
+}
+
+// SliceIdentity is the Identity key of slice name in the consumer's tenant namespace ns.
+func SliceIdentity(ns, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: ns, Name: cluster.SliceIdentityName(name)}
+}
+
+// SliceCredential reads the client configuration of a slice's identity from its
+// kubeconfig (nil when there is none or it is not one liqo-auth wrote).
+func SliceCredential(ctx context.Context, c *Side, ns, name string) *rest.Config {
+	var s corev1.Secret
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.KubeconfigSecretName(cluster.SliceIdentityName(name))}, &s); err != nil {
+		return nil
+	}
+	info, err := authn.ReadKubeconfig(s.Data[cluster.KubeconfigField])
+	if err != nil {
+		return nil
+	}
+	return &rest.Config{Host: info.Server, TLSClientConfig: rest.TLSClientConfig{CAData: info.CA, CertData: info.CertPEM, KeyData: info.KeyPEM}}
+}
+
+// DeleteSlice deletes the consumer's slice name in ns and waits until the consumer's
+// controllers removed its copy on the provider and let it go; then, with the slice
+// identity's own certificate (cred, read before), it proves that identity lost its
+// access on the provider's tenant namespace remoteNS.
+func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Config, remoteNS string) error {
+	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := c.Client.Delete(ctx, rs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%sthere is no ResourceSlice %s/%s", c.prefix(), ns, name)
+		}
+		return c.Explain(err, "deleting the ResourceSlice")
+	}
+	err := waitFor(ctx, c.Client, client.ObjectKeyFromObject(rs), &authv1beta1.ResourceSliceList{}, "the ResourceSlice to be deleted on both sides",
+		func(rs *authv1beta1.ResourceSlice) (bool, string, error) {
+			return rs == nil, "the consumer's controllers remove its copy on the provider first: does liqo-auth-manager (or liqoctl's in-process controllers) run here?", nil
+		})
+	if err != nil {
+		return c.Explain(err, "deleting the ResourceSlice")
+	}
+	c.Report.Info("ResourceSlice %s deleted, with its copy on the provider and its Identity", name)
+	if cred == nil {
+		c.Report.Warn("The slice had no identity: nothing to revoke")
+		return nil
+	}
+	left, err := selfAllowed(ctx, cred, remoteNS, cluster.SliceRules(name))
+	if err != nil {
+		return fmt.Errorf("(remote) verifying the revocation: %w", err)
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("(remote) %w: the identity of ResourceSlice %s may still: %s", ErrAccessNotRevoked, name, strings.Join(left, "; "))
+	}
+	c.Report.Info("Access of the slice's identity revoked: verified with its own certificate")
+	return nil
+}
+
+// SlicesFor lists the consumer's slices asked of provider providerID.
+func SlicesFor(ctx context.Context, c *Side, providerID string) ([]authv1beta1.ResourceSlice, error) {
+	var list authv1beta1.ResourceSliceList
+	if err := c.Client.List(ctx, &list, client.MatchingLabels{cluster.RemoteClusterIDLabel: providerID, cluster.ReplicationRequestedLabel: "true"}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// CertificateExpiry words when a slice's certificate expires ("" when it has none).
+func CertificateExpiry(rs *authv1beta1.ResourceSlice) string {
+	if rs.Status.Certificate == nil || rs.Status.Certificate.NotAfter == nil {
+		return ""
+	}
+	return rs.Status.Certificate.NotAfter.UTC().Format(time.RFC3339)
+}
+
+// DeleteSlices deletes the consumer's slices names in its tenant namespace ns of provider
+// providerID, each with the proof that its identity lost its access.
+func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...string) error {
+	remoteNS := ""
+	var id authv1beta1.Identity
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.IdentityName(providerID)}, &id); err == nil {
+		remoteNS = ptr.Deref(id.Spec.Namespace, "")
+	}
+	for _, name := range names {
+		cred := SliceCredential(ctx, s, ns, name)
+		if err := DeleteSlice(ctx, s, ns, name, cred, remoteNS); err != nil {
+			return err
+		}
+	}
+	return nil
+}
