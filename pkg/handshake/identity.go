@@ -48,23 +48,27 @@ func ApplyIdentity(ctx context.Context, c *Side, id *authv1beta1.Identity) error
 // certificate with serial (any certificate when serial is empty).
 func WaitIdentity(ctx context.Context, c *Side, key client.ObjectKey, serial string) (*authv1beta1.Identity, error) {
 	return waitObject(ctx, c, key, &authv1beta1.IdentityList{}, "the consumer to write the kubeconfig of the Identity", "waiting for the Identity status",
-		func(id *authv1beta1.Identity) (bool, string, error) {
-			if id.Status.ObservedGeneration < id.Generation {
-				return false, "the consumer has not looked at the Identity yet: is liqo-auth-manager running there?", nil
-			}
-			ready := meta.FindStatusCondition(id.Status.Conditions, authv1beta1.ConditionReady)
-			switch {
-			case ready == nil:
-				return false, "no status yet", nil
-			case ready.Status != metav1.ConditionTrue:
-				return false, "", fmt.Errorf("the consumer refused the Identity (%s): %s", ready.Reason, ready.Message)
-			case id.Status.KubeconfigSecretRef == nil || id.Status.Certificate == nil:
-				return false, "no kubeconfig yet", nil
-			case serial != "" && id.Status.Certificate.SerialNumber != serial:
-				return false, "the kubeconfig holds an older certificate", nil
-			}
-			return true, "", nil
-		})
+		func(id *authv1beta1.Identity) (bool, string, error) { return identityWritten(id, serial) })
+}
+
+// identityWritten decides whether the consumer wrote the kubeconfig of id for the
+// certificate with serial (any when empty), is still at it, or refused it.
+func identityWritten(id *authv1beta1.Identity, serial string) (bool, string, error) {
+	if id.Status.ObservedGeneration < id.Generation {
+		return false, "the consumer has not looked at the Identity yet: is liqo-auth-manager running there?", nil
+	}
+	ready := meta.FindStatusCondition(id.Status.Conditions, authv1beta1.ConditionReady)
+	switch {
+	case ready == nil:
+		return false, "no status yet", nil
+	case ready.Status != metav1.ConditionTrue:
+		return false, "", fmt.Errorf("the consumer refused the Identity (%s): %s", ready.Reason, ready.Message)
+	case id.Status.KubeconfigSecretRef == nil || id.Status.Certificate == nil:
+		return false, "no kubeconfig yet", nil
+	case serial != "" && id.Status.Certificate.SerialNumber != serial:
+		return false, "the kubeconfig holds an older certificate", nil
+	}
+	return true, "", nil
 }
 
 // WaitLiqoIdentity waits until Liqo's controllers on the consumer wrote the kubeconfig of

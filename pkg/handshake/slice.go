@@ -167,3 +167,21 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 	}
 	return nil
 }
+
+// WaitSliceIdentity waits until the consumer's controllers created the Identity of slice
+// name (in tenant namespace ns) and wrote its kubeconfig for the certificate with serial.
+func WaitSliceIdentity(ctx context.Context, c *Side, ns, name, serial string) (*authv1beta1.Identity, error) {
+	var out *authv1beta1.Identity
+	err := waitFor(ctx, c.Client, SliceIdentity(ns, name), &authv1beta1.IdentityList{}, "the consumer to write the kubeconfig of the slice's Identity",
+		func(id *authv1beta1.Identity) (bool, string, error) {
+			if id == nil {
+				return false, "the Identity is not created yet", nil
+			}
+			out = id
+			return identityWritten(id, serial)
+		})
+	if err != nil {
+		return nil, c.Explain(err, "waiting for the Identity status")
+	}
+	return out, nil
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,3 +125,93 @@ func ptrQuantity(l corev1.ResourceList, n corev1.ResourceName) string {
 	}
 	return q.String()
 }
+
+func sliceArgs(cmd, name string, c, p *site, extra ...string) []string {
+	return append([]string{cmd, "resourceslice", name, "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id}, extra...)
+}
+
+// TestCLIResourceSlices drives ResourceSlices as the administrators do, with managers on
+// both clusters: several slices, a denied class, cordon, uncordon, deletion with its proof,
+// drain with its proof, and unauthenticate refusing while slices exist.
+func TestCLIResourceSlices(t *testing.T) {
+	c, p := cliSites(t)
+	ctx := context.Background()
+	startManager(t, p, "--resource-slice-classes=gpu")
+	startManager(t, c)
+	mustCLI(t, pairArgs("authenticate", c, p)...)
+	pTN := cluster.TenantNamespaceName(c.id)
+
+	_, errOut := mustCLI(t, sliceArgs("create", "slice-a", c, p, "--cpu", "2", "--memory", "4Gi")...)
+	assertInOrder(t, errOut, []string{
+		"INFO (local) ResourceSlice liqo-tenant-cl-provider/slice-a created, asking for cpu=2,memory=4Gi",
+		"INFO (remote) ResourceSlice accepted: class default, cpu=2,memory=4Gi",
+		"INFO (local) Identity resourceslice-slice-a ready: kubeconfig in Secret liqo-tenant-cl-provider/kubeconfig-resourceslice-slice-a"})
+	_, errOut = mustCLI(t, sliceArgs("create", "slice-b", c, p, "--class", "gpu", "--pods", "10")...)
+	assert.Contains(t, errOut, "ResourceSlice accepted: class gpu, pods=10")
+	kcA, kcB := sliceKubeconfig(t, c, p, "slice-a"), sliceKubeconfig(t, c, p, "slice-b")
+	assert.True(t, canI(t, kcA, "get", "authentication.liqo.io", "resourceslices", pTN, "slice-a"))
+	assert.False(t, canI(t, kcA, "get", "authentication.liqo.io", "resourceslices", pTN, "slice-b"), "each slice identity reads its own slice only")
+
+	_, _, err := runCLI(t, sliceArgs("create", "slice-c", c, p, "--class", "fpga")...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `the provider denied ResourceSlice slice-c: ResourceSliceResourcesDenied (Resources): class "fpga" is not offered by this provider (offered: default, gpu)`)
+	var denied authv1beta1.Identity
+	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: cluster.SliceIdentityName("slice-c")}, &denied)), "a denied slice has no identity")
+
+	out, _ := mustCLI(t, sliceArgs("create", "slice-y", c, p, "--cpu", "1", "-o", "yaml")...)
+	assert.Contains(t, out, "liqo.io/replication: \"true\"")
+	assert.Contains(t, out, "kind: ResourceSlice")
+	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: "slice-y"}, &authv1beta1.ResourceSlice{})), "-o yaml creates nothing")
+
+	// Cordon: existing slices stay, no new one.
+	_, errOut = mustCLI(t, "cordon", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
+	assert.Contains(t, errOut, "is Cordoned")
+	_, _, err = runCLI(t, sliceArgs("create", "slice-d", c, p, "--timeout", "20s")...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is Cordoned: it gets no new ResourceSlice")
+	assert.True(t, canI(t, kcA, "get", "authentication.liqo.io", "resourceslices", pTN, "slice-a"), "a cordoned tenant keeps its slices")
+	mustCLI(t, "uncordon", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
+	rsD := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.TenantNamespaceName(p.id), Name: "slice-d"}}
+	eventually(t, 30*time.Second, "uncordoned, the waiting slice is accepted", func(ctx context.Context) (bool, error) {
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(rsD), rsD); err != nil {
+			return false, err
+		}
+		ok, _ := sliceAccepted(rsD)
+		return ok && rsD.Status.AuthParams != nil, nil
+	})
+
+	// Unauthenticate refuses while slices exist.
+	_, _, err = runCLI(t, pairArgs("unauthenticate", c, p)...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "this cluster holds ResourceSlices from provider \"cl-provider\": slice-a, slice-b, slice-c, slice-d")
+
+	// Delete one slice: its identity loses its access, proven with its own certificate.
+	_, errOut = mustCLI(t, sliceArgs("delete", "slice-b", c, p)...)
+	assert.Contains(t, errOut, "Access of the slice's identity revoked: verified with its own certificate")
+	assert.False(t, canI(t, kcB, "get", "authentication.liqo.io", "resourceslices", pTN, "slice-b"))
+
+	// Drain: every slice goes, every identity loses its access.
+	_, errOut = mustCLI(t, "drain", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
+	assert.Contains(t, errOut, "Access of the control plane and of 3 slice identities revoked: verified")
+	assert.False(t, canI(t, kcA, "get", "authentication.liqo.io", "resourceslices", pTN, "slice-a"))
+	var left authv1beta1.ResourceSliceList
+	require.NoError(t, p.client.List(ctx, &left, client.InNamespace(pTN)))
+	assert.Empty(t, left.Items)
+	mustCLI(t, "uncordon", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
+
+	_, errOut = mustCLI(t, pairArgs("unauthenticate", c, p, "--delete-resourceslices")...)
+	assert.Contains(t, errOut, "Access revoked: verified")
+	var mine authv1beta1.ResourceSliceList
+	require.NoError(t, c.client.List(ctx, &mine))
+	assert.Empty(t, mine.Items, "the consumer's slices are gone")
+}
+
+func sliceAccepted(rs *authv1beta1.ResourceSlice) (bool, string) {
+	auth := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication)
+	if auth == nil {
+		return false, "undecided"
+	}
+	return auth.Status == authv1beta1.ResourceSliceAccepted, auth.Message
+}
+
+func apierrorsIsNotFound(err error) bool { return apierrors.IsNotFound(err) }

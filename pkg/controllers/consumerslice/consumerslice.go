@@ -147,8 +147,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.ensureIdentity(ctx, rs, provider, remoteNS); err != nil {
 		return ctrl.Result{}, err
 	}
-	// Come back for the renewed certificate.
+	// Come back for the renewed certificate, or, when denied, for the provider to change
+	// its mind (a tenant uncordoned, a class added).
 	next := time.Minute
+	if ok, _ := decided(answer); !ok {
+		next = 3 * time.Second
+	}
 	if c := rs.Status.Certificate; c != nil && c.RenewAfter != nil {
 		next = min(next, max(time.Until(c.RenewAfter.Time)+time.Second, time.Second))
 	}
@@ -167,6 +171,17 @@ func pendingAnswer(cp *authv1beta1.ResourceSlice) bool {
 		return cp.Status.AuthParams == nil || len(cp.Status.AuthParams.SignedCRT) == 0
 	}
 	return false
+}
+
+// decided reports whether the provider accepted a slice on both counts.
+func decided(cp *authv1beta1.ResourceSlice) (accepted bool, denied bool) {
+	for _, typ := range []string{authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ResourceSliceConditionResources} {
+		c := authv1beta1.SliceCondition(cp.Status.Conditions, typ)
+		if c == nil || c.Status != authv1beta1.ResourceSliceAccepted {
+			return false, c != nil
+		}
+	}
+	return true, false
 }
 
 // complete fills what the consumer's controller owns in the spec: both cluster IDs and

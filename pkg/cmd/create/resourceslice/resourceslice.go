@@ -132,7 +132,7 @@ func (o *Options) Run(ctx context.Context) error {
 	_, words := handshake.SliceDecision(got)
 	o.Global.Printer().Scoped("remote").Info("ResourceSlice accepted: %s", words)
 	o.Global.Printer().Scoped("remote").Info("Certificate %s issued for the slice's identity, valid until %s", got.Status.Certificate.SerialNumber, handshake.CertificateExpiry(got))
-	id, err := handshake.WaitIdentity(ctx, s, handshake.SliceIdentity(ns, o.Name), got.Status.Certificate.SerialNumber)
+	id, err := handshake.WaitSliceIdentity(ctx, s, ns, o.Name, got.Status.Certificate.SerialNumber)
 	if err != nil {
 		return err
 	}
