@@ -2,12 +2,14 @@ package integration
 
 import (
 	"context"
+	"crypto"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +21,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // sliceSites are a consumer authenticated with a provider, both running their controllers
@@ -215,3 +218,108 @@ func sliceAccepted(rs *authv1beta1.ResourceSlice) (bool, string) {
 }
 
 func apierrorsIsNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// providerCopy is a slice as a consumer's control-plane identity writes it into its
+// tenant namespace on the provider.
+func providerCopy(ns, name, consumerID string, csr []byte) *authv1beta1.ResourceSlice {
+	return &authv1beta1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+			cluster.RemoteClusterIDLabel: consumerID, cluster.ReplicationStatusLabel: "true", cluster.ReplicationOriginLabel: consumerID}},
+		Spec: authv1beta1.ResourceSliceSpec{ConsumerClusterID: ptrClusterID(consumerID), CSR: csr,
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+	}
+}
+
+func ptrClusterID(id string) *authv1beta1.ClusterID { c := authv1beta1.ClusterID(id); return &c }
+
+func sliceCSR(t *testing.T, key crypto.Signer, cn, org string) []byte {
+	t.Helper()
+	csr, err := authn.ForgeCSRFor(key, cn, org)
+	require.NoError(t, err)
+	return csr
+}
+
+// expectSliceDenied waits for the provider to deny slice rs (condition type typ, message
+// containing words), checks the Warning Event, and that no certificate was requested.
+func expectSliceDenied(t *testing.T, p *site, rs *authv1beta1.ResourceSlice, typ, reason, words string) {
+	t.Helper()
+	eventually(t, 20*time.Second, "slice "+rs.Name+" denied", func(ctx context.Context) (bool, error) {
+		if err := p.client.Get(ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
+			return false, err
+		}
+		c := authv1beta1.SliceCondition(rs.Status.Conditions, typ)
+		return c != nil && c.Status == authv1beta1.ResourceSliceDenied, nil
+	})
+	c := authv1beta1.SliceCondition(rs.Status.Conditions, typ)
+	assert.Equal(t, reason, c.Reason)
+	assert.Contains(t, c.Message, words)
+	assert.Nil(t, rs.Status.AuthParams, "nothing issued")
+	waitEvent(t, p, rs.Namespace, rs.Name, reason)
+	var csrs certificatesv1.CertificateSigningRequestList
+	require.NoError(t, p.client.List(context.Background(), &csrs, client.MatchingLabels{cluster.TenantUIDLabel: string(rs.UID)}))
+	assert.Empty(t, csrs.Items, "no certificate requested for a denied slice")
+}
+
+// TestResourceSliceAttacks: the weakest principal that can write slices, another tenant's
+// control-plane identity (or anyone allowed to write slices in a tenant namespace), gets
+// nothing signed for a slice in the wrong namespace, for another cluster, with another key
+// or a foreign subject; TolerateNoHandshake skips the key match only where the provider's
+// administrator allowed it.
+func TestResourceSliceAttacks(t *testing.T) {
+	p := installSites(t, testenv.New(t, "slice-provider"), "cl-provider")[0]
+	runner := startControllers(t, p, authmanager.Provider)
+	ctx := context.Background()
+	a, b := newAttacker(t, "cl-alice"), newAttacker(t, "cl-bob")
+	ta, tb := honestHandshake(t, p, a), honestHandshake(t, p, b)
+	bob := userClient(t, p, tb.Status.AuthParams.SignedCRT, b.key)
+
+	// An honest slice of Alice's, for reference, is accepted.
+	honest := providerCopy(ta.Namespace, "alice-1", a.id, sliceCSR(t, a.key, authn.SliceUserName("alice-1", a.id), a.id))
+	require.NoError(t, userClient(t, p, ta.Status.AuthParams.SignedCRT, a.key).Create(ctx, honest))
+	eventually(t, 20*time.Second, "Alice's slice is accepted and issued", func(ctx context.Context) (bool, error) {
+		err := p.client.Get(ctx, client.ObjectKeyFromObject(honest), honest)
+		return err == nil && honest.Status.AuthParams != nil && len(honest.Status.AuthParams.SignedCRT) > 0, err
+	})
+
+	other, err := authn.GenerateKey(authn.Ed25519)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, words string
+		rs          *authv1beta1.ResourceSlice
+	}{
+		{"for Alice, in Bob's namespace", "tenant namespace", providerCopy(tb.Namespace, "as-alice", a.id, sliceCSR(t, b.key, authn.SliceUserName("as-alice", a.id), a.id))},
+		{"with a key Bob's Tenant never presented", "different key", providerCopy(tb.Namespace, "other-key", b.id, sliceCSR(t, other, authn.SliceUserName("other-key", b.id), b.id))},
+		{"with a foreign common name", "common name", providerCopy(tb.Namespace, "foreign-cn", b.id, sliceCSR(t, b.key, "system:admin", b.id))},
+		{"in Alice's group", "organization", providerCopy(tb.Namespace, "alice-group", b.id, sliceCSR(t, b.key, authn.SliceUserName("alice-group", b.id), a.id))},
+		{"with the control-plane subject", "common name", providerCopy(tb.Namespace, "control-plane", b.id, sliceCSR(t, b.key, b.id, "liqo.io"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, bob.Create(ctx, tc.rs), "Bob's control-plane identity may write slices in its namespace")
+			expectSliceDenied(t, p, tc.rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationDenied, tc.words)
+		})
+	}
+
+	// A slice written outside every tenant namespace, by someone who may write slices there.
+	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "look-alike", Labels: cluster.TenantNamespaceLabels(b.id)}}))
+	mallory := principal(t, p, "slice-writer", "look-alike", rule("authentication.liqo.io", "resourceslices", "create", "get"))
+	stray := providerCopy("look-alike", "stray", b.id, sliceCSR(t, b.key, authn.SliceUserName("stray", b.id), b.id))
+	require.NoError(t, mallory.Create(ctx, stray))
+	expectSliceDenied(t, p, stray, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationDenied, "not the tenant namespace")
+
+	// TolerateNoHandshake, set on Bob's Tenant by whoever may write it, does not skip the
+	// key match unless the provider's administrator started the manager to honor it.
+	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	policy := authv1beta1.TolerateNoHandshake
+	tb.Spec.AuthzPolicy = &policy
+	require.NoError(t, p.client.Update(ctx, tb))
+	loose := providerCopy(tb.Namespace, "no-handshake", b.id, sliceCSR(t, other, authn.SliceUserName("no-handshake", b.id), b.id))
+	require.NoError(t, bob.Create(ctx, loose))
+	expectSliceDenied(t, p, loose, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationDenied, "different key")
+	require.NoError(t, runner.Stop())
+	startControllers(t, p, authmanager.Provider, func(o *authmanager.Options) { o.HonorNoHandshake = true })
+	eventually(t, 20*time.Second, "honored, TolerateNoHandshake skips the key match", func(ctx context.Context) (bool, error) {
+		err := p.client.Get(ctx, client.ObjectKeyFromObject(loose), loose)
+		ok, _ := sliceAccepted(loose)
+		return ok && loose.Status.AuthParams != nil, err
+	})
+}
