@@ -21,6 +21,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -323,3 +324,80 @@ func TestResourceSliceAttacks(t *testing.T) {
 		return ok && loose.Status.AuthParams != nil, err
 	})
 }
+
+// TestResourceSliceRenewalAndRestarts: a slice's certificate is renewed by the provider
+// and picked up by the consumer like the control-plane one; controllers stopped in the
+// middle of a request pick it up where it stopped.
+func TestResourceSliceRenewalAndRestarts(t *testing.T) {
+	c, p := cliSites(t)
+	ctx := context.Background()
+	renewing := func(o *authmanager.Options) {
+		o.Tenant.CertificateLifetime, o.Tenant.RenewBefore = 10*time.Minute, 594*time.Second
+	}
+	provider := startControllers(t, p, authmanager.Provider, renewing)
+	mustCLI(t, pairArgs("authenticate", c, p)...)
+
+	// The consumer's controllers are not running when the slice is asked for.
+	rs := localSlice(c, p, "renewing", "", "1")
+	require.NoError(t, c.client.Create(ctx, rs))
+	require.NoError(t, provider.Stop())
+	consumer := startControllers(t, c, authmanager.Consumer)
+	time.Sleep(500 * time.Millisecond)
+	require.NoError(t, c.client.Get(ctx, client.ObjectKeyFromObject(rs), rs))
+	assert.Nil(t, authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication), "nobody decides while the provider is down")
+	startControllers(t, p, authmanager.Provider, renewing)
+	waitSliceDecided(t, c, rs)
+	require.NoError(t, consumer.Stop())
+	startControllers(t, c, authmanager.Consumer)
+
+	serial := func() string {
+		var id authv1beta1.Identity
+		if err := c.client.Get(ctx, handshakeSliceIdentity(p, "renewing"), &id); err != nil || id.Status.Certificate == nil {
+			return ""
+		}
+		return id.Status.Certificate.SerialNumber
+	}
+	seen := map[string]bool{}
+	eventually(t, 60*time.Second, "the slice identity holds two renewed certificates in turn", func(context.Context) (bool, error) {
+		if s := serial(); s != "" {
+			seen[s] = true
+		}
+		return len(seen) >= 3, nil
+	})
+	kc := sliceKubeconfig(t, c, p, "renewing")
+	assert.True(t, canI(t, kc, "get", "authentication.liqo.io", "resourceslices", cluster.TenantNamespaceName(c.id), "renewing"), "the renewed kubeconfig works")
+}
+
+func handshakeSliceIdentity(p *site, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: cluster.SliceIdentityName(name)}
+}
+
+// TestLiqoResourceSliceYAML: a ResourceSlice as Liqo's liqoctl create resourceslice -o yaml
+// writes it (re-typed from Liqo's documentation) applies and is served as asked.
+func TestLiqoResourceSliceYAML(t *testing.T) {
+	c, p := sliceSites(t)
+	applyYAML(t, c.client, []byte(`apiVersion: authentication.liqo.io/v1beta1
+kind: ResourceSlice
+metadata:
+  labels:
+    liqo.io/remote-cluster-id: cl-provider
+    liqo.io/remoteID: cl-provider
+    liqo.io/replication: "true"
+  name: mypool
+  namespace: liqo-tenant-cl-provider
+spec:
+  class: default
+  providerClusterID: cl-provider
+  resources:
+    cpu: "4"
+    memory: 8Gi
+`))
+	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-cl-provider", Name: "mypool"}}
+	waitSliceDecided(t, c, rs)
+	ok, words := sliceAccepted(rs)
+	assert.True(t, ok, words)
+	assert.Equal(t, "cpu=4,memory=8Gi", formatResources(rs.Status.Resources))
+	sliceKubeconfig(t, c, p, "mypool")
+}
+
+func formatResources(l corev1.ResourceList) string { return handshake.FormatResources(l) }
