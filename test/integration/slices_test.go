@@ -153,6 +153,10 @@ func TestCLIResourceSlices(t *testing.T) {
 	_, errOut = mustCLI(t, sliceArgs("create", "slice-b", c, p, "--class", "gpu", "--pods", "10")...)
 	assert.Contains(t, errOut, "ResourceSlice accepted: class gpu, pods=10")
 	kcA, kcB := sliceKubeconfig(t, c, p, "slice-a"), sliceKubeconfig(t, c, p, "slice-b")
+	out, _ := mustCLI(t, "info", "--kubeconfig", c.cp.Kubeconfig)
+	assert.Regexp(t, `slice-a\s+consumer\s+cl-provider\s+cpu=2,memory=4Gi\s+\S+\s+Accepted`, out)
+	out, _ = mustCLI(t, "info", "--kubeconfig", p.cp.Kubeconfig)
+	assert.Regexp(t, `slice-b\s+provider\s+cl-consumer\s+pods=10\s+\S+\s+Accepted`, out)
 	assert.True(t, canI(t, kcA, "get", "authentication.liqo.io", "resourceslices", pTN, "slice-a"))
 	assert.False(t, canI(t, kcA, "get", "authentication.liqo.io", "resourceslices", pTN, "slice-b"), "each slice identity reads its own slice only")
 
@@ -162,7 +166,7 @@ func TestCLIResourceSlices(t *testing.T) {
 	var denied authv1beta1.Identity
 	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: cluster.SliceIdentityName("slice-c")}, &denied)), "a denied slice has no identity")
 
-	out, _ := mustCLI(t, sliceArgs("create", "slice-y", c, p, "--cpu", "1", "-o", "yaml")...)
+	out, _ = mustCLI(t, sliceArgs("create", "slice-y", c, p, "--cpu", "1", "-o", "yaml")...)
 	assert.Contains(t, out, "liqo.io/replication: \"true\"")
 	assert.Contains(t, out, "kind: ResourceSlice")
 	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: "slice-y"}, &authv1beta1.ResourceSlice{})), "-o yaml creates nothing")

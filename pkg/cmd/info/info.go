@@ -98,6 +98,21 @@ func render(out io.Writer, r *Report) error {
 			return err
 		}
 	}
+	if len(r.ResourceSlices) > 0 {
+		fmt.Fprintf(out, "\nResourceSlices:\n")
+		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "  NAME\tROLE\tCLUSTER\tRESOURCES\tEXPIRES\tSTATE")
+		for _, rs := range r.ResourceSlices {
+			exp := "-"
+			if rs.Expires != nil {
+				exp = rs.Expires.Format(time.RFC3339)
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", rs.Name, rs.Role, rs.Cluster, rs.Resources, exp, rs.State)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
 	if len(r.Certificates) > 0 {
 		fmt.Fprintf(out, "\nCertificates issued by this cluster, still valid (Kubernetes cannot revoke them):\n")
 		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)

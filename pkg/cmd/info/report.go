@@ -32,6 +32,21 @@ type Report struct {
 	Certificates []Certificate `json:"certificates,omitempty"`
 	// PeeringUsers are those this cluster, as a provider, issued to consumers.
 	PeeringUsers []handshake.PeeringUser `json:"peeringUsers,omitempty"`
+	// ResourceSlices are the slices this cluster asked of providers and those consumers
+	// asked of it.
+	ResourceSlices []Slice `json:"resourceSlices,omitempty"`
+}
+
+// Slice is one ResourceSlice, asked of a provider (Role consumer) or given to a consumer
+// (Role provider).
+type Slice struct {
+	Name      string     `json:"name"`
+	Namespace string     `json:"namespace"`
+	Role      string     `json:"role"`
+	Cluster   string     `json:"cluster"`
+	State     string     `json:"state"`
+	Resources string     `json:"resources"`
+	Expires   *time.Time `json:"expires,omitempty"`
 }
 
 // Certificate is an unexpired client certificate this provider issued.
@@ -96,6 +111,9 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		return nil, err
 	}
 	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s); err != nil {
+		return nil, err
+	}
+	if r.ResourceSlices, err = slices(ctx, s); err != nil {
 		return nil, err
 	}
 	return r, halfDone(ctx, s, r, seen)
@@ -190,4 +208,47 @@ func timeOf(t *metav1.Time) *time.Time {
 	}
 	v := t.UTC()
 	return &v
+}
+
+// slices lists the ResourceSlices of the cluster, on either side.
+func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
+	var list authv1beta1.ResourceSliceList
+	if err := s.Client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	var out []Slice
+	for i := range list.Items {
+		rs := &list.Items[i]
+		e := Slice{Name: rs.Name, Namespace: rs.Namespace, Resources: handshake.FormatResources(rs.Spec.Resources), Expires: certExpiry(rs.Status.Certificate)}
+		switch {
+		case rs.Labels[cluster.ReplicationRequestedLabel] == "true":
+			e.Role, e.Cluster = "consumer", rs.Labels[cluster.RemoteClusterIDLabel]
+		case rs.Labels[cluster.ReplicationStatusLabel] == "true":
+			e.Role, e.Cluster = "provider", rs.Labels[cluster.RemoteClusterIDLabel]
+			if rs.Spec.ConsumerClusterID != nil {
+				e.Cluster = string(*rs.Spec.ConsumerClusterID)
+			}
+		default:
+			continue
+		}
+		switch ok, words := handshake.SliceDecision(rs); {
+		case authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication) == nil:
+			e.State = "Pending"
+		case ok:
+			e.State = "Accepted"
+			e.Resources = handshake.FormatResources(rs.Status.Resources)
+		default:
+			e.State = "Denied: " + words
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func certExpiry(c *authv1beta1.CertificateInfo) *time.Time {
+	if c == nil || c.NotAfter == nil {
+		return nil
+	}
+	t := c.NotAfter.UTC()
+	return &t
 }
