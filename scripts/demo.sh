@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # demo.sh BIN DIR: two local clusters, liqoctl install on both, authenticate, look at the
-# identity and what it may do, unauthenticate, show the old credential refused, clean up.
+# identity and what it may do, ask for a resource slice and use its narrower identity,
+# cordon, give the slice back, unauthenticate, show the old credential refused, clean up.
 set -euo pipefail
 bin=${1:-bin}; dir=${2:-.devclusters/demo}
 liqoctl="$bin/liqoctl"; devclusters="$bin/devclusters"
 command -v kubectl >/dev/null || { echo "demo: kubectl is needed to show the clusters" >&2; exit 1; }
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
-cleanup() { step "Cleaning up"; "$devclusters" down --dir "$dir" || true; rm -rf "$dir"; }
+managers=()
+cleanup() {
+  step "Cleaning up"
+  for pid in "${managers[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  "$devclusters" down --dir "$dir" || true; rm -rf "$dir"
+}
 trap cleanup EXIT
 
 step "Starting two local control planes (consumer, provider)"
@@ -43,6 +49,28 @@ if kubectl --kubeconfig "$issued" get secrets -n liqo-tenant-cl-consumer >/dev/n
   echo "demo: the issued identity can read Secrets: it must not" >&2; exit 1
 fi
 echo "Reading Secrets: refused, as it must be"
+
+step "Resource acquisition: liqo-auth-manager on both clusters, then a ResourceSlice"
+for k in "$C" "$P"; do
+  "$bin/liqo-auth-manager" --kubeconfig "$k" --health-probe-bind-address=0 >"$k.manager.log" 2>&1 &
+  managers+=("$!")
+done
+"$liqoctl" create resourceslice slice-a --kubeconfig "$C" --remote-cluster-id cl-provider --cpu 2 --memory 4Gi --timeout 60s
+kubectl --kubeconfig "$C" get resourceslices -n liqo-tenant-cl-provider
+sliceconf="$dir/slice.kubeconfig"
+kubectl --kubeconfig "$C" -n liqo-tenant-cl-provider get secret kubeconfig-resourceslice-slice-a -o jsonpath='{.data.kubeconfig}' | base64 -d > "$sliceconf"
+step "With the slice's own identity: who am I, and what may I do?"
+kubectl --kubeconfig "$sliceconf" auth whoami
+kubectl --kubeconfig "$sliceconf" auth can-i --list -n liqo-tenant-cl-consumer
+step "Cordon the tenant on the provider: slice-b is refused, slice-a kept"
+"$liqoctl" cordon tenant cl-consumer --kubeconfig "$P"
+if "$liqoctl" create resourceslice slice-b --kubeconfig "$C" --remote-cluster-id cl-provider --cpu 1 --timeout 20s; then
+  echo "demo: a cordoned tenant got a new slice" >&2; exit 1
+fi
+"$liqoctl" uncordon tenant cl-consumer --kubeconfig "$P"
+step "Give slice-a back: its identity loses its access, proven"
+"$liqoctl" delete resourceslice slice-a --kubeconfig "$C" --remote-cluster-id cl-provider
+"$liqoctl" delete resourceslice slice-b --kubeconfig "$C" --remote-cluster-id cl-provider
 
 step "liqoctl info on both clusters"
 "$liqoctl" info --kubeconfig "$C"

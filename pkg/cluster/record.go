@@ -95,6 +95,9 @@ type IssuedCertificate struct {
 	NotAfter time.Time `json:"notAfter"`
 	// KeyFingerprint is the fingerprint of the consumer key it certifies.
 	KeyFingerprint string `json:"keyFingerprint,omitempty"`
+	// Slice names the ResourceSlice whose identity it certifies ("" for the consumer's
+	// control-plane identity).
+	Slice string `json:"slice,omitempty"`
 }
 
 // Valid returns the certificates that have not expired at now, soonest expiry first.

@@ -147,6 +147,11 @@ func (p *Pair) ReportValidCertificates(ctx context.Context) error {
 		return pr.Explain(err, "reading the tenant record")
 	}
 	for _, c := range rec.Valid(p.now()) {
+		if c.Slice != "" {
+			pr.Report.Warn("Certificate %s of ResourceSlice %s stays cryptographically valid until %s: it authorizes nothing now, but a new slice of that name for cluster ID %q would re-enable it until it expires",
+				c.Serial, c.Slice, c.NotAfter.UTC().Format(time.RFC3339), id)
+			continue
+		}
 		pr.Report.Warn("Certificate %s (key %s) stays cryptographically valid until %s: it authorizes nothing now, but a new handshake for cluster ID %q would re-enable it until it expires",
 			c.Serial, c.KeyFingerprint, c.NotAfter.UTC().Format(time.RFC3339), id)
 	}

@@ -136,7 +136,11 @@ func issued(ctx context.Context, s *handshake.Side, r *Report, tenants []authv1b
 			}
 		}
 		for _, c := range rec.Valid(now) {
-			r.Certificates = append(r.Certificates, Certificate{Cluster: rec.RemoteID, Serial: c.Serial, KeyFingerprint: c.KeyFingerprint, Expires: c.NotAfter.UTC(), Authorizes: authorizes})
+			words := authorizes
+			if c.Slice != "" {
+				words = fmt.Sprintf("what ResourceSlice %s/%s grants (user %q), while it exists", rec.Namespace, c.Slice, authn.SliceUserName(c.Slice, rec.RemoteID))
+			}
+			r.Certificates = append(r.Certificates, Certificate{Cluster: rec.RemoteID, Serial: c.Serial, KeyFingerprint: c.KeyFingerprint, Expires: c.NotAfter.UTC(), Authorizes: words})
 		}
 	}
 	return nil

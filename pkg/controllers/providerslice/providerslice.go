@@ -327,7 +327,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 	}
 	if err := cluster.UpdateTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
 		fp, _ := authn.Fingerprint(is.Cert.PublicKey)
-		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.Cert.SerialNumber.Text(16), NotAfter: is.Cert.NotAfter, KeyFingerprint: fp}, now)
+		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.Cert.SerialNumber.Text(16), NotAfter: is.Cert.NotAfter, KeyFingerprint: fp, Slice: rs.Name}, now)
 		return nil
 	}); err != nil {
 		return ctrl.Result{}, err
