@@ -92,6 +92,12 @@ func run() error {
 		}
 		r.auth = append(r.auth, res)
 	}
+	log("resource slice latency")
+	create, remove, err := env.sliceRounds(ctx)
+	if err != nil {
+		return fmt.Errorf("resource slices: %w", err)
+	}
+	r.slices = []*latency{create, remove}
 	log("manual flow latency")
 	if r.manual, err = env.manualRounds(ctx); err != nil {
 		return fmt.Errorf("manual flow: %w", err)

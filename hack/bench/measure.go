@@ -307,3 +307,38 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	idx := int(p*float64(len(s))+0.5) - 1
 	return s[max(0, min(idx, len(s)-1))]
 }
+
+// sliceRounds times liqoctl create resourceslice, as a process, from its start to a
+// working kubeconfig of the slice's identity (the command returns once the consumer wrote
+// it), with a manager per cluster; each slice is given back (delete resourceslice, with
+// its proof of revocation) between rounds.
+func (e *env) sliceRounds(ctx context.Context) (create, remove *latency, err error) {
+	for _, cp := range []*testenv.ControlPlane{e.consumer, e.provider} {
+		m, err := e.startManager(cp)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer m.Stop()
+	}
+	if _, err := e.liqoctl(ctx, e.pairArgs("authenticate")...); err != nil {
+		return nil, nil, err
+	}
+	defer func() { _, _ = e.liqoctl(ctx, e.pairArgs("unauthenticate", "--delete-resourceslices")...) }()
+	create, remove = &latency{name: "create resourceslice (to a working kubeconfig), controllers manager"}, &latency{name: "delete resourceslice (with its proof), controllers manager"}
+	for i := 0; i < e.cfg.rounds; i++ {
+		name := fmt.Sprintf("slice-%d", i)
+		args := []string{"resourceslice", name, "--kubeconfig", e.consumer.Kubeconfig, "--remote-cluster-id", "cl-provider"}
+		start := time.Now()
+		if _, err := e.liqoctl(ctx, append([]string{"create"}, append(args, "--cpu", "1", "--memory", "1Gi")...)...); err != nil {
+			return nil, nil, err
+		}
+		create.rounds = append(create.rounds, time.Since(start))
+		log(fmt.Sprintf("  round %d: %s", i+1, ms(time.Since(start))))
+		start = time.Now()
+		if _, err := e.liqoctl(ctx, append([]string{"delete"}, args...)...); err != nil {
+			return nil, nil, err
+		}
+		remove.rounds = append(remove.rounds, time.Since(start))
+	}
+	return create, remove, nil
+}

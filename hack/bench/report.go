@@ -13,6 +13,7 @@ type report struct {
 	cli               *cliCost
 	auth              []*latency
 	manual            *latency
+	slices            []*latency
 	scale             []*scaleResult
 }
 
@@ -25,7 +26,7 @@ func (r *report) markdown() string {
 		cpuModel(), runtime.NumCPU(), memTotal(), strings.TrimSpace(readFile("/proc/sys/kernel/osrelease")), runtime.Version())
 
 	b.WriteString("## Latency\n\nWall time of the liqoctl process, unauthenticate between rounds.\n\n| measurement | rounds | p50 | p95 | max |\n|---|---|---|---|---|\n")
-	all := append(append([]*latency{}, r.auth...), r.manual)
+	all := append(append(append([]*latency{}, r.auth...), r.manual), r.slices...)
 	for _, l := range all {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", l.name, len(l.rounds), ms(percentile(l.rounds, .5)), ms(percentile(l.rounds, .95)), ms(percentile(l.rounds, 1)))
 	}

@@ -52,6 +52,7 @@ func TestBenchmarkProgram(t *testing.T) {
 		"authenticate, controllers in-process", "authenticate, controllers manager", "manual flow (4 steps, scripted)",
 		"unauthenticate (after controllers in-process)", "unauthenticate (after controllers manager)",
 		"authenticate, peering user, controllers manager", "unauthenticate (after peering user, controllers manager)",
+		"create resourceslice (to a working kubeconfig), controllers manager", "delete resourceslice (with its proof), controllers manager",
 	} {
 		require.Regexp(t, regexp.MustCompile(`(?m)^\| `+regexp.QuoteMeta(row)+` \| 2 \| \d+ ms \| \d+ ms \| \d+ ms \|$`), text)
 	}
