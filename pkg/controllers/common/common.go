@@ -152,3 +152,27 @@ func WatchTenantNamespaces(b *builder.Builder, mgr manager.Manager, name func(re
 
 // Fixed returns a name function that ignores the remote ID.
 func Fixed(name string) func(string) string { return func(string) string { return name } }
+
+// InNamespaceOf maps an object to every object of list's kind in its namespace (those
+// keep accepts, all when keep is nil): a change of what they depend on (a Tenant, a
+// nonce) enqueues them all.
+func InNamespaceOf[L client.ObjectList](c client.Reader, newList func() L, keep func(client.Object) bool) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := newList()
+		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(items))
+		for _, it := range items {
+			obj, ok := it.(client.Object)
+			if ok && (keep == nil || keep(obj)) {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			}
+		}
+		return out
+	}
+}

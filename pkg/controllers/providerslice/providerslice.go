@@ -100,7 +100,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(common.Owns(mgr, &rbacv1.Role{}, &authv1beta1.ResourceSlice{})).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToSlice),
 			common.HasLabel(cluster.ManagedByLabel, cluster.ManagedByValue))).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.tenantToSlices))).
+		WatchesRawSource(common.Watch(mgr.GetCache(), &authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy)))).
 		WatchesRawSource(common.Reads(mgr, &rbacv1.ClusterRoleBinding{}))
 	return common.WatchTenantNamespaces(b, mgr, common.Fixed("")).Complete(r)
 }
@@ -113,19 +113,6 @@ func csrToSlice(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-func (r *Reconciler) tenantToSlices(ctx context.Context, o client.Object) []reconcile.Request {
-	var list authv1beta1.ResourceSliceList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if isProviderCopy(&list.Items[i]) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
-}
 
 // consumerOf is the consumer a slice says it is from.
 func consumerOf(rs *authv1beta1.ResourceSlice) string {

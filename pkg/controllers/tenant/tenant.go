@@ -92,7 +92,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(common.Owns(mgr, &rbacv1.Role{}, &authv1beta1.Tenant{})).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToTenant),
 			common.HasLabel(cluster.ManagedByLabel, cluster.ManagedByValue))).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.nonceToTenants),
+		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.TenantList { return &authv1beta1.TenantList{} }, nil)),
 			common.HasLabel(cluster.NonceLabel, "true"))).
 		WatchesRawSource(common.Reads(mgr, &rbacv1.ClusterRoleBinding{}))
 	return common.WatchTenantNamespaces(b, mgr, func(remoteID string) string { return remoteID }).Complete(r)
@@ -106,17 +106,6 @@ func csrToTenant(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-func (r *Reconciler) nonceToTenants(ctx context.Context, o client.Object) []reconcile.Request {
-	var list authv1beta1.TenantList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
-}
 
 // Reconcile drives one Tenant towards its desired state.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
