@@ -25,6 +25,7 @@ const (
 	recordCAKey           = "caFingerprint"
 	recordCertsKey        = "certificates"
 	recordNonceKey        = "consumedNonce"
+	recordLimitsKey       = "sliceLimits"
 	// TenantRecordLabel marks the ConfigMaps of the Liqo namespace that are tenant records.
 	TenantRecordLabel = "liqo.io/tenant-record"
 	tenantRecordPfx   = "liqo-auth-tenant-"
@@ -51,6 +52,10 @@ type TenantRecord struct {
 	Certificates  []IssuedCertificate
 	// ConsumedNonce is, on a provider, the nonce the last accepted handshake used.
 	ConsumedNonce *ConsumedNonce
+	// SliceLimits is, on a provider, the most the remote cluster's ResourceSlices may
+	// hold together, resource by resource (none when empty): set by the provider's
+	// administrator (liqoctl limit tenant).
+	SliceLimits corev1.ResourceList
 }
 
 // ConsumedNonce is a nonce a provider accepted a handshake with. The nonce Secret is
@@ -126,6 +131,11 @@ func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, 
 			return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, recordCertsKey, err)
 		}
 	}
+	if v := cm.Data[recordLimitsKey]; v != "" {
+		if err := json.Unmarshal([]byte(v), &r.SliceLimits); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, recordLimitsKey, err)
+		}
+	}
 	if v := cm.Data[recordNonceKey]; v != "" {
 		r.ConsumedNonce = &ConsumedNonce{}
 		if err := json.Unmarshal([]byte(v), r.ConsumedNonce); err != nil {
@@ -144,6 +154,13 @@ func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
 			return err
 		}
 		cm.Data[recordCertsKey] = string(b)
+	}
+	if len(r.SliceLimits) > 0 {
+		b, err := json.Marshal(r.SliceLimits)
+		if err != nil {
+			return err
+		}
+		cm.Data[recordLimitsKey] = string(b)
 	}
 	if r.ConsumedNonce != nil {
 		b, err := json.Marshal(r.ConsumedNonce)

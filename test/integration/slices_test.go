@@ -405,3 +405,45 @@ spec:
 }
 
 func formatResources(l corev1.ResourceList) string { return handshake.FormatResources(l) }
+
+// TestResourceSliceLimits: what the provider's administrator lets a tenant hold together
+// caps its slices; a slice that does not fit is denied saying how much is granted, and is
+// accepted once the limit allows it.
+func TestResourceSliceLimits(t *testing.T) {
+	c, p := sliceSites(t)
+	ctx := context.Background()
+	_, errOut := mustCLI(t, "limit", "tenant", c.id, "--cpu", "3", "--kubeconfig", p.cp.Kubeconfig)
+	assert.Contains(t, errOut, "may hold together at most cpu=3")
+	_, _, err := runCLI(t, "limit", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "give at least one of --cpu, --memory, --pods, or --clear")
+
+	first := localSlice(c, p, "l1", "", "2")
+	require.NoError(t, c.client.Create(ctx, first))
+	waitSliceDecided(t, c, first)
+	ok, words := sliceAccepted(first)
+	require.True(t, ok, words)
+
+	second := localSlice(c, p, "l2", "", "2")
+	require.NoError(t, c.client.Create(ctx, second))
+	waitSliceDecided(t, c, second)
+	res := authv1beta1.SliceCondition(second.Status.Conditions, authv1beta1.ResourceSliceConditionResources)
+	require.NotNil(t, res)
+	assert.Equal(t, authv1beta1.ResourceSliceDenied, res.Status)
+	assert.Contains(t, res.Message, "cpu=2 asked, 2 of the 3 this tenant may hold already granted")
+
+	third := localSlice(c, p, "l3", "", "1")
+	require.NoError(t, c.client.Create(ctx, third))
+	waitSliceDecided(t, c, third)
+	ok, words = sliceAccepted(third)
+	assert.True(t, ok, "what is left fits: %s", words)
+
+	mustCLI(t, "limit", "tenant", c.id, "--clear", "--kubeconfig", p.cp.Kubeconfig)
+	eventually(t, 30*time.Second, "without a limit the denied slice is accepted", func(ctx context.Context) (bool, error) {
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(second), second); err != nil {
+			return false, err
+		}
+		res := authv1beta1.SliceCondition(second.Status.Conditions, authv1beta1.ResourceSliceConditionResources)
+		return res != nil && res.Status == authv1beta1.ResourceSliceAccepted && second.Status.AuthParams != nil, nil
+	})
+}

@@ -61,5 +61,6 @@ Tenant with a CSR, certificate signed by the provider's Kubernetes CA, Identity,
 		version.NewCmd(g),
 	)
 	cmd.AddCommand(tenantstate.NewCmds(g)...)
+	cmd.AddCommand(tenantstate.NewLimitCmd(g))
 	return cmd
 }

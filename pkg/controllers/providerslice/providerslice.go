@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -81,6 +82,10 @@ type Reconciler struct {
 	// Issuer has the slices' certificates signed.
 	Issuer *issuer.Issuer
 	Now    func() time.Time
+
+	// tenantLocks serializes the decisions of one tenant's slices, so that two slices
+	// decided at once cannot both fit in what is left of its limits.
+	tenantLocks sync.Map
 }
 
 // Consumer's copy: the labels a consumer puts on the slice it writes into a provider.
@@ -102,7 +107,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			common.HasLabel(cluster.ManagedByLabel, cluster.ManagedByValue))).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy)))).
 		WatchesRawSource(common.Reads(mgr, &rbacv1.ClusterRoleBinding{}))
-	return common.WatchTenantNamespaces(b, mgr, common.Fixed("")).Complete(r)
+	// A tenant record's change (a namespace recorded, limits set) re-decides the slices of
+	// its tenant namespace.
+	inRecorded := common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy)
+	b = b.WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		cm, ok := o.(*corev1.ConfigMap)
+		if !ok || cm.Data["namespace"] == "" {
+			return nil
+		}
+		probe := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Data["namespace"]}}
+		return inRecorded(ctx, probe)
+	}), common.HasLabel(cluster.TenantRecordLabel, "true"))).
+		WatchesRawSource(common.Reads(mgr, &corev1.Namespace{}))
+	return b.Complete(r)
 }
 
 func csrToSlice(_ context.Context, o client.Object) []reconcile.Request {
@@ -124,9 +141,6 @@ func consumerOf(rs *authv1beta1.ResourceSlice) string {
 
 // Reconcile decides one slice.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if req.Name == "" {
-		return ctrl.Result{}, nil // a tenant record changed: the slices follow their Tenant
-	}
 	rs := &authv1beta1.ResourceSlice{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -138,6 +152,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rs.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.finalize(ctx, rs)
 	}
+	mu, _ := r.tenantLocks.LoadOrStore(rs.Namespace, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	before := rs.Status.DeepCopy()
 	res, deleted, err := r.decide(ctx, rs, id)
 	if err != nil || deleted {
@@ -233,6 +250,14 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		r.deny(rs, authv1beta1.ResourceSliceConditionResources, reason, msg)
 		return ctrl.Result{}, false, nil
 	}
+	if msg, err := r.checkLimits(ctx, rs, id); err != nil || msg != "" {
+		if err != nil {
+			return ctrl.Result{}, false, err
+		}
+		r.accept(rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationAccepted, "the slice's CSR is for the consumer's accepted key")
+		r.deny(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied, msg)
+		return ctrl.Result{}, false, nil
+	}
 	class := rs.Spec.Class
 	if class == "" {
 		class = DefaultClass
@@ -264,6 +289,56 @@ func (r *Reconciler) checkClass(rs *authv1beta1.ResourceSlice) (reason, msg stri
 		return authv1beta1.ReasonSliceResourcesDenied, fmt.Sprintf("class %q is not offered by this provider (offered: %s)", class, strings.Join(offered, ", "))
 	}
 	return "", ""
+}
+
+// checkLimits says why the slice's resources do not fit in what the provider's
+// administrator lets the tenant hold ("" when they fit, or when no limit is set): the
+// resources granted to its other accepted slices, read from the API server, plus these.
+// A slice already granted what it asks keeps it.
+func (r *Reconciler) checkLimits(ctx context.Context, rs *authv1beta1.ResourceSlice, id string) (string, error) {
+	if res := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionResources); res != nil &&
+		res.Status == authv1beta1.ResourceSliceAccepted && equality.Semantic.DeepEqual(rs.Status.Resources, rs.Spec.Resources) {
+		return "", nil
+	}
+	rec, err := cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, id)
+	if err != nil || rec == nil || len(rec.SliceLimits) == 0 {
+		return "", err
+	}
+	var list authv1beta1.ResourceSliceList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(rs.Namespace)); err != nil {
+		return "", err
+	}
+	used := corev1.ResourceList{}
+	for i := range list.Items {
+		other := &list.Items[i]
+		res := authv1beta1.SliceCondition(other.Status.Conditions, authv1beta1.ResourceSliceConditionResources)
+		if other.UID == rs.UID || !isProviderCopy(other) || res == nil || res.Status != authv1beta1.ResourceSliceAccepted {
+			continue
+		}
+		for n, q := range other.Status.Resources {
+			sum := used[n]
+			sum.Add(q)
+			used[n] = sum
+		}
+	}
+	var over []string
+	for n, limit := range rec.SliceLimits {
+		want, ok := rs.Spec.Resources[n]
+		if !ok {
+			continue
+		}
+		total := used[n]
+		total.Add(want)
+		if total.Cmp(limit) > 0 {
+			inUse := used[n]
+			over = append(over, fmt.Sprintf("%s=%s asked, %s of the %s this tenant may hold already granted", n, want.String(), inUse.String(), limit.String()))
+		}
+	}
+	if len(over) == 0 {
+		return "", nil
+	}
+	slices.Sort(over)
+	return "the slice does not fit in the tenant's limits (liqoctl limit tenant on the provider): " + strings.Join(over, "; "), nil
 }
 
 // certificate has the slice's identity certificate issued or renewed and published.
