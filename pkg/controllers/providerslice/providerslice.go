@@ -130,7 +130,6 @@ func csrToSlice(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-
 // consumerOf is the consumer a slice says it is from.
 func consumerOf(rs *authv1beta1.ResourceSlice) string {
 	if rs.Spec.ConsumerClusterID != nil {

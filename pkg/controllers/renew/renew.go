@@ -64,7 +64,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return common.WatchTenantNamespaces(b, mgr, common.Fixed(cluster.IdentityName(r.ClusterID))).Complete(r)
 }
 
-
 // Reconcile answers one Renew.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rn := &authv1beta1.Renew{}
