@@ -79,6 +79,30 @@ func SliceNameCompletion(g *Global) cobra.CompletionFunc {
 	}
 }
 
+// SliceClassCompletion completes slice classes: the default one, and those of the slices
+// this cluster already holds (a provider does not publish its classes to consumers).
+func SliceClassCompletion(g *Global) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+		defer cancel()
+		seen := map[string]bool{"default": true}
+		var list authv1beta1.ResourceSliceList
+		if listWith(ctx, &g.Local, &list, client.MatchingLabels{cluster.ReplicationRequestedLabel: "true"}) == nil {
+			for _, rs := range list.Items {
+				if rs.Status.Class != "" {
+					seen[string(rs.Status.Class)] = true
+				}
+			}
+		}
+		classes := make([]string, 0, len(seen))
+		for c := range seen {
+			classes = append(classes, c)
+		}
+		sort.Strings(classes)
+		return classes, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
 func contexts(f *ClusterFlags) []string {
 	cfg, err := f.loader().RawConfig()
 	if err != nil {

@@ -64,6 +64,7 @@ With -o yaml the slice is printed instead of created: apply it on this cluster b
 	f.StringVar(&o.Memory, "memory", "", "memory requested (a quantity: 8Gi)")
 	f.StringVar(&o.Pods, "pods", "", "number of pods requested")
 	f.StringVar(&o.Class, "class", "", "class of the slice (default: the provider's default class)")
+	_ = cmd.RegisterFlagCompletionFunc("class", cli.SliceClassCompletion(g))
 	o.Output.AddFlags(cmd, "")
 	o.Timeout.AddFlags(cmd)
 	return cmd
