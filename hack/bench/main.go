@@ -32,6 +32,8 @@ type config struct {
 	rounds    int
 	cliRounds int
 	scale     []int
+	// sliceConsumers and slicesEach size the slice scale run.
+	sliceConsumers, slicesEach int
 }
 
 func main() {
@@ -50,6 +52,8 @@ func run() error {
 	flag.IntVar(&c.rounds, "rounds", 20, "rounds of each latency measurement")
 	flag.IntVar(&c.cliRounds, "cli-rounds", 100, "rounds of each CLI cold-start measurement")
 	flag.StringVar(&scale, "scale", "10,50,200", "numbers of concurrent consumers for the scale runs")
+	flag.IntVar(&c.sliceConsumers, "slice-consumers", 20, "consumers of the slice scale run")
+	flag.IntVar(&c.slicesEach, "slices-each", 5, "slices each consumer asks for at once in the slice scale run")
 	flag.Parse()
 	for _, s := range strings.Split(scale, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -109,6 +113,10 @@ func run() error {
 			return fmt.Errorf("scale %d: %w", n, err)
 		}
 		r.scale = append(r.scale, res)
+	}
+	log(fmt.Sprintf("slice scale, %d consumers x %d slices", c.sliceConsumers, c.slicesEach))
+	if r.sliceScale, err = env.sliceScaleRun(ctx, c.sliceConsumers, c.slicesEach); err != nil {
+		return fmt.Errorf("slice scale: %w", err)
 	}
 	r.finished = time.Now()
 	md := r.markdown()

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -341,4 +343,88 @@ func (e *env) sliceRounds(ctx context.Context) (create, remove *latency, err err
 		remove.rounds = append(remove.rounds, time.Since(start))
 	}
 	return create, remove, nil
+}
+
+// sliceScaleResult is the outcome of one slice scale run.
+type sliceScaleResult struct {
+	consumers, perConsumer int
+	total, teardown        time.Duration
+	perSlice               []time.Duration
+	peakRSSMiB, cpuS       float64
+	failed                 int
+	firstFailure           string
+}
+
+// sliceScaleRun has n virtual consumers, authenticated beforehand (untimed), each ask the
+// provider, served by a fresh liqo-auth-manager, for per slices at once; then every slice
+// is deleted.
+func (e *env) sliceScaleRun(ctx context.Context, n, per int) (*sliceScaleResult, error) {
+	m, err := e.startManager(e.provider)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Stop()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	consumers := make([]*testenv.VirtualConsumer, n)
+	var eg errgroup.Group
+	for i := range consumers {
+		if consumers[i], err = testenv.NewVirtualConsumer(fmt.Sprintf("cl-slices-%03d", i)); err != nil {
+			return nil, err
+		}
+		v := consumers[i]
+		eg.Go(func() error { _, err := v.Authenticate(ctx, e.pc, "cl-provider"); return err })
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, fmt.Errorf("authenticating the consumers: %w", err)
+	}
+	res := &sliceScaleResult{consumers: n, perConsumer: per, perSlice: make([]time.Duration, n*per)}
+	var mu sync.Mutex
+	start := time.Now()
+	for i, v := range consumers {
+		for j := 0; j < per; j++ {
+			eg.Go(func() error {
+				t0 := time.Now()
+				_, err := v.RequestSlice(ctx, e.pc, cluster.TenantNamespaceName(v.ID), fmt.Sprintf("slice-%d", j),
+					corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})
+				res.perSlice[i*per+j] = time.Since(t0)
+				if err != nil {
+					mu.Lock()
+					res.failed++
+					if res.firstFailure == "" {
+						res.firstFailure = v.ID + ": " + err.Error()
+					}
+					mu.Unlock()
+				}
+				return nil
+			})
+		}
+	}
+	_ = eg.Wait()
+	res.total = time.Since(start)
+	res.peakRSSMiB, res.cpuS = usage(m.Pid())
+	start = time.Now()
+	for _, v := range consumers {
+		eg.Go(func() error {
+			tn := cluster.TenantNamespaceName(v.ID)
+			if err := e.pc.DeleteAllOf(ctx, &authv1beta1.ResourceSlice{}, client.InNamespace(tn)); err != nil {
+				return err
+			}
+			return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+				var list authv1beta1.ResourceSliceList
+				err := e.pc.List(ctx, &list, client.InNamespace(tn))
+				return err == nil && len(list.Items) == 0, err
+			})
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	res.teardown = time.Since(start)
+	for _, v := range consumers {
+		tn := &authv1beta1.Tenant{}
+		tn.Namespace, tn.Name = cluster.TenantNamespaceName(v.ID), v.ID
+		_ = e.pc.Delete(ctx, tn)
+	}
+	return res, nil
 }

@@ -14,6 +14,7 @@ type report struct {
 	auth              []*latency
 	manual            *latency
 	slices            []*latency
+	sliceScale        *sliceScaleResult
 	scale             []*scaleResult
 }
 
@@ -57,6 +58,17 @@ func (r *report) markdown() string {
 			ms(percentile(s.perHandshake, .5)), ms(percentile(s.perHandshake, .95)), s.failed, s.peakRSSMiB, s.cpuS, ms(s.teardown))
 		if s.firstFailure != "" {
 			fmt.Fprintf(&b, "\nFirst failure at %d: %s\n\n", s.n, s.firstFailure)
+		}
+	}
+
+	if s := r.sliceScale; s != nil {
+		fmt.Fprintf(&b, "\n## Slice scale\n\n%d consumers (virtual, authenticated beforehand) each ask the provider for %d ResourceSlices at once; its liqo-auth-manager decides each and has each slice identity's certificate issued; then every slice is deleted.\n\n", s.consumers, s.perConsumer)
+		b.WriteString("| slices | total | slices/s | p50 per slice | p95 per slice | failed | manager peak RSS | manager CPU | teardown |\n|---|---|---|---|---|---|---|---|---|\n")
+		n := s.consumers * s.perConsumer
+		fmt.Fprintf(&b, "| %d | %s | %.1f | %s | %s | %d | %.0f MiB | %.1f s | %s |\n", n, ms(s.total), float64(n)/s.total.Seconds(),
+			ms(percentile(s.perSlice, .5)), ms(percentile(s.perSlice, .95)), s.failed, s.peakRSSMiB, s.cpuS, ms(s.teardown))
+		if s.firstFailure != "" {
+			fmt.Fprintf(&b, "\nFirst failure: %s\n", s.firstFailure)
 		}
 	}
 

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
@@ -69,3 +72,28 @@ type silent struct{}
 
 func (silent) Info(string, ...any) {}
 func (silent) Warn(string, ...any) {}
+
+// RequestSlice writes, into the consumer's tenant namespace tn on the provider (through
+// c), the copy of a ResourceSlice named name as the consumer's controllers write it, and
+// waits until the provider issued the slice's certificate, which it returns.
+func (v *VirtualConsumer) RequestSlice(ctx context.Context, c client.WithWatch, tn, name string, resources corev1.ResourceList) ([]byte, error) {
+	csr, err := authn.ForgeCSRFor(v.Key, authn.SliceUserName(name, v.ID), v.ID)
+	if err != nil {
+		return nil, err
+	}
+	id := authv1beta1.ClusterID(v.ID)
+	rs := &authv1beta1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: name, Labels: map[string]string{
+			cluster.RemoteClusterIDLabel: v.ID, cluster.ReplicationStatusLabel: "true", cluster.ReplicationOriginLabel: v.ID}},
+		Spec: authv1beta1.ResourceSliceSpec{ConsumerClusterID: &id, CSR: csr, Resources: resources},
+	}
+	if err := c.Create(ctx, rs); err != nil {
+		return nil, fmt.Errorf("creating the ResourceSlice: %w", err)
+	}
+	side := &handshake.Side{Scope: "remote", Client: c, Namespace: cluster.DefaultLiqoNamespace, Report: silent{}}
+	got, err := handshake.WaitSlice(ctx, side, client.ObjectKeyFromObject(rs))
+	if err != nil {
+		return nil, err
+	}
+	return got.Status.AuthParams.SignedCRT, nil
+}

@@ -30,7 +30,7 @@ func TestBenchmarkProgram(t *testing.T) {
 	defer cancel()
 	report := filepath.Join(dir, "benchmarks.md")
 	var stdout, stderr bytes.Buffer
-	bench := exec.CommandContext(ctx, filepath.Join(dir, "bench"), "--bin", dir, "--out", report, "--rounds", "2", "--cli-rounds", "3", "--scale", "3")
+	bench := exec.CommandContext(ctx, filepath.Join(dir, "bench"), "--bin", dir, "--out", report, "--rounds", "2", "--cli-rounds", "3", "--scale", "3", "--slice-consumers", "2", "--slices-each", "2")
 	bench.Dir = root
 	// The program's own temp dirs go under the test's, so they go even if it is killed.
 	bench.Env = append(os.Environ(), "TMPDIR="+dir)
@@ -44,7 +44,7 @@ func TestBenchmarkProgram(t *testing.T) {
 	for _, section := range []string{
 		"## Latency", "### Steps of authenticate, controllers in-process", "### Steps of authenticate, controllers manager",
 		"### Steps of authenticate, peering user, controllers manager",
-		"## Provider scale", "## CLI cost", "Binary sizes: liqoctl ",
+		"## Provider scale", "## Slice scale", "## CLI cost", "Binary sizes: liqoctl ",
 	} {
 		require.Contains(t, text, section)
 	}
@@ -63,6 +63,8 @@ func TestBenchmarkProgram(t *testing.T) {
 	}
 	// Three consumers, none failed.
 	require.Regexp(t, regexp.MustCompile(`(?m)^\| 3 \| \d+ ms \| [\d.]+ \| \d+ ms \| \d+ ms \| 0 \| \d+ MiB \| [\d.]+ s \| \d+ ms \|$`), text)
+	// Four slices (two consumers, two each), none failed.
+	require.Regexp(t, regexp.MustCompile(`(?m)^\| 4 \| \d+ ms \| [\d.]+ \| \d+ ms \| \d+ ms \| 0 \| \d+ MiB \| [\d.]+ s \| \d+ ms \|$`), text)
 	require.NotContains(t, text, "First failure")
 	require.Regexp(t, regexp.MustCompile("(?m)^\\| `liqoctl version --client` \\| \\d+ ms \\| \\d+ ms \\|$"), text)
 	require.Regexp(t, regexp.MustCompile("(?m)^\\| `liqoctl --help` \\| \\d+ ms \\| \\d+ ms \\|$"), text)
