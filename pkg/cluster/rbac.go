@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -255,14 +257,39 @@ func SliceRules(slice string) []rbacv1.PolicyRule {
 		ResourceNames: []string{slice}, Verbs: []string{"get", "list", "watch"}}}
 }
 
+// GrantedResourcesAnnotation records, on a slice's Role, the resources the provider
+// granted the slice (JSON). The Role is the provider's own record of the grant: the
+// tenant may write its slices and their status, never a Role.
+const GrantedResourcesAnnotation = "liqo.io/granted-resources"
+
 // SliceAccessObjects are the Role and RoleBinding that give the identity of slice (user
-// user) its access in tenant namespace ns of consumer clusterID.
-func SliceAccessObjects(ns, slice, user, clusterID string) []client.Object {
+// user) its access in tenant namespace ns of consumer clusterID; the Role records the
+// resources granted.
+func SliceAccessObjects(ns, slice, user, clusterID string, granted corev1.ResourceList) []client.Object {
 	labels := map[string]string{ManagedByLabel: ManagedByValue, RemoteClusterIDLabel: clusterID, SliceNameLabel: slice}
 	meta := metav1.ObjectMeta{Name: SliceAccessName(slice), Namespace: ns, Labels: labels}
+	if granted == nil {
+		granted = corev1.ResourceList{}
+	}
+	b, _ := json.Marshal(granted) // a ResourceList always marshals
+	role := &rbacv1.Role{ObjectMeta: *meta.DeepCopy(), Rules: SliceRules(slice)}
+	role.Annotations = map[string]string{GrantedResourcesAnnotation: string(b)}
 	return []client.Object{
-		&rbacv1.Role{ObjectMeta: meta, Rules: SliceRules(slice)},
-		&rbacv1.RoleBinding{ObjectMeta: *meta.DeepCopy(), Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		role,
+		&rbacv1.RoleBinding{ObjectMeta: meta, Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: SliceAccessName(slice)}},
 	}
+}
+
+// SliceGrant reads the resources a slice's Role records as granted.
+func SliceGrant(role *rbacv1.Role) (corev1.ResourceList, bool) {
+	v, ok := role.Annotations[GrantedResourcesAnnotation]
+	if !ok {
+		return nil, false
+	}
+	var l corev1.ResourceList
+	if err := json.Unmarshal([]byte(v), &l); err != nil {
+		return nil, false
+	}
+	return l, true
 }

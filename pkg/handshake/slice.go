@@ -3,7 +3,6 @@ package handshake
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -44,20 +43,7 @@ func SliceDecision(rs *authv1beta1.ResourceSlice) (accepted bool, words string) 
 			return false, fmt.Sprintf("%s (%s): %s", c.Reason, typ, c.Message)
 		}
 	}
-	return true, fmt.Sprintf("class %s, %s", rs.Status.Class, FormatResources(rs.Status.Resources))
-}
-
-// FormatResources renders a resource list as name=quantity pairs, sorted.
-func FormatResources(l corev1.ResourceList) string {
-	if len(l) == 0 {
-		return "no resources"
-	}
-	parts := make([]string, 0, len(l))
-	for n, q := range l {
-		parts = append(parts, string(n)+"="+q.String())
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
+	return true, fmt.Sprintf("class %s, %s", rs.Status.Class, cluster.FormatResources(rs.Status.Resources))
 }
 
 // WaitSlice waits until the provider decided the consumer's slice and, when it accepted

@@ -363,8 +363,17 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 	require.NoError(t, err)
 	switched, err := handshake.ForgeTenant(consumerID, other, sig, tnName, "")
 	require.NoError(t, err)
+	// Whoever may patch the nonce Secret (a peering user may) strips its consumed mark: the
+	// mark is informative, the record is what counts.
+	secretWriter := principal(t, p, "nonce-writer", tnName, rule("", "secrets", "get", "update", "patch"))
+	var ns corev1.Secret
+	require.NoError(t, secretWriter.Get(ctx, client.ObjectKey{Namespace: tnName, Name: cluster.NonceSecretName}, &ns))
+	delete(ns.Annotations, cluster.NonceConsumedAtAnnotation)
+	require.NoError(t, secretWriter.Update(ctx, &ns))
+	tenantWriter := principal(t, p, "tenant-writer", tnName, rule("authentication.liqo.io", "tenants", "get", "update"))
+	require.NoError(t, tenantWriter.Get(ctx, client.ObjectKeyFromObject(second), second))
 	second.Spec = switched.Spec
-	require.NoError(t, p.client.Update(ctx, second))
+	require.NoError(t, tenantWriter.Update(ctx, second))
 	msg := waitTenantCondition(t, p, client.ObjectKeyFromObject(second), authv1beta1.ConditionAuthenticated, metav1.ConditionFalse, string(authv1beta1.ReasonHandshakeChanged))
 	assert.Contains(t, msg, "was already used")
 

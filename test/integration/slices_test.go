@@ -21,7 +21,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -313,10 +312,11 @@ func TestResourceSliceAttacks(t *testing.T) {
 
 	// TolerateNoHandshake, set on Bob's Tenant by whoever may write it, does not skip the
 	// key match unless the provider's administrator started the manager to honor it.
-	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(tb), tb))
+	tenantWriter := principal(t, p, "tenant-writer", tb.Namespace, rule("authentication.liqo.io", "tenants", "get", "update"))
+	require.NoError(t, tenantWriter.Get(ctx, client.ObjectKeyFromObject(tb), tb))
 	policy := authv1beta1.TolerateNoHandshake
 	tb.Spec.AuthzPolicy = &policy
-	require.NoError(t, p.client.Update(ctx, tb))
+	require.NoError(t, tenantWriter.Update(ctx, tb))
 	loose := providerCopy(tb.Namespace, "no-handshake", b.id, sliceCSR(t, other, authn.SliceUserName("no-handshake", b.id), b.id))
 	require.NoError(t, bob.Create(ctx, loose))
 	expectSliceDenied(t, p, loose, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationDenied, "different key")
@@ -400,11 +400,9 @@ spec:
 	waitSliceDecided(t, c, rs)
 	ok, words := sliceAccepted(rs)
 	assert.True(t, ok, words)
-	assert.Equal(t, "cpu=4,memory=8Gi", formatResources(rs.Status.Resources))
+	assert.Equal(t, "cpu=4,memory=8Gi", cluster.FormatResources(rs.Status.Resources))
 	sliceKubeconfig(t, c, p, "mypool")
 }
-
-func formatResources(l corev1.ResourceList) string { return handshake.FormatResources(l) }
 
 // TestResourceSliceLimits: what the provider's administrator lets a tenant hold together
 // caps its slices; a slice that does not fit is denied saying how much is granted, and is
@@ -446,4 +444,72 @@ func TestResourceSliceLimits(t *testing.T) {
 		res := authv1beta1.SliceCondition(second.Status.Conditions, authv1beta1.ResourceSliceConditionResources)
 		return res != nil && res.Status == authv1beta1.ResourceSliceAccepted && second.Status.AuthParams != nil, nil
 	})
+}
+
+// forgeGrant writes, as writer, a slice status saying the provider accepted it with
+// resources.
+func forgeGrant(t *testing.T, writer client.Client, rs *authv1beta1.ResourceSlice, resources corev1.ResourceList) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, writer.Get(ctx, client.ObjectKeyFromObject(rs), rs))
+	now := metav1.Now()
+	for _, typ := range []string{authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ResourceSliceConditionResources} {
+		authv1beta1.SetSliceCondition(&rs.Status.Conditions, typ, authv1beta1.ResourceSliceAccepted, "Forged", "forged", now)
+	}
+	rs.Status.Resources = resources
+	require.NoError(t, writer.Status().Update(ctx, rs), "a status writer may write the slice status")
+}
+
+// TestResourceSliceStatusIsNotTrusted: whoever may write slice status (Liqo's
+// liqo-remote-controlplane lets the tenant itself) cannot make a Cordoned tenant's new
+// slice count as granted, nor shrink what other slices hold to fit under a limit: the
+// provider judges from its own record of the grants.
+func TestResourceSliceStatusIsNotTrusted(t *testing.T) {
+	p := installSites(t, testenv.New(t, "slice-status"), "cl-provider")[0]
+	runner := startControllers(t, p, authmanager.Provider)
+	ctx := context.Background()
+	b := newAttacker(t, "cl-bob")
+	tb := honestHandshake(t, p, b)
+	bob := userClient(t, p, tb.Status.AuthParams.SignedCRT, b.key)
+	forger := principal(t, p, "slice-status-writer", tb.Namespace, rule("authentication.liqo.io", "resourceslices", "get"),
+		rule("authentication.liqo.io", "resourceslices/status", "get", "update", "patch"))
+	slice := func(name, cpu string) *authv1beta1.ResourceSlice {
+		rs := providerCopy(tb.Namespace, name, b.id, sliceCSR(t, b.key, authn.SliceUserName(name, b.id), b.id))
+		rs.Spec.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		return rs
+	}
+	restart := func() {
+		require.NoError(t, runner.Stop())
+		runner = startControllers(t, p, authmanager.Provider)
+	}
+
+	// Cordoned: a new slice whose status was forged as accepted gets nothing.
+	mustCLI(t, "cordon", "tenant", b.id, "--kubeconfig", p.cp.Kubeconfig)
+	require.NoError(t, runner.Stop())
+	forged := slice("forged", "1")
+	require.NoError(t, bob.Create(ctx, forged))
+	forgeGrant(t, forger, forged, forged.Spec.Resources)
+	runner = startControllers(t, p, authmanager.Provider)
+	expectSliceDenied(t, p, forged, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationDenied, "is Cordoned")
+	mustCLI(t, "uncordon", "tenant", b.id, "--kubeconfig", p.cp.Kubeconfig)
+	require.NoError(t, bob.Delete(ctx, forged))
+
+	// Limits: shrinking the other slices' status does not make room.
+	require.NoError(t, cluster.UpdateTenantRecord(ctx, p.client, p.client, cluster.DefaultLiqoNamespace, b.id, false, func(rec *cluster.TenantRecord) error {
+		rec.SliceLimits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+		return nil
+	}))
+	first := slice("big-1", "2")
+	require.NoError(t, bob.Create(ctx, first))
+	eventually(t, 20*time.Second, "the first slice is granted", func(ctx context.Context) (bool, error) {
+		err := p.client.Get(ctx, client.ObjectKeyFromObject(first), first)
+		return err == nil && first.Status.AuthParams != nil, err
+	})
+	require.NoError(t, runner.Stop())
+	second := slice("big-2", "2")
+	require.NoError(t, bob.Create(ctx, second))
+	forgeGrant(t, forger, first, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")})
+	forgeGrant(t, forger, second, second.Spec.Resources)
+	restart()
+	expectSliceDenied(t, p, second, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied, "cpu=2 asked, 2 of the 2 this tenant may hold already granted")
 }

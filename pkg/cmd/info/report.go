@@ -223,7 +223,7 @@ func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
 	var out []Slice
 	for i := range list.Items {
 		rs := &list.Items[i]
-		e := Slice{Name: rs.Name, Namespace: rs.Namespace, Resources: handshake.FormatResources(rs.Spec.Resources), Expires: certExpiry(rs.Status.Certificate)}
+		e := Slice{Name: rs.Name, Namespace: rs.Namespace, Resources: cluster.FormatResources(rs.Spec.Resources), Expires: certExpiry(rs.Status.Certificate)}
 		switch {
 		case rs.Labels[cluster.ReplicationRequestedLabel] == "true":
 			e.Role, e.Cluster = "consumer", rs.Labels[cluster.RemoteClusterIDLabel]
@@ -240,7 +240,7 @@ func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
 			e.State = "Pending"
 		case ok:
 			e.State = "Accepted"
-			e.Resources = handshake.FormatResources(rs.Status.Resources)
+			e.Resources = cluster.FormatResources(rs.Status.Resources)
 		default:
 			e.State = "Denied: " + words
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
 // LimitOptions of liqoctl limit tenant.
@@ -111,6 +110,6 @@ func (o *LimitOptions) Run(ctx context.Context) error {
 		s.Report.Info("No limit on the ResourceSlices of %s", o.ClusterID)
 		return nil
 	}
-	s.Report.Info("The ResourceSlices of %s may hold together at most %s", o.ClusterID, handshake.FormatResources(limits))
+	s.Report.Info("The ResourceSlices of %s may hold together at most %s", o.ClusterID, cluster.FormatResources(limits))
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // EnsureControlled creates or repairs the Roles and RoleBindings objs, controlled by owner.
@@ -53,7 +55,8 @@ func sameAccess(current, want client.Object) bool {
 		c := current.(*rbacv1.RoleBinding)
 		return reflect.DeepEqual(c.Subjects, w.Subjects) && c.RoleRef == w.RoleRef
 	case *rbacv1.Role:
-		return reflect.DeepEqual(current.(*rbacv1.Role).Rules, w.Rules)
+		c := current.(*rbacv1.Role)
+		return reflect.DeepEqual(c.Rules, w.Rules) && c.Annotations[cluster.GrantedResourcesAnnotation] == w.Annotations[cluster.GrantedResourcesAnnotation]
 	}
 	return false
 }

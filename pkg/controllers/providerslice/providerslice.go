@@ -12,7 +12,12 @@
 // (Cordoned: no new slice; Drained: its slices are deleted), and the CSR must pass every
 // rule for subject CN=<slice>-<hash of C>, O=<C> and the Tenant's accepted key (unless the
 // Tenant's authzPolicy is TolerateNoHandshake and the manager was started to honor it:
-// the key match is then skipped, as in Liqo; whoever may write the Tenant may set it). The identity is checked to hold no permission of
+// the key match is then skipped, as in Liqo; whoever may write the Tenant may set it).
+// What a slice was granted is recorded on its Role (annotation liqo.io/granted-resources),
+// which only the provider's administrator and this manager write: a Cordoned tenant's
+// existing slices and the tenant's limits are judged from those grants, never from a
+// slice's status, which anyone allowed resourceslices/status may forge (Liqo's
+// liqo-remote-controlplane lets the tenant itself). The identity is checked to hold no permission of
 // its own before a certificate is requested, and is granted only reading its own slice.
 package providerslice
 
@@ -184,11 +189,6 @@ func (r *Reconciler) accept(rs *authv1beta1.ResourceSlice, typ, reason, msg stri
 	}
 }
 
-func accepted(rs *authv1beta1.ResourceSlice) bool {
-	c := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication)
-	return c != nil && c.Status == authv1beta1.ResourceSliceAccepted
-}
-
 // decide computes the slice's status; deleted says the slice was deleted (its tenant is
 // Drained).
 func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, id string) (ctrl.Result, bool, error) {
@@ -229,9 +229,22 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		err := r.Client.Delete(ctx, rs)
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ResourceSliceDeleted", "DrainTenant", "ResourceSlice %s deleted: the tenant is Drained", rs.Name)
 		return ctrl.Result{}, true, client.IgnoreNotFound(err)
-	case authv1beta1.TenantConditionCordoned:
-		if !accepted(rs) {
+	}
+	// What this provider granted is read from its own record of the grant (the slices'
+	// Roles), never from a slice's status, which others may write.
+	grants, err := r.grants(ctx, rs.Namespace)
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	mine, granted := grants[rs.UID]
+	if t.Spec.TenantCondition == authv1beta1.TenantConditionCordoned {
+		if !granted {
 			return authDenied(fmt.Sprintf("Tenant %s/%s is Cordoned: it gets no new ResourceSlice", t.Namespace, t.Name))
+		}
+		if !equality.Semantic.DeepEqual(mine, rs.Spec.Resources) {
+			r.deny(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied,
+				fmt.Sprintf("Tenant %s/%s is Cordoned: its slices keep what they were granted (%s)", t.Namespace, t.Name, cluster.FormatResources(mine)))
+			return ctrl.Result{}, false, nil
 		}
 	}
 	user := authn.SliceUserName(rs.Name, id)
@@ -249,7 +262,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		r.deny(rs, authv1beta1.ResourceSliceConditionResources, reason, msg)
 		return ctrl.Result{}, false, nil
 	}
-	if msg, err := r.checkLimits(ctx, rs, id); err != nil || msg != "" {
+	if msg, err := r.checkLimits(ctx, rs, id, grants); err != nil || msg != "" {
 		if err != nil {
 			return ctrl.Result{}, false, err
 		}
@@ -266,7 +279,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		fmt.Sprintf("identity %q (group %q) for the consumer's accepted key", user, id))
 	r.accept(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesAccepted,
 		fmt.Sprintf("class %q, resources as requested", class))
-	if _, err := common.EnsureControlled(ctx, r.Client, rs, cluster.SliceAccessObjects(rs.Namespace, rs.Name, user, id), t.Spec.TenantCondition == authv1beta1.TenantConditionCordoned); err != nil {
+	if _, err := common.EnsureControlled(ctx, r.Client, rs, cluster.SliceAccessObjects(rs.Namespace, rs.Name, user, id, rs.Spec.Resources), t.Spec.TenantCondition == authv1beta1.TenantConditionCordoned); err != nil {
 		return ctrl.Result{}, false, err
 	}
 	res, err := r.certificate(ctx, rs, t, user, pub)
@@ -290,31 +303,46 @@ func (r *Reconciler) checkClass(rs *authv1beta1.ResourceSlice) (reason, msg stri
 	return "", ""
 }
 
+// grants reads from the API server what this provider granted the slices of namespace ns,
+// by slice UID: the resources recorded on each slice's Role that a slice controls. The
+// tenant may write its slices and their status, never a Role.
+func (r *Reconciler) grants(ctx context.Context, ns string) (map[types.UID]corev1.ResourceList, error) {
+	var roles rbacv1.RoleList
+	if err := r.APIReader.List(ctx, &roles, client.InNamespace(ns), client.MatchingLabels{cluster.ManagedByLabel: cluster.ManagedByValue}); err != nil {
+		return nil, err
+	}
+	out := map[types.UID]corev1.ResourceList{}
+	for i := range roles.Items {
+		role := &roles.Items[i]
+		ref := metav1.GetControllerOf(role)
+		if ref == nil || ref.Kind != "ResourceSlice" || role.Labels[cluster.SliceNameLabel] != ref.Name {
+			continue
+		}
+		if l, ok := cluster.SliceGrant(role); ok {
+			out[ref.UID] = l
+		}
+	}
+	return out, nil
+}
+
 // checkLimits says why the slice's resources do not fit in what the provider's
-// administrator lets the tenant hold ("" when they fit, or when no limit is set): the
-// resources granted to its other accepted slices, read from the API server, plus these.
-// A slice already granted what it asks keeps it.
-func (r *Reconciler) checkLimits(ctx context.Context, rs *authv1beta1.ResourceSlice, id string) (string, error) {
-	if res := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionResources); res != nil &&
-		res.Status == authv1beta1.ResourceSliceAccepted && equality.Semantic.DeepEqual(rs.Status.Resources, rs.Spec.Resources) {
+// administrator lets the tenant hold ("" when they fit, or when no limit is set): what
+// was granted to its other slices (grants) plus these. A slice already granted what it
+// asks keeps it.
+func (r *Reconciler) checkLimits(ctx context.Context, rs *authv1beta1.ResourceSlice, id string, grants map[types.UID]corev1.ResourceList) (string, error) {
+	if mine, ok := grants[rs.UID]; ok && equality.Semantic.DeepEqual(mine, rs.Spec.Resources) {
 		return "", nil
 	}
 	rec, err := cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, id)
 	if err != nil || rec == nil || len(rec.SliceLimits) == 0 {
 		return "", err
 	}
-	var list authv1beta1.ResourceSliceList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(rs.Namespace)); err != nil {
-		return "", err
-	}
 	used := corev1.ResourceList{}
-	for i := range list.Items {
-		other := &list.Items[i]
-		res := authv1beta1.SliceCondition(other.Status.Conditions, authv1beta1.ResourceSliceConditionResources)
-		if other.UID == rs.UID || !isProviderCopy(other) || res == nil || res.Status != authv1beta1.ResourceSliceAccepted {
+	for uid, l := range grants {
+		if uid == rs.UID {
 			continue
 		}
-		for n, q := range other.Status.Resources {
+		for n, q := range l {
 			sum := used[n]
 			sum.Add(q)
 			used[n] = sum
@@ -422,7 +450,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		return nil
 	}
 	id := consumerOf(rs)
-	if err := common.DeleteControlled(ctx, r.Client, r.APIReader, rs, cluster.SliceAccessObjects(rs.Namespace, rs.Name, authn.SliceUserName(rs.Name, id), id)); err != nil {
+	if err := common.DeleteControlled(ctx, r.Client, r.APIReader, rs, cluster.SliceAccessObjects(rs.Namespace, rs.Name, authn.SliceUserName(rs.Name, id), id, nil)); err != nil {
 		return err
 	}
 	if err := r.Issuer.DeleteCSRs(ctx, r.APIReader, rs.UID, false); err != nil {

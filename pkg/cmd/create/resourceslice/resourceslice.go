@@ -124,7 +124,7 @@ func (o *Options) Run(ctx context.Context) error {
 	case err != nil:
 		return s.Explain(err, "creating the ResourceSlice")
 	default:
-		s.Report.Info("ResourceSlice %s/%s created, asking for %s", ns, o.Name, handshake.FormatResources(o.resources))
+		s.Report.Info("ResourceSlice %s/%s created, asking for %s", ns, o.Name, cluster.FormatResources(o.resources))
 	}
 	got, err := handshake.WaitSlice(ctx, s, client.ObjectKeyFromObject(rs))
 	if err != nil {
