@@ -115,9 +115,8 @@ func ListPeerObjects(ctx context.Context, c client.Client, liqoNS string) ([]Pee
 		ours[r.Namespace] = r.Namespace != ""
 	}
 	var out []PeerObject
-	names := slices.Sorted(maps.Keys(PeerObjectLists()))
 	lists := PeerObjectLists()
-	for _, crd := range names {
+	for _, crd := range slices.Sorted(maps.Keys(lists)) {
 		list := lists[crd]
 		if err := c.List(ctx, list); err != nil {
 			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {

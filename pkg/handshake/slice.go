@@ -38,10 +38,8 @@ func ForgeSlice(ns, name, providerID, class string, resources corev1.ResourceLis
 // SliceDecision says, in words, what the provider decided on a slice: its class and
 // resources when accepted, the reason when denied.
 func SliceDecision(rs *authv1beta1.ResourceSlice) (accepted bool, words string) {
-	for _, typ := range []string{authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ResourceSliceConditionResources} {
-		if c := authv1beta1.SliceCondition(rs.Status.Conditions, typ); c != nil && c.Status == authv1beta1.ResourceSliceDenied {
-			return false, fmt.Sprintf("%s (%s): %s", c.Reason, typ, c.Message)
-		}
+	if _, denied := authv1beta1.SliceVerdict(rs.Status.Conditions); denied != nil {
+		return false, fmt.Sprintf("%s (%s): %s", denied.Reason, denied.Type, denied.Message)
 	}
 	return true, fmt.Sprintf("class %s, %s", rs.Status.Class, cluster.FormatResources(rs.Status.Resources))
 }
@@ -52,14 +50,14 @@ func SliceDecision(rs *authv1beta1.ResourceSlice) (accepted bool, words string) 
 func WaitSlice(ctx context.Context, c *Side, key client.ObjectKey) (*authv1beta1.ResourceSlice, error) {
 	return waitObject(ctx, c, key, &authv1beta1.ResourceSliceList{}, "the provider to decide the ResourceSlice", "waiting for the ResourceSlice",
 		func(rs *authv1beta1.ResourceSlice) (bool, string, error) {
-			auth := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication)
-			if auth == nil {
-				return false, "the provider has not decided yet: does liqo-auth-manager run there, and does this cluster hold its control-plane Identity?", nil
-			}
-			if ok, words := SliceDecision(rs); !ok {
+			accepted, denied := authv1beta1.SliceVerdict(rs.Status.Conditions)
+			switch {
+			case denied != nil:
+				_, words := SliceDecision(rs)
 				return false, "", fmt.Errorf("(remote) the provider denied ResourceSlice %s: %s", rs.Name, words)
-			}
-			if authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionResources) == nil || rs.Status.AuthParams == nil || len(rs.Status.AuthParams.SignedCRT) == 0 {
+			case !accepted:
+				return false, "the provider has not decided yet: does liqo-auth-manager run there, and does this cluster hold its control-plane Identity?", nil
+			case rs.Status.AuthParams == nil || len(rs.Status.AuthParams.SignedCRT) == 0:
 				return false, "accepted; waiting for the provider to issue the slice's certificate", nil
 			}
 			return true, "", nil

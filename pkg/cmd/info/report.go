@@ -235,14 +235,15 @@ func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
 		default:
 			continue
 		}
-		switch ok, words := handshake.SliceDecision(rs); {
-		case authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication) == nil:
-			e.State = "Pending"
-		case ok:
+		switch accepted, denied := authv1beta1.SliceVerdict(rs.Status.Conditions); {
+		case denied != nil:
+			_, words := handshake.SliceDecision(rs)
+			e.State = "Denied: " + words
+		case accepted:
 			e.State = "Accepted"
 			e.Resources = cluster.FormatResources(rs.Status.Resources)
 		default:
-			e.State = "Denied: " + words
+			e.State = "Pending"
 		}
 		out = append(out, e)
 	}

@@ -19,7 +19,9 @@ package consumerslice
 import (
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +29,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -59,6 +60,16 @@ type Reconciler struct {
 	ClusterID string
 	Key       crypto.Signer
 	Now       func() time.Time
+
+	// clients holds, per control-plane kubeconfig Secret, the provider client built from
+	// it and the hash of the kubeconfig and pinned CA it was checked with: polls reuse it,
+	// a renewed kubeconfig or another pin replaces it.
+	clients sync.Map
+}
+
+type providerClient struct {
+	hash   [32]byte
+	client client.Client
 }
 
 // IsRequest reports whether a slice is one the consumer asks for (Liqo's label for what
@@ -150,7 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Come back for the renewed certificate, or, when denied, for the provider to change
 	// its mind (a tenant uncordoned, a class added).
 	next := time.Minute
-	if ok, _ := decided(answer); !ok {
+	if ok, _ := authv1beta1.SliceVerdict(answer.Status.Conditions); !ok {
 		next = 3 * time.Second
 	}
 	if c := rs.Status.Certificate; c != nil && c.RenewAfter != nil {
@@ -162,26 +173,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // pendingAnswer reports whether the provider has yet to decide on its copy of a slice, or
 // accepted it and has yet to publish its certificate.
 func pendingAnswer(cp *authv1beta1.ResourceSlice) bool {
-	auth := authv1beta1.SliceCondition(cp.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication)
-	res := authv1beta1.SliceCondition(cp.Status.Conditions, authv1beta1.ResourceSliceConditionResources)
+	accepted, denied := authv1beta1.SliceVerdict(cp.Status.Conditions)
 	switch {
-	case cp.Status.ObservedGeneration < cp.Generation || auth == nil:
+	case cp.Status.ObservedGeneration < cp.Generation:
 		return true
-	case auth.Status == authv1beta1.ResourceSliceAccepted && res != nil && res.Status == authv1beta1.ResourceSliceAccepted:
-		return cp.Status.AuthParams == nil || len(cp.Status.AuthParams.SignedCRT) == 0
+	case accepted:
+		return !hasCertificate(cp)
 	}
-	return false
+	return denied == nil
 }
 
-// decided reports whether the provider accepted a slice on both counts.
-func decided(cp *authv1beta1.ResourceSlice) (accepted bool, denied bool) {
-	for _, typ := range []string{authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ResourceSliceConditionResources} {
-		c := authv1beta1.SliceCondition(cp.Status.Conditions, typ)
-		if c == nil || c.Status != authv1beta1.ResourceSliceAccepted {
-			return false, c != nil
-		}
-	}
-	return true, false
+func hasCertificate(rs *authv1beta1.ResourceSlice) bool {
+	return rs.Status.AuthParams != nil && len(rs.Status.AuthParams.SignedCRT) > 0
 }
 
 // complete fills what the consumer's controller owns in the spec: both cluster IDs and
@@ -216,16 +219,32 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string) (c
 		return nil, "", fmt.Errorf("the control-plane Identity %s/%s has no kubeconfig yet", ns, id.Name)
 	}
 	var s corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: id.Status.KubeconfigSecretRef.Name}, &s); err != nil {
+	key := client.ObjectKey{Namespace: ns, Name: id.Status.KubeconfigSecretRef.Name}
+	if err := r.Client.Get(ctx, key, &s); err != nil {
 		return nil, "", err
 	}
-	cfg, err := common.ProviderConfig(ctx, r.Client, r.Placement.LiqoNamespace, r.Key, r.ClusterID, id, s.Data[cluster.KubeconfigField], r.Now())
+	kubeconfig := s.Data[cluster.KubeconfigField]
+	// The client stands for a check of this kubeconfig against this pin: either changing
+	// makes a new check.
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
+	if err != nil || rec == nil {
+		return nil, "", fmt.Errorf("no tenant record of provider %q: %w", provider, err)
+	}
+	hash := sha256.Sum256(append(append([]byte{}, kubeconfig...), rec.CAFingerprint...))
+	if v, ok := r.clients.Load(key); ok && v.(*providerClient).hash == hash {
+		return v.(*providerClient).client, *id.Spec.Namespace, nil
+	}
+	cfg, err := common.ProviderConfig(ctx, r.Client, r.Placement.LiqoNamespace, r.Key, r.ClusterID, id, kubeconfig, r.Now())
 	if err != nil {
 		return nil, "", fmt.Errorf("the control-plane kubeconfig is refused: %w", err)
 	}
 	cfg.Timeout = 10 * time.Second
-	c, err := client.New(rest.CopyConfig(cfg), client.Options{Scheme: r.Scheme})
-	return c, *id.Spec.Namespace, err
+	c, err := client.New(cfg, client.Options{Scheme: r.Scheme})
+	if err != nil {
+		return nil, "", err
+	}
+	r.clients.Store(key, &providerClient{hash: hash, client: c})
+	return c, *id.Spec.Namespace, nil
 }
 
 // sync writes the slice's spec into the provider's tenant namespace (creating it there),
@@ -253,10 +272,7 @@ func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, re
 // slice; a denied slice has none.
 func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.ResourceSlice, provider, remoteNS string) error {
 	key := client.ObjectKey{Namespace: rs.Namespace, Name: cluster.SliceIdentityName(rs.Name)}
-	authOK := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionAuthentication)
-	resOK := authv1beta1.SliceCondition(rs.Status.Conditions, authv1beta1.ResourceSliceConditionResources)
-	if authOK == nil || authOK.Status != authv1beta1.ResourceSliceAccepted || resOK == nil || resOK.Status != authv1beta1.ResourceSliceAccepted ||
-		rs.Status.AuthParams == nil || len(rs.Status.AuthParams.SignedCRT) == 0 {
+	if accepted, _ := authv1beta1.SliceVerdict(rs.Status.Conditions); !accepted || !hasCertificate(rs) {
 		id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 		return client.IgnoreNotFound(common.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}))
 	}

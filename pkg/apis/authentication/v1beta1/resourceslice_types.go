@@ -95,6 +95,23 @@ func SliceCondition(conds []ResourceSliceCondition, typ string) *ResourceSliceCo
 	return nil
 }
 
+// SliceVerdict reads the provider's decision on a slice: accepted when both its
+// Authentication and Resources conditions are Accepted; denied is the first Denied one;
+// neither while the provider has not decided both.
+func SliceVerdict(conds []ResourceSliceCondition) (accepted bool, denied *ResourceSliceCondition) {
+	accepted = true
+	for _, typ := range []string{ResourceSliceConditionAuthentication, ResourceSliceConditionResources} {
+		c := SliceCondition(conds, typ)
+		switch {
+		case c != nil && c.Status == ResourceSliceDenied:
+			return false, c
+		case c == nil || c.Status != ResourceSliceAccepted:
+			accepted = false
+		}
+	}
+	return accepted, nil
+}
+
 // SetSliceCondition sets the condition of type typ and reports whether it changed.
 func SetSliceCondition(conds *[]ResourceSliceCondition, typ, status, reason, msg string, now metav1.Time) bool {
 	if c := SliceCondition(*conds, typ); c != nil {
