@@ -513,3 +513,24 @@ func TestResourceSliceStatusIsNotTrusted(t *testing.T) {
 	restart()
 	expectSliceDenied(t, p, second, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied, "cpu=2 asked, 2 of the 2 this tenant may hold already granted")
 }
+
+// TestConsumerSliceOutsideTenantNamespace: on the consumer, someone allowed to write
+// ResourceSlices in a look-alike namespace (labelled as the provider's tenant namespace)
+// gets no request sent to the provider and no Identity: only the recorded tenant
+// namespace speaks for this cluster.
+func TestConsumerSliceOutsideTenantNamespace(t *testing.T) {
+	c, p := sliceSites(t)
+	ctx := context.Background()
+	require.NoError(t, c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "look-alike", Labels: cluster.TenantNamespaceLabels(p.id)}}))
+	mallory := principal(t, c, "slice-writer", "look-alike", rule("authentication.liqo.io", "resourceslices", "create", "get"))
+	rs := localSlice(c, p, "stray", "", "1")
+	rs.Namespace = "look-alike"
+	require.NoError(t, mallory.Create(ctx, rs))
+	waitEvent(t, c, "look-alike", "stray", "ResourceSliceNotInTenantNamespace")
+	require.NoError(t, c.client.Get(ctx, client.ObjectKeyFromObject(rs), rs))
+	assert.Empty(t, rs.Spec.CSR, "no CSR forged with the cluster key")
+	var remote authv1beta1.ResourceSliceList
+	require.NoError(t, p.client.List(ctx, &remote))
+	assert.Empty(t, remote.Items, "nothing sent to the provider")
+	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: "look-alike", Name: cluster.SliceIdentityName("stray")}, &authv1beta1.Identity{})))
+}
