@@ -38,6 +38,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("devclusters "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", ".devclusters", "directory of the control planes")
+	audit := fs.Bool("audit", false, "up: each API server writes an audit event per request to DIR/NAME/logs/audit.log")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -47,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "up":
-		return up(abs, fs.Args(), stdout)
+		return up(abs, fs.Args(), *audit, stdout)
 	case "down":
 		return down(abs, stdout)
 	default:
@@ -55,7 +56,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 }
 
-func up(dir string, names []string, stdout io.Writer) error {
+func up(dir string, names []string, audit bool, stdout io.Writer) error {
 	if len(names) == 0 {
 		return errors.New("name at least one control plane: devclusters up --dir DIR NAME...")
 	}
@@ -78,7 +79,7 @@ func up(dir string, names []string, stdout io.Writer) error {
 		wg.Go(func() {
 			d := filepath.Join(dir, n)
 			_ = os.RemoveAll(d)
-			_, errs[i] = testenv.Start(context.Background(), testenv.Options{Name: n, Dir: d, BinDir: bin, Detach: true})
+			_, errs[i] = testenv.Start(context.Background(), testenv.Options{Name: n, Dir: d, BinDir: bin, Detach: true, AuditLog: audit})
 		})
 	}
 	wg.Wait()

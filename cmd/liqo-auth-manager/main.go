@@ -35,12 +35,12 @@ import (
 )
 
 type flags struct {
-	kubeconfig, apiServerURL, apiServerCAFile, metricsAddr, healthAddr string
-	leaderElect, provider, consumer, showVersion                       bool
-	qps                                                                float32
-	burst                                                              int
-	opts                                                               authmanager.Options
-	zap                                                                zap.Options
+	kubeconfig, apiServerURL, apiServerCAFile, metricsAddr, healthAddr, pprofAddr string
+	leaderElect, provider, consumer, showVersion                                  bool
+	qps                                                                           float32
+	burst                                                                         int
+	opts                                                                          authmanager.Options
+	zap                                                                           zap.Options
 }
 
 func main() {
@@ -69,6 +69,7 @@ func parse(args []string) (*flags, error) {
 	fs.BoolVar(&f.consumer, "consumer", true, "run the consumer side")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas through the Lease liqo-auth-manager; without it, the manager still holds that Lease while no other manager does, so that liqoctl sees it")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address serving Go's net/http/pprof profiles, e.g. 127.0.0.1:6060 (0 disables; profiles reveal memory contents: bind it to loopback only)")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", "", "health probes address (0 disables; default :8081 in a Pod, disabled beside a cluster with --kubeconfig, so that several managers share a host)")
 	fs.Float32Var(&f.qps, "kube-api-qps", authmanager.DefaultQPS, "API requests per second")
 	fs.IntVar(&f.burst, "kube-api-burst", authmanager.DefaultBurst, "API request burst")
@@ -107,6 +108,9 @@ func run() error {
 		return err
 	}
 	if err := checkListen("--metrics-bind-address", f.metricsAddr); err != nil {
+		return err
+	}
+	if err := checkListen("--pprof-bind-address", f.pprofAddr); err != nil {
 		return err
 	}
 	if f.showVersion {
@@ -153,6 +157,7 @@ func run() error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme.New(), Cache: authmanager.CacheOptions(f.opts.Namespace),
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		PprofBindAddress:       f.pprofAddr,
 		HealthProbeBindAddress: f.healthAddr,
 		LeaderElection:         f.leaderElect, LeaderElectionID: authmanager.LeaseName, LeaderElectionNamespace: f.opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,

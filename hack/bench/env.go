@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
@@ -22,6 +23,10 @@ type env struct {
 	cfg                config
 	consumer, provider *testenv.ControlPlane
 	pc                 client.WithWatch
+	// consumers is the provider administrator's client without client-side rate limit,
+	// through which the virtual consumers of the scale runs act: each stands for a
+	// cluster with its own client, so that one shared limit must not pace them.
+	consumers client.WithWatch
 }
 
 func newEnv(ctx context.Context, c config, binDir, root string) (*env, error) {
@@ -57,6 +62,11 @@ func newEnv(ctx context.Context, c config, binDir, root string) (*env, error) {
 		return nil, err
 	}
 	e.pc = pc
+	unthrottled := rest.CopyConfig(e.provider.Config)
+	unthrottled.QPS = -1
+	if e.consumers, err = client.NewWithWatch(unthrottled, client.Options{Scheme: scheme.New()}); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -90,8 +100,8 @@ func runCmd(ctx context.Context, name string, args ...string) (string, string, e
 }
 
 // startManager runs liqo-auth-manager for cp and waits until it holds its Lease.
-func (e *env) startManager(cp *testenv.ControlPlane) (*testenv.Manager, error) {
-	m, err := testenv.StartManager(filepath.Join(e.cfg.bin, "liqo-auth-manager"), []string{"--kubeconfig", cp.Kubeconfig, "--health-probe-bind-address=0"}, 60*time.Second)
+func (e *env) startManager(cp *testenv.ControlPlane, extra ...string) (*testenv.Manager, error) {
+	m, err := testenv.StartManager(filepath.Join(e.cfg.bin, "liqo-auth-manager"), append([]string{"--kubeconfig", cp.Kubeconfig, "--health-probe-bind-address=0"}, extra...), 60*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cp.Name, err)
 	}

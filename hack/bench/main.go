@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,17 @@ type config struct {
 	scale     []int
 	// sliceConsumers and slicesEach size the slice scale run.
 	sliceConsumers, slicesEach int
+	// profileDir, when set, receives CPU profiles of the provider's API server and manager
+	// taken during the last scale run.
+	profileDir string
+	// only names the sections to run (all when empty).
+	only map[string]bool
 }
+
+// sections of the report, in the order they run.
+var sections = []string{"cli", "auth", "slices", "manual", "scale", "slice-scale"}
+
+func (c config) runs(section string) bool { return len(c.only) == 0 || c.only[section] }
 
 func main() {
 	if err := run(); err != nil {
@@ -54,7 +65,18 @@ func run() error {
 	flag.StringVar(&scale, "scale", "10,50,200", "numbers of concurrent consumers for the scale runs")
 	flag.IntVar(&c.sliceConsumers, "slice-consumers", 20, "consumers of the slice scale run")
 	flag.IntVar(&c.slicesEach, "slices-each", 5, "slices each consumer asks for at once in the slice scale run")
+	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of the provider's API server and manager, taken during the handshakes of the last scale run, to this directory")
+	only := flag.String("only", "", "comma-separated sections to run, of "+strings.Join(sections, ",")+" (default: all)")
 	flag.Parse()
+	if *only != "" {
+		c.only = map[string]bool{}
+		for _, s := range strings.Split(*only, ",") {
+			if !slices.Contains(sections, s) {
+				return fmt.Errorf("--only: unknown section %q (want some of %s)", s, strings.Join(sections, ","))
+			}
+			c.only[s] = true
+		}
+	}
 	for _, s := range strings.Split(scale, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -79,9 +101,11 @@ func run() error {
 	ctx := context.Background()
 	r := &report{started: time.Now()}
 
-	log("CLI cost")
-	if r.cli, err = measureCLI(c); err != nil {
-		return err
+	if c.runs("cli") {
+		log("CLI cost")
+		if r.cli, err = measureCLI(c); err != nil {
+			return err
+		}
 	}
 	env, err := newEnv(ctx, c, binDir, root)
 	if err != nil {
@@ -89,6 +113,9 @@ func run() error {
 	}
 	defer env.stop()
 	for _, mode := range []string{modeInProcess, modeManager, modePeeringUser} {
+		if !c.runs("auth") {
+			break
+		}
 		log("authenticate latency, " + mode)
 		res, err := env.authenticateRounds(ctx, mode)
 		if err != nil {
@@ -96,27 +123,36 @@ func run() error {
 		}
 		r.auth = append(r.auth, res)
 	}
-	log("resource slice latency")
-	create, remove, err := env.sliceRounds(ctx)
-	if err != nil {
-		return fmt.Errorf("resource slices: %w", err)
+	if c.runs("slices") {
+		log("resource slice latency")
+		create, remove, err := env.sliceRounds(ctx)
+		if err != nil {
+			return fmt.Errorf("resource slices: %w", err)
+		}
+		r.slices = []*latency{create, remove}
 	}
-	r.slices = []*latency{create, remove}
-	log("manual flow latency")
-	if r.manual, err = env.manualRounds(ctx); err != nil {
-		return fmt.Errorf("manual flow: %w", err)
+	if c.runs("manual") {
+		log("manual flow latency")
+		if r.manual, err = env.manualRounds(ctx); err != nil {
+			return fmt.Errorf("manual flow: %w", err)
+		}
 	}
 	for _, n := range c.scale {
+		if !c.runs("scale") {
+			break
+		}
 		log(fmt.Sprintf("provider scale, %d consumers", n))
-		res, err := env.scaleRun(ctx, n)
+		res, err := env.scaleRun(ctx, n, n == c.scale[len(c.scale)-1])
 		if err != nil {
 			return fmt.Errorf("scale %d: %w", n, err)
 		}
 		r.scale = append(r.scale, res)
 	}
-	log(fmt.Sprintf("slice scale, %d consumers x %d slices", c.sliceConsumers, c.slicesEach))
-	if r.sliceScale, err = env.sliceScaleRun(ctx, c.sliceConsumers, c.slicesEach); err != nil {
-		return fmt.Errorf("slice scale: %w", err)
+	if c.runs("slice-scale") {
+		log(fmt.Sprintf("slice scale, %d consumers x %d slices", c.sliceConsumers, c.slicesEach))
+		if r.sliceScale, err = env.sliceScaleRun(ctx, c.sliceConsumers, c.slicesEach); err != nil {
+			return fmt.Errorf("slice scale: %w", err)
+		}
 	}
 	r.finished = time.Now()
 	md := r.markdown()

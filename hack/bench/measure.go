@@ -13,11 +13,14 @@ import (
 	"sync"
 	"time"
 
+	"net/http"
+
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -189,12 +192,43 @@ type scaleResult struct {
 	peakRSSMiB, cpuS float64
 	failed           int
 	firstFailure     string
+	// cpu is the CPU seconds each of cpuProcesses spent during the handshakes.
+	cpu map[string]float64
+	// api is what the provider's API server served per handshake.
+	api []apiRate
+}
+
+// cpuProcesses are the processes whose CPU a scale run reports: the provider's control
+// plane, its manager, and this benchmark, which plays the consumers.
+var cpuProcesses = []string{"kube-apiserver", "etcd", "kube-controller-manager", "liqo-auth-manager", "consumers (bench)"}
+
+// cpuSnapshot reads the CPU seconds spent so far by the provider's processes, its manager
+// m and this process.
+func (e *env) cpuSnapshot(m *testenv.Manager) map[string]float64 {
+	pids := e.provider.ProcessIDs()
+	pids["liqo-auth-manager"] = m.Pid()
+	pids["consumers (bench)"] = os.Getpid()
+	out := map[string]float64{}
+	for name, pid := range pids {
+		_, out[name] = usage(pid)
+	}
+	return out
 }
 
 // scaleRun authenticates n virtual consumers concurrently into the provider, served by a
 // fresh liqo-auth-manager, then removes them all.
-func (e *env) scaleRun(ctx context.Context, n int) (*scaleResult, error) {
-	m, err := e.startManager(e.provider)
+func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, error) {
+	profile = profile && e.cfg.profileDir != ""
+	var extra []string
+	pprofAddr := ""
+	if profile {
+		var err error
+		if pprofAddr, err = freeLoopbackAddr(); err != nil {
+			return nil, err
+		}
+		extra = append(extra, "--pprof-bind-address="+pprofAddr)
+	}
+	m, err := e.startManager(e.provider, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -210,11 +244,20 @@ func (e *env) scaleRun(ctx context.Context, n int) (*scaleResult, error) {
 	defer cancel()
 	var mu sync.Mutex
 	var eg errgroup.Group
+	before := e.cpuSnapshot(m)
+	apiBefore, err := readAPICounters(ctx, e.provider.Config)
+	if err != nil {
+		return nil, err
+	}
+	var profiles errgroup.Group
+	if profile {
+		e.profile(ctx, pprofAddr, n, &profiles)
+	}
 	start := time.Now()
 	for i, v := range consumers {
 		eg.Go(func() error {
 			t0 := time.Now()
-			_, err := v.Authenticate(ctx, e.pc, "cl-provider")
+			_, err := v.Authenticate(ctx, e.consumers, "cl-provider")
 			res.perHandshake[i] = time.Since(t0)
 			if err != nil {
 				mu.Lock()
@@ -230,22 +273,45 @@ func (e *env) scaleRun(ctx context.Context, n int) (*scaleResult, error) {
 	_ = eg.Wait()
 	res.total = time.Since(start)
 	res.peakRSSMiB, res.cpuS = usage(m.Pid())
+	res.cpu = e.cpuSnapshot(m)
+	for p := range res.cpu {
+		res.cpu[p] -= before[p]
+	}
+	apiAfter, err := readAPICounters(ctx, e.provider.Config)
+	if err != nil {
+		return nil, err
+	}
+	res.api = apiAfter.perHandshake(apiBefore, n)
+	if err := profiles.Wait(); err != nil {
+		return nil, err
+	}
 	start = time.Now()
 	for _, v := range consumers {
 		eg.Go(func() error {
 			tn := &authv1beta1.Tenant{}
 			tn.Namespace, tn.Name = cluster.TenantNamespaceName(v.ID), v.ID
-			if err := e.pc.Delete(ctx, tn); client.IgnoreNotFound(err) != nil {
-				return err
-			}
-			return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-				err := e.pc.Get(ctx, client.ObjectKeyFromObject(tn), tn)
-				return client.IgnoreNotFound(err) == nil && err != nil, nil
-			})
+			return client.IgnoreNotFound(e.consumers.Delete(ctx, tn))
 		})
 	}
 	if err := eg.Wait(); err != nil {
 		return nil, err
+	}
+	// Gone once the provider's finalizer let each go: one List every 50 ms.
+	prefix := fmt.Sprintf("cl-scale-%d-", n)
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var list authv1beta1.TenantList
+		if err := e.pc.List(ctx, &list); err != nil {
+			return false, err
+		}
+		for _, t := range list.Items {
+			if strings.HasPrefix(t.Name, prefix) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the Tenants to go: %w", err)
 	}
 	res.teardown = time.Since(start)
 	return res, nil
@@ -373,7 +439,7 @@ func (e *env) sliceScaleRun(ctx context.Context, n, per int) (*sliceScaleResult,
 			return nil, err
 		}
 		v := consumers[i]
-		eg.Go(func() error { _, err := v.Authenticate(ctx, e.pc, "cl-provider"); return err })
+		eg.Go(func() error { _, err := v.Authenticate(ctx, e.consumers, "cl-provider"); return err })
 	}
 	if err := eg.Wait(); err != nil {
 		return nil, fmt.Errorf("authenticating the consumers: %w", err)
@@ -385,7 +451,7 @@ func (e *env) sliceScaleRun(ctx context.Context, n, per int) (*sliceScaleResult,
 		for j := 0; j < per; j++ {
 			eg.Go(func() error {
 				t0 := time.Now()
-				_, err := v.RequestSlice(ctx, e.pc, cluster.TenantNamespaceName(v.ID), fmt.Sprintf("slice-%d", j),
+				_, err := v.RequestSlice(ctx, e.consumers, cluster.TenantNamespaceName(v.ID), fmt.Sprintf("slice-%d", j),
 					corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})
 				res.perSlice[i*per+j] = time.Since(t0)
 				if err != nil {
@@ -427,4 +493,35 @@ func (e *env) sliceScaleRun(ctx context.Context, n, per int) (*sliceScaleResult,
 		_ = e.pc.Delete(ctx, tn)
 	}
 	return res, nil
+}
+
+// profile takes, in the background, CPU profiles of the provider's API server and of the
+// manager serving pprof at pprofAddr, one second into the handshakes of n consumers and
+// for about half of their expected duration (at 25 handshakes/s), into the profile
+// directory.
+func (e *env) profile(ctx context.Context, pprofAddr string, n int, g *errgroup.Group) {
+	seconds := max(2, n/50)
+	log(fmt.Sprintf("  CPU profiles of %d s into %s", seconds, e.cfg.profileDir))
+	apiClient, err := rest.HTTPClientFor(e.provider.Config)
+	if err != nil {
+		g.Go(func() error { return err })
+		return
+	}
+	if err := os.MkdirAll(e.cfg.profileDir, 0o755); err != nil {
+		g.Go(func() error { return err })
+		return
+	}
+	for _, p := range []struct {
+		hc         *http.Client
+		base, file string
+	}{{apiClient, e.provider.Config.Host, "kube-apiserver.pprof"}, {http.DefaultClient, "http://" + pprofAddr, "liqo-auth-manager.pprof"}} {
+		g.Go(func() error {
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return cpuProfile(ctx, p.hc, p.base, seconds, filepath.Join(e.cfg.profileDir, p.file))
+		})
+	}
 }

@@ -26,8 +26,14 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s RAM, Linux %s, %s. Clusters: local etcd + kube-apiserver + kube-controller-manager v1.37.1 on loopback (pkg/testenv), the same machine as liqoctl.\n\n",
 		cpuModel(), runtime.NumCPU(), memTotal(), strings.TrimSpace(readFile("/proc/sys/kernel/osrelease")), runtime.Version())
 
-	b.WriteString("## Latency\n\nWall time of the liqoctl process, unauthenticate between rounds.\n\n| measurement | rounds | p50 | p95 | max |\n|---|---|---|---|---|\n")
-	all := append(append(append([]*latency{}, r.auth...), r.manual), r.slices...)
+	all := append([]*latency{}, r.auth...)
+	if r.manual != nil {
+		all = append(all, r.manual)
+	}
+	all = append(all, r.slices...)
+	if len(all) > 0 {
+		b.WriteString("## Latency\n\nWall time of the liqoctl process, unauthenticate between rounds.\n\n| measurement | rounds | p50 | p95 | max |\n|---|---|---|---|---|\n")
+	}
 	for _, l := range all {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", l.name, len(l.rounds), ms(percentile(l.rounds, .5)), ms(percentile(l.rounds, .95)), ms(percentile(l.rounds, 1)))
 	}
@@ -51,14 +57,19 @@ func (r *report) markdown() string {
 		}
 	}
 
-	b.WriteString("\n## Provider scale\n\nN consumers (key pairs without their own control plane; the provider and its liqo-auth-manager are real) authenticate concurrently into one provider; then all are removed.\n\n")
-	b.WriteString("| consumers | total | handshakes/s | p50 per handshake | p95 per handshake | failed | manager peak RSS | manager CPU | teardown |\n|---|---|---|---|---|---|---|---|---|\n")
+	if len(r.scale) > 0 {
+		b.WriteString("\n## Provider scale\n\nN consumers (key pairs without their own control plane; the provider and its liqo-auth-manager are real) authenticate concurrently into one provider; then all are removed.\n\n")
+		b.WriteString("| consumers | total | handshakes/s | p50 per handshake | p95 per handshake | failed | manager peak RSS | manager CPU | teardown |\n|---|---|---|---|---|---|---|---|---|\n")
+	}
 	for _, s := range r.scale {
 		fmt.Fprintf(&b, "| %d | %s | %.1f | %s | %s | %d | %.0f MiB | %.1f s | %s |\n", s.n, ms(s.total), float64(s.n)/s.total.Seconds(),
 			ms(percentile(s.perHandshake, .5)), ms(percentile(s.perHandshake, .95)), s.failed, s.peakRSSMiB, s.cpuS, ms(s.teardown))
 		if s.firstFailure != "" {
 			fmt.Fprintf(&b, "\nFirst failure at %d: %s\n\n", s.n, s.firstFailure)
 		}
+	}
+	if len(r.scale) > 0 {
+		r.cpuSplitMarkdown(&b)
 	}
 
 	if s := r.sliceScale; s != nil {
@@ -72,7 +83,17 @@ func (r *report) markdown() string {
 		}
 	}
 
-	fmt.Fprintf(&b, "\n## CLI cost\n\nWall time of a cold process start, %d rounds after %d untimed ones, measured before any control plane starts.\n\n", r.cli.rounds, cliWarmup)
+	if r.cli != nil {
+		r.cliMarkdown(&b)
+	}
+	if history := readFile(historyFile); history != "" {
+		b.WriteString("\n" + history)
+	}
+	return b.String()
+}
+
+func (r *report) cliMarkdown(b *strings.Builder) {
+	fmt.Fprintf(b, "\n## CLI cost\n\nWall time of a cold process start, %d rounds after %d untimed ones, measured before any control plane starts.\n\n", r.cli.rounds, cliWarmup)
 	b.WriteString("| measurement | p50 | p95 |\n|---|---|---|\n")
 	cli := []struct {
 		name string
@@ -80,15 +101,11 @@ func (r *report) markdown() string {
 	}{{"`liqoctl version --client`", r.cli.version}, {"`liqoctl --help`", r.cli.help}, {"`kubectl version --client` (reference)", r.cli.kubectl}}
 	for _, m := range cli {
 		if len(m.d) > 0 {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", m.name, ms(percentile(m.d, .5)), ms(percentile(m.d, .95)))
+			fmt.Fprintf(b, "| %s | %s | %s |\n", m.name, ms(percentile(m.d, .5)), ms(percentile(m.d, .95)))
 		}
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "Binary sizes: liqoctl %.1f MiB, liqo-auth-manager %.1f MiB (static, stripped, -trimpath).\n", float64(r.cli.sizes["liqoctl"])/(1<<20), float64(r.cli.sizes["liqo-auth-manager"])/(1<<20))
-	if history := readFile(historyFile); history != "" {
-		b.WriteString("\n" + history)
-	}
-	return b.String()
+	fmt.Fprintf(b, "Binary sizes: liqoctl %.1f MiB, liqo-auth-manager %.1f MiB (static, stripped, -trimpath).\n", float64(r.cli.sizes["liqoctl"])/(1<<20), float64(r.cli.sizes["liqo-auth-manager"])/(1<<20))
 }
 
 // historyFile holds the before/after measurements of past changes, kept by hand and
@@ -117,4 +134,26 @@ func memTotal() string {
 		}
 	}
 	return "unknown"
+}
+
+// cpuSplitMarkdown shows, per scale run, the CPU seconds each process spent while the
+// consumers authenticated: which of them limits the throughput on this machine.
+func (r *report) cpuSplitMarkdown(b *strings.Builder) {
+	b.WriteString("\nCPU seconds spent during the handshakes of each run, per process (the machine has ")
+	fmt.Fprintf(b, "%d CPUs, so a run of T seconds has at most %d·T CPU seconds):\n\n", runtime.NumCPU(), runtime.NumCPU())
+	b.WriteString("| consumers | " + strings.Join(cpuProcesses, " | ") + " | total | CPU-bound floor |\n|---|" + strings.Repeat("---|", len(cpuProcesses)+2) + "\n")
+	for _, s := range r.scale {
+		fmt.Fprintf(b, "| %d |", s.n)
+		total := 0.0
+		for _, p := range cpuProcesses {
+			fmt.Fprintf(b, " %.1f s |", s.cpu[p])
+			total += s.cpu[p]
+		}
+		fmt.Fprintf(b, " %.1f s | %s |\n", total, ms(time.Duration(total/float64(runtime.NumCPU())*float64(time.Second))))
+	}
+	last := r.scale[len(r.scale)-1]
+	fmt.Fprintf(b, "\nWhat the provider's API server served per handshake in the run of %d (its apiserver_request_total and apiserver_watch_events_total, from the manager, the signer and the consumers together):\n\n| request or watch event | per handshake |\n|---|---|\n", last.n)
+	for _, a := range last.api {
+		fmt.Fprintf(b, "| %s | %.1f |\n", a.what, a.per)
+	}
 }
