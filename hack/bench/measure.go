@@ -39,7 +39,7 @@ type latency struct {
 	unauth    []time.Duration
 }
 
-var stepLine = regexp.MustCompile(`^INFO (\((?:local|remote)\) )?\[ *([0-9.]+)s\] (.*)$`)
+var stepLine = regexp.MustCompile(`^(?:INFO|DEBUG) (\((?:local|remote)\) )?\[ *([0-9.]+)s\] (.*)$`)
 
 // addSteps turns liqoctl -v output into per-step durations.
 func (l *latency) addSteps(stderr string) {

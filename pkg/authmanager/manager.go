@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -53,6 +54,9 @@ type Options struct {
 	ClusterID string
 	// Key of this cluster; read from the cluster when nil.
 	Key crypto.Signer
+	// Self is who the controllers talk to the API server as (the provider approves only
+	// its own CertificateSigningRequests); asked with a SelfSubjectReview when nil.
+	Self *authenticationv1.UserInfo
 	// Role selects the controllers: a Provider runs the nonce creator and the tenant
 	// controller, a Consumer the nonce signer and the identity controller.
 	Role Role
@@ -168,10 +172,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	placement := common.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
 	var setups []interface{ SetupWithManager(ctrl.Manager) error }
 	if o.Role.Has(Provider) {
-		self, err := tenant.SelfReviewer(ctx, c)
-		if err != nil {
-			return err
+		if o.Self == nil {
+			self, err := tenant.SelfReviewer(ctx, c)
+			if err != nil {
+				return err
+			}
+			o.Self = &self
 		}
+		self := *o.Self
 		setups = append(setups,
 			&noncecreator.Reconciler{Client: c, Placement: placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
 			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self},
@@ -206,6 +214,12 @@ func ResolveAPIServer(ctx context.Context, c client.Reader, ns string, cfg *rest
 	if err != nil {
 		return "", nil, err
 	}
+	return APIServerFrom(stored, cfg, url, ca)
+}
+
+// APIServerFrom is ResolveAPIServer with the liqo-auth-config already read (stored).
+func APIServerFrom(stored cluster.Config, cfg *rest.Config, url string, ca []byte) (string, []byte, error) {
+	var err error
 	if url == "" {
 		url = stored.APIServerURL
 	}

@@ -33,6 +33,9 @@ type Runner struct {
 	done   chan struct{}
 	once   sync.Once
 	err    error
+	// synced is closed once the caches synced, or could not (syncErr).
+	synced  chan struct{}
+	syncErr error
 }
 
 // Connection is an HTTP client and a REST mapper to share with the in-process controllers,
@@ -49,6 +52,20 @@ type Connection struct {
 // manager stopped first. They stop when ctx ends or Stop is called. There is no leader
 // election, no metrics and no health server: the runner lives for one command.
 func StartInProcess(ctx context.Context, cfg *rest.Config, conn Connection, o Options, logger logr.Logger) (*Runner, error) {
+	r, err := StartInBackground(ctx, cfg, conn, o, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.WaitSynced(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// StartInBackground is StartInProcess without the wait: it returns as soon as the
+// controllers are set up, while their caches fill; WaitSynced says when they are ready.
+// A command whose first steps need no controller overlaps them with the start.
+func StartInBackground(ctx context.Context, cfg *rest.Config, conn Connection, o Options, logger logr.Logger) (*Runner, error) {
 	opts := ctrl.Options{
 		Scheme: scheme.New(), Cache: CacheOptions(o.Namespace), Logger: logger,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
@@ -66,19 +83,35 @@ func StartInProcess(ctx context.Context, cfg *rest.Config, conn Connection, o Op
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(log.IntoContext(ctx, logger))
-	r := &Runner{cancel: cancel, done: make(chan struct{})}
+	r := &Runner{cancel: cancel, done: make(chan struct{}), synced: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		r.err = mgr.Start(ctx)
 	}()
-	if err := waitSynced(ctx, mgr.GetCache(), WatchedTypes(o), r.done); err != nil {
-		_ = r.Stop()
-		if r.err != nil && !errors.Is(r.err, context.Canceled) {
-			err = r.err
-		}
-		return nil, fmt.Errorf("the in-process controllers could not sync their caches: %w", err)
-	}
+	go func() {
+		defer close(r.synced)
+		r.syncErr = waitSynced(ctx, mgr.GetCache(), WatchedTypes(o), r.done)
+	}()
 	return r, nil
+}
+
+// WaitSynced returns once the controllers' caches hold every object of the kinds they
+// watch; when they cannot, it stops the controllers and says why.
+func (r *Runner) WaitSynced(ctx context.Context) error {
+	select {
+	case <-r.synced:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.syncErr == nil {
+		return nil
+	}
+	err := r.syncErr
+	_ = r.Stop()
+	if r.err != nil && !errors.Is(r.err, context.Canceled) {
+		err = r.err
+	}
+	return fmt.Errorf("the in-process controllers could not sync their caches: %w", err)
 }
 
 // waitSynced returns once the informers of objs hold what the API server had, waiting on

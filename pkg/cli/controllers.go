@@ -2,31 +2,46 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
 // Controllers are the in-process controllers a command started; Stop ends them.
 type Controllers struct {
 	mu      sync.Mutex
-	runners []*authmanager.Runner
+	started []startedRunner
 }
 
-// Stop ends every in-process controller the command started.
-func (c *Controllers) Stop() {
-	for _, r := range c.runners {
-		_ = r.Stop()
+// startedRunner is a runner with the side and role it serves.
+type startedRunner struct {
+	runner *authmanager.Runner
+	side   *handshake.Side
+	role   authmanager.Role
+}
+
+// Stop ends every in-process controller the command started, and says whether there
+// were any.
+func (c *Controllers) Stop() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.started {
+		_ = st.runner.Stop()
 	}
+	return len(c.started) > 0
 }
 
 // Ensure makes sure the controllers a side needs run: when Liqo's controllers run there
@@ -34,56 +49,108 @@ func (c *Controllers) Stop() {
 // started; otherwise the needed controllers run in
 // this process until Stop, and the side says so in one line.
 func (c *Controllers) Ensure(ctx context.Context, g *Global, s *handshake.Side, role authmanager.Role) error {
-	if s.Liqo != "" {
-		return nil
+	started, err := c.Start(ctx, g, s, role)
+	if err != nil || !started {
+		return err
 	}
-	running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, g.Clock())
+	if err := c.WaitSynced(ctx); err != nil {
+		return err
+	}
+	ReportStarted(s, role)
+	return nil
+}
+
+// WaitSynced returns once every controller started so far has synced its caches, or with
+// the first reason one could not, said as Start says it.
+func (c *Controllers) WaitSynced(ctx context.Context) error {
+	c.mu.Lock()
+	started := slices.Clone(c.started)
+	c.mu.Unlock()
+	for _, st := range started {
+		if err := st.runner.WaitSynced(ctx); err != nil {
+			return startError(st.side, st.role, err)
+		}
+	}
+	return nil
+}
+
+// startError says why the controllers of role could not start on side s.
+func startError(s *handshake.Side, role authmanager.Role, err error) error {
 	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s: no liqo-auth-manager runs in this cluster, and these credentials may not run its %s controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can",
+			scoped(s.Scope)+"starting the controllers in-process", role, err)
+	}
+	return s.Explain(err, "starting the controllers in-process")
+}
+
+// ReportStarted says, on side s, that its role's controllers run in this process.
+func ReportStarted(s *handshake.Side, role authmanager.Role) {
+	s.Report.Info("No liqo-auth-manager runs in this cluster: its %s controllers run in-process for this command", role)
+}
+
+// Start is Ensure without the line and without the wait: it says whether it started
+// controllers, which fill their caches in the background (WaitSynced), for a caller that
+// reports them itself (or stops them unused).
+func (c *Controllers) Start(ctx context.Context, g *Global, s *handshake.Side, role authmanager.Role) (started bool, err error) {
+	if s.Liqo != "" {
+		return false, nil
+	}
+	// Everything the controllers need is read at once, while the Lease says whether they
+	// are needed at all: one round trip instead of four.
+	o := authmanager.Options{Namespace: s.Namespace, ClusterID: s.ClusterID, Role: role}
+	var running *authmanager.Running
+	var stored cluster.Config
+	var self authenticationv1.UserInfo
+	var errLease, errKey, errConfig, errSelf error
+	var wg sync.WaitGroup
+	wg.Go(func() { running, errLease = authmanager.RunningManager(ctx, s.Client, s.Namespace, g.Clock()) })
+	wg.Go(func() { o.Key, errKey = s.ClusterKey(ctx) })
+	if role.Has(authmanager.Provider) {
+		wg.Go(func() { stored, errConfig = cluster.GetConfig(ctx, s.Client, s.Namespace) })
+		wg.Go(func() { self, errSelf = tenant.SelfReviewer(ctx, s.Client) })
+	}
+	wg.Wait()
+	if apierrors.IsForbidden(errLease) {
 		// These credentials may not read the Lease: the controllers run here, which is
 		// harmless beside a manager (both act idempotently), and said at -v.
-		g.Printer().Scoped(s.Scope).Debug("cannot read the Lease of liqo-auth-manager: %v", err)
-		err = nil
+		g.Printer().Scoped(s.Scope).Debug("cannot read the Lease of liqo-auth-manager: %v", errLease)
+		errLease = nil
 	}
-	if err != nil {
-		return s.Explain(err, "looking for a running liqo-auth-manager")
+	if errLease != nil {
+		return false, s.Explain(errLease, "looking for a running liqo-auth-manager")
 	}
 	if running != nil {
 		g.Printer().Scoped(s.Scope).Debug("liqo-auth-manager %s (version %s) runs in this cluster", running.Holder, running.Version)
-		return nil
+		return false, nil
 	}
-	o := authmanager.Options{Namespace: s.Namespace, ClusterID: s.ClusterID, Role: role}
 	if role.Has(authmanager.Provider) {
-		url, ca, err := authmanager.ResolveAPIServer(ctx, s.Client, s.Namespace, s.Config, "", nil)
+		err := errors.Join(errConfig, errSelf)
 		if err == nil {
-			var cfg cluster.Config
-			cfg, err = cluster.GetConfig(ctx, s.Client, s.Namespace)
-			o.Tenant.CertificateLifetime, o.Tenant.NonceTTL = cfg.CertificateLifetime, cfg.NonceTTL
+			o.Tenant.APIServer, o.Tenant.CA, err = authmanager.APIServerFrom(stored, s.Config, "", nil)
+			o.Tenant.CertificateLifetime, o.Tenant.NonceTTL, o.Self = stored.CertificateLifetime, stored.NonceTTL, &self
 		}
 		if apierrors.IsForbidden(err) {
-			return fmt.Errorf("%sno liqo-auth-manager runs in this cluster, and these credentials may not run its provider controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can", scoped(s.Scope), err)
+			return false, fmt.Errorf("%sno liqo-auth-manager runs in this cluster, and these credentials may not run its provider controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can", scoped(s.Scope), err)
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
-		o.Tenant.APIServer, o.Tenant.CA = url, ca
+	}
+	if errKey != nil {
+		return false, errKey
 	}
 	logger := logr.Discard()
 	if g.Verbose > 1 {
 		logger = zap.New(zap.WriteTo(g.Streams.ErrOut))
 	}
-	r, err := authmanager.StartInProcess(ctx, s.Config, authmanager.Connection{HTTPClient: s.HTTPClient, Mapper: s.Mapper}, o, logger)
-	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%s: no liqo-auth-manager runs in this cluster, and these credentials may not run its %s controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can",
-			scoped(s.Scope)+"starting the controllers in-process", role, err)
-	}
+	r, err := authmanager.StartInBackground(ctx, s.Config, authmanager.Connection{HTTPClient: s.HTTPClient, Mapper: s.Mapper}, o, logger)
 	if err != nil {
-		return s.Explain(err, "starting the controllers in-process")
+		return false, startError(s, role, err)
 	}
 	c.mu.Lock()
-	c.runners = append(c.runners, r)
+	c.started = append(c.started, startedRunner{runner: r, side: s, role: role})
 	c.mu.Unlock()
-	s.Report.Info("No liqo-auth-manager runs in this cluster: its %s controllers run in-process for this command", role)
-	return nil
+	return true, nil
 }
 
 // VersionSkew says, when the manager of a cluster runs another version than this liqoctl

@@ -26,11 +26,15 @@ func NewPair(g *Global, remote *ClusterFlags) (*handshake.Pair, error) {
 	return &handshake.Pair{Consumer: c, Provider: p}, nil
 }
 
-// IdentifyPair reads both cluster IDs in parallel and refuses a pair that is one cluster.
+// IdentifyPair reads both cluster IDs, and what tells the clusters apart, in parallel,
+// and refuses a pair that is one cluster.
 func IdentifyPair(ctx context.Context, p *handshake.Pair) error {
 	var eg errgroup.Group
 	eg.Go(func() error { return p.Consumer.Identify(ctx) })
 	eg.Go(func() error { return p.Provider.Identify(ctx) })
+	// Read now, with the IDs; CheckDistinct weighs a failure to read them.
+	eg.Go(func() error { _, _ = p.Consumer.SystemUID(ctx); return nil })
+	eg.Go(func() error { _, _ = p.Provider.SystemUID(ctx); return nil })
 	if err := eg.Wait(); err != nil {
 		return err
 	}

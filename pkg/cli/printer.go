@@ -9,6 +9,8 @@ import (
 
 	"github.com/pterm/pterm"
 	"golang.org/x/term"
+
+	"github.com/liqo-auth/liqo-auth/pkg/startup"
 )
 
 // Printer prints progress lines on stderr: "INFO (local) message". On a terminal the
@@ -29,7 +31,7 @@ func NewPrinter(w io.Writer, verbose int) *Printer {
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("NO_COLOR") == "" {
 		styled = true
 	}
-	return &Printer{w: w, styled: styled, verbose: verbose, mu: &sync.Mutex{}, start: time.Now()}
+	return &Printer{w: w, styled: styled, verbose: verbose, mu: &sync.Mutex{}, start: startup.Began()}
 }
 
 // Scoped returns a printer whose lines say which cluster they are about.
@@ -58,7 +60,7 @@ func (p *Printer) Error(err error) { p.line(pterm.Error, "ERROR", "%v", err) }
 func (p *Printer) line(pp pterm.PrefixPrinter, level, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if p.verbose > 0 {
-		// With -v every line carries the time since the command started, so the
+		// With -v every line carries the time since the process started, so the
 		// slowest step of a handshake is visible.
 		msg = fmt.Sprintf("[%6.3fs] %s", time.Since(p.start).Seconds(), msg)
 	}

@@ -228,44 +228,75 @@ func ListTenantRecords(ctx context.Context, c client.Reader, liqoNS string) ([]*
 // but only an administrator's act (liqoctl) makes a namespace a tenant namespace.
 func UpdateTenantRecord(ctx context.Context, c client.Client, r client.Reader, liqoNS, remoteID string, create bool, mutate func(*TenantRecord) error) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm := &corev1.ConfigMap{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: TenantRecordName(remoteID)}, cm)
-		exists := err == nil
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("reading the tenant record of %q: %w", remoteID, err)
-		}
-		if !exists && !create {
-			return fmt.Errorf("%w for cluster %q: run liqoctl authenticate (or create nonce, generate tenant) to make one", ErrTenantNamespaceNotFound, remoteID)
-		}
-		rec := &TenantRecord{RemoteID: remoteID}
-		if exists {
-			if rec, err = recordFromConfigMap(remoteID, cm); err != nil {
-				return err
-			}
-		} else {
-			cm.ObjectMeta = metav1.ObjectMeta{Namespace: liqoNS, Name: TenantRecordName(remoteID)}
-		}
-		before := cm.DeepCopy()
-		if err := mutate(rec); err != nil {
-			return err
-		}
-		if err := rec.writeTo(cm); err != nil {
-			return err
-		}
-		switch {
-		case !exists:
-			err = c.Create(ctx, cm)
-		case !equalConfigMaps(before, cm):
-			err = c.Update(ctx, cm)
-		}
-		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("writing the tenant record of %q: %w", remoteID, err)
-		}
-		if apierrors.IsAlreadyExists(err) {
-			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, err)
-		}
-		return err
+		return updateRecordOnce(ctx, c, r, liqoNS, remoteID, create, mutate)
 	})
+}
+
+// UpdateCachedTenantRecord is UpdateTenantRecord for a controller: its first attempt
+// reads the record through c's cache, which nearly always holds it already, and saves a
+// round trip. A stale copy cannot be written (the update carries its resourceVersion and
+// conflicts), and whatever the first attempt could not do (a conflict, a refusal by
+// mutate, a record the cache does not hold) is decided again on a read through live, so
+// that nothing is refused, or written, on the word of a lagging cache.
+func UpdateCachedTenantRecord(ctx context.Context, c client.Client, live client.Reader, liqoNS, remoteID string, create bool, mutate func(*TenantRecord) error) error {
+	if updateRecordOnce(ctx, c, c, liqoNS, remoteID, create, mutate) == nil {
+		return nil
+	}
+	return UpdateTenantRecord(ctx, c, live, liqoNS, remoteID, create, mutate)
+}
+
+func updateRecordOnce(ctx context.Context, c client.Client, r client.Reader, liqoNS, remoteID string, create bool, mutate func(*TenantRecord) error) error {
+	cm := &corev1.ConfigMap{}
+	var err error
+	if r != nil {
+		err = r.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: TenantRecordName(remoteID)}, cm)
+	} else {
+		err = apierrors.NewNotFound(corev1.Resource("configmaps"), TenantRecordName(remoteID))
+	}
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading the tenant record of %q: %w", remoteID, err)
+	}
+	if !exists && !create {
+		return fmt.Errorf("%w for cluster %q: run liqoctl authenticate (or create nonce, generate tenant) to make one", ErrTenantNamespaceNotFound, remoteID)
+	}
+	rec := &TenantRecord{RemoteID: remoteID}
+	if exists {
+		if rec, err = recordFromConfigMap(remoteID, cm); err != nil {
+			return err
+		}
+	} else {
+		cm.ObjectMeta = metav1.ObjectMeta{Namespace: liqoNS, Name: TenantRecordName(remoteID)}
+	}
+	before := cm.DeepCopy()
+	if err := mutate(rec); err != nil {
+		return err
+	}
+	if err := rec.writeTo(cm); err != nil {
+		return err
+	}
+	switch {
+	case !exists:
+		err = c.Create(ctx, cm)
+	case !equalConfigMaps(before, cm):
+		err = c.Update(ctx, cm)
+	}
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("writing the tenant record of %q: %w", remoteID, err)
+	}
+	if apierrors.IsAlreadyExists(err) {
+		return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, err)
+	}
+	return err
+}
+
+// createTenantRecord makes the record of remoteID, which a read just found missing,
+// without reading it again; if it exists by now, it is updated as UpdateTenantRecord does.
+func createTenantRecord(ctx context.Context, c client.Client, liqoNS, remoteID string, mutate func(*TenantRecord) error) error {
+	if updateRecordOnce(ctx, c, nil, liqoNS, remoteID, true, mutate) == nil {
+		return nil
+	}
+	return UpdateTenantRecord(ctx, c, c, liqoNS, remoteID, true, mutate)
 }
 
 func equalConfigMaps(a, b *corev1.ConfigMap) bool {

@@ -106,12 +106,26 @@ func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteI
 	}
 	var eg errgroup.Group
 	eg.Go(func() error {
-		return UpdateTenantRecord(ctx, c, c, liqoNS, remoteID, true, func(r *TenantRecord) error {
+		name := func(r *TenantRecord) error {
 			r.Namespace, r.NamespaceUID = ns.Name, ns.UID
 			return nil
-		})
+		}
+		if rec == nil {
+			// Just read as missing: created without reading it again.
+			return createTenantRecord(ctx, c, liqoNS, remoteID, name)
+		}
+		return UpdateTenantRecord(ctx, c, c, liqoNS, remoteID, true, name)
 	})
 	eg.Go(func() error {
+		// Created first: in a namespace made a moment ago there is none yet. One that
+		// exists all the same is read and, unless it is exactly the manager's, replaced.
+		err := c.Create(ctx, ForgeManagerTenantBinding(liqoNS, ns.Name))
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return fmt.Errorf("binding liqo-auth-manager in tenant namespace %q: %w", ns.Name, err)
+			}
+			return nil
+		}
 		binding, err := getBinding(ctx, c, liqoNS, ns.Name)
 		if err != nil {
 			return err

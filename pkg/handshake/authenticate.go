@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
@@ -57,21 +58,36 @@ type State struct {
 func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 	st := &State{}
 	c, pr := p.Consumer, p.Provider
-	t := &authv1beta1.Tenant{}
-	if tn, err := pr.TenantNamespace(ctx, c.ClusterID); err == nil {
+	// The two clusters are read at once.
+	var eg errgroup.Group
+	eg.Go(func() error {
+		tn, err := pr.TenantNamespace(ctx, c.ClusterID)
+		if err != nil {
+			return nil
+		}
+		t := &authv1beta1.Tenant{}
 		if err := pr.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: c.ClusterID}, t); err == nil {
 			st.Tenant = t
 		} else if !apierrors.IsNotFound(err) {
-			return nil, pr.Explain(err, "reading the Tenant")
+			return pr.Explain(err, "reading the Tenant")
 		}
-	}
-	id := &authv1beta1.Identity{}
-	if tn, err := c.TenantNamespace(ctx, pr.ClusterID); err == nil {
+		return nil
+	})
+	eg.Go(func() error {
+		tn, err := c.TenantNamespace(ctx, pr.ClusterID)
+		if err != nil {
+			return nil
+		}
+		id := &authv1beta1.Identity{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.IdentityName(pr.ClusterID)}, id); err == nil {
 			st.Identity = id
 		} else if !apierrors.IsNotFound(err) {
-			return nil, c.Explain(err, "reading the Identity")
+			return c.Explain(err, "reading the Identity")
 		}
+		return nil
+	})
+	if err := eg.Wait(); err != nil {
+		return nil, err
 	}
 	if st.Tenant == nil {
 		return st, nil

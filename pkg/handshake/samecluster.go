@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,8 +19,12 @@ func CheckDistinct(ctx context.Context, a, b *Side) error {
 	same := func(why string) error {
 		return fmt.Errorf("--kubeconfig and --remote-kubeconfig reach the same cluster (%s): authentication needs two different clusters", why)
 	}
-	ua, errA := systemUID(ctx, a.Client)
-	ub, errB := systemUID(ctx, b.Client)
+	var ua, ub string
+	var errA, errB error
+	var wg sync.WaitGroup
+	wg.Go(func() { ua, errA = a.SystemUID(ctx) })
+	wg.Go(func() { ub, errB = b.SystemUID(ctx) })
+	wg.Wait()
 	switch {
 	case errA == nil && errB == nil && ua == ub:
 		return same("same kube-system namespace UID " + ua)
@@ -29,6 +34,13 @@ func CheckDistinct(ctx context.Context, a, b *Side) error {
 		return same("both have cluster ID " + a.ClusterID)
 	}
 	return nil
+}
+
+// SystemUID is the UID of the cluster's kube-system namespace, which tells two clusters
+// apart; read once per command.
+func (s *Side) SystemUID(ctx context.Context) (string, error) {
+	s.uidOnce.Do(func() { s.uid, s.uidErr = systemUID(ctx, s.Client) })
+	return s.uid, s.uidErr
 }
 
 func systemUID(ctx context.Context, c client.Client) (string, error) {

@@ -56,6 +56,10 @@ type Side struct {
 
 	keyMu sync.Mutex
 	key   crypto.Signer
+
+	uidOnce sync.Once
+	uid     string
+	uidErr  error
 }
 
 // ClusterKey reads the cluster's key pair once per command: it never changes while a

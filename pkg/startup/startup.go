@@ -16,11 +16,23 @@
 // keeps applying throughout.
 package startup
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"time"
+)
 
 // gcPercent is the collector setting found when the pause began. It is written
 // once, during package initialization, and only read afterwards.
 var gcPercent = debug.SetGCPercent(-1)
+
+// began is when this package was initialized: before the heavy packages, a few
+// milliseconds after the process was executed.
+var began = time.Now()
+
+// Began is when the process began initializing its packages: the origin of the
+// times liqoctl -v prints, so that they include package initialization and
+// client setup.
+func Began() time.Time { return began }
 
 // Done ends the pause started when this package was initialized and restores
 // the garbage collector setting of the process (GOGC, or 100). Calling it

@@ -534,3 +534,31 @@ func expectRefusedReason(t *testing.T, p *site, tn *authv1beta1.Tenant, reason s
 	t.Helper()
 	waitTenantCondition(t, p, client.ObjectKeyFromObject(tn), authv1beta1.ConditionAuthenticated, metav1.ConditionFalse, reason)
 }
+
+// TestSquattedAccessObjectsAreReplaced: whoever may create Roles in a tenant namespace
+// (a namespace administrator, weaker than cluster-admin) makes, before the handshake, a
+// Role named as the tenant's reader Role, with rules of its own choosing and without
+// this project's labels, so that the manager's label-filtered cache does not show it.
+// The tenant's binding must not end up pointing at it: the provider replaces it with its
+// own, and the tenant's user gets exactly what the protocol grants.
+func TestSquattedAccessObjectsAreReplaced(t *testing.T) {
+	cps := testenv.New(t, "squat-provider")
+	p := installSites(t, cps, "cl-provider")[0]
+	startControllers(t, p, authmanager.Provider)
+	ctx := context.Background()
+	a := newAttacker(t, "cl-squatted")
+	tn := ensureTN(t, p.client, a.id)
+	mallory := principal(t, p, "role-writer", tn, rule("rbac.authorization.k8s.io", "roles", "create", "get"), rule("", "configmaps", "get", "list"))
+	squat := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: cluster.TenantReaderName, Namespace: tn},
+		Rules: []rbacv1.PolicyRule{rule("", "configmaps", "get", "list")}}
+	require.NoError(t, mallory.Create(ctx, squat))
+
+	honest := honestHandshake(t, p, a)
+	got := &rbacv1.Role{}
+	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(squat), got))
+	assert.True(t, metav1.IsControlledBy(got, honest), "the reader Role is the Tenant's own")
+	assert.Equal(t, cluster.TenantReaderRules(a.id), got.Rules)
+	allowed, err := cluster.AllowedActions(ctx, p.client, a.id, []string{cluster.UserGroup}, tn, []rbacv1.PolicyRule{rule("", "configmaps", "list")})
+	require.NoError(t, err)
+	assert.Empty(t, allowed, "the tenant's user may not list ConfigMaps: the squatter's rules are gone")
+}

@@ -4,6 +4,8 @@ package authenticate
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -86,41 +88,85 @@ func (o *Options) Validate() error {
 	return authn.ValidateProxyURL(o.ProxyURL)
 }
 
-// Run performs the handshake.
+// Run performs the handshake. What does not depend on each other runs at once: both
+// clusters are identified while liqoctl looks for Liqo's controllers on each; the state of
+// the pair is read while the in-process controllers start (they are stopped unused when
+// the pair turns out to be complete).
 func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	if err := cli.IdentifyPair(ctx, o.pair); err != nil {
-		return err
-	}
-	if err := o.Controllers.Apply(ctx, o.pair); err != nil {
-		return err
-	}
-	st, err := o.pair.Inspect(ctx)
-	if err != nil {
-		return err
-	}
-	if o.DryRun {
-		return cli.PrintAuthenticatePlan(ctx, o.Global, o.pair, st)
-	}
-	c := o.pair.Consumer
-	if st.Complete {
-		c.Report.Info("Already authenticated with cluster %q: Identity %s/%s holds certificate %s, valid until %s; nothing to do",
-			o.pair.Provider.ClusterID, st.Identity.Namespace, st.Identity.Name, st.Certificate.SerialNumber.Text(16),
-			st.Certificate.NotAfter.UTC().Format(time.RFC3339))
-		return nil
-	}
-	var ctrls cli.Controllers
-	defer ctrls.Stop()
-	// The two clusters' controllers start in parallel.
+	p, c := o.pair, o.pair.Consumer
+	debug := o.Global.Printer().Debug
+	debug("Clients ready")
 	var eg errgroup.Group
-	if !st.TenantAccepted {
-		eg.Go(func() error { return ctrls.Ensure(ctx, o.Global, o.pair.Provider, authmanager.Provider) })
-	}
-	eg.Go(func() error { return ctrls.Ensure(ctx, o.Global, c, authmanager.Consumer) })
+	eg.Go(func() error { return cli.IdentifyPair(ctx, p) })
+	eg.Go(func() error { return o.Controllers.Apply(ctx, p) })
 	if err := eg.Wait(); err != nil {
 		return err
 	}
-	_, err = o.pair.Authenticate(ctx, st)
+	debug("Clusters identified: %s (local), %s (remote)", c.ClusterID, p.Provider.ClusterID)
+	if o.DryRun {
+		st, err := p.Inspect(ctx)
+		if err != nil {
+			return err
+		}
+		return cli.PrintAuthenticatePlan(ctx, o.Global, p, st)
+	}
+	var ctrls cli.Controllers
+	defer func() {
+		if ctrls.Stop() {
+			debug("In-process controllers stopped")
+		}
+	}()
+	var st *handshake.State
+	var started [2]bool
+	var errProvider error
+	eg.Go(func() (err error) { st, err = p.Inspect(ctx); return err })
+	eg.Go(func() (err error) { started[0], err = ctrls.Start(ctx, o.Global, c, authmanager.Consumer); return err })
+	var wg sync.WaitGroup
+	wg.Go(func() { started[1], errProvider = ctrls.Start(ctx, o.Global, p.Provider, authmanager.Provider) })
+	err := eg.Wait()
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	// The provider's controllers are needed only while the Tenant is not accepted with a
+	// valid certificate: a pair that got that far completes without them (a peering user
+	// whose provider stopped its manager).
+	if errProvider != nil && !st.TenantAccepted {
+		return errProvider
+	}
+	debug("State of the pair read")
+	if st.Complete {
+		c.Report.Info("Already authenticated with cluster %q: Identity %s/%s holds certificate %s, valid until %s; nothing to do",
+			p.Provider.ClusterID, st.Identity.Namespace, st.Identity.Name, st.Certificate.SerialNumber.Text(16),
+			st.Certificate.NotAfter.UTC().Format(time.RFC3339))
+		return nil
+	}
+	if started[0] {
+		cli.ReportStarted(c, authmanager.Consumer)
+	}
+	if started[1] {
+		cli.ReportStarted(p.Provider, authmanager.Provider)
+	}
+	// The handshake's first steps need no controller: the controllers fill their caches
+	// meanwhile. Should they fail to, the handshake is stopped with their reason.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var syncErr error
+	synced := make(chan struct{})
+	go func() {
+		defer close(synced)
+		if syncErr = ctrls.WaitSynced(ctx); syncErr != nil {
+			stop()
+		}
+	}()
+	_, err = p.Authenticate(ctx, st)
+	if err != nil {
+		stop()
+		if <-synced; syncErr != nil && ctx.Err() != nil && !errors.Is(syncErr, context.Canceled) {
+			return syncErr
+		}
+	}
 	return err
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 
+	"golang.org/x/sync/errgroup"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,39 +16,72 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
-// EnsureControlled creates or repairs the Roles and RoleBindings objs, controlled by owner.
-// When onlyRepair is set, missing objects are not created (nothing new is granted), and
-// granted reports that some were missing.
-func EnsureControlled(ctx context.Context, c client.Client, owner client.Object, objs []client.Object, onlyRepair bool) (granted bool, err error) {
-	granted = true
+// EnsureControlled creates or repairs objs (Roles and RoleBindings), controlled by owner,
+// all at once. When onlyRepair is set (Cordoned), missing objects are not created:
+// nothing new is granted, and granted says so. An object of one of those names that
+// grants anything else, or that the cache does not show (it may hold only this
+// project's objects) and owner does not control, is replaced: a binding made by someone
+// else must not decide what the owner's subject may do. live reads what the cache
+// cannot show.
+func EnsureControlled(ctx context.Context, c client.Client, live client.Reader, owner client.Object, objs []client.Object, onlyRepair bool) (granted bool, err error) {
 	for _, want := range objs {
 		if err := controllerutil.SetControllerReference(owner, want, c.Scheme()); err != nil {
 			return false, err
 		}
-		current := want.DeepCopyObject().(client.Object)
-		err := c.Get(ctx, client.ObjectKeyFromObject(want), current)
-		switch {
-		case apierrors.IsNotFound(err):
-			if onlyRepair {
-				granted = false
-				continue
-			}
-			if err := c.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-				return false, fmt.Errorf("creating %T %s/%s: %w", want, want.GetNamespace(), want.GetName(), err)
-			}
-		case err != nil:
-			return false, err
-		case !sameAccess(current, want):
-			// roleRef is immutable: replace the object rather than patch it.
-			if err := c.Delete(ctx, current); client.IgnoreNotFound(err) != nil {
-				return false, err
-			}
-			if err := c.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-				return false, err
-			}
-		}
 	}
-	return granted, nil
+	var missing atomic.Bool
+	var eg errgroup.Group
+	for _, want := range objs {
+		eg.Go(func() error {
+			present, err := ensureControlled(ctx, c, live, owner, want, onlyRepair)
+			if !present {
+				missing.Store(true)
+			}
+			return err
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return false, err
+	}
+	return !missing.Load(), nil
+}
+
+func ensureControlled(ctx context.Context, c client.Client, live client.Reader, owner, want client.Object, onlyRepair bool) (present bool, err error) {
+	current := want.DeepCopyObject().(client.Object)
+	err = c.Get(ctx, client.ObjectKeyFromObject(want), current)
+	switch {
+	case apierrors.IsNotFound(err):
+		if onlyRepair {
+			return false, nil
+		}
+		err = c.Create(ctx, want)
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("creating %T %s/%s: %w", want, want.GetNamespace(), want.GetName(), err)
+		}
+		// It exists, and the cache does not show it: read it as it is.
+		if err := live.Get(ctx, client.ObjectKeyFromObject(want), current); err != nil {
+			return false, err
+		}
+		if sameAccess(current, want) && metav1.IsControlledBy(current, owner) {
+			return true, nil
+		}
+	case err != nil:
+		return false, err
+	case sameAccess(current, want):
+		return true, nil
+	}
+	// roleRef is immutable: replace the object rather than patch it.
+	uid := current.GetUID()
+	if err := c.Delete(ctx, current, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return false, err
+	}
+	if err := c.Create(ctx, want); err != nil {
+		return false, fmt.Errorf("replacing %T %s/%s: %w", want, want.GetNamespace(), want.GetName(), err)
+	}
+	return true, nil
 }
 
 func sameAccess(current, want client.Object) bool {

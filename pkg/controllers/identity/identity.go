@@ -208,7 +208,7 @@ func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity
 	if rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider); err == nil && rec != nil && rec.CAFingerprint == got {
 		return "", "", nil // the usual case, from the cache
 	}
-	err = cluster.UpdateTenantRecord(ctx, r.Client, r.Placement.Live, r.Placement.LiqoNamespace, provider, false, func(rec *cluster.TenantRecord) error {
+	err = cluster.UpdateCachedTenantRecord(ctx, r.Client, r.Placement.Live, r.Placement.LiqoNamespace, provider, false, func(rec *cluster.TenantRecord) error {
 		switch rec.CAFingerprint {
 		case got:
 		case "":

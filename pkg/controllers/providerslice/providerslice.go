@@ -279,7 +279,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		fmt.Sprintf("identity %q (group %q) for the consumer's accepted key", user, id))
 	r.accept(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesAccepted,
 		fmt.Sprintf("class %q, resources as requested", class))
-	if _, err := common.EnsureControlled(ctx, r.Client, rs, cluster.SliceAccessObjects(rs.Namespace, rs.Name, user, id, rs.Spec.Resources), t.Spec.TenantCondition == authv1beta1.TenantConditionCordoned); err != nil {
+	if _, err := common.EnsureControlled(ctx, r.Client, r.APIReader, rs, cluster.SliceAccessObjects(rs.Namespace, rs.Name, user, id, rs.Spec.Resources), t.Spec.TenantCondition == authv1beta1.TenantConditionCordoned); err != nil {
 		return ctrl.Result{}, false, err
 	}
 	res, err := r.certificate(ctx, rs, t, user, pub)
@@ -414,7 +414,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonIssuedCertificateBroken, "IssueCertificate", "%v", err)
 		return ctrl.Result{}, nil
 	}
-	if err := cluster.UpdateTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
+	if err := cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
 		fp, _ := authn.Fingerprint(is.Cert.PublicKey)
 		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.Cert.SerialNumber.Text(16), NotAfter: is.Cert.NotAfter, KeyFingerprint: fp, Slice: rs.Name}, now)
 		return nil

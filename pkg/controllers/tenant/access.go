@@ -12,7 +12,7 @@ import (
 // ensureAccess creates or repairs the Tenant's Role and RoleBindings, owned by the Tenant.
 // When onlyRepair is set (Cordoned), missing objects are not created: nothing new is granted.
 func (r *Reconciler) ensureAccess(ctx context.Context, t *authv1beta1.Tenant, onlyRepair bool) (granted bool, err error) {
-	return common.EnsureControlled(ctx, r.Client, t, cluster.AccessObjects(t.Namespace, string(t.Spec.ClusterID)), onlyRepair)
+	return common.EnsureControlled(ctx, r.Client, r.APIReader, t, cluster.AccessObjects(t.Namespace, string(t.Spec.ClusterID)), onlyRepair)
 }
 
 // revokeAccess deletes the Tenant's Role and RoleBindings, then proves that its user can

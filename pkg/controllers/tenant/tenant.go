@@ -232,7 +232,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	}
 	// Recorded before it is published: a certificate Kubernetes cannot revoke is listed
 	// until it expires, even after the Tenant is gone.
-	if err := cluster.UpdateTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
+	if err := cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
 		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.Cert.SerialNumber.Text(16), NotAfter: is.Cert.NotAfter, KeyFingerprint: t.Status.AcceptedKeyFingerprint}, now)
 		return nil
 	}); err != nil {
@@ -258,7 +258,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 // marked, for Liqo consumers expect it.
 func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, acc *acceptance, now time.Time) error {
 	nonce := string(acc.nonce.Data[cluster.NonceField])
-	return cluster.UpdateTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
+	return cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
 		if rec.Consumed(nonce, string(t.UID), acc.fingerprint, acc.csrDigest) {
 			return refusal(authv1beta1.ReasonNonceConsumed, "the nonce in namespace %q was already used, at %s, by another handshake: a nonce is single-use; start a new handshake (liqoctl create nonce, or liqoctl authenticate)",
 				t.Namespace, rec.ConsumedNonce.At.UTC().Format(time.RFC3339))
