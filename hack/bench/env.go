@@ -101,7 +101,7 @@ func runCmd(ctx context.Context, name string, args ...string) (string, string, e
 
 // startManager runs liqo-auth-manager for cp and waits until it holds its Lease.
 func (e *env) startManager(cp *testenv.ControlPlane, extra ...string) (*testenv.Manager, error) {
-	m, err := testenv.StartManager(filepath.Join(e.cfg.bin, "liqo-auth-manager"), append([]string{"--kubeconfig", cp.Kubeconfig, "--health-probe-bind-address=0"}, extra...), 60*time.Second)
+	m, err := testenv.StartManager(filepath.Join(e.cfg.bin, "liqo-auth-manager"), append(append([]string{"--kubeconfig", cp.Kubeconfig, "--health-probe-bind-address=0"}, e.cfg.managerArgs...), extra...), 60*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cp.Name, err)
 	}

@@ -38,12 +38,14 @@ type config struct {
 	// profileDir, when set, receives CPU profiles of the provider's API server and manager
 	// taken during the last scale run.
 	profileDir string
+	// managerArgs are extra arguments for every liqo-auth-manager the benchmark starts.
+	managerArgs []string
 	// only names the sections to run (all when empty).
 	only map[string]bool
 }
 
 // sections of the report, in the order they run.
-var sections = []string{"cli", "auth", "slices", "manual", "scale", "slice-scale"}
+var sections = []string{"cli", "floor", "auth", "slices", "manual", "scale", "slice-scale"}
 
 func (c config) runs(section string) bool { return len(c.only) == 0 || c.only[section] }
 
@@ -66,8 +68,10 @@ func run() error {
 	flag.IntVar(&c.sliceConsumers, "slice-consumers", 20, "consumers of the slice scale run")
 	flag.IntVar(&c.slicesEach, "slices-each", 5, "slices each consumer asks for at once in the slice scale run")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of the provider's API server and manager, taken during the handshakes of the last scale run, to this directory")
+	managerArgs := flag.String("manager-args", "", "extra arguments, space-separated, for every liqo-auth-manager started (e.g. --kube-api-qps=500)")
 	only := flag.String("only", "", "comma-separated sections to run, of "+strings.Join(sections, ",")+" (default: all)")
 	flag.Parse()
+	c.managerArgs = strings.Fields(*managerArgs)
 	if *only != "" {
 		c.only = map[string]bool{}
 		for _, s := range strings.Split(*only, ",") {
@@ -112,6 +116,12 @@ func run() error {
 		return err
 	}
 	defer env.stop()
+	if c.runs("floor") {
+		log("floor: API calls and the signer alone")
+		if r.floor, err = env.floorRounds(ctx); err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+	}
 	for _, mode := range []string{modeInProcess, modeManager, modePeeringUser} {
 		if !c.runs("auth") {
 			break

@@ -16,6 +16,7 @@ type report struct {
 	slices            []*latency
 	sliceScale        *sliceScaleResult
 	scale             []*scaleResult
+	floor             []floor
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
@@ -57,6 +58,9 @@ func (r *report) markdown() string {
 		}
 	}
 
+	if len(r.floor) > 0 {
+		r.floorMarkdown(&b)
+	}
 	if len(r.scale) > 0 {
 		b.WriteString("\n## Provider scale\n\nN consumers (key pairs without their own control plane; the provider and its liqo-auth-manager are real) authenticate concurrently into one provider; then all are removed.\n\n")
 		b.WriteString("| consumers | total | handshakes/s | p50 per handshake | p95 per handshake | failed | manager peak RSS | manager CPU | teardown |\n|---|---|---|---|---|---|---|---|---|\n")
@@ -157,3 +161,18 @@ func (r *report) cpuSplitMarkdown(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s | %.1f |\n", a.what, a.per)
 	}
 }
+
+// floorMarkdown shows what the building blocks of a handshake cost alone.
+func (r *report) floorMarkdown(b *strings.Builder) {
+	b.WriteString("\n## Floor\n\nThe building blocks of a handshake alone, on the provider with no manager running: one API call of each kind over a warm connection from one client, and the CSR signer (kube-controller-manager) issuing one certificate. ")
+	b.WriteString("A handshake cannot be faster than a process start plus the calls that depend on each other: the steps table above shows them one by one.\n\n| measurement | rounds | p50 | p95 |\n|---|---|---|---|\n")
+	if r.cli != nil {
+		fmt.Fprintf(b, "| process start (`liqoctl version --client`) | %d | %s | %s |\n", len(r.cli.version), ms(percentile(r.cli.version, .5)), ms(percentile(r.cli.version, .95)))
+	}
+	for _, f := range r.floor {
+		fmt.Fprintf(b, "| %s | %d | %s | %s |\n", f.name, len(f.times), msf(percentile(f.times, .5)), msf(percentile(f.times, .95)))
+	}
+}
+
+// msf is ms with one decimal, for durations of a few milliseconds.
+func msf(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
