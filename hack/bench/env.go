@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -53,6 +54,20 @@ func newEnv(ctx context.Context, c config, binDir, root string) (*env, error) {
 	}
 	for cp, id := range map[*testenv.ControlPlane]string{e.consumer: "cl-consumer", e.provider: "cl-provider"} {
 		if _, err := e.liqoctl(ctx, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", id); err != nil {
+			e.stop()
+			return nil, err
+		}
+	}
+	// Each manager runs as its ServiceAccount, as it does in a cluster: only the
+	// permissions liqoctl install grants it, and the API server's token cache instead of a
+	// client certificate verified on every request.
+	for _, cp := range []*testenv.ControlPlane{e.consumer, e.provider} {
+		cfg, err := cp.ServiceAccountConfig(ctx, cluster.DefaultLiqoNamespace, cluster.ManagerName)
+		if err != nil {
+			e.stop()
+			return nil, err
+		}
+		if err := testenv.WriteKubeconfig(managerKubeconfig(cp), cp.Name, cfg); err != nil {
 			e.stop()
 			return nil, err
 		}
@@ -101,11 +116,16 @@ func runCmd(ctx context.Context, name string, args ...string) (string, string, e
 
 // startManager runs liqo-auth-manager for cp and waits until it holds its Lease.
 func (e *env) startManager(cp *testenv.ControlPlane, extra ...string) (*testenv.Manager, error) {
-	m, err := testenv.StartManager(filepath.Join(e.cfg.bin, "liqo-auth-manager"), append(append([]string{"--kubeconfig", cp.Kubeconfig, "--health-probe-bind-address=0"}, e.cfg.managerArgs...), extra...), 60*time.Second)
+	m, err := testenv.StartManager(filepath.Join(e.cfg.bin, "liqo-auth-manager"), append(append([]string{"--kubeconfig", managerKubeconfig(cp), "--health-probe-bind-address=0"}, e.cfg.managerArgs...), extra...), 60*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cp.Name, err)
 	}
 	return m, nil
+}
+
+// managerKubeconfig is the kubeconfig of cp's liqo-auth-manager ServiceAccount.
+func managerKubeconfig(cp *testenv.ControlPlane) string {
+	return filepath.Join(cp.Dir, "liqo-auth-manager.kubeconfig")
 }
 
 // usage reads a process's peak RSS (MiB) and CPU seconds from /proc.

@@ -17,7 +17,7 @@ import (
 )
 
 // EnsureControlled creates or repairs objs (Roles and RoleBindings), controlled by owner,
-// all at once. When onlyRepair is set (Cordoned), missing objects are not created:
+// the Roles at once, then the bindings at once. When onlyRepair is set (Cordoned), missing objects are not created:
 // nothing new is granted, and granted says so. An object of one of those names that
 // grants anything else, or that the cache does not show (it may hold only this
 // project's objects) and owner does not control, is replaced: a binding made by someone
@@ -29,19 +29,27 @@ func EnsureControlled(ctx context.Context, c client.Client, live client.Reader, 
 			return false, err
 		}
 	}
+	// Roles first, then the bindings, each group at once: binding a Role that does not
+	// exist yet is refused to any binder without the bind verb on it, as the manager's
+	// ServiceAccount is (the API server cannot check that it holds the Role's rules).
 	var missing atomic.Bool
-	var eg errgroup.Group
-	for _, want := range objs {
-		eg.Go(func() error {
-			present, err := ensureControlled(ctx, c, live, owner, want, onlyRepair)
-			if !present {
-				missing.Store(true)
+	for _, bindings := range []bool{false, true} {
+		var eg errgroup.Group
+		for _, want := range objs {
+			if _, isBinding := want.(*rbacv1.RoleBinding); isBinding != bindings {
+				continue
 			}
-			return err
-		})
-	}
-	if err := eg.Wait(); err != nil {
-		return false, err
+			eg.Go(func() error {
+				present, err := ensureControlled(ctx, c, live, owner, want, onlyRepair)
+				if !present {
+					missing.Store(true)
+				}
+				return err
+			})
+		}
+		if err := eg.Wait(); err != nil {
+			return false, err
+		}
 	}
 	return !missing.Load(), nil
 }
