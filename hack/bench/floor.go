@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -125,4 +126,30 @@ func (e *env) signOnce(ctx context.Context, csrPEM []byte, i int) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// idleRSS is a liqo-auth-manager's resident memory with nothing to do.
+type idleRSS struct {
+	total, anon, file float64 // MiB
+}
+
+// idleManager starts a manager on the provider, which has no tenant, and reads its
+// resident memory once it has settled.
+func (e *env) idleManager() (*idleRSS, error) {
+	m, err := e.startManager(e.provider)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Stop()
+	time.Sleep(5 * time.Second)
+	r := &idleRSS{}
+	for _, l := range strings.Split(readFile(fmt.Sprintf("/proc/%d/status", m.Pid())), "\n") {
+		var kb float64
+		for key, into := range map[string]*float64{"VmRSS:": &r.total, "RssAnon:": &r.anon, "RssFile:": &r.file} {
+			if _, err := fmt.Sscanf(l, key+" %f kB", &kb); err == nil {
+				*into = kb / 1024
+			}
+		}
+	}
+	return r, nil
 }

@@ -121,6 +121,9 @@ func run() error {
 		if r.floor, err = env.floorRounds(ctx); err != nil {
 			return fmt.Errorf("floor: %w", err)
 		}
+		if r.idle, err = env.idleManager(); err != nil {
+			return fmt.Errorf("idle manager: %w", err)
+		}
 	}
 	for _, mode := range []string{modeInProcess, modeManager, modePeeringUser} {
 		if !c.runs("auth") {

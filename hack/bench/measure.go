@@ -196,6 +196,10 @@ type scaleResult struct {
 	cpu map[string]float64
 	// api is what the provider's API server served per handshake.
 	api []apiRate
+	// retries counts the manager's "Reconciler error" lines (a reconcile that failed and
+	// was retried), firstRetry is the first of them.
+	retries    int
+	firstRetry string
 }
 
 // cpuProcesses are the processes whose CPU a scale run reports: the provider's control
@@ -282,6 +286,13 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 		return nil, err
 	}
 	res.api = apiAfter.perHandshake(apiBefore, n)
+	for _, l := range strings.Split(m.Logs(), "\n") {
+		if strings.Contains(l, "Reconciler error") {
+			if res.retries++; res.firstRetry == "" {
+				res.firstRetry = l
+			}
+		}
+	}
 	if err := profiles.Wait(); err != nil {
 		return nil, err
 	}

@@ -184,7 +184,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 			return res, err
 		}
 		if granted {
-			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessGranted, fmt.Sprintf("user %q may use role %s in namespace %q", t.Spec.ClusterID, cluster.ControlPlaneRoleName, t.Namespace), corev1.EventTypeNormal)
+			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessGranted, fmt.Sprintf("user %q may use role %s in namespace %q", t.Spec.ClusterID, cluster.ControlPlaneRoleName, t.Namespace), "")
 		} else {
 			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonCordonedNoGrant, "the tenant is Cordoned: no new access is granted", corev1.EventTypeNormal)
 		}
@@ -309,8 +309,10 @@ func (r *Reconciler) accept(t *authv1beta1.Tenant, acc *acceptance, now time.Tim
 	if reissue {
 		t.Status.AuthParams, t.Status.Certificate = nil, nil
 	}
+	// No Event: the condition says it, and the Event of the certificate that follows
+	// closes the handshake (two fewer writes per handshake).
 	r.setCondition(t, authv1beta1.ConditionAuthenticated, true, authv1beta1.ReasonHandshakeAccepted,
-		fmt.Sprintf("the nonce signature and the CSR of key %s were verified; the nonce is consumed", acc.fingerprint), corev1.EventTypeNormal)
+		fmt.Sprintf("the nonce signature and the CSR of key %s were verified; the nonce is consumed", acc.fingerprint), "")
 	return nil
 }
 
