@@ -62,7 +62,12 @@ func ProviderConfig(ctx context.Context, c client.Reader, liqoNS string, key cry
 	if rec == nil || rec.CAFingerprint != fp {
 		return nil, fmt.Errorf("its CA %s is not the one pinned for provider %q", fp, id.Spec.ClusterID)
 	}
-	cfg := &rest.Config{Host: info.Server, TLSClientConfig: rest.TLSClientConfig{CAData: info.CA, CertData: info.CertPEM, KeyData: info.KeyPEM}}
+	// Not client-go's default of 5 requests/s, 10 at once: a controller keeps this client
+	// as long as the kubeconfig, and that default would pace every request once a few
+	// slices drained it (about 800 ms a slice). The provider's API server protects itself
+	// (priority and fairness).
+	cfg := &rest.Config{Host: info.Server, TLSClientConfig: rest.TLSClientConfig{CAData: info.CA, CertData: info.CertPEM, KeyData: info.KeyPEM},
+		QPS: 100, Burst: 200}
 	if info.ProxyURL != "" {
 		u, err := url.Parse(info.ProxyURL)
 		if err != nil {

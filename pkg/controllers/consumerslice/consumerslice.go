@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -115,7 +116,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	remote, remoteNS, err := r.providerClient(ctx, rs.Namespace, provider)
 	if rs.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.finalize(ctx, rs, remote, remoteNS, err)
+		if err := r.finalize(ctx, rs, remote, remoteNS, err); !errors.Is(err, errProviderRemoving) {
+			return ctrl.Result{}, err
+		}
+		// Read back shortly, at a steady pace: returned as an error, the wait would grow
+		// by the queue's failure backoff, doubling up to seconds.
+		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
 	}
 	if !controllerutil.ContainsFinalizer(rs, cluster.ConsumerSliceFinalizer) {
 		patch := client.MergeFrom(rs.DeepCopy())
@@ -292,6 +298,9 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.Resourc
 	return err
 }
 
+// errProviderRemoving says that the provider has yet to remove its copy of a slice.
+var errProviderRemoving = errors.New("waiting for the provider to remove its copy of the ResourceSlice")
+
 // finalize deletes the slice's copy on the provider (which removes its access there),
 // waits for it to be gone, and lets the slice go; its Identity goes with it.
 func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice, remote client.Client, ns string, remoteErr error) error {
@@ -306,9 +315,9 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 			if err := remote.Delete(ctx, cp); client.IgnoreNotFound(err) != nil {
 				return err
 			}
-			return fmt.Errorf("waiting for the provider to remove ResourceSlice %s/%s", ns, rs.Name)
+			return errProviderRemoving
 		case err == nil:
-			return fmt.Errorf("waiting for the provider to remove ResourceSlice %s/%s", ns, rs.Name)
+			return errProviderRemoving
 		case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err):
 			return err
 		}
