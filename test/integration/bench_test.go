@@ -44,7 +44,7 @@ func TestBenchmarkProgram(t *testing.T) {
 	for _, section := range []string{
 		"## Latency", "### Steps of authenticate, controllers in-process", "### Steps of authenticate, controllers manager",
 		"### Steps of authenticate, peering user, controllers manager",
-		"## Provider scale", "## Slice scale", "## CLI cost", "Binary sizes: liqoctl ",
+		"## Floor", "## Provider scale", "## Slice scale", "## CLI cost", "Binary sizes: liqoctl ",
 	} {
 		require.Contains(t, text, section)
 	}
@@ -61,8 +61,16 @@ func TestBenchmarkProgram(t *testing.T) {
 		rows := regexp.MustCompile(`(?m)^\| (\*\*)?\((local|remote)\) ` + regexp.QuoteMeta(step) + `(\*\*)? \| \d+ ms \| \d+ ms \|$`)
 		require.Len(t, rows.FindAllString(text, -1), 3, "step %q in the three step tables:\n%s", step, text)
 	}
-	// Three consumers, none failed.
-	require.Regexp(t, regexp.MustCompile(`(?m)^\| 3 \| \d+ ms \| [\d.]+ \| \d+ ms \| \d+ ms \| 0 \| \d+ MiB \| [\d.]+ s \| \d+ ms \|$`), text)
+	// Three consumers, none failed; where their CPU went, and what they asked of the API
+	// server.
+	require.Regexp(t, regexp.MustCompile(`(?m)^\| 3 \| \d+ ms \| [\d.]+ \| \d+ ms \| \d+ ms \| 0 \| \d+ \| \d+ MiB \| [\d.]+ s \| \d+ ms \|$`), text)
+	require.Regexp(t, regexp.MustCompile(`(?m)^\| 3 \| [\d.]+ s \| [\d.]+ s \| [\d.]+ s \| [\d.]+ s \| [\d.]+ s \| [\d.]+ s \| \d+ ms \|$`), text)
+	require.Regexp(t, regexp.MustCompile(`(?m)^\| request POST tenants \| 1\.0 \|$`), text, "each consumer created one Tenant")
+	// The floor: each building block timed alone, and the idle manager's memory.
+	for _, row := range []string{"GET a ConfigMap", "create a Secret", "SubjectAccessReview", "update a Tenant's status", "CSR signed (create, approve, certificate seen)"} {
+		require.Regexp(t, regexp.MustCompile(`(?m)^\| `+regexp.QuoteMeta(row)+` \| 2 \| [\d.]+ ms \| [\d.]+ ms \|$`), text)
+	}
+	require.Regexp(t, regexp.MustCompile(`liqo-auth-manager idle, 5 s after it started on a provider without tenants: [\d.]+ MiB resident, of which [\d.]+ MiB anonymous`), text)
 	// Four slices (two consumers, two each), none failed.
 	require.Regexp(t, regexp.MustCompile(`(?m)^\| 4 \| \d+ ms \| [\d.]+ \| \d+ ms \| \d+ ms \| 0 \| \d+ MiB \| [\d.]+ s \| \d+ ms \|$`), text)
 	require.NotContains(t, text, "First failure")
