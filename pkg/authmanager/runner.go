@@ -129,11 +129,16 @@ func waitSynced(ctx context.Context, c cache.Cache, objs []client.Object, stoppe
 	case <-stopped:
 		return errors.New("the manager stopped")
 	}
-	for _, obj := range objs {
+	// Every informer is started first, so that they fill at once; then each is waited for.
+	informers := make([]cache.Informer, len(objs))
+	for i, obj := range objs {
 		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
 			return err
 		}
+		informers[i] = inf
+	}
+	for _, inf := range informers {
 		select {
 		case <-inf.HasSyncedChecker().Done():
 		case <-stopped:

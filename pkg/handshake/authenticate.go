@@ -223,13 +223,28 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 	pr.Report.Info("Nonce secret ensured")
 	pr.Report.Info("Nonce generated successfully")
 	pr.Report.Info("Nonce retrieved")
-	if err := EnsureSignedNonce(ctx, c, cTN, pr.ClusterID, nonce); err != nil {
+	// Signed here, with the cluster key this command reads anyway to make the CSR: this
+	// project's controllers sign the same way and leave a nonce signed by that key alone,
+	// so the handshake does not wait for them (in-process, for their caches to fill).
+	// Liqo's controllers sign their own.
+	var sig []byte
+	if c.Liqo == "" {
+		key, err := c.ClusterKey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if sig, err = authn.SignNonce(key, nonce); err != nil {
+			return nil, c.Explain(err, "signing the nonce")
+		}
+	}
+	if err := EnsureSignedNonce(ctx, c, cTN, pr.ClusterID, nonce, sig); err != nil {
 		return nil, err
 	}
 	c.Report.Info("Signed nonce secret ensured")
-	sig, err := WaitSignedNonce(ctx, c, cTN, nonce)
-	if err != nil {
-		return nil, err
+	if sig == nil {
+		if sig, err = WaitSignedNonce(ctx, c, cTN, nonce); err != nil {
+			return nil, err
+		}
 	}
 	c.Report.Info("Nonce is signed")
 	c.Report.Info("Signed nonce retrieved")

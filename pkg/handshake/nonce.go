@@ -1,6 +1,7 @@
 package handshake
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -98,11 +99,16 @@ func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Tim
 }
 
 // EnsureSignedNonce places nonce in the consumer's signed-nonce Secret of tenant
-// namespace tn, for the consumer's controllers to sign. A Secret holding another nonce is
-// reset, dropping its stale signature.
-func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce string) error {
+// namespace tn, for the consumer's controllers to sign, or already signed with sig when
+// the caller signed it with the cluster's key (the controllers leave a nonce signed by
+// that key alone). A Secret holding another nonce is reset, dropping its stale signature.
+func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce string, sig []byte) error {
 	if err := authn.CheckNonce(nonce); err != nil {
 		return fmt.Errorf("the nonce is not valid: %w (copy it exactly as liqoctl get nonce prints it)", err)
+	}
+	data := map[string][]byte{cluster.NonceField: []byte(nonce)}
+	if sig != nil {
+		data[cluster.SignedNonceField] = sig
 	}
 	var s corev1.Secret
 	err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.SignedNonceSecretName}, &s)
@@ -112,15 +118,16 @@ func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce strin
 			ObjectMeta: metav1.ObjectMeta{Name: cluster.SignedNonceSecretName, Namespace: tn,
 				Labels: map[string]string{cluster.SignedNonceLabel: "true", cluster.RemoteClusterIDLabel: providerID}},
 			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{cluster.NonceField: []byte(nonce)},
+			Data: data,
 		}
 		err = c.Client.Create(ctx, &s)
-	case err == nil && (string(s.Data[cluster.NonceField]) != nonce || s.Labels[cluster.SignedNonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != providerID):
+	case err == nil && (string(s.Data[cluster.NonceField]) != nonce || s.Labels[cluster.SignedNonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != providerID ||
+		(sig != nil && !bytes.Equal(s.Data[cluster.SignedNonceField], sig))):
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
 		s.Labels[cluster.SignedNonceLabel], s.Labels[cluster.RemoteClusterIDLabel] = "true", providerID
-		s.Data = map[string][]byte{cluster.NonceField: []byte(nonce)}
+		s.Data = data
 		err = c.Client.Update(ctx, &s)
 	}
 	if err != nil {

@@ -98,7 +98,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Consumer); err != nil {
 		return err
 	}
-	if err := handshake.EnsureSignedNonce(ctx, s, tn, o.RemoteClusterID, o.Nonce); err != nil {
+	if err := handshake.EnsureSignedNonce(ctx, s, tn, o.RemoteClusterID, o.Nonce, nil); err != nil {
 		return err
 	}
 	sig, err := handshake.WaitSignedNonce(ctx, s, tn, o.Nonce)
