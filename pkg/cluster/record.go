@@ -247,26 +247,30 @@ func UpdateCachedTenantRecord(ctx context.Context, c client.Client, live client.
 
 func updateRecordOnce(ctx context.Context, c client.Client, r client.Reader, liqoNS, remoteID string, create bool, mutate func(*TenantRecord) error) error {
 	cm := &corev1.ConfigMap{}
-	var err error
-	if r != nil {
-		err = r.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: TenantRecordName(remoteID)}, cm)
-	} else {
-		err = apierrors.NewNotFound(corev1.Resource("configmaps"), TenantRecordName(remoteID))
-	}
-	exists := err == nil
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: TenantRecordName(remoteID)}, cm); {
+	case apierrors.IsNotFound(err):
+		cm = nil
+	case err != nil:
 		return fmt.Errorf("reading the tenant record of %q: %w", remoteID, err)
 	}
+	return writeRecord(ctx, c, cm, liqoNS, remoteID, create, mutate)
+}
+
+// writeRecord applies mutate to the record read as cm (nil: there is none) and writes it
+// back; a write that lost a race is a conflict.
+func writeRecord(ctx context.Context, c client.Client, cm *corev1.ConfigMap, liqoNS, remoteID string, create bool, mutate func(*TenantRecord) error) error {
+	exists := cm != nil
 	if !exists && !create {
 		return fmt.Errorf("%w for cluster %q: run liqoctl authenticate (or create nonce, generate tenant) to make one", ErrTenantNamespaceNotFound, remoteID)
 	}
 	rec := &TenantRecord{RemoteID: remoteID}
 	if exists {
+		var err error
 		if rec, err = recordFromConfigMap(remoteID, cm); err != nil {
 			return err
 		}
 	} else {
-		cm.ObjectMeta = metav1.ObjectMeta{Namespace: liqoNS, Name: TenantRecordName(remoteID)}
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: TenantRecordName(remoteID)}}
 	}
 	before := cm.DeepCopy()
 	if err := mutate(rec); err != nil {
@@ -275,6 +279,7 @@ func updateRecordOnce(ctx context.Context, c client.Client, r client.Reader, liq
 	if err := rec.writeTo(cm); err != nil {
 		return err
 	}
+	var err error
 	switch {
 	case !exists:
 		err = c.Create(ctx, cm)
@@ -293,7 +298,7 @@ func updateRecordOnce(ctx context.Context, c client.Client, r client.Reader, liq
 // createTenantRecord makes the record of remoteID, which a read just found missing,
 // without reading it again; if it exists by now, it is updated as UpdateTenantRecord does.
 func createTenantRecord(ctx context.Context, c client.Client, liqoNS, remoteID string, mutate func(*TenantRecord) error) error {
-	if updateRecordOnce(ctx, c, nil, liqoNS, remoteID, true, mutate) == nil {
+	if writeRecord(ctx, c, nil, liqoNS, remoteID, true, mutate) == nil {
 		return nil
 	}
 	return UpdateTenantRecord(ctx, c, c, liqoNS, remoteID, true, mutate)

@@ -123,7 +123,7 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 // does: for its own key and cluster ID, valid at now, chaining to the CA given with it.
 func verifyPublished(t *authv1beta1.Tenant, pub crypto.PublicKey, consumerID string, now time.Time) (*x509.Certificate, error) {
 	ap := t.Status.AuthParams
-	if ap == nil || len(ap.SignedCRT) == 0 {
+	if !ap.HasCertificate() {
 		return nil, fmt.Errorf("no certificate published yet")
 	}
 	if t.Status.TenantNamespace == "" {
@@ -337,5 +337,5 @@ func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp string) error
 // certValid reports whether the Tenant publishes a certificate that is valid at now.
 func certValid(t *authv1beta1.Tenant, now time.Time) bool {
 	c := t.Status.Certificate
-	return c != nil && c.NotAfter != nil && now.Before(c.NotAfter.Time) && t.Status.AuthParams != nil && len(t.Status.AuthParams.SignedCRT) > 0
+	return c != nil && c.NotAfter != nil && now.Before(c.NotAfter.Time) && t.Status.AuthParams.HasCertificate()
 }

@@ -16,7 +16,7 @@ import (
 // ForgeIdentity builds the consumer's Identity from the provider's accepted Tenant, for
 // the consumer's tenant namespace consumerTN.
 func ForgeIdentity(providerID string, t *authv1beta1.Tenant, consumerTN string) (*authv1beta1.Identity, error) {
-	if t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 {
+	if !t.Status.AuthParams.HasCertificate() {
 		return nil, fmt.Errorf("the Tenant %s/%s has no certificate yet: %s", t.Namespace, t.Name, readyMessage(t.Status.Conditions))
 	}
 	ns := t.Status.TenantNamespace

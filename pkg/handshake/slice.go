@@ -35,13 +35,13 @@ func ForgeSlice(ns, name, providerID, class string, resources corev1.ResourceLis
 	}
 }
 
-// SliceDecision says, in words, what the provider decided on a slice: its class and
-// resources when accepted, the reason when denied.
-func SliceDecision(rs *authv1beta1.ResourceSlice) (accepted bool, words string) {
+// SliceDecision says, in words, what the provider decided on a slice: the reason when
+// denied, else its class and resources (authv1beta1.SliceVerdict says which).
+func SliceDecision(rs *authv1beta1.ResourceSlice) string {
 	if _, denied := authv1beta1.SliceVerdict(rs.Status.Conditions); denied != nil {
-		return false, fmt.Sprintf("%s (%s): %s", denied.Reason, denied.Type, denied.Message)
+		return fmt.Sprintf("%s (%s): %s", denied.Reason, denied.Type, denied.Message)
 	}
-	return true, fmt.Sprintf("class %s, %s", rs.Status.Class, cluster.FormatResources(rs.Status.Resources))
+	return fmt.Sprintf("class %s, %s", rs.Status.Class, cluster.FormatResources(rs.Status.Resources))
 }
 
 // WaitSlice waits until the provider decided the consumer's slice and, when it accepted
@@ -53,11 +53,10 @@ func WaitSlice(ctx context.Context, c *Side, key client.ObjectKey) (*authv1beta1
 			accepted, denied := authv1beta1.SliceVerdict(rs.Status.Conditions)
 			switch {
 			case denied != nil:
-				_, words := SliceDecision(rs)
-				return false, "", fmt.Errorf("(remote) the provider denied ResourceSlice %s: %s", rs.Name, words)
+				return false, "", fmt.Errorf("(remote) the provider denied ResourceSlice %s: %s", rs.Name, SliceDecision(rs))
 			case !accepted:
 				return false, "the provider has not decided yet: does liqo-auth-manager run there, and does this cluster hold its control-plane Identity?", nil
-			case rs.Status.AuthParams == nil || len(rs.Status.AuthParams.SignedCRT) == 0:
+			case !rs.Status.AuthParams.HasCertificate():
 				return false, "accepted; waiting for the provider to issue the slice's certificate", nil
 			}
 			return true, "", nil

@@ -88,7 +88,7 @@ func tenantDone(t *authv1beta1.Tenant) (bool, string, error) {
 		return false, "the provider has not looked at the Tenant yet: is liqo-auth-manager running there?", nil
 	}
 	ready := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionReady)
-	if ready != nil && ready.Status == metav1.ConditionTrue && t.Status.AuthParams != nil && len(t.Status.AuthParams.SignedCRT) > 0 {
+	if ready != nil && ready.Status == metav1.ConditionTrue && t.Status.AuthParams.HasCertificate() {
 		return true, "", nil
 	}
 	if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionAuthenticated); c != nil && c.Status == metav1.ConditionFalse {

@@ -172,8 +172,8 @@ func (cp *ControlPlane) processes() []*process {
 func (cp *ControlPlane) PIDs() []int {
 	var out []int
 	for _, p := range cp.processes() {
-		if p != nil && p.cmd != nil && !p.exited() {
-			out = append(out, p.cmd.Process.Pid)
+		if pid, ok := p.pid(); ok {
+			out = append(out, pid)
 		}
 	}
 	return out
@@ -184,8 +184,8 @@ func (cp *ControlPlane) PIDs() []int {
 func (cp *ControlPlane) ProcessIDs() map[string]int {
 	out := map[string]int{}
 	for _, p := range cp.processes() {
-		if p != nil && p.cmd != nil && !p.exited() {
-			out[p.name] = p.cmd.Process.Pid
+		if pid, ok := p.pid(); ok {
+			out[p.name] = pid
 		}
 	}
 	return out

@@ -52,6 +52,14 @@ func (p *process) start() error {
 	return nil
 }
 
+// pid is the process's ID while it runs.
+func (p *process) pid() (int, bool) {
+	if p == nil || p.cmd == nil || p.exited() {
+		return 0, false
+	}
+	return p.cmd.Process.Pid, true
+}
+
 // exited reports whether the process has ended.
 func (p *process) exited() bool {
 	if p.done == nil {

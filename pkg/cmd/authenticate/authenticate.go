@@ -164,7 +164,7 @@ func (o *Options) Run(ctx context.Context) error {
 	_, err = p.Authenticate(ctx, st)
 	if err != nil {
 		stop()
-		if <-synced; syncErr != nil && ctx.Err() != nil && !errors.Is(syncErr, context.Canceled) {
+		if <-synced; syncErr != nil && !errors.Is(syncErr, context.Canceled) {
 			return syncErr
 		}
 	}

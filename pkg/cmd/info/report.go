@@ -237,8 +237,7 @@ func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
 		}
 		switch accepted, denied := authv1beta1.SliceVerdict(rs.Status.Conditions); {
 		case denied != nil:
-			_, words := handshake.SliceDecision(rs)
-			e.State = "Denied: " + words
+			e.State = "Denied: " + handshake.SliceDecision(rs)
 		case accepted:
 			e.State = "Accepted"
 			e.Resources = cluster.FormatResources(rs.Status.Resources)

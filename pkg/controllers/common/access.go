@@ -16,9 +16,9 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
-// EnsureControlled creates or repairs objs (Roles and RoleBindings), controlled by owner,
-// the Roles at once, then the bindings at once. When onlyRepair is set (Cordoned), missing objects are not created:
-// nothing new is granted, and granted says so. An object of one of those names that
+// EnsureControlled creates or repairs objs (Roles and RoleBindings), controlled by owner:
+// the Roles at once, then the bindings at once. When onlyRepair is set (Cordoned), missing
+// objects are not created: nothing new is granted, and granted says so. An object of one of those names that
 // grants anything else, or that the cache does not show (it may hold only this
 // project's objects) and owner does not control, is replaced: a binding made by someone
 // else must not decide what the owner's subject may do. live reads what the cache

@@ -184,13 +184,9 @@ func pendingAnswer(cp *authv1beta1.ResourceSlice) bool {
 	case cp.Status.ObservedGeneration < cp.Generation:
 		return true
 	case accepted:
-		return !hasCertificate(cp)
+		return !cp.Status.AuthParams.HasCertificate()
 	}
 	return denied == nil
-}
-
-func hasCertificate(rs *authv1beta1.ResourceSlice) bool {
-	return rs.Status.AuthParams != nil && len(rs.Status.AuthParams.SignedCRT) > 0
 }
 
 // complete fills what the consumer's controller owns in the spec: both cluster IDs and
@@ -278,7 +274,7 @@ func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, re
 // slice; a denied slice has none.
 func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.ResourceSlice, provider, remoteNS string) error {
 	key := client.ObjectKey{Namespace: rs.Namespace, Name: cluster.SliceIdentityName(rs.Name)}
-	if accepted, _ := authv1beta1.SliceVerdict(rs.Status.Conditions); !accepted || !hasCertificate(rs) {
+	if accepted, _ := authv1beta1.SliceVerdict(rs.Status.Conditions); !accepted || !rs.Status.AuthParams.HasCertificate() {
 		id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 		return client.IgnoreNotFound(common.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}))
 	}

@@ -372,7 +372,7 @@ func (r *Reconciler) checkLimits(ctx context.Context, rs *authv1beta1.ResourceSl
 func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, user string, pub crypto.PublicKey) (ctrl.Result, error) {
 	now := r.Now()
 	cur := rs.Status.Certificate
-	if rs.Status.AuthParams != nil && len(rs.Status.AuthParams.SignedCRT) > 0 && cur != nil && cur.RenewAfter != nil && now.Before(cur.RenewAfter.Time) {
+	if rs.Status.AuthParams.HasCertificate() && cur != nil && cur.RenewAfter != nil && now.Before(cur.RenewAfter.Time) {
 		return ctrl.Result{RequeueAfter: cur.RenewAfter.Sub(now)}, nil
 	}
 	if r.Options.Tenant.APIServer == "" || len(r.Options.Tenant.CA) == 0 {

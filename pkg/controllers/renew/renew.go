@@ -112,7 +112,7 @@ func (r *Reconciler) answer(ctx context.Context, rn *authv1beta1.Renew) (*authv1
 	if t.Spec.TenantCondition == authv1beta1.TenantConditionDrained {
 		return nil, ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is Drained: it gets no certificate", t.Namespace, t.Name), nil
 	}
-	if t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 {
+	if !t.Status.AuthParams.HasCertificate() {
 		return nil, ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s holds no certificate yet", t.Namespace, t.Name), nil
 	}
 	if msg := checkKey(rn, t); msg != "" {

@@ -290,7 +290,7 @@ func (r *Reconciler) forgeRenew(ns, name string) (*authv1beta1.Renew, error) {
 // pickUp moves a newer certificate from the provider's Tenant into the Identity, after
 // checking it.
 func (r *Reconciler) pickUp(ctx context.Context, key types.NamespacedName, ap *authv1beta1.AuthParams) {
-	if ap == nil || len(ap.SignedCRT) == 0 {
+	if !ap.HasCertificate() {
 		return
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

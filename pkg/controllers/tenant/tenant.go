@@ -195,7 +195,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 }
 
 func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, now time.Time) (ctrl.Result, error) {
-	hasCert := t.Status.AuthParams != nil && len(t.Status.AuthParams.SignedCRT) > 0 && t.Status.Certificate != nil
+	hasCert := t.Status.AuthParams.HasCertificate() && t.Status.Certificate != nil
 	due := !hasCert || (t.Status.Certificate.RenewAfter != nil && !now.Before(t.Status.Certificate.RenewAfter.Time))
 	switch {
 	case state == authv1beta1.TenantConditionDrained:

@@ -30,6 +30,9 @@ type AuthParams struct {
 	AwsConfig *AwsConfig `json:"awsConfig,omitempty"`
 }
 
+// HasCertificate reports whether a (possibly absent) AuthParams carries a certificate.
+func (a *AuthParams) HasCertificate() bool { return a != nil && len(a.SignedCRT) > 0 }
+
 // AwsConfig is Liqo's AWS IAM credential for an EKS provider.
 type AwsConfig struct {
 	AwsUserArn         string `json:"awsUserArn"`

@@ -130,8 +130,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, words := handshake.SliceDecision(got)
-	o.Global.Printer().Scoped("remote").Info("ResourceSlice accepted: %s", words)
+	o.Global.Printer().Scoped("remote").Info("ResourceSlice accepted: %s", handshake.SliceDecision(got))
 	o.Global.Printer().Scoped("remote").Info("Certificate %s issued for the slice's identity, valid until %s", got.Status.Certificate.SerialNumber, handshake.CertificateExpiry(got))
 	id, err := handshake.WaitSliceIdentity(ctx, s, ns, o.Name, got.Status.Certificate.SerialNumber)
 	if err != nil {
