@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"crypto"
+	"strings"
 	"testing"
 	"time"
 
@@ -533,4 +534,38 @@ func TestConsumerSliceOutsideTenantNamespace(t *testing.T) {
 	require.NoError(t, p.client.List(ctx, &remote))
 	assert.Empty(t, remote.Items, "nothing sent to the provider")
 	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: "look-alike", Name: cluster.SliceIdentityName("stray")}, &authv1beta1.Identity{})))
+}
+
+// TestConsumerSliceKubeconfigSwap: the consumer's slice controller keeps its client of the
+// provider once it checked the control-plane kubeconfig. Whoever may update Secrets in the
+// tenant namespace points that kubeconfig elsewhere: the identity controller puts the
+// checked one back, the next slice reaches the provider, and nothing is ever sent to the
+// swapped address (which would surface as a ProviderUnreachable Warning: nothing listens
+// there). The slice controller checks a kubeconfig again whenever it changes.
+func TestConsumerSliceKubeconfigSwap(t *testing.T) {
+	c, p := sliceSites(t)
+	ctx := context.Background()
+	first := localSlice(c, p, "first", "", "1")
+	require.NoError(t, c.client.Create(ctx, first))
+	waitSliceDecided(t, c, first)
+	require.True(t, first.Status.AuthParams.HasCertificate(), "the first slice went through the checked client")
+
+	tn := cluster.TenantNamespaceName(p.id)
+	mallory := principal(t, c, "secret-writer", tn, rule("", "secrets", "get", "update"))
+	var s corev1.Secret
+	key := client.ObjectKey{Namespace: tn, Name: cluster.KubeconfigSecretName(cluster.IdentityName(p.id))}
+	require.NoError(t, mallory.Get(ctx, key, &s))
+	genuine := string(s.Data[cluster.KubeconfigField])
+	swapped := strings.Replace(genuine, p.cp.URL, "https://127.0.0.1:1", 1)
+	require.NotEqual(t, genuine, swapped, "the kubeconfig names the provider's URL")
+	s.Data[cluster.KubeconfigField] = []byte(swapped)
+	require.NoError(t, mallory.Update(ctx, &s))
+
+	second := localSlice(c, p, "second", "", "1")
+	require.NoError(t, c.client.Create(ctx, second))
+	waitSliceDecided(t, c, second)
+	assert.True(t, second.Status.AuthParams.HasCertificate(), "the second slice reached the provider")
+	require.NoError(t, c.client.Get(ctx, key, &s))
+	assert.Equal(t, genuine, string(s.Data[cluster.KubeconfigField]), "the checked kubeconfig is back")
+	assert.False(t, hasEvent(t, c, tn, "second", "ProviderUnreachable"), "nothing was sent to the swapped address")
 }
