@@ -106,3 +106,27 @@ func VerifyCertificate(certPEM, caPEM []byte, pub crypto.PublicKey, clusterID st
 	}
 	return cert, nil
 }
+
+// SharesCertificate reports whether two PEM bundles hold at least one certificate in
+// common (the same DER bytes).
+func SharesCertificate(a, b []byte) bool {
+	seen := map[string]bool{}
+	for rest := a; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if block.Type == "CERTIFICATE" {
+			seen[string(block.Bytes)] = true
+		}
+	}
+	for rest := b; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			return false
+		}
+		if block.Type == "CERTIFICATE" && seen[string(block.Bytes)] {
+			return true
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -32,6 +33,9 @@ type ClusterFlags struct {
 	// kubeconfig and overrides are the remote cluster's flags.
 	kubeconfig string
 	overrides  clientcmd.ConfigOverrides
+	// policy is the credential plugin policy (kuberc) applied to the loaded kubeconfig
+	// (nil: kubectl's default, every plugin may run).
+	policy func() (clientcmdapi.PluginPolicy, error)
 }
 
 // AddFlags registers the flags, with a prefix ("" for the local cluster, "remote-" for
@@ -94,11 +98,33 @@ func (f *ClusterFlags) RESTConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// Side connects to the cluster and returns it as one side of a command.
+// Side connects to the cluster and returns it as one side of a command. The credential
+// plugin policy applies to every kubeconfig; the remote one, a file the other side may
+// have written, is also checked against it before anything runs, and what it would run or
+// read on this machine is said through report (a nil report, for shell completion, refuses
+// such a kubeconfig).
 func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake.Side, error) {
 	cfg, err := f.RESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("%s%w", scoped(scope), err)
+	}
+	var policy clientcmdapi.PluginPolicy
+	if f.policy != nil {
+		if policy, err = f.policy(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.ExecProvider != nil {
+		cfg.ExecProvider.PluginPolicy = policy
+	}
+	if f.local == nil {
+		var warn func(string, ...any)
+		if report != nil {
+			warn = report.Warn
+		}
+		if err := guardRemote(cfg, policy, warn); err != nil {
+			return nil, fmt.Errorf("%s%w", scoped(scope), err)
+		}
 	}
 	// One connection and one discovery cache per cluster, shared with the in-process
 	// controllers.

@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -19,6 +21,9 @@ type Global struct {
 	Streams genericiooptions.IOStreams
 	Local   ClusterFlags
 	Verbose int
+	// Kuberc is kubectl's preferences file: its credential plugin policy applies to every
+	// kubeconfig liqoctl loads.
+	Kuberc Kuberc
 	// Now is the clock of the commands (time.Now when nil).
 	Now func() time.Time
 	// AdoptTenantNamespace is --adopt-tenant-namespace, for the commands that make tenant
@@ -26,12 +31,24 @@ type Global struct {
 	AdoptTenantNamespace bool
 	// printer is created on first use, after flags are parsed.
 	printer *Printer
+	// policy is the credential plugin policy, read once.
+	policyOnce sync.Once
+	policy     clientcmdapi.PluginPolicy
+	policyErr  error
 }
 
 // AddFlags registers the global flags.
 func (g *Global) AddFlags(cmd *cobra.Command) {
 	g.Local.AddFlags(cmd.PersistentFlags(), "", "local")
+	g.Local.policy = g.PluginPolicy
+	g.Kuberc.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().CountVarP(&g.Verbose, "verbose", "v", "more output (repeat for more)")
+}
+
+// PluginPolicy is the credential plugin policy of kubectl's kuberc, read once per command.
+func (g *Global) PluginPolicy() (clientcmdapi.PluginPolicy, error) {
+	g.policyOnce.Do(func() { g.policy, g.policyErr = g.Kuberc.PluginPolicy(g.Streams.ErrOut) })
+	return g.policy, g.policyErr
 }
 
 // AddAdoptFlag registers --adopt-tenant-namespace on a command that makes tenant namespaces.

@@ -18,6 +18,7 @@ func NewPair(g *Global, remote *ClusterFlags) (*handshake.Pair, error) {
 	if err != nil {
 		return nil, err
 	}
+	remote.policy = g.PluginPolicy
 	p, err := remote.Side("remote", g.Printer().Scoped("remote"))
 	if err != nil {
 		return nil, err

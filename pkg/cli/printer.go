@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pterm/pterm"
 	"golang.org/x/term"
@@ -58,7 +61,7 @@ func (p *Printer) Debug(format string, args ...any) {
 func (p *Printer) Error(err error) { p.line(pterm.Error, "ERROR", "%v", err) }
 
 func (p *Printer) line(pp pterm.PrefixPrinter, level, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
+	msg := Sanitize(fmt.Sprintf(format, args...))
 	if p.verbose > 0 {
 		// With -v every line carries the time since the process started, so the
 		// slowest step of a handshake is visible.
@@ -78,4 +81,37 @@ func (p *Printer) line(pp pterm.PrefixPrinter, level, format string, args ...any
 		return
 	}
 	fmt.Fprintf(p.w, "%s %s\n", level, msg)
+}
+
+// Sanitize makes text safe to print on a terminal: control characters (escape sequences
+// that move the cursor, rewrite the title or hide what follows), C1 controls, and Unicode
+// bidirectional overrides are shown escaped ("\x1b", "\u202e") instead of acting. Messages
+// liqoctl prints often quote the other cluster's words (a condition, an error); what that
+// cluster wrote must never drive this terminal. Newlines and tabs are kept.
+func Sanitize(s string) string {
+	if strings.IndexFunc(s, unsafeRune) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !unsafeRune(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError:
+		return true
+	case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c:
+		return true
+	}
+	return false
 }

@@ -105,6 +105,34 @@ func PeeringUserRules(liqoNS, consumerID string) map[string][]rbacv1.PolicyRule 
 	}
 }
 
+// peeringUserValidations are what a Secret written by a peering user must be: the nonce of
+// its own consumer and nothing else. RBAC lets it create Secrets in the tenant namespace
+// (it cannot restrict create to a name); without these, it could create a
+// service-account token Secret (a credential that outlives its TTL and its deletion), or
+// smuggle data, finalizers or owners into an object this cluster's controllers read.
+func peeringUserValidations() []admissionregistrationv1.Validation {
+	labels := "(has(object.metadata.labels) ? object.metadata.labels : {})"
+	annotations := "(has(object.metadata.annotations) ? object.metadata.annotations : {})"
+	return []admissionregistrationv1.Validation{
+		{Expression: "object.metadata.name == '" + NonceSecretName + "' && " + labels + "['" + NonceLabel + "'] == 'true'",
+			Message: "a peering user may create or change no Secret but the nonce " + NonceSecretName + " (labelled " + NonceLabel + "=true)"},
+		{Expression: "has(object.metadata.labels) && '" + RemoteClusterIDLabel + "' in object.metadata.labels && request.userInfo.username.startsWith('" + PeeringUserPrefix + "' + object.metadata.labels['" + RemoteClusterIDLabel + "'] + '-')",
+			Message: "the nonce of a peering user is labelled " + RemoteClusterIDLabel + " with its own consumer's cluster ID"},
+		{Expression: "!has(object.type) || object.type == 'Opaque'",
+			Message: "the nonce is an Opaque Secret (a service-account token or any other type is refused)"},
+		{Expression: "!has(object.data) || object.data.all(k, k == '" + NonceField + "')",
+			Message: "the nonce holds the data key " + NonceField + " only"},
+		{Expression: labels + ".all(k, k in ['" + NonceLabel + "', '" + RemoteClusterIDLabel + "'])",
+			Message: "the nonce carries the labels " + NonceLabel + " and " + RemoteClusterIDLabel + " only"},
+		{Expression: annotations + ".all(k, k in ['" + NonceIssuedAtAnnotation + "', '" + NonceConsumedAtAnnotation + "'])",
+			Message: "the nonce carries the annotations " + NonceIssuedAtAnnotation + " and " + NonceConsumedAtAnnotation + " only (no service-account annotation)"},
+		{Expression: "!has(object.immutable) || !object.immutable",
+			Message: "the nonce is not immutable: the provider marks it consumed"},
+		{Expression: "!has(object.metadata.finalizers) && !has(object.metadata.ownerReferences)",
+			Message: "the nonce carries no finalizer and no owner reference"},
+	}
+}
+
 // ForgePeeringUserPolicy is the ValidatingAdmissionPolicy, and its binding, that lets
 // peering users create no Secret but a nonce: RBAC cannot restrict create to a name, and a
 // Secret created in a tenant namespace may be read by this cluster's controllers.
@@ -126,10 +154,7 @@ func ForgePeeringUserPolicy() []client.Object {
 				MatchConditions: []admissionregistrationv1.MatchCondition{{
 					Name: "peering-user", Expression: "request.userInfo.username.startsWith('" + PeeringUserPrefix + "')",
 				}},
-				Validations: []admissionregistrationv1.Validation{{
-					Expression: "object.metadata.name == '" + NonceSecretName + "' && has(object.metadata.labels) && '" + NonceLabel + "' in object.metadata.labels && object.metadata.labels['" + NonceLabel + "'] == 'true'",
-					Message:    "a peering user may create or change no Secret but the nonce " + NonceSecretName + " (labelled " + NonceLabel + "=true)",
-				}},
+				Validations: peeringUserValidations(),
 			}},
 		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: typeMeta("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: PeeringUserPolicyName,

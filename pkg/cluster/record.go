@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 )
 
 // Keys of a tenant record ConfigMap.
@@ -26,6 +31,9 @@ const (
 	recordCertsKey        = "certificates"
 	recordNonceKey        = "consumedNonce"
 	recordLimitsKey       = "sliceLimits"
+	recordStateKey        = "tenantCondition"
+	recordPubCAKey        = "publishedCAFingerprint"
+	recordPubServerKey    = "publishedAPIServer"
 	// TenantRecordLabel marks the ConfigMaps of the Liqo namespace that are tenant records.
 	TenantRecordLabel = "liqo.io/tenant-record"
 	tenantRecordPfx   = "liqo-auth-tenant-"
@@ -56,6 +64,18 @@ type TenantRecord struct {
 	// hold together, resource by resource (none when empty): set by the provider's
 	// administrator (liqoctl limit tenant).
 	SliceLimits corev1.ResourceList
+	// State is, on a provider, the administrative state its administrator decided for the
+	// remote cluster (liqoctl cordon, uncordon, drain): "Active", "Cordoned", "Drained", or
+	// "" (Active). It outlives the Tenant: deleting the Tenant and running a new handshake
+	// does not reset it.
+	State string
+	// PublishedCAFingerprint and PublishedAPIServer are, on a provider, the CA and API
+	// server URL its manager last published in the Tenant's status with a certificate.
+	// Whoever may write tenants/status can rewrite what a Tenant publishes; this record,
+	// which the consumer's administrator may read (a peering user too, by name), says what
+	// the provider itself published, and the serials of Certificates which certificates.
+	PublishedCAFingerprint string
+	PublishedAPIServer     string
 }
 
 // ConsumedNonce is a nonce a provider accepted a handshake with. The nonce Secret is
@@ -125,7 +145,8 @@ func (r *TenantRecord) AddCertificate(c IssuedCertificate, now time.Time) {
 
 func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, error) {
 	r := &TenantRecord{RemoteID: remoteID, Namespace: cm.Data[recordNamespaceKey],
-		NamespaceUID: types.UID(cm.Data[recordNamespaceUIDKey]), CAFingerprint: cm.Data[recordCAKey]}
+		NamespaceUID: types.UID(cm.Data[recordNamespaceUIDKey]), CAFingerprint: cm.Data[recordCAKey], State: cm.Data[recordStateKey],
+		PublishedCAFingerprint: cm.Data[recordPubCAKey], PublishedAPIServer: cm.Data[recordPubServerKey]}
 	if v := cm.Data[recordCertsKey]; v != "" {
 		if err := json.Unmarshal([]byte(v), &r.Certificates); err != nil {
 			return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, recordCertsKey, err)
@@ -147,7 +168,8 @@ func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, 
 
 func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
 	cm.Labels = mergeLabels(cm.Labels, map[string]string{TenantRecordLabel: "true", RemoteClusterIDLabel: r.RemoteID, ManagedByLabel: ManagedByValue})
-	cm.Data = map[string]string{recordNamespaceKey: r.Namespace, recordNamespaceUIDKey: string(r.NamespaceUID), recordCAKey: r.CAFingerprint}
+	cm.Data = map[string]string{recordNamespaceKey: r.Namespace, recordNamespaceUIDKey: string(r.NamespaceUID), recordCAKey: r.CAFingerprint, recordStateKey: r.State,
+		recordPubCAKey: r.PublishedCAFingerprint, recordPubServerKey: r.PublishedAPIServer}
 	if len(r.Certificates) > 0 {
 		b, err := json.Marshal(r.Certificates)
 		if err != nil {
@@ -344,4 +366,49 @@ func checkRecorded(ctx context.Context, c client.Reader, rec *TenantRecord, ns, 
 		return false, fmt.Sprintf("namespace %q lost the labels %s=%s, %s=true", ns, RemoteClusterIDLabel, remoteID, TenantNamespaceLabel), nil
 	}
 	return true, "", nil
+}
+
+// StateInForce is the administrative state in force for a Tenant whose
+// spec.tenantCondition is spec, on a provider whose record of its cluster is rec (nil:
+// none): the stricter of the two. The record is the administrator's, the spec anyone's
+// who may write the Tenant (a peering user, the tenant through Liqo's role): a spec may
+// make a tenant stricter, never undo a cordon or a drain.
+func StateInForce(rec *TenantRecord, spec authv1beta1.TenantCondition) authv1beta1.TenantCondition {
+	var decided authv1beta1.TenantCondition
+	if rec != nil {
+		decided = authv1beta1.TenantCondition(rec.State)
+	}
+	return authv1beta1.Stricter(decided, spec)
+}
+
+// ErrNotPublished means a Tenant's status publishes credentials its provider did not.
+var ErrNotPublished = errors.New("the Tenant's status publishes what the provider did not")
+
+// CheckPublished verifies what a Tenant's status publishes (ap, whose certificate is cert)
+// against what the provider says it published in its record rec: the same CA, the same
+// API server URL, and a certificate whose serial it issued for the same key. A record
+// that says nothing of its publications (a provider older than them) checks nothing.
+func (r *TenantRecord) CheckPublished(ap *authv1beta1.AuthParams, cert *x509.Certificate) error {
+	if r == nil || r.PublishedCAFingerprint == "" {
+		return nil
+	}
+	fp, err := authn.CAFingerprint(ap.CA)
+	if err != nil {
+		return fmt.Errorf("%w: its CA is not valid: %v", ErrNotPublished, err)
+	}
+	if fp != r.PublishedCAFingerprint {
+		return fmt.Errorf("%w: CA %s, while the provider published %s", ErrNotPublished, fp, r.PublishedCAFingerprint)
+	}
+	if ap.APIServer != r.PublishedAPIServer {
+		return fmt.Errorf("%w: API server %q, while the provider published %q", ErrNotPublished, ap.APIServer, r.PublishedAPIServer)
+	}
+	keyFP, err := authn.Fingerprint(cert.PublicKey)
+	if err != nil {
+		return err
+	}
+	serial := cert.SerialNumber.Text(16)
+	if !slices.ContainsFunc(r.Certificates, func(c IssuedCertificate) bool { return c.Serial == serial && c.KeyFingerprint == keyFP }) {
+		return fmt.Errorf("%w: certificate %s, which the provider did not issue for key %s", ErrNotPublished, serial, keyFP)
+	}
+	return nil
 }

@@ -52,6 +52,13 @@ type State struct {
 	// Certificate is the certificate the provider publishes for the consumer's current
 	// key, when TenantAccepted.
 	Certificate *x509.Certificate
+	// ProviderRecord is the provider's record of the consumer (nil: none, or these
+	// credentials may not read it, or Liqo's controllers run there): its administrator's
+	// decisions, and what its manager published.
+	ProviderRecord *cluster.TenantRecord
+	// NotPublished says why what the Tenant's status publishes is not what the provider
+	// published (nil when it is, or when nothing is published).
+	NotPublished error
 }
 
 // Inspect reads, without changing anything, how far the handshake of the pair went.
@@ -73,6 +80,16 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 		}
 		return nil
 	})
+	if pr.Liqo == "" {
+		eg.Go(func() error {
+			rec, err := cluster.GetTenantRecord(ctx, pr.Client, pr.Namespace, c.ClusterID)
+			if err != nil && !apierrors.IsForbidden(err) {
+				return pr.Explain(err, "reading the tenant record")
+			}
+			st.ProviderRecord = rec
+			return nil
+		})
+	}
 	eg.Go(func() error {
 		tn, err := c.TenantNamespace(ctx, pr.ClusterID)
 		if err != nil {
@@ -103,6 +120,9 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 	if pr.Liqo != "" {
 		// Liqo's provider records no acceptance: its answer is the certificate itself.
 		cert, err := verifyPublished(st.Tenant, key.Public(), c.ClusterID, p.now())
+		if err == nil {
+			err = pr.checkTrustedCA(st.Tenant.Status.AuthParams.CA)
+		}
 		st.KeyAccepted, st.TenantAccepted, st.Certificate = err == nil, err == nil, cert
 	} else {
 		ready := meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionReady)
@@ -110,8 +130,15 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 			meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionAuthenticated)
 		st.TenantAccepted = st.KeyAccepted && ready && certValid(st.Tenant, p.now())
 		if st.TenantAccepted {
-			if st.Certificate, err = authn.ParseCertificate(st.Tenant.Status.AuthParams.SignedCRT); err != nil {
-				st.TenantAccepted = false
+			// What the status publishes counts only if the provider published it: a
+			// status writer may have put another CA, server or certificate there.
+			st.Certificate, err = authn.ParseCertificate(st.Tenant.Status.AuthParams.SignedCRT)
+			if err == nil {
+				err = pr.checkPublishedBy(st.ProviderRecord, st.Tenant, st.Certificate)
+				st.NotPublished = err
+			}
+			if err != nil {
+				st.TenantAccepted, st.Certificate = false, nil
 			}
 		}
 	}
@@ -162,13 +189,19 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 		return nil, err
 	}
 	pr.Report.Info("Tenant namespace correctly ensured")
-	if err := checkAdminState(st.Tenant); err != nil {
+	if err := checkAdminState(st.Tenant, st.ProviderRecord, c.ClusterID); err != nil {
 		return nil, err
 	}
 	t := st.Tenant
 	switch {
 	case st.TenantAccepted:
 		pr.Report.Info("Tenant already accepted: certificate %s valid until %s", st.Certificate.SerialNumber.Text(16), st.Certificate.NotAfter.UTC().Format(time.RFC3339))
+	case st.KeyAccepted && st.NotPublished != nil:
+		pr.Report.Warn("%v: waiting for the provider to publish its own", st.NotPublished)
+		if t, err = p.waitTenant(ctx, client.ObjectKeyFromObject(t)); err != nil {
+			return nil, err
+		}
+		pr.Report.Info("Tenant status is filled")
 	case st.KeyAccepted:
 		pr.Report.Info("Tenant already accepted, but its certificate expired: waiting for the provider to renew it")
 		if t, err = p.waitTenant(ctx, client.ObjectKeyFromObject(t)); err != nil {
@@ -281,18 +314,21 @@ func (p *Pair) waitTenant(ctx context.Context, key client.ObjectKey) (*authv1bet
 	return WaitLiqoTenant(ctx, p.Provider, key, k.Public(), p.Consumer.ClusterID, p.now())
 }
 
-// checkAdminState refuses early what the provider's administrator decided: a Drained
-// tenant gets nothing, a Cordoned one no new certificate.
-func checkAdminState(t *authv1beta1.Tenant) error {
-	if t == nil {
-		return nil
+// checkAdminState refuses early what the provider's administrator decided, by the state in
+// force (the stricter of the provider's record rec and the Tenant t's spec, either may be
+// nil): a Drained tenant gets nothing, a Cordoned one no new certificate. The record
+// outlives the Tenant, so deleting the Tenant does not take a decision back.
+func checkAdminState(t *authv1beta1.Tenant, rec *cluster.TenantRecord, consumerID string) error {
+	var spec authv1beta1.TenantCondition
+	if t != nil {
+		spec = t.Spec.TenantCondition
 	}
-	switch t.Spec.TenantCondition {
+	switch cluster.StateInForce(rec, spec) {
 	case authv1beta1.TenantConditionDrained:
-		return fmt.Errorf("(remote) the provider's administrator drained Tenant %s/%s: it gets no access until spec.tenantCondition is set back to Active", t.Namespace, t.Name)
+		return fmt.Errorf("(remote) the provider's administrator drained cluster %q: it gets no access until they run liqoctl uncordon tenant %s", consumerID, consumerID)
 	case authv1beta1.TenantConditionCordoned:
-		if t.Status.Certificate == nil {
-			return fmt.Errorf("(remote) the provider's administrator cordoned Tenant %s/%s: it gets no new certificate until spec.tenantCondition is set back to Active", t.Namespace, t.Name)
+		if t == nil || t.Status.Certificate == nil {
+			return fmt.Errorf("(remote) the provider's administrator cordoned cluster %q: it gets no new certificate until they run liqoctl uncordon tenant %s", consumerID, consumerID)
 		}
 	}
 	return nil

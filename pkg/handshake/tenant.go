@@ -3,9 +3,13 @@ package handshake
 import (
 	"context"
 	"crypto"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,8 +59,10 @@ func ApplyTenant(ctx context.Context, p *Side, t *authv1beta1.Tenant) error {
 const nonceGrace = 3 * time.Second
 
 // WaitTenant waits until the provider accepted the Tenant and published a certificate
-// for it that is valid at validAt. A refusal ends the wait at once with the provider's
-// reason.
+// for it that is valid at validAt, and that the provider's record says it published
+// (whoever may write tenants/status could publish another CA, server or certificate; the
+// provider's controllers put their own back). A refusal ends the wait at once with the
+// provider's reason.
 func WaitTenant(ctx context.Context, p *Side, key client.ObjectKey, validAt time.Time) (*authv1beta1.Tenant, error) {
 	return waitObject(ctx, p, key, &authv1beta1.TenantList{}, "the provider to accept the Tenant and issue its certificate", "waiting for the Tenant status",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
@@ -64,19 +70,88 @@ func WaitTenant(ctx context.Context, p *Side, key client.ObjectKey, validAt time
 			if done && !certValid(t, validAt) {
 				return false, "the published certificate has expired: waiting for the provider to renew it", nil
 			}
+			if done {
+				if err := p.checkPublished(ctx, t); err != nil {
+					if errors.Is(err, cluster.ErrNotPublished) {
+						return false, err.Error() + ": waiting for the provider to publish its own", nil
+					}
+					return false, "", err
+				}
+			}
 			return done, state, err
 		})
 }
 
+// checkPublished verifies what the Tenant t publishes against what the provider says it
+// published (its tenant record, which the consumer's administrator and a peering user may
+// read); on a provider whose record cannot be read, the CA must be one the kubeconfig
+// already trusts for the provider.
+func (s *Side) checkPublished(ctx context.Context, t *authv1beta1.Tenant) error {
+	cert, err := authn.ParseCertificate(t.Status.AuthParams.SignedCRT)
+	if err != nil {
+		return fmt.Errorf("%w: %v", cluster.ErrNotPublished, err)
+	}
+	var rec *cluster.TenantRecord
+	if s.Liqo == "" {
+		if rec, err = cluster.GetTenantRecord(ctx, s.Client, s.Namespace, string(t.Spec.ClusterID)); err != nil && !apierrors.IsForbidden(err) {
+			return err
+		}
+	}
+	return s.checkPublishedBy(rec, t, cert)
+}
+
+// checkPublishedBy is checkPublished with the provider's record already read (nil: none).
+func (s *Side) checkPublishedBy(rec *cluster.TenantRecord, t *authv1beta1.Tenant, cert *x509.Certificate) error {
+	if rec != nil && rec.PublishedCAFingerprint != "" {
+		return rec.CheckPublished(t.Status.AuthParams, cert)
+	}
+	return s.checkTrustedCA(t.Status.AuthParams.CA)
+}
+
+// checkTrustedCA verifies that a CA bundle a provider published shares a certificate with
+// the CA this side's kubeconfig trusts for it: the status of a Tenant is written by the
+// provider, and by whoever else may write tenants/status there. A kubeconfig with no CA of
+// its own (the system's roots) cannot tell, and checks nothing.
+func (s *Side) checkTrustedCA(published []byte) error {
+	trusted := s.trustedCA()
+	if len(trusted) == 0 {
+		return nil
+	}
+	if authn.SharesCertificate(trusted, published) {
+		return nil
+	}
+	fp, _ := authn.CAFingerprint(published)
+	return fmt.Errorf("%w: CA %s, which the kubeconfig used to reach the provider does not trust", cluster.ErrNotPublished, fp)
+}
+
+// trustedCA is the CA bundle of this side's client configuration (nil: the system's).
+func (s *Side) trustedCA() []byte {
+	if s.Config == nil {
+		return nil
+	}
+	if len(s.Config.CAData) > 0 {
+		return s.Config.CAData
+	}
+	if s.Config.CAFile != "" {
+		if b, err := os.ReadFile(s.Config.CAFile); err == nil {
+			return b
+		}
+	}
+	return nil
+}
+
 // WaitLiqoTenant waits until Liqo's controllers on the provider published, in the
 // Tenant's status, a certificate for the consumer's key pub (and cluster ID consumerID)
-// that is valid at validAt and chains to the CA published with it: all Liqo promises,
-// since it writes no conditions.
+// that is valid at validAt and chains to the CA published with it, a CA the kubeconfig
+// reaching the provider trusts: all Liqo promises, since it writes no conditions.
 func WaitLiqoTenant(ctx context.Context, p *Side, key client.ObjectKey, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error) {
 	return waitObject(ctx, p, key, &authv1beta1.TenantList{}, "Liqo's controllers on the provider to issue the Tenant's certificate", "waiting for the Tenant status",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
 			if _, err := verifyPublished(t, pub, consumerID, validAt); err != nil {
 				return false, fmt.Sprintf("%v (Liqo's controllers run there: %s)", err, p.Liqo), nil
+			}
+			if err := p.checkTrustedCA(t.Status.AuthParams.CA); err != nil {
+				return false, err.Error(), nil
 			}
 			return true, "", nil
 		})

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 func TestTenantDone(t *testing.T) {
@@ -51,13 +52,24 @@ func TestTenantDone(t *testing.T) {
 }
 
 func TestCheckAdminState(t *testing.T) {
-	assert.NoError(t, checkAdminState(nil))
+	assert.NoError(t, checkAdminState(nil, nil, "c"))
 	tn := &authv1beta1.Tenant{Spec: authv1beta1.TenantSpec{TenantCondition: authv1beta1.TenantConditionDrained}}
-	assert.ErrorContains(t, checkAdminState(tn), "drained")
+	assert.ErrorContains(t, checkAdminState(tn, nil, "c"), "drained")
 	tn.Spec.TenantCondition = authv1beta1.TenantConditionCordoned
-	assert.ErrorContains(t, checkAdminState(tn), "cordoned")
+	assert.ErrorContains(t, checkAdminState(tn, nil, "c"), "cordoned")
 	tn.Status.Certificate = &authv1beta1.CertificateInfo{}
-	assert.NoError(t, checkAdminState(tn), "a cordoned tenant keeps what it has")
+	assert.NoError(t, checkAdminState(tn, nil, "c"), "a cordoned tenant keeps what it has")
+
+	// The record is the administrator's: a spec set back to Active does not undo it, and
+	// without a Tenant it still holds.
+	drained := &cluster.TenantRecord{State: string(authv1beta1.TenantConditionDrained)}
+	tn.Spec.TenantCondition = authv1beta1.TenantConditionActive
+	assert.ErrorContains(t, checkAdminState(tn, drained, "c"), "drained")
+	assert.ErrorContains(t, checkAdminState(nil, drained, "c"), "uncordon tenant c")
+	cordoned := &cluster.TenantRecord{State: string(authv1beta1.TenantConditionCordoned)}
+	assert.ErrorContains(t, checkAdminState(nil, cordoned, "c"), "cordoned")
+	assert.NoError(t, checkAdminState(tn, cordoned, "c"), "a cordoned tenant keeps its certificate")
+	assert.NoError(t, checkAdminState(tn, &cluster.TenantRecord{}, "c"))
 }
 
 func TestNormalizeHost(t *testing.T) {

@@ -115,10 +115,12 @@ func ensureTN(t testing.TB, c client.Client, remoteID string) string {
 }
 
 // tenantBindings lists RoleBindings, leaving out liqo-auth-manager's own binding in each
-// tenant namespace: what remains is what was granted to tenants.
+// tenant namespace and a peering user's: what remains is what was granted to tenants.
 func tenantBindings(t testing.TB, c client.Client, opts ...client.ListOption) []rbacv1.RoleBinding {
 	t.Helper()
 	var rbs rbacv1.RoleBindingList
 	require.NoError(t, c.List(context.Background(), &rbs, opts...))
-	return slices.DeleteFunc(rbs.Items, func(b rbacv1.RoleBinding) bool { return b.Name == cluster.ManagerName })
+	return slices.DeleteFunc(rbs.Items, func(b rbacv1.RoleBinding) bool {
+		return b.Name == cluster.ManagerName || b.Labels[cluster.PeeringUserLabel] != ""
+	})
 }

@@ -3,6 +3,7 @@
 package info
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -56,7 +57,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Output.Format() != "" {
 		return o.Output.PrintData(out, r)
 	}
-	return render(out, r)
+	// The table quotes conditions that others may have written: printed sanitized.
+	var b bytes.Buffer
+	if err := render(&b, r); err != nil {
+		return err
+	}
+	_, err = io.WriteString(out, cli.Sanitize(b.String()))
+	return err
 }
 
 func render(out io.Writer, r *Report) error {

@@ -147,7 +147,11 @@ func issued(ctx context.Context, s *handshake.Side, r *Report, tenants []authv1b
 }
 
 func tenantEntry(t *authv1beta1.Tenant, now time.Time) Entry {
-	e, expired := entry(t.Namespace, string(t.Spec.ClusterID), string(t.Spec.TenantCondition), t.Status.Conditions, t.Status.Certificate, now)
+	state := t.Status.TenantCondition // in force: the provider's record may be stricter than the spec
+	if state == "" {
+		state = t.Spec.TenantCondition
+	}
+	e, expired := entry(t.Namespace, string(t.Spec.ClusterID), string(state), t.Status.Conditions, t.Status.Certificate, now)
 	if expired {
 		e.Next = "the consumer's certificate expired: it must run liqoctl authenticate again"
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -77,7 +78,9 @@ uncordon gives access back without a new handshake.`, authv1beta1.TenantConditio
 	return out
 }
 
-// Run sets the Tenant's condition and, for drain, waits for and proves the revocation.
+// Run records the administrator's decision in the tenant record, where the tenant cannot
+// write, mirrors it into the Tenant's spec.tenantCondition (what Liqo's tools read) when
+// there is a Tenant, and, for drain, waits for and proves the revocation.
 func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
@@ -91,7 +94,10 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	t := &authv1beta1.Tenant{}
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: o.ClusterID}, t); err != nil {
-		return s.Explain(err, "reading the Tenant of "+o.ClusterID)
+		if !apierrors.IsNotFound(err) {
+			return s.Explain(err, "reading the Tenant of "+o.ClusterID)
+		}
+		t = nil
 	}
 	slices, err := providerSlices(ctx, s, tn)
 	if err != nil {
@@ -99,8 +105,17 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var ctrls cli.Controllers
 	defer ctrls.Stop()
-	if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Provider); err != nil {
+	if t != nil {
+		if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Provider); err != nil {
+			return err
+		}
+	}
+	if err := o.record(ctx, s); err != nil {
 		return err
+	}
+	if t == nil {
+		s.Report.Info("Cluster %s is %s: it has no Tenant now, and the decision holds for its next handshake", o.ClusterID, o.State)
+		return nil
 	}
 	if t.Spec.TenantCondition != o.State {
 		patch := client.MergeFrom(t.DeepCopy())
@@ -117,6 +132,24 @@ func (o *Options) Run(ctx context.Context) error {
 		s.Report.Info("Access granted again; the consumer may ask for ResourceSlices")
 	case authv1beta1.TenantConditionDrained:
 		return o.drained(ctx, s, t, slices)
+	}
+	return nil
+}
+
+// record writes the decision into the tenant record: the state in force is the stricter
+// of it and the Tenant's spec, so neither a patch of the Tenant nor a new handshake takes
+// it back.
+func (o *Options) record(ctx context.Context, s *handshake.Side) error {
+	state := string(o.State)
+	if o.State == authv1beta1.TenantConditionActive {
+		state = ""
+	}
+	err := cluster.UpdateTenantRecord(ctx, s.Client, s.Client, s.Namespace, o.ClusterID, false, func(rec *cluster.TenantRecord) error {
+		rec.State = state
+		return nil
+	})
+	if err != nil {
+		return s.Explain(err, "recording the state of "+o.ClusterID)
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
@@ -175,4 +176,16 @@ func InNamespaceOf[L client.ObjectList](c client.Reader, newList func() L, keep 
 		}
 		return out
 	}
+}
+
+// TenantState reads the administrative state in force for Tenant t: the stricter of its
+// spec.tenantCondition and the state the provider's administrator recorded for its
+// cluster (cluster.StateInForce). The record is read through c (the cache, which a
+// record's change reaches before it enqueues the Tenant again).
+func TenantState(ctx context.Context, c client.Reader, liqoNS string, t *authv1beta1.Tenant) (authv1beta1.TenantCondition, error) {
+	rec, err := cluster.GetTenantRecord(ctx, c, liqoNS, string(t.Spec.ClusterID))
+	if err != nil {
+		return "", err
+	}
+	return cluster.StateInForce(rec, t.Spec.TenantCondition), nil
 }

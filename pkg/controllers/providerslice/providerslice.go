@@ -224,7 +224,11 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 	if t.Status.AcceptedKeyFingerprint == "" || tenant.VerifySealed(t, r.Key.Public()) != nil {
 		return authDenied(fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name))
 	}
-	switch t.Spec.TenantCondition {
+	state, err := common.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	switch state {
 	case authv1beta1.TenantConditionDrained:
 		err := r.Client.Delete(ctx, rs)
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ResourceSliceDeleted", "DrainTenant", "ResourceSlice %s deleted: the tenant is Drained", rs.Name)
@@ -237,7 +241,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		return ctrl.Result{}, false, err
 	}
 	mine, granted := grants[rs.UID]
-	if t.Spec.TenantCondition == authv1beta1.TenantConditionCordoned {
+	if state == authv1beta1.TenantConditionCordoned {
 		if !granted {
 			return authDenied(fmt.Sprintf("Tenant %s/%s is Cordoned: it gets no new ResourceSlice", t.Namespace, t.Name))
 		}
@@ -279,7 +283,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		fmt.Sprintf("identity %q (group %q) for the consumer's accepted key", user, id))
 	r.accept(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesAccepted,
 		fmt.Sprintf("class %q, resources as requested", class))
-	if _, err := common.EnsureControlled(ctx, r.Client, r.APIReader, rs, cluster.SliceAccessObjects(rs.Namespace, rs.Name, user, id, rs.Spec.Resources), t.Spec.TenantCondition == authv1beta1.TenantConditionCordoned); err != nil {
+	if _, err := common.EnsureControlled(ctx, r.Client, r.APIReader, rs, cluster.SliceAccessObjects(rs.Namespace, rs.Name, user, id, rs.Spec.Resources), state == authv1beta1.TenantConditionCordoned); err != nil {
 		return ctrl.Result{}, false, err
 	}
 	res, err := r.certificate(ctx, rs, t, user, pub)

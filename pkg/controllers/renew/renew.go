@@ -109,7 +109,11 @@ func (r *Reconciler) answer(ctx context.Context, rn *authv1beta1.Renew) (*authv1
 	if t.Status.AcceptedKeyFingerprint == "" || tenant.VerifySealed(t, r.Key.Public()) != nil {
 		return nil, ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name), nil
 	}
-	if t.Spec.TenantCondition == authv1beta1.TenantConditionDrained {
+	state, err := common.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if state == authv1beta1.TenantConditionDrained {
 		return nil, ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is Drained: it gets no certificate", t.Namespace, t.Name), nil
 	}
 	if !t.Status.AuthParams.HasCertificate() {

@@ -1,6 +1,7 @@
 package tenant
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"fmt"
@@ -105,4 +106,80 @@ func SelfReviewer(ctx context.Context, c client.Client) (authenticationv1.UserIn
 		return authenticationv1.UserInfo{}, fmt.Errorf("asking the API server who this manager is (SelfSubjectReview): %w", err)
 	}
 	return review.Status.UserInfo, nil
+}
+
+// checkPublished compares what the Tenant's status publishes with what this provider
+// published: whoever may write tenants/status can rewrite the CA, the API server URL or
+// the certificate a consumer will trust. A certificate this provider did not issue for the
+// accepted key (by its record) is wiped, so that one is issued anew; a CA or URL that
+// differs from this provider's is put back, and the record says which ones it published.
+func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant) error {
+	ap := t.Status.AuthParams
+	if !ap.HasCertificate() {
+		return nil
+	}
+	rec, err := r.issuedHere(ctx, t)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
+			"the status published a certificate this provider did not issue for the accepted key: it is replaced by a new one")
+		t.Status.AuthParams, t.Status.Certificate = nil, nil
+		return nil
+	}
+	if ap.APIServer != r.Options.APIServer || !bytes.Equal(ap.CA, r.Options.CA) {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
+			"the status published API server %q and a CA other than this provider's: put back", ap.APIServer)
+		ap.APIServer, ap.CA = r.Options.APIServer, r.Options.CA
+	}
+	caFP, err := authn.CAFingerprint(r.Options.CA)
+	if err != nil {
+		return fmt.Errorf("the CA handed to consumers is not valid: %w", err)
+	}
+	if rec.PublishedCAFingerprint == caFP && rec.PublishedAPIServer == r.Options.APIServer {
+		return nil
+	}
+	return cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
+		rec.PublishedCAFingerprint, rec.PublishedAPIServer = caFP, r.Options.APIServer
+		return nil
+	})
+}
+
+// ReasonStatusTampered is the Warning Event of a Tenant whose status published what this
+// provider did not.
+const ReasonStatusTampered = "StatusTampered"
+
+// issuedHere returns the record of the Tenant's cluster when the certificate the Tenant
+// publishes is one this provider issued (the record lists the serial) for the accepted key
+// and the one status.certificate describes; nil otherwise. The record is read from the
+// cache and, when the cache does not show the serial (recorded a moment ago), from the API
+// server.
+func (r *Reconciler) issuedHere(ctx context.Context, t *authv1beta1.Tenant) (*cluster.TenantRecord, error) {
+	cert, err := authn.ParseCertificate(t.Status.AuthParams.SignedCRT)
+	if err != nil {
+		return nil, nil
+	}
+	fp, err := authn.Fingerprint(cert.PublicKey)
+	if err != nil || fp != t.Status.AcceptedKeyFingerprint {
+		return nil, nil
+	}
+	serial := cert.SerialNumber.Text(16)
+	if t.Status.Certificate != nil && t.Status.Certificate.SerialNumber != serial {
+		return nil, nil
+	}
+	recorded := func(rd client.Reader) (*cluster.TenantRecord, error) {
+		rec, err := cluster.GetTenantRecord(ctx, rd, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
+		if err != nil || rec == nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(rec.Certificates, func(c cluster.IssuedCertificate) bool { return c.Serial == serial && c.KeyFingerprint == fp }) {
+			return nil, nil
+		}
+		return rec, nil
+	}
+	if rec, err := recorded(r.Client); rec != nil || err != nil {
+		return rec, err
+	}
+	return recorded(r.APIReader)
 }

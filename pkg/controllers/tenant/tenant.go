@@ -165,7 +165,11 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 	}
 	t.Status.TenantNamespace = t.Namespace
 	res := ctrl.Result{}
-	state := t.Spec.TenantCondition
+	state, err := common.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
+	if err != nil {
+		return res, err
+	}
+	t.Status.TenantCondition = state
 	switch state {
 	case authv1beta1.TenantConditionDrained:
 		still, err := r.revokeAccess(ctx, t)
@@ -189,12 +193,15 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonCordonedNoGrant, "the tenant is Cordoned: no new access is granted", corev1.EventTypeNormal)
 		}
 	}
-	res, err := r.reconcileCertificate(ctx, t, state, now)
+	res, err = r.reconcileCertificate(ctx, t, state, now)
 	r.setReady(t)
 	return res, err
 }
 
 func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, now time.Time) (ctrl.Result, error) {
+	if err := r.checkPublished(ctx, t); err != nil {
+		return ctrl.Result{}, err
+	}
 	hasCert := t.Status.AuthParams.HasCertificate() && t.Status.Certificate != nil
 	due := !hasCert || (t.Status.Certificate.RenewAfter != nil && !now.Before(t.Status.Certificate.RenewAfter.Time))
 	switch {
@@ -232,8 +239,13 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	}
 	// Recorded before it is published: a certificate Kubernetes cannot revoke is listed
 	// until it expires, even after the Tenant is gone.
+	caFP, err := authn.CAFingerprint(r.Options.CA)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("the CA handed to consumers is not valid: %w", err)
+	}
 	if err := cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
 		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.Cert.SerialNumber.Text(16), NotAfter: is.Cert.NotAfter, KeyFingerprint: t.Status.AcceptedKeyFingerprint}, now)
+		rec.PublishedCAFingerprint, rec.PublishedAPIServer = caFP, r.Options.APIServer
 		return nil
 	}); err != nil {
 		return ctrl.Result{}, err
@@ -301,14 +313,14 @@ func (r *Reconciler) accept(t *authv1beta1.Tenant, acc *acceptance, now time.Tim
 	if err != nil {
 		return fmt.Errorf("sealing the acceptance: %w", err)
 	}
-	reissue := t.Status.AcceptedKeyFingerprint != ""
 	t.Status.AcceptedKeyFingerprint = acc.fingerprint
 	t.Status.AcceptedCSRDigest = acc.csrDigest
 	t.Status.AcceptanceSeal = seal
 	t.Status.AcceptedAt = &metav1.Time{Time: now}
-	if reissue {
-		t.Status.AuthParams, t.Status.Certificate = nil, nil
-	}
+	// Whatever the status published before this acceptance, this provider did not publish
+	// for it (a status writer may have filled it ahead of the first acceptance): the
+	// certificate is issued anew.
+	t.Status.AuthParams, t.Status.Certificate = nil, nil
 	// No Event: the condition says it, and the Event of the certificate that follows
 	// closes the handshake (two fewer writes per handshake).
 	r.setCondition(t, authv1beta1.ConditionAuthenticated, true, authv1beta1.ReasonHandshakeAccepted,

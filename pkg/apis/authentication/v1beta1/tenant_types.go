@@ -25,6 +25,31 @@ const (
 	TenantConditionDrained TenantCondition = "Drained"
 )
 
+// strictness orders the administrative states: a stricter one grants less.
+func (c TenantCondition) strictness() int {
+	switch c {
+	case TenantConditionCordoned:
+		return 1
+	case TenantConditionDrained:
+		return 2
+	}
+	return 0
+}
+
+// Stricter returns the stricter of two administrative states ("" is Active). The state in
+// force is the stricter of the provider administrator's decision, kept where no tenant can
+// write, and spec.tenantCondition, which the tenant may write: a tenant may restrict
+// itself, never undo what the administrator decided.
+func Stricter(a, b TenantCondition) TenantCondition {
+	if b.strictness() > a.strictness() {
+		a = b
+	}
+	if a == "" {
+		return TenantConditionActive
+	}
+	return a
+}
+
 // TenantSpec is the consumer's handshake request, as applied on the provider.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterID) || (has(self.clusterID) && self.clusterID == oldSelf.clusterID)",message="clusterID is immutable"
 type TenantSpec struct {
@@ -58,6 +83,10 @@ type TenantStatus struct {
 	TenantNamespace string `json:"tenantNamespace,omitempty"`
 	// AuthParams are the parameters the consumer copies into its Identity.
 	AuthParams *AuthParams `json:"authParams,omitempty"`
+	// TenantCondition is the administrative state in force: the stricter of
+	// spec.tenantCondition and the provider administrator's decision (liqoctl cordon,
+	// uncordon, drain), which the provider keeps where the tenant cannot write.
+	TenantCondition TenantCondition `json:"tenantCondition,omitempty"`
 	// AcceptedKeyFingerprint records the consumer key the handshake accepted
 	// ("sha256:<hex>"). A Tenant whose key or CSR changes needs a new handshake.
 	AcceptedKeyFingerprint string `json:"acceptedKeyFingerprint,omitempty"`
@@ -84,7 +113,7 @@ type TenantStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:categories=liqo,shortName=tn
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Condition",type=string,JSONPath=`.spec.tenantCondition`
+// +kubebuilder:printcolumn:name="Condition",type=string,JSONPath=`.status.tenantCondition`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.certificate.notAfter`

@@ -1,0 +1,193 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+)
+
+// TestPeeringUserCannotUndoTheAdministrator acts as a peering user, the weakest principal
+// that may write its Tenant and its nonce: it cannot smuggle anything but a nonce into the
+// provider, and it can neither patch back, nor delete and re-handshake its way out of, a
+// drain the provider's administrator decided.
+func TestPeeringUserCannotUndoTheAdministrator(t *testing.T) {
+	c, p := cliSites(t)
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	ctx := context.Background()
+	out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	pu := filepath.Join(t.TempDir(), "pu.kubeconfig")
+	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
+	peer := newClient(t, restConfigFromKubeconfig(t, []byte(out)))
+	tn := cluster.TenantNamespaceName(c.id)
+	key := client.ObjectKey{Namespace: tn, Name: c.id}
+
+	t.Run("its nonce is only a nonce", func(t *testing.T) {
+		nonceLabels := func() map[string]string {
+			return map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: c.id}
+		}
+		for name, s := range map[string]*corev1.Secret{
+			"a service-account token": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels(),
+				Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}}, Type: corev1.SecretTypeServiceAccountToken},
+			"another type": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels()}, Type: corev1.SecretTypeDockerConfigJson,
+				Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte("{}")}},
+			"a service-account annotation": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels(),
+				Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}}},
+			"other data": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels()},
+				Data: map[string][]byte{cluster.NonceField: []byte("x"), "token": []byte("smuggled")}},
+			"another cluster's label": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName,
+				Labels: map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: "cl-someone-else"}}},
+			"a finalizer": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels(), Finalizers: []string{"example.com/keep"}}},
+			"immutable":   {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels()}, Immutable: new(true)},
+		} {
+			err := peer.Create(ctx, s)
+			require.Error(t, err, name)
+			assert.True(t, apierrors.IsInvalid(err) || apierrors.IsForbidden(err), "%s: %v", name, err)
+		}
+		var s corev1.Secret
+		assert.True(t, apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &s)), "nothing was created")
+	})
+
+	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+	consumerCreds := newClient(t, restConfigFromKubeconfig(t, kubeconfigOf(t, c, p)))
+	canList := func() error { return consumerCreds.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(tn)) }
+	require.NoError(t, canList())
+
+	t.Run("a patch of the Tenant does not undo a drain", func(t *testing.T) {
+		_, errOut := mustCLI(t, "drain", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
+		assert.Contains(t, errOut, "revoked: verified")
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var got authv1beta1.Tenant
+			if err := peer.Get(ctx, key, &got); err != nil {
+				return err
+			}
+			got.Spec.TenantCondition = authv1beta1.TenantConditionActive
+			return peer.Update(ctx, &got)
+		}), "the peering user may write its Tenant")
+		waitAccess(t, p, key, false, authv1beta1.ReasonAccessRevoked)
+		var got authv1beta1.Tenant
+		require.NoError(t, p.client.Get(ctx, key, &got))
+		assert.Equal(t, authv1beta1.TenantConditionActive, got.Spec.TenantCondition, "the spec says Active")
+		assert.Equal(t, authv1beta1.TenantConditionDrained, got.Status.TenantCondition, "the administrator's record says Drained")
+		assert.Empty(t, tenantBindings(t, p.client, client.InNamespace(tn)))
+		assert.True(t, apierrors.IsForbidden(canList()))
+	})
+
+	t.Run("a new handshake does not reset a drain", func(t *testing.T) {
+		require.NoError(t, peer.Delete(ctx, &authv1beta1.Tenant{ObjectMeta: metaOf(tn, c.id)}))
+		eventually(t, 15*time.Second, "the Tenant is gone", func(ctx context.Context) (bool, error) {
+			return apierrors.IsNotFound(p.client.Get(ctx, key, &authv1beta1.Tenant{})), nil
+		})
+		_, _, err := runCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "drained")
+		assert.Contains(t, err.Error(), "liqoctl uncordon tenant "+c.id)
+
+		// The handshake by hand, as the peering user, past liqoctl's early refusal: the
+		// provider accepts the key and grants nothing.
+		side := &handshake.Side{Scope: "remote", Client: peer, Namespace: cluster.DefaultLiqoNamespace}
+		n, err := handshake.EnsureNonce(ctx, side, tn, c.id, time.Now())
+		require.NoError(t, err)
+		consumerKey, err := cluster.GetClusterKey(ctx, c.client, cluster.DefaultLiqoNamespace)
+		require.NoError(t, err)
+		sig, err := authn.SignNonce(consumerKey, n.Value)
+		require.NoError(t, err)
+		tenant, err := handshake.ForgeTenant(c.id, consumerKey, sig, tn, "")
+		require.NoError(t, err)
+		require.NoError(t, peer.Create(ctx, tenant))
+		waitTenantCondition(t, p, key, authv1beta1.ConditionAuthenticated, metav1.ConditionTrue, authv1beta1.ReasonHandshakeAccepted)
+		waitTenantCondition(t, p, key, authv1beta1.ConditionCertificateIssued, metav1.ConditionFalse, authv1beta1.ReasonDrainedNoCertificate)
+		waitAccess(t, p, key, false, authv1beta1.ReasonAccessRevoked)
+		var got authv1beta1.Tenant
+		require.NoError(t, p.client.Get(ctx, key, &got))
+		assert.Nil(t, got.Status.AuthParams, "no certificate for a drained cluster")
+		assert.Empty(t, tenantBindings(t, p.client, client.InNamespace(tn)))
+	})
+
+	t.Run("uncordon gives access back", func(t *testing.T) {
+		mustCLI(t, "uncordon", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
+		waitAccess(t, p, key, true, authv1beta1.ReasonAccessGranted)
+		mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+		user := newClient(t, restConfigFromKubeconfig(t, kubeconfigOf(t, c, p)))
+		require.NoError(t, user.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(tn)))
+	})
+}
+
+// TestStatusWriterCannotHijackTheFirstHandshake acts as a principal that may write
+// tenants/status on the provider (another operator, or Liqo's roles): it publishes, in an
+// accepted Tenant, its own CA, API server and a certificate for the consumer's key. The
+// consumer's first handshake with that provider must not pin that CA nor write a
+// kubeconfig for that server.
+func TestStatusWriterCannotHijackTheFirstHandshake(t *testing.T) {
+	c, p := cliSites(t)
+	ctx := context.Background()
+	mustCLI(t, pairArgs("authenticate", c, p)...)
+	pTN, cTN := cluster.TenantNamespaceName(c.id), cluster.TenantNamespaceName(p.id)
+	key := client.ObjectKey{Namespace: pTN, Name: c.id}
+	writer := principal(t, p, "status-writer", pTN, rule("authentication.liqo.io", "tenants", "get"), rule("authentication.liqo.io", "tenants/status", "get", "update", "patch"))
+
+	evil, err := testenv.NewCA("evil")
+	require.NoError(t, err)
+	consumerKey, err := cluster.GetClusterKey(ctx, c.client, cluster.DefaultLiqoNamespace)
+	require.NoError(t, err)
+	forged := issueCert(t, evil, consumerKey.Public(), c.id)
+	forgedCert, err := authn.ParseCertificate(forged)
+	require.NoError(t, err)
+	const evilServer = "https://127.0.0.1:9"
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var got authv1beta1.Tenant
+		if err := writer.Get(ctx, key, &got); err != nil {
+			return err
+		}
+		got.Status.AuthParams = &authv1beta1.AuthParams{APIServer: evilServer, CA: evil.CertPEM, SignedCRT: forged}
+		got.Status.Certificate = &authv1beta1.CertificateInfo{SerialNumber: forgedCert.SerialNumber.Text(16),
+			NotBefore: &metav1.Time{Time: forgedCert.NotBefore}, NotAfter: &metav1.Time{Time: forgedCert.NotAfter}}
+		return writer.Status().Update(ctx, &got)
+	}))
+	var tampered authv1beta1.Tenant
+	require.NoError(t, p.client.Get(ctx, key, &tampered))
+	require.True(t, meta.IsStatusConditionTrue(tampered.Status.Conditions, authv1beta1.ConditionReady), "the forged status looks accepted")
+
+	// The consumer forgets the provider, as a cluster meeting it for the first time.
+	require.NoError(t, c.client.Delete(ctx, &authv1beta1.Identity{ObjectMeta: metaOf(cTN, cluster.IdentityName(p.id))}))
+	require.NoError(t, cluster.UpdateTenantRecord(ctx, c.client, c.client, cluster.DefaultLiqoNamespace, p.id, false, func(r *cluster.TenantRecord) error {
+		r.CAFingerprint = ""
+		return nil
+	}))
+
+	_, errOut, err := runCLI(t, pairArgs("authenticate", c, p)...)
+	require.NoError(t, err, errOut)
+	assert.Contains(t, errOut, "did not", "the tampered status is named")
+	evilFP, err := authn.CAFingerprint(evil.CertPEM)
+	require.NoError(t, err)
+	realFP, err := authn.CAFingerprint(p.cp.CA.CertPEM)
+	require.NoError(t, err)
+	rec, err := cluster.GetTenantRecord(ctx, c.client, cluster.DefaultLiqoNamespace, p.id)
+	require.NoError(t, err)
+	assert.Equal(t, realFP, rec.CAFingerprint, "the provider's own CA is pinned, not %s", evilFP)
+	var id authv1beta1.Identity
+	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.IdentityName(p.id)}, &id))
+	assert.Equal(t, p.cp.URL, id.Spec.AuthParams.APIServer)
+	assert.NotEqual(t, string(forged), string(id.Spec.AuthParams.SignedCRT), "not the forged certificate")
+	info, err := authn.ReadKubeconfig(kubeconfigOf(t, c, p))
+	require.NoError(t, err)
+	assert.Equal(t, p.cp.URL, info.Server, "the kubeconfig points at the provider, not at "+evilServer)
+	user := newClient(t, restConfigFromKubeconfig(t, kubeconfigOf(t, c, p)))
+	require.NoError(t, user.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(pTN)))
+}
