@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"k8s.io/client-go/rest"
+	osexec "os/exec"
 	"strings"
 	"testing"
 
@@ -125,4 +127,53 @@ func TestVersionSkew(t *testing.T) {
 			assert.Contains(t, got, "liqoctl install --with-manager")
 		}
 	}
+}
+
+func TestSanitize(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain words, tabs\tand\nnewlines", "plain words, tabs\tand\nnewlines"},
+		{"red \x1b[31malert\x1b[0m", `red \x1b[31malert\x1b[0m`},
+		{"title \x1b]0;pwned\x07", `title \x1b]0;pwned\a`},
+		{"carriage\rreturn", `carriage\rreturn`},
+		{"c1 \u009b2J", `c1 \u009b2J`},
+		{"bidi \u202eevil", `bidi \u202eevil`},
+		{"unicode é ok", "unicode é ok"},
+		{"bad \xff byte", `bad \ufffd byte`},
+	} {
+		assert.Equal(t, tc.want, Sanitize(tc.in), "%q", tc.in)
+	}
+}
+
+func TestAllowPlugin(t *testing.T) {
+	sh, err := osexec.LookPath("sh")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		policy clientcmdapi.PluginPolicy
+		ok     bool
+	}{
+		{"no policy", clientcmdapi.PluginPolicy{}, true},
+		{"AllowAll", clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowAll}, true},
+		{"DenyAll", clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyDenyAll}, false},
+		{"listed by name", clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{{Command: "sh"}}}, true},
+		{"listed by path", clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{{Command: sh}}}, true},
+		{"not listed", clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{{Command: "true"}}}, false},
+	} {
+		err := allowPlugin(tc.policy, "sh")
+		if tc.ok {
+			assert.NoError(t, err, tc.name)
+		} else {
+			assert.ErrorIs(t, err, ErrPluginNotAllowed, tc.name)
+		}
+	}
+}
+
+func TestCredentialSources(t *testing.T) {
+	assert.Empty(t, CredentialSources(&rest.Config{Host: "https://p", TLSClientConfig: rest.TLSClientConfig{CertData: []byte("c"), KeyData: []byte("k"), CAData: []byte("ca")}}),
+		"an embedded kubeconfig runs and reads nothing")
+	got := CredentialSources(&rest.Config{Host: "https://p", BearerTokenFile: "/home/me/token", ExecProvider: &clientcmdapi.ExecConfig{Command: "aws", Args: []string{"eks", "get-token"}},
+		TLSClientConfig: rest.TLSClientConfig{CAFile: "/etc/ca.crt"}})
+	assert.Equal(t, []string{"runs the credential plugin aws eks get-token", "reads the local file /home/me/token and sends it as a bearer token to https://p",
+		"reads its CA from the local file /etc/ca.crt"}, got)
+	assert.Error(t, guardRemote(&rest.Config{ExecProvider: &clientcmdapi.ExecConfig{Command: "aws"}}, clientcmdapi.PluginPolicy{}, nil), "completion never runs a remote plugin")
 }

@@ -238,6 +238,23 @@ func TestAuthenticateAgainstLiqoProvider(t *testing.T) {
 	applyYAML(t, provider.client, []byte(liqoDeployment))
 	fakeLiqoProvider(t, provider)
 
+	// A namespace creator labels a namespace of its own as the consumer's tenant namespace.
+	// Liqo's controllers trust labels: liqoctl refuses to choose, and sends nothing there.
+	creator := principal(t, provider, "namespace-creator", "", rule("", "namespaces", "create", "get", "list"))
+	lookAlike := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "aaa-look-alike", Labels: cluster.TenantNamespaceLabels(consumer.id)}}
+	require.NoError(t, creator.Create(ctx, lookAlike))
+	_, _, err := runCLI(t, pairArgs("authenticate", consumer, provider)...)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, cluster.ErrAmbiguousTenantNamespace)
+	assert.Contains(t, err.Error(), "aaa-look-alike")
+	var inLookAlike authv1beta1.TenantList
+	require.NoError(t, provider.client.List(ctx, &inLookAlike, client.InNamespace(lookAlike.Name)))
+	assert.Empty(t, inLookAlike.Items, "no Tenant in the look-alike namespace")
+	require.NoError(t, provider.client.Delete(ctx, lookAlike))
+	eventually(t, 30*time.Second, "the look-alike namespace is gone", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(provider.client.Get(ctx, client.ObjectKeyFromObject(lookAlike), &corev1.Namespace{})), nil
+	})
+
 	_, errOut := mustCLI(t, pairArgs("authenticate", consumer, provider)...)
 	assert.Contains(t, errOut, "(remote) Liqo's controllers run in this cluster (Deployment liqo/liqo-controller-manager): acting as their client")
 	assert.NotContains(t, errOut, "(remote) No liqo-auth-manager runs in this cluster")
@@ -259,7 +276,7 @@ func TestAuthenticateAgainstLiqoProvider(t *testing.T) {
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: consumer.id}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ClusterWideRoleName}}
 	require.NoError(t, provider.client.Create(ctx, stray))
-	_, _, err := runCLI(t, pairArgs("unauthenticate", consumer, provider)...)
+	_, _, err = runCLI(t, pairArgs("unauthenticate", consumer, provider)...)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `named by ClusterRoleBinding "stray-`+consumer.id+`"`)
 	require.NoError(t, provider.client.Delete(ctx, stray))
