@@ -412,3 +412,33 @@ func (r *TenantRecord) CheckPublished(ap *authv1beta1.AuthParams, cert *x509.Cer
 	}
 	return nil
 }
+
+// SliceUsers maps the user name of every ResourceSlice identity of this provider to the
+// slice it is for, in words: the slices consumers copied here, and the slices whose
+// certificates the tenant records list as not expired at now.
+func SliceUsers(ctx context.Context, c client.Reader, liqoNS string, now time.Time) (map[string]string, error) {
+	out := map[string]string{}
+	records, err := ListTenantRecords(ctx, c, liqoNS)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range records {
+		for _, cert := range rec.Valid(now) {
+			if cert.Slice != "" {
+				out[authn.SliceUserName(cert.Slice, rec.RemoteID)] = fmt.Sprintf("certificate %s of ResourceSlice %s of cluster %q", cert.Serial, cert.Slice, rec.RemoteID)
+			}
+		}
+	}
+	var slices authv1beta1.ResourceSliceList
+	if err := c.List(ctx, &slices, client.MatchingLabels{ReplicationStatusLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	for _, rs := range slices.Items {
+		consumer := rs.Labels[RemoteClusterIDLabel]
+		if rs.Spec.ConsumerClusterID != nil {
+			consumer = string(*rs.Spec.ConsumerClusterID)
+		}
+		out[authn.SliceUserName(rs.Name, consumer)] = fmt.Sprintf("the identity of ResourceSlice %s/%s", rs.Namespace, rs.Name)
+	}
+	return out, nil
+}

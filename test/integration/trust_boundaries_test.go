@@ -10,13 +10,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
@@ -190,4 +193,70 @@ func TestStatusWriterCannotHijackTheFirstHandshake(t *testing.T) {
 	assert.Equal(t, p.cp.URL, info.Server, "the kubeconfig points at the provider, not at "+evilServer)
 	user := newClient(t, restConfigFromKubeconfig(t, kubeconfigOf(t, c, p)))
 	require.NoError(t, user.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(pTN)))
+}
+
+// TestSliceUsersAndClusterIDsNeverMeet: a slice <rs> of consumer C is user
+// <rs>-<hash of C>, a string any consumer may take as its cluster ID. Acting as consumers
+// holding only their own key and control-plane certificate, neither order of the two
+// gets one identity the other's grants; and a negative slice never makes room under a limit.
+func TestSliceUsersAndClusterIDsNeverMeet(t *testing.T) {
+	p := installSites(t, testenv.New(t, "slice-clash-provider"), "cl-provider")[0]
+	startControllers(t, p, authmanager.Provider)
+	ctx := context.Background()
+	alice := newAttacker(t, "cl-alice")
+	ta := honestHandshake(t, p, alice)
+	asAlice := userClient(t, p, ta.Status.AuthParams.SignedCRT, alice.key)
+
+	t.Run("a slice named after an existing consumer is denied", func(t *testing.T) {
+		gpu := newAttacker(t, authn.SliceUserName("gpu", alice.id))
+		honestHandshake(t, p, gpu)
+		rs := providerCopy(ta.Namespace, "gpu", alice.id, sliceCSR(t, alice.key, gpu.id, alice.id))
+		require.NoError(t, asAlice.Create(ctx, rs))
+		expectSliceDenied(t, p, rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationDenied, "cluster ID of a consumer")
+	})
+
+	t.Run("a consumer named after an existing slice is refused", func(t *testing.T) {
+		rs := providerCopy(ta.Namespace, "tpu", alice.id, sliceCSR(t, alice.key, authn.SliceUserName("tpu", alice.id), alice.id))
+		require.NoError(t, asAlice.Create(ctx, rs))
+		eventually(t, 20*time.Second, "Alice's slice tpu is issued", func(ctx context.Context) (bool, error) {
+			err := p.client.Get(ctx, client.ObjectKeyFromObject(rs), rs)
+			return err == nil && rs.Status.AuthParams.HasCertificate(), err
+		})
+		tpu := newAttacker(t, authn.SliceUserName("tpu", alice.id))
+		tn, nonce := freshNonce(t, p, tpu.id)
+		tenant := tpu.honestTenant(t, tn, nonce)
+		require.NoError(t, p.client.Create(ctx, tenant))
+		key := client.ObjectKeyFromObject(tenant)
+		msg := waitTenantCondition(t, p, key, authv1beta1.ConditionAuthenticated, metav1.ConditionFalse, authv1beta1.ReasonClusterIDIsSliceUser)
+		assert.Contains(t, msg, "ResourceSlice "+ta.Namespace+"/tpu")
+		waitEvent(t, p, tn, tpu.id, authv1beta1.ReasonClusterIDIsSliceUser)
+		assertNoCSRApproved(t, p, tpu.id)
+		assert.Empty(t, tenantBindings(t, p.client, client.InNamespace(tn)), "nothing granted to that cluster ID")
+		require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(rs), rs))
+		ok, why := sliceAccepted(rs)
+		assert.True(t, ok, "the slice that came first keeps its name: %s", why)
+	})
+
+	t.Run("a negative slice is refused", func(t *testing.T) {
+		rs := providerCopy(ta.Namespace, "negative", alice.id, sliceCSR(t, alice.key, authn.SliceUserName("negative", alice.id), alice.id))
+		rs.Spec.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-4")}
+		err := asAlice.Create(ctx, rs)
+		require.Error(t, err, "the tenant's own identity may write slices, not negative ones")
+		assert.Contains(t, err.Error(), "may not be negative")
+
+		// Liqo's chart installs the CRD without that rule: the provider denies it itself.
+		var crd apiextensionsv1.CustomResourceDefinition
+		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Name: "resourceslices.authentication.liqo.io"}, &crd))
+		for i := range crd.Spec.Versions {
+			res := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"].Properties["resources"]
+			res.XValidations = nil
+			crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"].Properties["resources"] = res
+		}
+		require.NoError(t, p.client.Update(ctx, &crd))
+		eventually(t, 10*time.Second, "the schema without the rule is served", func(ctx context.Context) (bool, error) {
+			err := asAlice.Create(ctx, rs)
+			return err == nil, client.IgnoreAlreadyExists(err)
+		})
+		expectSliceDenied(t, p, rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied, "no negative quantity")
+	})
 }

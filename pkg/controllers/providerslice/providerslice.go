@@ -261,6 +261,20 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 	if _, err := authn.ValidateCSRFor(rs.Spec.CSR, pub, user, id); err != nil {
 		return authDenied(fmt.Sprintf("spec.csr: %v", err))
 	}
+	// A slice user is <slice>-<hash>, which a consumer's cluster ID may equal: that
+	// cluster's grants would be this identity's too. Whichever came first keeps its name:
+	// a slice granted before is not taken back (the Tenant of that cluster ID is refused).
+	if rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, user); !granted && (err != nil || rec != nil) {
+		if err != nil {
+			return ctrl.Result{}, false, err
+		}
+		return authDenied(fmt.Sprintf("the slice's user %q is the cluster ID of a consumer of this provider: name the slice otherwise", user))
+	}
+	if msg := negativeResources(rs.Spec.Resources); msg != "" {
+		r.accept(rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationAccepted, "the slice's CSR is for the consumer's accepted key")
+		r.deny(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied, msg)
+		return ctrl.Result{}, false, nil
+	}
 	if reason, msg := r.checkClass(rs); reason != "" {
 		r.accept(rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationAccepted, "the slice's CSR is for the consumer's accepted key")
 		r.deny(rs, authv1beta1.ResourceSliceConditionResources, reason, msg)
@@ -464,4 +478,21 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 	patch := client.MergeFrom(rs.DeepCopy())
 	controllerutil.RemoveFinalizer(rs, cluster.ProviderSliceFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, rs, patch))
+}
+
+// negativeResources says which quantities a slice asks for are negative ("" when none):
+// a negative slice would make room under the tenant's limits for the others. This
+// project's CRD refuses them; a CRD installed by Liqo's chart does not.
+func negativeResources(l corev1.ResourceList) string {
+	var bad []string
+	for n, q := range l {
+		if q.Sign() < 0 {
+			bad = append(bad, fmt.Sprintf("%s=%s", n, q.String()))
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	slices.Sort(bad)
+	return "a slice asks for no negative quantity: " + strings.Join(bad, ", ")
 }

@@ -152,6 +152,9 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 		sealErr = VerifySealed(t, r.Key.Public())
 	}
 	if t.Status.AcceptedKeyFingerprint == "" || sealErr != nil {
+		if err := r.checkNotSliceUser(ctx, t); err != nil {
+			return ctrl.Result{}, r.refuse(t, err)
+		}
 		acc, err := verifyHandshake(ctx, r.Client, t, r.Options.NonceTTL, now)
 		if err == nil {
 			err = r.consumeNonce(ctx, t, acc, now)

@@ -204,3 +204,19 @@ func handshakeChanged(t *authv1beta1.Tenant) bool {
 	fp, err := authn.Fingerprint(pub)
 	return err != nil || fp != t.Status.AcceptedKeyFingerprint
 }
+
+// checkNotSliceUser refuses a Tenant whose cluster ID is the user name of a ResourceSlice
+// identity on this provider (a slice <rs> of consumer C is user <rs>-<hash of C>, which any
+// string can equal): the grants of that cluster ID would be the slice identity's too. Both
+// the slices that exist and those whose certificates the records list as valid count.
+func (r *Reconciler) checkNotSliceUser(ctx context.Context, t *authv1beta1.Tenant) error {
+	id := string(t.Spec.ClusterID)
+	users, err := cluster.SliceUsers(ctx, r.Client, r.Placement.LiqoNamespace, r.Now())
+	if err != nil {
+		return err
+	}
+	if slice, ok := users[id]; ok {
+		return refusal(authv1beta1.ReasonClusterIDIsSliceUser, "cluster ID %q is the user of %s on this provider: its grants would be that identity's too; the consumer needs another cluster ID", id, slice)
+	}
+	return nil
+}

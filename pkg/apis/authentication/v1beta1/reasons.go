@@ -21,6 +21,10 @@ const (
 	ReasonSignatureMissing      = "SignatureMissing"
 	ReasonPublicKeyMissing      = "PublicKeyMissing"
 	ReasonCSRMissing            = "CSRMissing"
+	// ReasonClusterIDIsSliceUser refuses a consumer whose cluster ID is the user name of a
+	// ResourceSlice identity this provider issued: its control-plane grants would be the
+	// slice identity's too.
+	ReasonClusterIDIsSliceUser = "ClusterIDIsSliceUser"
 )
 
 // Reasons of the Tenant's CertificateIssued condition.

@@ -16,9 +16,13 @@ type ResourceSliceSpec struct {
 	ConsumerClusterID *ClusterID `json:"consumerClusterID,omitempty"`
 	// ProviderClusterID is the provider cluster's ID.
 	ProviderClusterID *ClusterID `json:"providerClusterID,omitempty"`
-	// Resources are the requested resources.
+	// Resources are the requested resources: at most 16, none negative (a negative one
+	// would make room under the tenant's limits for the others).
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="resources may not be negative"
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 	// Class of the slice; immutable.
+	// +kubebuilder:validation:MaxLength=253
 	Class ResourceSliceClass `json:"class,omitempty"`
 	// CSR is the consumer's certificate signing request for this slice.
 	// +kubebuilder:validation:MaxLength=65536
@@ -36,30 +40,39 @@ type ResourceSliceCondition struct {
 	// LastTransitionTime is when the status last changed.
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 	// Reason is a machine-readable cause.
+	// +kubebuilder:validation:MaxLength=1024
 	Reason string `json:"reason,omitempty"`
 	// Message is a human-readable explanation.
+	// +kubebuilder:validation:MaxLength=32768
 	Message string `json:"message,omitempty"`
 }
 
 // ResourceSliceStatus is the provider's answer to a slice request.
 type ResourceSliceStatus struct {
 	// Conditions of the slice.
+	// +kubebuilder:validation:MaxItems=8
 	Conditions []ResourceSliceCondition `json:"conditions,omitempty"`
 	// Class resolved by the provider.
 	Class ResourceSliceClass `json:"class,omitempty"`
 	// Resources granted.
+	// +kubebuilder:validation:MaxProperties=16
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 	// AuthParams of the identity for this slice.
 	AuthParams *AuthParams `json:"authParams,omitempty"`
 	// NodeLabels of the provider.
+	// +kubebuilder:validation:MaxProperties=64
 	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
 	// NodeSelector applied to offloaded pods.
+	// +kubebuilder:validation:MaxProperties=64
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// StorageClasses offered by the provider (as Liqo's providers fill it).
+	// +kubebuilder:validation:MaxItems=64
 	StorageClasses []StorageType `json:"storageClasses,omitempty"`
 	// IngressClasses offered by the provider.
+	// +kubebuilder:validation:MaxItems=64
 	IngressClasses []IngressType `json:"ingressClasses,omitempty"`
 	// LoadBalancerClasses offered by the provider.
+	// +kubebuilder:validation:MaxItems=64
 	LoadBalancerClasses []LoadBalancerType `json:"loadBalancerClasses,omitempty"`
 	// Certificate describes the certificate in AuthParams (this project's; Liqo does not
 	// write it).
