@@ -29,6 +29,7 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/providerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/version"
@@ -65,6 +66,7 @@ func parse(args []string) (*flags, error) {
 	fs.StringSliceVar(&f.opts.SliceClasses, "resource-slice-classes", nil, "ResourceSlice classes offered besides the default one")
 	fs.BoolVar(&f.opts.DisableDefaultSliceClass, "disable-default-resource-slice-class", false, "deny ResourceSlices of the default class")
 	fs.BoolVar(&f.opts.HonorNoHandshake, "honor-tolerate-no-handshake", false, "let a Tenant's authzPolicy TolerateNoHandshake skip the key match of its ResourceSlices (whoever may write the Tenant may set that policy)")
+	fs.IntVar(&f.opts.MaxSlicesPerTenant, "max-resource-slices-per-tenant", providerslice.DefaultMaxPerTenant, "how many ResourceSlices one tenant may hold; later ones are denied")
 	fs.BoolVar(&f.provider, "provider", true, "run the provider side")
 	fs.BoolVar(&f.consumer, "consumer", true, "run the consumer side")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas through the Lease liqo-auth-manager; without it, the manager still holds that Lease while no other manager does, so that liqoctl sees it")
@@ -142,6 +144,7 @@ func run() error {
 	if err := f.opts.Complete(); err != nil {
 		return err
 	}
+	f.opts.Scope = authmanager.NewCacheScope(f.opts.Namespace)
 	if f.opts.Role.Has(authmanager.Provider) {
 		var ca []byte
 		if f.apiServerCAFile != "" {
@@ -155,7 +158,7 @@ func run() error {
 		log.Info("provider side", "apiServer", f.opts.Tenant.APIServer, "certificateLifetime", f.opts.Tenant.CertificateLifetime.String())
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme.New(), Cache: authmanager.CacheOptions(f.opts.Namespace),
+		Scheme: scheme.New(), Cache: authmanager.CacheOptions(f.opts.Namespace, f.opts.Scope),
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		PprofBindAddress:       f.pprofAddr,
 		HealthProbeBindAddress: f.healthAddr,

@@ -72,6 +72,12 @@ type Options struct {
 	// HonorNoHandshake lets a Tenant's authzPolicy TolerateNoHandshake skip the key match
 	// of its slices (providerslice.Options).
 	HonorNoHandshake bool
+	// MaxSlicesPerTenant bounds how many ResourceSlices a tenant may hold
+	// (providerslice.DefaultMaxPerTenant when 0).
+	MaxSlicesPerTenant int
+	// Scope is the CacheScope the manager's cache was made with (CacheOptions): Setup
+	// fills it and keeps it in step. Nil when the cache keeps everything whole.
+	Scope *CacheScope
 }
 
 // Complete fills defaults and validates the options.
@@ -105,14 +111,20 @@ func (o *Options) Complete() error {
 // cluster, namespaces labelled as tenant namespaces, the tenant records of the Liqo
 // namespace liqoNS, our own Roles and CSRs. RoleBindings and ClusterRoleBindings are all
 // cached, stripped to what the binding scan needs: a consumer's cluster ID must not
-// already be a user with permissions here.
-func CacheOptions(liqoNS string) cache.Options {
+// already be a user with permissions here. Within those, scope (nil: none) decides what is
+// kept whole: the content of Secrets and requests that are not the manager's is not kept
+// (CacheScope), and no object keeps managed fields or annotations not of this project.
+func CacheOptions(liqoNS string, scope *CacheScope) cache.Options {
 	remote, _ := labels.NewRequirement(cluster.RemoteClusterIDLabel, selection.Exists, nil)
 	managed := labels.SelectorFromSet(labels.Set{cluster.ManagedByLabel: cluster.ManagedByValue})
+	transform := cache.TransformStripManagedFields()
+	if scope != nil {
+		transform = scope.transform
+	}
 	return cache.Options{
 		// No controller reads managed fields: without them, a cached Tenant is about half
 		// its size, which is most of a manager's memory with many consumers.
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: transform,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:    {Label: labels.NewSelector().Add(*remote)},
 			&corev1.Namespace{}: {Label: labels.SelectorFromSet(labels.Set{cluster.TenantNamespaceLabel: "true"})},
@@ -172,7 +184,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		o.Key = key
 	}
-	c, rec := mgr.GetClient(), common.ShortNotes(mgr.GetEventRecorder(cluster.ManagerName))
+	var c client.Client = mgr.GetClient()
+	if o.Scope != nil {
+		if err := o.Scope.Load(ctx, reader); err != nil {
+			return fmt.Errorf("reading the tenant records: %w", err)
+		}
+		if err := o.Scope.Follow(ctx, mgr.GetCache()); err != nil {
+			return err
+		}
+		c = liveWhenStripped{Client: c, live: reader, scope: o.Scope}
+	}
+	rec := common.ShortNotes(mgr.GetEventRecorder(cluster.ManagerName))
 	placement := common.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
 	var setups []interface{ SetupWithManager(ctrl.Manager) error }
 	if o.Role.Has(Provider) {
@@ -184,12 +206,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			o.Self = &self
 		}
 		self := *o.Self
+		if o.Scope != nil {
+			o.Scope.SetSelf(self.Username)
+		}
 		setups = append(setups,
 			&noncecreator.Reconciler{Client: c, Placement: placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
 			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self},
 			&renew.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID},
 			&providerslice.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID,
-				Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake},
+				Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
 				Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout}})
 	}
 	if o.Role.Has(Consumer) {
@@ -243,4 +268,25 @@ func APIServerFrom(stored cluster.Config, cfg *rest.Config, url string, ca []byt
 		}
 	}
 	return url, ca, nil
+}
+
+// liveWhenStripped is the controllers' client when the cache is scoped: a Secret the cache
+// kept without its content, in a namespace recorded as a tenant namespace by now (it was
+// cached a moment before its record), is read live.
+type liveWhenStripped struct {
+	client.Client
+	live  client.Reader
+	scope *CacheScope
+}
+
+// Get reads through the cache, and live when the cache kept a Secret the controllers may
+// use without its content.
+func (c liveWhenStripped) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if s, ok := obj.(*corev1.Secret); ok && Stripped(s) && secretNamed(s.Name) && c.scope.recorded(s.Namespace) {
+		return c.live.Get(ctx, key, obj, opts...)
+	}
+	return nil
 }

@@ -66,8 +66,9 @@ func StartInProcess(ctx context.Context, cfg *rest.Config, conn Connection, o Op
 // controllers are set up, while their caches fill; WaitSynced says when they are ready.
 // A command whose first steps need no controller overlaps them with the start.
 func StartInBackground(ctx context.Context, cfg *rest.Config, conn Connection, o Options, logger logr.Logger) (*Runner, error) {
+	o.Scope = NewCacheScope(namespaceOr(o.Namespace))
 	opts := ctrl.Options{
-		Scheme: scheme.New(), Cache: CacheOptions(o.Namespace), Logger: logger,
+		Scheme: scheme.New(), Cache: CacheOptions(namespaceOr(o.Namespace), o.Scope), Logger: logger,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: ControllerConfig(),
 	}
@@ -220,4 +221,12 @@ func LeaseHolder(lease *coordinationv1.Lease, now time.Time) (holder string, fre
 		return "", false
 	}
 	return *s.HolderIdentity, s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second).After(now)
+}
+
+// namespaceOr is the Liqo namespace ns, or the default one.
+func namespaceOr(ns string) string {
+	if ns == "" {
+		return cluster.DefaultLiqoNamespace
+	}
+	return ns
 }

@@ -49,15 +49,27 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 		objs = append(objs, d)
 	}
 	objs = append(objs,
-		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: managedLabels()}},
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: liqoNamespaceLabels()}},
 		ForgeControlPlaneClusterRole(), ForgeClusterWideRole())
 	objs = append(objs, ForgeManagerClusterRoles()...)
 	objs = append(objs, ForgeManagerIdentity(o.Namespace)...)
 	objs = append(objs, ForgePeeringUserPolicy()...)
+	objs = append(objs, ForgeManagerPolicy(o.Namespace)...)
 	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 || o.Config.NonceTTL > 0 {
 		objs = append(objs, ForgeConfigMap(o.Namespace, o.Config))
 	}
 	return objs, nil
+}
+
+// liqoNamespaceLabels are the labels of the Liqo namespace when this project makes it: the
+// cluster key lives there, and nothing in it needs more than Kubernetes' restricted Pod
+// Security Standard (the manager passes it), so the API server refuses any pod that would.
+func liqoNamespaceLabels() map[string]string {
+	return mergeLabels(managedLabels(), map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/audit":   "restricted",
+		"pod-security.kubernetes.io/warn":    "restricted",
+	})
 }
 
 // InstallResult says what an installation holds.

@@ -191,13 +191,24 @@ func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
 		}
 		cm.Data[recordNonceKey] = string(b)
 	}
+	size := 0
 	for k, v := range cm.Data {
 		if v == "" {
 			delete(cm.Data, k)
 		}
+		size += len(k) + len(v)
+	}
+	if size > MaxRecordSize {
+		return fmt.Errorf("the tenant record of %q would hold %d bytes, more than the %d a ConfigMap safely holds: it lists %d certificates not expired", r.RemoteID, size, MaxRecordSize, len(r.Certificates))
 	}
 	return nil
 }
+
+// MaxRecordSize is the most a tenant record holds: a ConfigMap holds at most 1 MiB. A
+// provider records every certificate it issued to a cluster until it expires: with the
+// slices a tenant may hold (64 by default) each renewed before expiry, that is a few
+// hundred entries of about 200 bytes.
+const MaxRecordSize = 900 << 10
 
 func mergeLabels(dst, src map[string]string) map[string]string {
 	if dst == nil {

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +105,41 @@ func TestManifestObjectsHoldNoSecrets(t *testing.T) {
 		}
 		assert.NotEqual(t, "Deployment", o.GetObjectKind().GroupVersionKind().Kind, "no manager without an image")
 	}
+}
+
+// TestTenantRecordStaysSmallWithManySlices: a tenant holding as many slices as a provider
+// decides, each with a certificate and its renewal not expired yet, plus renewals of the
+// control plane, keeps its record far under a ConfigMap's 1 MiB; a record that would not
+// fit is refused, not written truncated.
+func TestTenantRecordStaysSmallWithManySlices(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	rec := &TenantRecord{RemoteID: "cl-a-consumer-with-a-long-cluster-id-0123456789abcd", Namespace: "liqo-tenant-cl-a", NamespaceUID: "0d6f3c58-0000-4000-8000-000000000000",
+		CAFingerprint: "sha256:" + strings.Repeat("f", 64), PublishedCAFingerprint: "sha256:" + strings.Repeat("e", 64), PublishedAPIServer: "https://provider.example.com:6443",
+		State: "Cordoned", ConsumedNonce: &ConsumedNonce{Digest: strings.Repeat("d", 64), TenantUID: "uid", KeyFingerprint: "sha256:k", CSRDigest: "c", At: now}}
+	serial := 0
+	add := func(slice string) {
+		serial++
+		rec.AddCertificate(IssuedCertificate{Serial: fmt.Sprintf("%032x", serial), NotAfter: now.Add(720 * time.Hour),
+			KeyFingerprint: "sha256:" + strings.Repeat("a", 64), Slice: slice}, now)
+	}
+	for i := range 3 * 64 {
+		add(fmt.Sprintf("slice-with-a-fairly-long-name-%03d", i%64))
+	}
+	for range 10 {
+		add("")
+	}
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, rec.writeTo(cm))
+	size := 0
+	for k, v := range cm.Data {
+		size += len(k) + len(v)
+	}
+	assert.Less(t, size, 100<<10, "%d certificates in %d bytes", len(rec.Certificates), size)
+
+	for i := 0; len(rec.Certificates) < 10000; i++ {
+		add(fmt.Sprintf("s%d", i))
+	}
+	err := rec.writeTo(&corev1.ConfigMap{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "more than")
 }

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
-	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
@@ -66,20 +65,6 @@ func WaitSlice(ctx context.Context, c *Side, key client.ObjectKey) (*authv1beta1
 // SliceIdentity is the Identity key of slice name in the consumer's tenant namespace ns.
 func SliceIdentity(ns, name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: ns, Name: cluster.SliceIdentityName(name)}
-}
-
-// SliceCredential reads the client configuration of a slice's identity from its
-// kubeconfig (nil when there is none or it is not one liqo-auth wrote).
-func SliceCredential(ctx context.Context, c *Side, ns, name string) *rest.Config {
-	var s corev1.Secret
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.KubeconfigSecretName(cluster.SliceIdentityName(name))}, &s); err != nil {
-		return nil
-	}
-	info, err := authn.ReadKubeconfig(s.Data[cluster.KubeconfigField])
-	if err != nil {
-		return nil
-	}
-	return &rest.Config{Host: info.Server, TLSClientConfig: rest.TLSClientConfig{CAData: info.CA, CertData: info.CertPEM, KeyData: info.KeyPEM}}
 }
 
 // DeleteSlice deletes the consumer's slice name in ns and waits until the consumer's
@@ -143,7 +128,10 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
 	for _, name := range names {
-		cred := SliceCredential(ctx, s, ns, name)
+		cred, err := IdentityCredential(ctx, s, ns, cluster.SliceIdentityName(name), providerID, nil, time.Now())
+		if err != nil {
+			return err
+		}
 		if err := DeleteSlice(ctx, s, ns, name, cred, remoteNS); err != nil {
 			return err
 		}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/utils/ptr"
+	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -35,7 +38,11 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 	cTN := tenantNamespaceOrDefault(ctx, c, pr.ClusterID)
 	// The consumer's own credential, kept to prove the revocation with it when the
 	// provider-side credentials may not ask SubjectAccessReviews (a peering user).
-	p.consumerIdentity = consumerIdentity(ctx, c, cTN, pr.ClusterID)
+	cred, err := IdentityCredential(ctx, c, cTN, cluster.IdentityName(pr.ClusterID), pr.ClusterID, pr, p.now())
+	if err != nil {
+		c.Report.Warn("%v: the revocation is proven without it", err)
+	}
+	p.consumerIdentity = cred
 	for _, obj := range []client.Object{
 		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: cluster.IdentityName(pr.ClusterID)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: cluster.KubeconfigSecretName(cluster.IdentityName(pr.ClusterID))}},
@@ -49,8 +56,12 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 
 	pTN := tenantNamespaceOrDefault(ctx, pr, c.ClusterID)
 	t := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: c.ClusterID}}
-	if err := deleteIgnoringAbsence(ctx, pr.Client, t); err != nil {
-		return pr.Explain(err, "deleting the Tenant")
+	existed := true
+	if err := pr.Client.Delete(ctx, t); err != nil {
+		if !isAbsent(err) {
+			return pr.Explain(err, "deleting the Tenant")
+		}
+		existed = false
 	}
 	finalizer := "its finalizer is handled by liqo-auth-manager (or liqoctl's in-process controllers)"
 	if pr.Liqo != "" {
@@ -62,7 +73,11 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 		}); err != nil {
 		return pr.Explain(err, "deleting the Tenant")
 	}
-	pr.Report.Info("Tenant deleted")
+	if existed {
+		pr.Report.Info("Tenant deleted")
+	} else {
+		pr.Report.Info("No Tenant to delete")
+	}
 	leftovers := append(cluster.AccessObjects(pTN, c.ClusterID),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.NonceSecretName}},
 		&authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.IdentityName(pr.ClusterID)}})
@@ -86,24 +101,54 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 	pr.Report.Info("Bindings, nonce and certificate requests removed")
 
 	if deleteNamespaces {
-		for _, s := range []struct {
-			side *Side
-			ns   string
-		}{{c, cTN}, {pr, pTN}} {
-			if err := deleteIgnoringAbsence(ctx, s.side.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}); err != nil {
-				return s.side.Explain(err, "deleting the tenant namespace")
-			}
-			remote := pr.ClusterID
-			if s.side == pr {
-				remote = c.ClusterID
-			}
-			if err := cluster.ForgetTenantNamespace(ctx, s.side.Client, s.side.Namespace, remote); err != nil {
-				return s.side.Explain(err, "updating the tenant record")
-			}
-			s.side.Report.Info("Tenant namespace %s deleted", s.ns)
+		if err := p.deleteTenantNamespaces(ctx, cTN, pTN); err != nil {
+			return err
 		}
 	}
 	return p.VerifyRevoked(ctx, pTN)
+}
+
+// namespaceGone bounds the wait for a deleted tenant namespace to be gone: Kubernetes
+// removes its contents in the background, usually within seconds.
+const namespaceGone = 30 * time.Second
+
+// deleteTenantNamespaces deletes the tenant namespaces of the pair on both sides, forgets
+// them in the records, and waits until they are gone: a namespace reported deleted must be
+// gone, not still holding Secrets and bindings while it terminates. One still there after
+// namespaceGone is reported as terminating.
+func (p *Pair) deleteTenantNamespaces(ctx context.Context, cTN, pTN string) error {
+	c, pr := p.Consumer, p.Provider
+	sides := []struct {
+		side     *Side
+		ns, peer string
+	}{{c, cTN, pr.ClusterID}, {pr, pTN, c.ClusterID}}
+	for _, s := range sides {
+		if err := deleteIgnoringAbsence(ctx, s.side.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}); err != nil {
+			return s.side.Explain(err, "deleting the tenant namespace")
+		}
+		if err := cluster.ForgetTenantNamespace(ctx, s.side.Client, s.side.Namespace, s.peer); err != nil {
+			return s.side.Explain(err, "updating the tenant record")
+		}
+	}
+	var eg errgroup.Group
+	for _, s := range sides {
+		eg.Go(func() error {
+			wctx, cancel := context.WithTimeout(ctx, namespaceGone)
+			defer cancel()
+			err := waitFor(wctx, s.side.Client, client.ObjectKey{Name: s.ns}, &corev1.NamespaceList{}, "the namespace to be gone",
+				func(ns *corev1.Namespace) (bool, string, error) { return ns == nil, "terminating", nil })
+			switch {
+			case err == nil:
+				s.side.Report.Info("Tenant namespace %s deleted", s.ns)
+			case errors.Is(err, ErrTimeout) && ctx.Err() == nil:
+				s.side.Report.Warn("Tenant namespace %s is terminating: Kubernetes is still removing what it holds (kubectl get namespace %s shows when it is gone)", s.ns, s.ns)
+			default:
+				return s.side.Explain(err, "waiting for the tenant namespace to be deleted")
+			}
+			return nil
+		})
+	}
+	return eg.Wait()
 }
 
 // VerifyRevoked proves on the provider that the consumer's user, with every group its
@@ -181,19 +226,83 @@ func deleteIgnoringAbsence(ctx context.Context, c client.Client, obj client.Obje
 	return err
 }
 
-// consumerIdentity returns the client configuration of the consumer's control-plane
-// kubeconfig for provider providerID, nil when there is none (or it is not one liqo-auth
-// wrote: ReadKubeconfig refuses anything but embedded certificate data).
-func consumerIdentity(ctx context.Context, c *Side, cTN, providerID string) *rest.Config {
-	var s corev1.Secret
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.KubeconfigSecretName(cluster.IdentityName(providerID))}, &s); err != nil {
-		return nil
+// IdentityCredential is the client configuration with which the consumer proves what one
+// of its identities on provider providerID may still do: the certificate of Identity
+// ns/name, this cluster's key, and the API server, CA and proxy that Identity recorded,
+// with the CA the tenant record pinned for that provider (or, without a pin, one the
+// kubeconfig reaching the provider trusts: remote, nil when there is none). It never reads
+// the kubeconfig Secret, whose server anyone allowed to write Secrets there may point
+// elsewhere. nil, with no error, when there is no Identity or its certificate expired (it
+// authorizes nothing); an error when it cannot be trusted for a proof.
+func IdentityCredential(ctx context.Context, c *Side, ns, name, providerID string, remote *Side, now time.Time) (*rest.Config, error) {
+	var id authv1beta1.Identity
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &id); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, c.Explain(err, "reading Identity "+name)
 	}
-	info, err := authn.ReadKubeconfig(s.Data[cluster.KubeconfigField])
+	ap := id.Spec.AuthParams
+	if !ap.HasCertificate() {
+		return nil, nil
+	}
+	key, err := c.ClusterKey(ctx)
 	if err != nil {
+		return nil, err
+	}
+	cert, err := authn.ParseCertificate(ap.SignedCRT)
+	if err != nil {
+		return nil, fmt.Errorf("%sIdentity %s/%s: %w", c.prefix(), ns, name, err)
+	}
+	if !now.Before(cert.NotAfter) {
+		return nil, nil
+	}
+	if !authn.PublicKeysEqual(cert.PublicKey, key.Public()) {
+		return nil, fmt.Errorf("%sIdentity %s/%s holds a certificate for another key than this cluster's: it proves nothing", c.prefix(), ns, name)
+	}
+	if err := c.checkIdentityCA(ctx, providerID, ap.CA, remote); err != nil {
+		return nil, fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, err)
+	}
+	keyPEM, err := authn.MarshalPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &rest.Config{Host: ap.APIServer, TLSClientConfig: rest.TLSClientConfig{CAData: ap.CA, CertData: ap.SignedCRT, KeyData: keyPEM}}
+	if p := ptr.Deref(ap.ProxyURL, ""); p != "" {
+		u, err := url.Parse(p)
+		if err != nil {
+			return nil, fmt.Errorf("%sIdentity %s/%s: proxy URL: %w", c.prefix(), ns, name, err)
+		}
+		cfg.Proxy = http.ProxyURL(u)
+	}
+	return cfg, nil
+}
+
+// checkIdentityCA verifies that ca, an Identity's CA for provider providerID, is the one
+// the tenant record pinned or, with no pin, shares a certificate with the CA the kubeconfig
+// reaching the provider (remote, may be nil) trusts.
+func (c *Side) checkIdentityCA(ctx context.Context, providerID string, ca []byte, remote *Side) error {
+	fp, err := authn.CAFingerprint(ca)
+	if err != nil {
+		return err
+	}
+	rec, err := cluster.GetTenantRecord(ctx, c.Client, c.Namespace, providerID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case rec != nil && rec.CAFingerprint != "":
+		if fp != rec.CAFingerprint {
+			return fmt.Errorf("its CA %s is not the %s this cluster pinned for provider %q", fp, rec.CAFingerprint, providerID)
+		}
+		return nil
+	case remote != nil && len(remote.trustedCA()) > 0:
+		if !authn.SharesCertificate(remote.trustedCA(), ca) {
+			return fmt.Errorf("its CA %s is not one the kubeconfig reaching the provider trusts", fp)
+		}
 		return nil
 	}
-	return &rest.Config{Host: info.Server, TLSClientConfig: rest.TLSClientConfig{CAData: info.CA, CertData: info.CertPEM, KeyData: info.KeyPEM}}
+	return fmt.Errorf("no CA is pinned for provider %q to check its CA %s against", providerID, fp)
 }
 
 // selfAllowed asks, with SelfSubjectAccessReviews made with cfg's certificate, which of the
@@ -238,7 +347,9 @@ func selfAllowed(ctx context.Context, cfg *rest.Config, ns string, rules []rbacv
 		return nil, err
 	}
 	if unauthorized {
-		// A certificate the API server no longer accepts (expired) may do nothing.
+		// The server is the provider's (its TLS certificate chains to the CA pinned for
+		// it, see IdentityCredential), and it no longer accepts the certificate: it may do
+		// nothing.
 		return nil, nil
 	}
 	sort.Strings(left)

@@ -121,6 +121,17 @@ func TestCLIAuthenticateInProcess(t *testing.T) {
 	assert.Empty(t, secrets.Items, "no kubeconfig or signed nonce is left on the consumer")
 	_, errOut = mustCLI(t, pairArgs("unauth", consumer, provider, "--delete-namespaces")...)
 	assert.Contains(t, errOut, "Access revoked: verified")
+	assert.Contains(t, errOut, "INFO (remote) No Tenant to delete", "it says what happened, not what did not")
+	assert.NotContains(t, errOut, "INFO (remote) Tenant deleted")
+	// Listed right after, as a user would: what the command calls deleted is gone.
+	for _, s := range []struct {
+		site *site
+		ns   string
+	}{{consumer, cluster.TenantNamespaceName(provider.id)}, {provider, pTN}} {
+		assert.Contains(t, errOut, "Tenant namespace "+s.ns+" deleted")
+		var ns corev1.Namespace
+		assert.True(t, apierrors.IsNotFound(s.site.client.Get(ctx, client.ObjectKey{Name: s.ns}, &ns)), "namespace %s is gone", s.ns)
+	}
 }
 
 func TestCLIAuthenticateWithManagers(t *testing.T) {

@@ -182,6 +182,18 @@ func TestPeeringUserNeedsTheManager(t *testing.T) {
 	assert.Contains(t, err.Error(), "(remote)")
 	assert.Contains(t, err.Error(), "no liqo-auth-manager runs in this cluster")
 	assert.Contains(t, err.Error(), "liqoctl install --with-manager")
+
+	// Uninstalling would remove the admission policy that keeps it to the nonce, while
+	// its grants stay: refused, or, forced, the peering user goes first, with its proof.
+	_, _, err = runCLI(t, "uninstall", "--kubeconfig", p.cp.Kubeconfig)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "peering users exist")
+	_, errOut, err := runCLI(t, "uninstall", "--kubeconfig", p.cp.Kubeconfig, "--force")
+	require.NoError(t, err, errOut)
+	assert.Contains(t, errOut, "revoked: verified")
+	var crbs rbacv1.ClusterRoleBindingList
+	require.NoError(t, p.client.List(context.Background(), &crbs, client.HasLabels{cluster.PeeringUserLabel}))
+	assert.Empty(t, crbs.Items, "no peering user outlives the uninstall")
 }
 
 func mustRead(t *testing.T, path string) string {

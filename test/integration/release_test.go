@@ -103,6 +103,12 @@ func TestReleaseManifestPassesRestrictedPodSecurity(t *testing.T) {
 		}
 	}
 	require.NotNil(t, deploy, "the release manifest holds the manager's Deployment")
+	var liqoNS corev1.Namespace
+	for nsDec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(string(releaseManifest(t))), 4096); liqoNS.Kind != "Namespace"; {
+		liqoNS = corev1.Namespace{}
+		require.NoError(t, nsDec.Decode(&liqoNS), "the release manifest holds the Liqo namespace")
+	}
+	assert.Equal(t, "restricted", liqoNS.Labels["pod-security.kubernetes.io/enforce"], "the namespace holding the cluster key enforces the restricted standard")
 	assert.Equal(t, int32(2), ptr.Deref(deploy.Spec.Replicas, 0), "two replicas, one leader")
 	assert.Contains(t, deploy.Spec.Template.Spec.Containers[0].Args, "--leader-elect")
 	deploy.Namespace = "restricted"

@@ -399,6 +399,43 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		require.NoError(t, p.client.Create(ctx, sar))
 		assert.Equal(t, tc.allowed, sar.Status.Allowed, "%s %s/%s %s in %q (%s)", tc.verb, tc.group, tc.resource, tc.sub, tc.ns, sar.Status.Reason)
 	}
+	// What RBAC cannot scope, the admission policy does: as the manager's ServiceAccount
+	// itself, requests it did not make, or not for a Tenant, or for another signer, are
+	// refused.
+	t.Run("the admission policy bounds its certificate requests", func(t *testing.T) {
+		saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, cluster.ManagerName)
+		require.NoError(t, err)
+		manager := newClient(t, saCfg)
+		key, err := authn.GenerateKey(authn.Ed25519)
+		require.NoError(t, err)
+		request, err := authn.ForgeCSR(key, "cl-consumer")
+		require.NoError(t, err)
+		csr := func(signer string, labels map[string]string) *certificatesv1.CertificateSigningRequest {
+			return &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-", Labels: labels},
+				Spec: certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: signer, ExpirationSeconds: ptr.To(int32(3600)),
+					Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}}
+		}
+		ours := map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.TenantUIDLabel: "some-uid"}
+		err = manager.Create(ctx, csr(certificatesv1.KubeAPIServerClientKubeletSignerName, ours))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "signer "+certificatesv1.KubeAPIServerClientSignerName+" only")
+		err = manager.Create(ctx, csr(certificatesv1.KubeAPIServerClientSignerName, nil))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "handles only requests labelled")
+
+		foreign := csr(certificatesv1.KubeAPIServerClientSignerName, ours)
+		require.NoError(t, p.client.Create(ctx, foreign), "a CSR creator labels a request as liqo-auth's")
+		foreign.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test"}}
+		err = manager.SubResource("approval").Update(ctx, foreign)
+		require.Error(t, err, "the manager may not approve a request it did not make")
+		assert.Contains(t, err.Error(), "approves only the requests it made itself")
+
+		own := csr(certificatesv1.KubeAPIServerClientSignerName, ours)
+		require.NoError(t, manager.Create(ctx, own))
+		own.Status.Conditions = foreign.Status.Conditions
+		require.NoError(t, manager.SubResource("approval").Update(ctx, own), "its own request, as the protocol makes it, is approved")
+	})
+
 	// The rules in code are the rules installed, and the table in docs/security.md.
 	var cr rbacv1.ClusterRole
 	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Name: cluster.ManagerName}, &cr))

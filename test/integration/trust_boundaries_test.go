@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,11 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -259,4 +264,50 @@ func TestSliceUsersAndClusterIDsNeverMeet(t *testing.T) {
 		})
 		expectSliceDenied(t, p, rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied, "no negative quantity")
 	})
+}
+
+// TestRevocationProofTrustsTheIdentity acts as a Secret writer in the consumer's tenant
+// namespace: it points the kubeconfig Secret at a server that refuses every request (401).
+// unauthenticate with a peering user proves the revocation with the consumer's own
+// certificate; it must ask the provider the Identity recorded, with the pinned CA, and so
+// find the grant left behind, not take the impostor's 401 for a revocation.
+func TestRevocationProofTrustsTheIdentity(t *testing.T) {
+	c, p := cliSites(t)
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	ctx := context.Background()
+	out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	pu := filepath.Join(t.TempDir(), "pu.kubeconfig")
+	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
+	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+
+	// A grant of the consumer's user that unauthenticate does not know of.
+	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"},
+		Rules: []rbacv1.PolicyRule{rule("authentication.liqo.io", "resourceslices", "get")}}))
+	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: c.id}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "left-behind"}}))
+
+	impostor := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`, http.StatusUnauthorized)
+	}))
+	t.Cleanup(impostor.Close)
+	cTN := cluster.TenantNamespaceName(p.id)
+	writer := principal(t, c, "secret-writer", cTN, rule("", "secrets", "get", "update"))
+	var s corev1.Secret
+	require.NoError(t, writer.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.KubeconfigSecretName(cluster.IdentityName(p.id))}, &s))
+	kc, err := clientcmd.Load(s.Data[cluster.KubeconfigField])
+	require.NoError(t, err)
+	for _, cl := range kc.Clusters {
+		cl.Server = impostor.URL
+		cl.CertificateAuthorityData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: impostor.Certificate().Raw})
+	}
+	s.Data[cluster.KubeconfigField], err = clientcmd.Write(*kc)
+	require.NoError(t, err)
+	require.NoError(t, writer.Update(ctx, &s))
+
+	_, errOut, err := runCLI(t, "unauthenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+	require.Error(t, err, "the grant left behind is found:\n%s", errOut)
+	assert.ErrorIs(t, err, handshake.ErrAccessNotRevoked)
+	assert.Contains(t, err.Error(), "resourceslices")
+	assert.NotContains(t, errOut, "Access revoked: verified")
 }

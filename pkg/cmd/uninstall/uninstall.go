@@ -66,6 +66,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := o.removePeeringUsers(ctx, s); err != nil {
+		return err
+	}
 	ns := s.Namespace
 	var objs []client.Object
 	objs = append(objs, cluster.ForgeManagerObjects(ns, "", nil)...)
@@ -118,6 +121,37 @@ func (o *Options) Run(ctx context.Context) error {
 		p.Info("Namespace %q deleted", ns)
 	}
 	p.Info("Cluster ID and key removed")
+	return nil
+}
+
+// removePeeringUsers refuses while peering users exist: their grants would outlive the
+// admission policy that keeps them to the nonce, which uninstall removes. With --force it
+// deletes them, each with its proof.
+func (o *Options) removePeeringUsers(ctx context.Context, s *handshake.Side) error {
+	users, err := handshake.ListPeeringUsers(ctx, s)
+	if err != nil {
+		return err
+	}
+	if len(users) == 0 {
+		return nil
+	}
+	if !o.Force {
+		var names []string
+		for _, u := range users {
+			names = append(names, fmt.Sprintf("%s (consumer %s)", u.User, u.ConsumerID))
+		}
+		return fmt.Errorf("peering users exist: %s; their grants would outlive the admission policy that keeps them to the nonce: run liqoctl delete peering-user --consumer-cluster-id ID for each, or pass --force to delete them", strings.Join(names, ", "))
+	}
+	done := map[string]bool{}
+	for _, u := range users {
+		if done[u.ConsumerID] {
+			continue
+		}
+		done[u.ConsumerID] = true
+		if _, err := handshake.DeletePeeringUser(ctx, s, u.ConsumerID); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

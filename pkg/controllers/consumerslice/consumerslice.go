@@ -130,9 +130,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
+	orig := rs.DeepCopy()
 	if changed, err := r.complete(rs, provider); err != nil || changed {
 		if err == nil {
-			err = r.Client.Update(ctx, rs)
+			// A patch of what was completed (the cache keeps only this project's
+			// annotations), with the resourceVersion read.
+			err = r.Client.Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 		}
 		return ctrl.Result{}, err
 	}

@@ -256,7 +256,9 @@ func (r *Reconciler) ensureSecret(ctx context.Context, id *authv1beta1.Identity,
 			err = nil
 		}
 	case !bytes.Equal(s.Data[cluster.KubeconfigField], kubeconfig) || !equality.Semantic.DeepEqual(s.ObjectMeta, want.ObjectMeta):
-		err = r.Client.Update(ctx, want)
+		// A patch of what differs (the cache may hold the Secret without others'
+		// annotations), with the resourceVersion read.
+		err = r.Client.Patch(ctx, want, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{}))
 	}
 	return err == nil, "", err
 }

@@ -44,12 +44,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}
+	orig := s.DeepCopy()
 	if len(s.Data[cluster.NonceField]) > 0 {
 		if s.Annotations[cluster.NonceIssuedAtAnnotation] != "" {
 			return ctrl.Result{}, nil
 		}
 		// Filled by someone else (e.g. a CLI) without the issue time: record its creation.
-		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(r.stamp(ctx, s, s.CreationTimestamp.Time)))
+		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(r.stamp(ctx, orig, s, s.CreationTimestamp.Time)))
 	}
 	now := r.Now()
 	if age := now.Sub(s.CreationTimestamp.Time); r.NonceTTL > 0 && age >= r.NonceTTL {
@@ -65,23 +66,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.Data = map[string][]byte{}
 	}
 	s.Data[cluster.NonceField] = []byte(nonce)
-	if err := r.stamp(ctx, s, now); err != nil {
+	if err := r.stamp(ctx, orig, s, now); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(err))
 	}
 	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "NonceGenerated", "FillNonce", "nonce generated for cluster %q", remote)
 	return ctrl.Result{}, nil
 }
 
-// stamp writes the Secret with its issue time. The update carries the resourceVersion
-// read, so two fillers never both succeed: the loser gets a conflict and sees the nonce.
+// stamp writes the Secret, as changed from orig, with its issue time: a patch of what
+// changed (the cache may hold the Secret without the annotations of others), carrying the
+// resourceVersion read, so two fillers never both succeed: the loser gets a conflict and
+// sees the nonce.
 // The stamp is informative: expiry is measured from the Secret's creation, which only the
 // API server writes.
-func (r *Reconciler) stamp(ctx context.Context, s *corev1.Secret, at time.Time) error {
+func (r *Reconciler) stamp(ctx context.Context, orig, s *corev1.Secret, at time.Time) error {
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
 	s.Annotations[cluster.NonceIssuedAtAnnotation] = at.UTC().Format(time.RFC3339)
-	return r.Client.Update(ctx, s)
+	return r.Client.Patch(ctx, s, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 func ignoreConflict(err error) error {

@@ -52,8 +52,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, string(authn.ReasonOf(err)), "SignNonce", "not signing: %v", err)
 		return ctrl.Result{}, nil
 	}
+	orig := s.DeepCopy()
 	s.Data[cluster.SignedNonceField] = sig
-	if err := r.Client.Update(ctx, s); err != nil {
+	// A patch of the signature alone (the cache may hold the Secret without others'
+	// annotations), with the resourceVersion read.
+	if err := r.Client.Patch(ctx, s, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		// A conflict: the Secret changed since it was read; its event brings it back.
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil

@@ -71,7 +71,14 @@ type Options struct {
 	// Tenant (not only the provider's administrator) may set that policy, and with it have
 	// an identity of the consumer's group issued for a key of their own.
 	HonorNoHandshake bool
+	// MaxPerTenant is how many slices one tenant may hold (DefaultMaxPerTenant when 0):
+	// the tenant writes its slices, and each one is held in the manager's memory and
+	// decided, for every tenant by the same manager.
+	MaxPerTenant int
 }
+
+// DefaultMaxPerTenant is how many slices a tenant may hold unless configured otherwise.
+const DefaultMaxPerTenant = 64
 
 // Reconciler decides ResourceSlices in tenant namespaces.
 type Reconciler struct {
@@ -269,6 +276,16 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 			return ctrl.Result{}, false, err
 		}
 		return authDenied(fmt.Sprintf("the slice's user %q is the cluster ID of a consumer of this provider: name the slice otherwise", user))
+	}
+	if !granted {
+		if msg, err := r.checkCount(ctx, rs); err != nil || msg != "" {
+			if err != nil {
+				return ctrl.Result{}, false, err
+			}
+			r.accept(rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationAccepted, "the slice's CSR is for the consumer's accepted key")
+			r.deny(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied, msg)
+			return ctrl.Result{}, false, nil
+		}
 	}
 	if msg := negativeResources(rs.Spec.Resources); msg != "" {
 		r.accept(rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationAccepted, "the slice's CSR is for the consumer's accepted key")
@@ -495,4 +512,32 @@ func negativeResources(l corev1.ResourceList) string {
 	}
 	slices.Sort(bad)
 	return "a slice asks for no negative quantity: " + strings.Join(bad, ", ")
+}
+
+// checkCount says why a slice not granted yet is one too many for its tenant ("" when it
+// is not): the first MaxPerTenant slices of a tenant namespace, oldest first, may be
+// decided; any later one is denied until others are deleted.
+func (r *Reconciler) checkCount(ctx context.Context, rs *authv1beta1.ResourceSlice) (string, error) {
+	limit := r.Options.MaxPerTenant
+	if limit <= 0 {
+		limit = DefaultMaxPerTenant
+	}
+	var list authv1beta1.ResourceSliceList
+	if err := r.Client.List(ctx, &list, client.InNamespace(rs.Namespace), client.MatchingLabels{cluster.ReplicationStatusLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		return "", err
+	}
+	if len(list.Items) <= limit {
+		return "", nil
+	}
+	older := 0
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.DeletionTimestamp == nil && (o.CreationTimestamp.Before(&rs.CreationTimestamp) || o.CreationTimestamp.Equal(&rs.CreationTimestamp) && o.Name < rs.Name) {
+			older++
+		}
+	}
+	if older < limit {
+		return "", nil
+	}
+	return fmt.Sprintf("the tenant holds %d ResourceSlices, and this provider decides at most %d per tenant: delete others first", len(list.Items), limit), nil
 }

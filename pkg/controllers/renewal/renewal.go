@@ -309,8 +309,9 @@ func (r *Reconciler) pickUp(ctx context.Context, key types.NamespacedName, ap *a
 		if cur, err := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT); err == nil && !next.NotAfter.After(cur.NotAfter) {
 			return nil // not newer than what the Identity holds
 		}
+		orig := id.DeepCopy()
 		id.Spec.AuthParams.SignedCRT = ap.SignedCRT
-		if err := r.Client.Update(ctx, id); err != nil {
+		if err := r.Client.Patch(ctx, id, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return err
 		}
 		r.Recorder.Eventf(id, nil, corev1.EventTypeNormal, ReasonCertificateRenewed, "PickUpCertificate",

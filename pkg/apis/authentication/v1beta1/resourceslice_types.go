@@ -24,8 +24,9 @@ type ResourceSliceSpec struct {
 	// Class of the slice; immutable.
 	// +kubebuilder:validation:MaxLength=253
 	Class ResourceSliceClass `json:"class,omitempty"`
-	// CSR is the consumer's certificate signing request for this slice.
-	// +kubebuilder:validation:MaxLength=65536
+	// CSR is the consumer's certificate signing request for this slice (a provider refuses
+	// one over 8 KiB).
+	// +kubebuilder:validation:MaxLength=16384
 	CSR []byte `json:"csr,omitempty"`
 }
 
@@ -43,7 +44,7 @@ type ResourceSliceCondition struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Reason string `json:"reason,omitempty"`
 	// Message is a human-readable explanation.
-	// +kubebuilder:validation:MaxLength=32768
+	// +kubebuilder:validation:MaxLength=8192
 	Message string `json:"message,omitempty"`
 }
 

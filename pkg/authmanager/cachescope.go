@@ -1,0 +1,195 @@
+package authmanager
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"sync"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// StrippedAnnotation marks an object the manager's cache keeps without its content: it
+// is not the manager's (a Secret outside the tenant namespaces this cluster recorded, a
+// certificate request someone else made). A controller that needs it reads it live.
+const StrippedAnnotation = "liqo.io/cache-stripped"
+
+// maxAnnotation is the longest annotation value the cache keeps: the manager's own are
+// timestamps, serials and short names.
+const maxAnnotation = 1024
+
+// CacheScope decides what the manager's cache keeps whole. Objects others may create in
+// any number (Secrets labelled for a remote cluster in any namespace, requests labelled as
+// this project's, slices the tenant writes) would otherwise be held whole in the manager's
+// memory, and let anyone who may create them push it past its limit. The cache keeps:
+// Secrets with their data only in the tenant namespaces this cluster's records name, and
+// only those of the names the controllers use; the request and certificate of a
+// CertificateSigningRequest only when the manager made it; and, on every object, only
+// annotations of this project (liqo.io/), short.
+type CacheScope struct {
+	liqoNS string
+
+	mu         sync.RWMutex
+	namespaces map[string]int // recorded tenant namespaces, by how many records name them
+	records    map[string]string
+	self       string
+}
+
+// NewCacheScope returns the scope of a manager whose tenant records live in liqoNS.
+func NewCacheScope(liqoNS string) *CacheScope {
+	return &CacheScope{liqoNS: liqoNS, namespaces: map[string]int{}, records: map[string]string{}}
+}
+
+// Load reads, through c, the tenant records there are now: the cache fills with what it
+// keeps whole from its first list on.
+func (s *CacheScope) Load(ctx context.Context, c client.Reader) error {
+	records, err := cluster.ListTenantRecords(ctx, c, s.liqoNS)
+	if err != nil {
+		return err
+	}
+	for _, r := range records {
+		s.setRecord(cluster.TenantRecordName(r.RemoteID), r.Namespace)
+	}
+	return nil
+}
+
+// SetSelf names the user the manager talks to the API server as: its own requests are
+// kept whole.
+func (s *CacheScope) SetSelf(user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.self = user
+}
+
+// Follow keeps the scope in step with the tenant records, through the informer of the
+// cache that holds them.
+func (s *CacheScope) Follow(ctx context.Context, c cache.Cache) error {
+	inf, err := c.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	record := func(obj any) (*corev1.ConfigMap, bool) {
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		cm, ok := obj.(*corev1.ConfigMap)
+		return cm, ok && cm.Labels[cluster.TenantRecordLabel] == "true"
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if cm, ok := record(obj); ok {
+				s.setRecord(cm.Name, cm.Data["namespace"])
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if cm, ok := record(obj); ok {
+				s.setRecord(cm.Name, cm.Data["namespace"])
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if cm, ok := record(obj); ok {
+				s.setRecord(cm.Name, "")
+			}
+		},
+	})
+	return err
+}
+
+func (s *CacheScope) setRecord(name, ns string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.records[name]; ok {
+		if s.namespaces[old]--; s.namespaces[old] <= 0 {
+			delete(s.namespaces, old)
+		}
+		delete(s.records, name)
+	}
+	if ns != "" {
+		s.records[name] = ns
+		s.namespaces[ns]++
+	}
+}
+
+func (s *CacheScope) recorded(ns string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.namespaces[ns] > 0
+}
+
+func (s *CacheScope) isSelf(user string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.self != "" && s.self == user
+}
+
+// secretNames are the Secrets whose content the controllers read.
+func secretNamed(name string) bool {
+	return name == cluster.NonceSecretName || name == cluster.SignedNonceSecretName || strings.HasPrefix(name, cluster.KubeconfigSecretName(""))
+}
+
+// transform trims an object on its way into the cache (cache.TransformFunc).
+func (s *CacheScope) transform(obj any) (any, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil
+	}
+	o.SetManagedFields(nil)
+	o.SetAnnotations(ourAnnotations(o.GetAnnotations()))
+	switch x := o.(type) {
+	case *corev1.Secret:
+		if !s.recorded(x.Namespace) || !secretNamed(x.Name) {
+			strip(x)
+			x.Data, x.StringData, x.OwnerReferences = nil, nil, nil
+		}
+	case *authv1beta1.ResourceSlice:
+		// The tenant writes its slices: only this project's labels are read.
+		x.Labels = ourLabels(x.Labels)
+	case *certificatesv1.CertificateSigningRequest:
+		if !s.isSelf(x.Spec.Username) {
+			strip(x)
+			x.Spec.Request, x.Status.Certificate = nil, nil
+			x.Spec.Extra, x.Spec.Groups = nil, nil
+			for i := range x.Status.Conditions {
+				x.Status.Conditions[i].Message = ""
+			}
+		}
+	}
+	return o, nil
+}
+
+// strip marks o as kept without its content, and keeps of it only the labels of this
+// project.
+func strip(o metav1.Object) {
+	o.SetAnnotations(map[string]string{StrippedAnnotation: "true"})
+	o.SetLabels(ourLabels(o.GetLabels()))
+	o.SetFinalizers(nil)
+}
+
+// ourLabels keeps the labels of this project: liqo.io/ and its managed-by.
+func ourLabels(l map[string]string) map[string]string {
+	maps.DeleteFunc(l, func(k, _ string) bool { return !strings.HasPrefix(k, "liqo.io/") && k != cluster.ManagedByLabel })
+	return l
+}
+
+// ourAnnotations keeps the annotations of this project (liqo.io/), up to maxAnnotation
+// bytes each: nothing the controllers read is longer, and kubectl's last-applied
+// configuration alone doubles an object.
+func ourAnnotations(a map[string]string) map[string]string {
+	maps.DeleteFunc(a, func(k, v string) bool { return !strings.HasPrefix(k, "liqo.io/") || len(v) > maxAnnotation })
+	if len(a) == 0 {
+		return nil
+	}
+	return a
+}
+
+// Stripped reports whether the cache kept obj without its content: a controller that
+// needs it reads it live.
+func Stripped(obj metav1.Object) bool { return obj.GetAnnotations()[StrippedAnnotation] == "true" }
