@@ -29,9 +29,9 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/providerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/providerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
