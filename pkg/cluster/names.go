@@ -1,5 +1,11 @@
 package cluster
 
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
 // Names, labels and keys of the protocol (see docs/protocol.md).
 const (
 	// DefaultLiqoNamespace is where a cluster keeps its own identity.
@@ -79,3 +85,20 @@ func IdentityName(providerID string) string { return "controlplane-" + providerI
 
 // KubeconfigSecretName is the name of the kubeconfig Secret of an Identity.
 func KubeconfigSecretName(identityName string) string { return "kubeconfig-" + identityName }
+
+// MaxSliceNameLength is the longest name of a ResourceSlice: its name is a label value on
+// the objects it causes (at most 63 characters), and its user <slice>-<12 hex> the
+// common name of a certificate.
+const MaxSliceNameLength = 50
+
+// ValidateSliceName says why name cannot name a ResourceSlice (nil when it can): a
+// DNS-1123 label of at most MaxSliceNameLength characters.
+func ValidateSliceName(name string) error {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("the ResourceSlice name %q is not valid: %s", name, errs[0])
+	}
+	if len(name) > MaxSliceNameLength {
+		return fmt.Errorf("the ResourceSlice name %q is %d characters long: at most %d (it names a label value and, with a suffix, a certificate's common name)", name, len(name), MaxSliceNameLength)
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -240,6 +241,17 @@ func TestSliceUsersAndClusterIDsNeverMeet(t *testing.T) {
 		require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(rs), rs))
 		ok, why := sliceAccepted(rs)
 		assert.True(t, ok, "the slice that came first keeps its name: %s", why)
+	})
+
+	t.Run("a slice name too long for a label value is refused", func(t *testing.T) {
+		long := strings.Repeat("s", 60)
+		rs := providerCopy(ta.Namespace, long, alice.id, sliceCSR(t, alice.key, authn.SliceUserName(long, alice.id), alice.id))
+		err := asAlice.Create(ctx, rs)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "at most 50 characters")
+		_, _, err = runCLI(t, "create", "resourceslice", long, "--remote-cluster-id", "cl-provider", "--cpu", "1")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "at most 50")
 	})
 
 	t.Run("a negative slice is refused", func(t *testing.T) {

@@ -104,6 +104,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	provider := rs.Labels[cluster.RemoteClusterIDLabel]
+	if err := cluster.ValidateSliceName(rs.Name); err != nil && rs.DeletionTimestamp == nil {
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonSliceMisplaced, "RequestResourceSlice", "not requested: %v", err)
+		return ctrl.Result{}, nil
+	}
 	ok, why, err := r.Placement.Verify(ctx, rs.Namespace, provider)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -206,6 +206,9 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 	if err := cluster.ValidateClusterID(id); err != nil {
 		return authDenied(fmt.Sprintf("spec.consumerClusterID: %v", err))
 	}
+	if err := cluster.ValidateSliceName(rs.Name); err != nil {
+		return authDenied(err.Error())
+	}
 	ok, why, err := r.Placement.Verify(ctx, rs.Namespace, id)
 	if err != nil {
 		return ctrl.Result{}, false, err

@@ -174,7 +174,10 @@ type LoadBalancerType struct {
 // +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.certificate.notAfter`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
-// ResourceSlice is a slice of resources a provider gives to a consumer.
+// ResourceSlice is a slice of resources a provider gives to a consumer. Its name is a
+// label value on what it causes, and part of its identity's user name: at most 50
+// characters.
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 50",message="a ResourceSlice name is at most 50 characters"
 type ResourceSlice struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

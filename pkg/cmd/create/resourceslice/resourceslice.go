@@ -72,8 +72,8 @@ With -o yaml the slice is printed instead of created: apply it on this cluster b
 
 // Validate checks the name and the quantities.
 func (o *Options) Validate() error {
-	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
-		return fmt.Errorf("the slice name %q is not valid: %s", o.Name, errs[0])
+	if err := cluster.ValidateSliceName(o.Name); err != nil {
+		return err
 	}
 	if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
 		return err
