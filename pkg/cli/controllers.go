@@ -178,14 +178,21 @@ type ControllersFlags struct {
 
 // AddFlags registers --local-controllers and --remote-controllers.
 func (f *ControllersFlags) AddFlags(cmd *cobra.Command) {
-	for _, side := range []struct {
-		name, where string
-		v           *string
-	}{{"local-controllers", "local", &f.Local}, {"remote-controllers", "remote", &f.Remote}} {
-		cmd.Flags().StringVar(side.v, side.name, ControllersAuto, fmt.Sprintf("whose controllers handle the handshake on the %s cluster: %s (Liqo's when its %s Deployment runs there), %s (liqoctl acts as a client of Liqo's controllers), %s (liqo-auth-manager, or in-process)",
-			side.where, ControllersAuto, cluster.LiqoControllerManagerName, ControllersLiqo, ControllersLiqoAuth))
-		_ = cmd.RegisterFlagCompletionFunc(side.name, cobra.FixedCompletions([]string{ControllersAuto, ControllersLiqo, ControllersLiqoAuth}, cobra.ShellCompDirectiveNoFileComp))
-	}
+	f.addFlag(cmd, "local", &f.Local)
+	f.addFlag(cmd, "remote", &f.Remote)
+}
+
+// AddLocalFlag registers --local-controllers alone, for a command on one cluster.
+func (f *ControllersFlags) AddLocalFlag(cmd *cobra.Command) {
+	f.Remote = ControllersAuto
+	f.addFlag(cmd, "local", &f.Local)
+}
+
+func (f *ControllersFlags) addFlag(cmd *cobra.Command, where string, v *string) {
+	name := where + "-controllers"
+	cmd.Flags().StringVar(v, name, ControllersAuto, fmt.Sprintf("whose controllers handle the protocol on the %s cluster: %s (Liqo's when its %s Deployment runs there), %s (liqoctl acts as a client of Liqo's controllers), %s (liqo-auth-manager, or in-process)",
+		where, ControllersAuto, cluster.LiqoControllerManagerName, ControllersLiqo, ControllersLiqoAuth))
+	_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions([]string{ControllersAuto, ControllersLiqo, ControllersLiqoAuth}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // Validate checks the values.
@@ -204,31 +211,38 @@ func (f *ControllersFlags) Validate() error {
 // says so on each side that runs them.
 func (f *ControllersFlags) Apply(ctx context.Context, p *handshake.Pair) error {
 	var eg errgroup.Group
-	for _, side := range []struct {
-		s    *handshake.Side
-		mode string
-	}{{p.Consumer, f.Local}, {p.Provider, f.Remote}} {
-		eg.Go(func() error {
-			switch side.mode {
-			case ControllersLiqo:
-				side.s.Liqo = "--" + side.s.Scope + "-controllers=" + ControllersLiqo
-			case ControllersAuto:
-				found, err := cluster.DetectLiqo(ctx, side.s.Client, side.s.Namespace)
-				if apierrors.IsForbidden(err) {
-					// These credentials may not look: this project's controllers are
-					// assumed, and the flag says otherwise.
-					return nil
-				}
-				if err != nil {
-					return side.s.Explain(err, "looking for Liqo's controllers")
-				}
-				side.s.Liqo = found
-			}
-			if side.s.Liqo != "" {
-				side.s.Report.Info("Liqo's controllers run in this cluster (%s): acting as their client", side.s.Liqo)
-			}
-			return nil
-		})
-	}
+	eg.Go(func() error { return ApplyControllers(ctx, p.Consumer, f.Local) })
+	eg.Go(func() error { return ApplyControllers(ctx, p.Provider, f.Remote) })
 	return eg.Wait()
+}
+
+// ApplyControllers decides whether Liqo's controllers run on side s (nil: no side), as
+// mode (a value of --local-controllers or --remote-controllers) says, and says so when
+// they do.
+func ApplyControllers(ctx context.Context, s *handshake.Side, mode string) error {
+	if s == nil {
+		return nil
+	}
+	switch mode {
+	case ControllersLiqo:
+		s.Liqo = "--" + s.Scope + "-controllers=" + ControllersLiqo
+		if s.Scope == "" {
+			s.Liqo = "--local-controllers=" + ControllersLiqo
+		}
+	case ControllersAuto:
+		found, err := cluster.DetectLiqo(ctx, s.Client, s.Namespace)
+		if apierrors.IsForbidden(err) {
+			// These credentials may not look: this project's controllers are assumed,
+			// and the flag says otherwise.
+			return nil
+		}
+		if err != nil {
+			return s.Explain(err, "looking for Liqo's controllers")
+		}
+		s.Liqo = found
+	}
+	if s.Liqo != "" {
+		s.Report.Info("Liqo's controllers run in this cluster (%s): acting as their client", s.Liqo)
+	}
+	return nil
 }

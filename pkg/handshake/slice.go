@@ -45,8 +45,12 @@ func SliceDecision(rs *authv1beta1.ResourceSlice) string {
 
 // WaitSlice waits until the provider decided the consumer's slice and, when it accepted
 // it, published the slice identity's certificate. A denial ends the wait with the
-// provider's reason.
-func WaitSlice(ctx context.Context, c *Side, key client.ObjectKey) (*authv1beta1.ResourceSlice, error) {
+// provider's reason. When the provider has said nothing after silence, undecided (with
+// the reason, e.g. which side still needs a manager) is said once on c; a timeout says it
+// too.
+func WaitSlice(ctx context.Context, c *Side, key client.ObjectKey, silence time.Duration, undecided string) (*authv1beta1.ResourceSlice, error) {
+	warned := time.AfterFunc(silence, func() { c.Report.Warn("No answer from the provider yet: %s", undecided) })
+	defer warned.Stop()
 	return waitObject(ctx, c, key, &authv1beta1.ResourceSliceList{}, "the provider to decide the ResourceSlice", "waiting for the ResourceSlice",
 		func(rs *authv1beta1.ResourceSlice) (bool, string, error) {
 			accepted, denied := authv1beta1.SliceVerdict(rs.Status.Conditions)
@@ -54,7 +58,7 @@ func WaitSlice(ctx context.Context, c *Side, key client.ObjectKey) (*authv1beta1
 			case denied != nil:
 				return false, "", fmt.Errorf("(remote) the provider denied ResourceSlice %s: %s", rs.Name, SliceDecision(rs))
 			case !accepted:
-				return false, "the provider has not decided yet: does liqo-auth-manager run there, and does this cluster hold its control-plane Identity?", nil
+				return false, "the provider has not decided yet: " + undecided, nil
 			case !rs.Status.AuthParams.HasCertificate():
 				return false, "accepted; waiting for the provider to issue the slice's certificate", nil
 			}

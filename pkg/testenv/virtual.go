@@ -91,7 +91,7 @@ func (v *VirtualConsumer) RequestSlice(ctx context.Context, c client.WithWatch, 
 		return nil, fmt.Errorf("creating the ResourceSlice: %w", err)
 	}
 	side := &handshake.Side{Scope: "remote", Client: c, Namespace: cluster.DefaultLiqoNamespace, Report: silent{}}
-	got, err := handshake.WaitSlice(ctx, side, client.ObjectKeyFromObject(rs))
+	got, err := handshake.WaitSlice(ctx, side, client.ObjectKeyFromObject(rs), time.Minute, "does liqo-auth-manager run on the provider?")
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,10 @@ func NewLimitCmd(g *cli.Global) *cobra.Command {
 		Long: `On the provider: set the most a consumer's ResourceSlices may hold together, resource by
 resource. A new slice (or a slice asking for more) that does not fit in what is left is
 denied, saying how much is already granted; slices granted before keep what they hold.
-The limits live in this cluster's tenant record, where the consumer cannot write.`,
+The limits live in this cluster's tenant record, where the consumer cannot write, and
+apply at the next decision of the provider's controllers: at once under liqo-auth-manager,
+or when a consumer's create resourceslice runs them in-process; a slice denied for want
+of room is decided again then.`,
 		Example: `  liqoctl limit tenant cl-consumer --cpu 8 --memory 16Gi --pods 110
   liqoctl limit tenant cl-consumer --clear`,
 		Args:              cobra.ExactArgs(1),

@@ -34,6 +34,8 @@ type Options struct {
 	ClusterID string
 	State     authv1beta1.TenantCondition
 	Timeout   cli.Timeout
+	// Controllers is --local-controllers: whose controllers handle the tenant here.
+	Controllers cli.ControllersFlags
 }
 
 // NewCmds returns the cordon, uncordon and drain command groups, each with its tenant
@@ -67,10 +69,14 @@ uncordon gives access back without a new handshake.`, authv1beta1.TenantConditio
 				if err := cli.ValidateClusterIDFlag("CLUSTER_ID", o.ClusterID); err != nil {
 					return err
 				}
+				if err := o.Controllers.Validate(); err != nil {
+					return err
+				}
 				return o.Run(cmd.Context())
 			},
 		}
 		o.Timeout.AddFlags(sub)
+		o.Controllers.AddLocalFlag(sub)
 		group := &cobra.Command{Use: gr.verb, Short: gr.short, Args: cobra.NoArgs}
 		group.AddCommand(sub)
 		out = append(out, group)
@@ -101,6 +107,9 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	slices, err := providerSlices(ctx, s, tn)
 	if err != nil {
+		return err
+	}
+	if err := cli.ApplyControllers(ctx, s, o.Controllers.Local); err != nil {
 		return err
 	}
 	var ctrls cli.Controllers
@@ -167,6 +176,7 @@ func providerSlices(ctx context.Context, s *handshake.Side, tn string) ([]authv1
 // with SubjectAccessReviews that neither its control-plane identity nor any slice
 // identity may do what it was granted.
 func (o *Options) drained(ctx context.Context, s *handshake.Side, t *authv1beta1.Tenant, slices []authv1beta1.ResourceSlice) error {
+	id := string(t.Spec.ClusterID)
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		left, err := providerSlices(ctx, s, t.Namespace)
 		if err != nil {
@@ -174,6 +184,11 @@ func (o *Options) drained(ctx context.Context, s *handshake.Side, t *authv1beta1
 		}
 		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
 			return false, err
+		}
+		if s.Liqo != "" {
+			// Liqo's controllers write no condition: the bindings' removal is the answer.
+			still, err := cluster.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, cluster.RevocationRules(id))
+			return len(left) == 0 && len(still) == 0, err
 		}
 		c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionAccessGranted)
 		return len(left) == 0 && c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == t.Generation, nil
@@ -183,7 +198,6 @@ func (o *Options) drained(ctx context.Context, s *handshake.Side, t *authv1beta1
 	}
 	s.Report.Info("%d ResourceSlices deleted", len(slices))
 	var left []string
-	id := string(t.Spec.ClusterID)
 	got, err := cluster.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, cluster.RevocationRules(id))
 	if err != nil {
 		return s.Explain(err, "verifying the revocation")

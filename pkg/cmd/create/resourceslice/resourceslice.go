@@ -5,6 +5,7 @@ package resourceslice
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
@@ -29,6 +29,7 @@ type Options struct {
 	Class           string
 	Output          cli.OutputFlags
 	Timeout         cli.Timeout
+	Provider        cli.ProviderAccess
 
 	resources corev1.ResourceList
 }
@@ -46,8 +47,13 @@ cluster key for user <NAME>-<hash>, group <consumer ID>), write it into the prov
 the control-plane identity, and turn an accepted answer into the Identity
 resourceslice-<NAME> and its kubeconfig Secret. A denial says why.
 
+The consumer's controllers run in liqoctl for the command when no liqo-auth-manager runs
+here; the provider's too when the provider is named (--remote-kubeconfig, ...) and runs
+none. Without it, the provider's own manager decides.
+
 With -o yaml the slice is printed instead of created: apply it on this cluster by hand.`,
 		Example: `  liqoctl create resourceslice slice-a --remote-cluster-id cl-provider --cpu 4 --memory 8Gi --pods 110
+  liqoctl create resourceslice slice-a --remote-cluster-id cl-provider --cpu 4 --remote-kubeconfig provider.kubeconfig
   liqoctl create resourceslice slice-b --remote-cluster-id cl-provider --class gpu -o yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,6 +73,7 @@ With -o yaml the slice is printed instead of created: apply it on this cluster b
 	_ = cmd.RegisterFlagCompletionFunc("class", cli.SliceClassCompletion(g))
 	o.Output.AddFlags(cmd, "")
 	o.Timeout.AddFlags(cmd)
+	o.Provider.AddFlags(cmd)
 	return cmd
 }
 
@@ -76,6 +83,9 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
+		return err
+	}
+	if err := o.Provider.Validate(); err != nil {
 		return err
 	}
 	if o.Class != "" {
@@ -114,7 +124,8 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var ctrls cli.Controllers
 	defer ctrls.Stop()
-	if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Consumer); err != nil {
+	remote, err := o.Provider.Ensure(ctx, o.Global, s, o.RemoteClusterID, &ctrls)
+	if err != nil {
 		return err
 	}
 	rs := handshake.ForgeSlice(ns, o.Name, o.RemoteClusterID, o.Class, o.resources)
@@ -126,7 +137,7 @@ func (o *Options) Run(ctx context.Context) error {
 	default:
 		s.Report.Info("ResourceSlice %s/%s created, asking for %s", ns, o.Name, cluster.FormatResources(o.resources))
 	}
-	got, err := handshake.WaitSlice(ctx, s, client.ObjectKeyFromObject(rs))
+	got, err := handshake.WaitSlice(ctx, s, client.ObjectKeyFromObject(rs), undecidedAfter, undecided(remote, o.RemoteClusterID))
 	if err != nil {
 		return err
 	}
@@ -138,4 +149,17 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	s.Report.Info("Identity %s ready: kubeconfig in Secret %s/%s", id.Name, ns, id.Status.KubeconfigSecretRef.Name)
 	return nil
+}
+
+// undecidedAfter is how long a provider may say nothing before liqoctl says what it
+// waits for: its controllers answer in well under a second.
+const undecidedAfter = 10 * time.Second
+
+// undecided says what a slice waits for when the provider does not answer: a manager
+// there, or, without the provider's credentials, the way to run its controllers here.
+func undecided(remote *handshake.Side, providerID string) string {
+	if remote != nil {
+		return "its controllers run (in-process or as liqo-auth-manager); is this cluster's control-plane Identity for it still valid (liqoctl info)?"
+	}
+	return fmt.Sprintf("no liqo-auth-manager seems to run on provider %q: name it (--remote-kubeconfig, --remote-context) so that liqoctl runs its controllers for this command, or ask its administrator to run one (liqoctl install --with-manager)", providerID)
 }

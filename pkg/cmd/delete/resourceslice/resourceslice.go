@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -19,6 +18,7 @@ type Options struct {
 	Name            string
 	RemoteClusterID string
 	Timeout         cli.Timeout
+	Provider        cli.ProviderAccess
 }
 
 // NewCmd returns the delete resourceslice command.
@@ -32,7 +32,9 @@ func NewCmd(g *cli.Global) *cobra.Command {
 (the provider then removes the slice identity's Role, RoleBinding and certificate requests)
 and its Identity and kubeconfig with it, then prove, with the slice identity's own
 certificate, that it may no longer do anything it was granted. Kubernetes cannot revoke the
-certificate itself: it authorizes nothing, and expires.`,
+certificate itself: it authorizes nothing, and expires. The consumer's controllers run in
+liqoctl when no liqo-auth-manager runs here; the provider's too when the provider is named
+(--remote-kubeconfig, ...) and runs none.`,
 		Example:           `  liqoctl delete resourceslice slice-a --remote-cluster-id cl-provider`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: cli.SliceNameCompletion(g),
@@ -44,11 +46,15 @@ certificate itself: it authorizes nothing, and expires.`,
 			if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
 				return err
 			}
+			if err := o.Provider.Validate(); err != nil {
+				return err
+			}
 			return o.Run(cmd.Context())
 		},
 	}
 	cli.AddRemoteClusterIDFlag(cmd, g, &o.RemoteClusterID, "provider")
 	o.Timeout.AddFlags(cmd)
+	o.Provider.AddFlags(cmd)
 	return cmd
 }
 
@@ -66,7 +72,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var ctrls cli.Controllers
 	defer ctrls.Stop()
-	if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Consumer); err != nil {
+	if _, err := o.Provider.Ensure(ctx, o.Global, s, o.RemoteClusterID, &ctrls); err != nil {
 		return err
 	}
 	return handshake.DeleteSlices(ctx, s, ns, o.RemoteClusterID, o.Name)
