@@ -27,6 +27,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/consumerslice"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/designation"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
@@ -196,7 +197,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	rec := common.ShortNotes(mgr.GetEventRecorder(cluster.ManagerName))
 	placement := common.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
-	var setups []interface{ SetupWithManager(ctrl.Manager) error }
+	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
+		&designation.Reconciler{Client: c, Live: reader, LiqoNamespace: o.Namespace, Recorder: rec},
+	}
 	if o.Role.Has(Provider) {
 		if o.Self == nil {
 			self, err := tenant.SelfReviewer(ctx, c)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,6 +56,7 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 	objs = append(objs, ForgeManagerIdentity(o.Namespace)...)
 	objs = append(objs, ForgePeeringUserPolicy()...)
 	objs = append(objs, ForgeManagerPolicy(o.Namespace)...)
+	objs = append(objs, ForgeCreatorPolicies()...)
 	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 || o.Config.NonceTTL > 0 {
 		objs = append(objs, ForgeConfigMap(o.Namespace, o.Config))
 	}
@@ -81,6 +83,12 @@ type InstallResult struct {
 	AppliedObjects int
 	// Kept are the objects another installation manages, left as they are.
 	Kept []Kept
+	// Unsupported are the objects this cluster's API server does not serve (a
+	// MutatingAdmissionPolicy before Kubernetes 1.36): what they do is not done.
+	Unsupported []string
+	// PoliciesPending says the API server did not enforce the admission policies within a
+	// few seconds of their creation.
+	PoliciesPending bool
 	// ForeignCRDs: some CRD of authentication.liqo.io is another installation's (Liqo's):
 	// its schema, not this project's, decides what the API server keeps, and Liqo's
 	// controllers, not liqo-auth-manager, are the ones to run here.
@@ -126,6 +134,13 @@ func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) 
 			}
 		}
 		if err := Apply(ctx, c, obj, FieldOwner); err != nil {
+			if _, isMAP := obj.(*admissionregistrationv1.MutatingAdmissionPolicy); meta.IsNoMatchError(err) && isMAP {
+				res.Unsupported = append(res.Unsupported, "MutatingAdmissionPolicy "+obj.GetName())
+				continue
+			}
+			if _, isBinding := obj.(*admissionregistrationv1.MutatingAdmissionPolicyBinding); meta.IsNoMatchError(err) && isBinding {
+				continue
+			}
 			return nil, err
 		}
 		res.AppliedObjects++
@@ -136,6 +151,7 @@ func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) 
 	if err := warmCRDs(ctx, c); err != nil {
 		return nil, err
 	}
+	res.PoliciesPending = !waitCreatorPolicies(ctx, c, len(res.Unsupported) > 0)
 	if res.ClusterID, res.CreatedID, err = EnsureClusterID(ctx, c, o.Namespace, o.ClusterID); err != nil {
 		return nil, err
 	}
@@ -209,4 +225,33 @@ func ignoreNoMatch(err error) error {
 		return nil
 	}
 	return err
+}
+
+// policyGrace bounds the wait for new admission policies to be enforced: the API server
+// loads them in the background, usually within a second.
+const policyGrace = 15 * time.Second
+
+// waitCreatorPolicies waits until the API server enforces the admission policies that
+// record who creates a tenant namespace, with server-side dry runs: a namespace claiming
+// a creator is refused, or (mutating policy served: withoutMAP false) has it written over.
+// It reports whether they are enforced.
+func waitCreatorPolicies(ctx context.Context, c client.Client, withoutMAP bool) bool {
+	probe := func(labels map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-auth-policy-probe", Labels: labels,
+			Annotations: map[string]string{CreatedByAnnotation: "liqo-auth-probe"}}}
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, policyGrace, true, func(ctx context.Context) (bool, error) {
+		if err := c.Create(ctx, probe(nil), client.DryRunAll); err == nil {
+			return false, nil
+		}
+		if withoutMAP {
+			return true, nil
+		}
+		labelled := probe(TenantNamespaceLabels("liqo-auth-probe"))
+		if err := c.Create(ctx, labelled, client.DryRunAll); err != nil {
+			return false, nil
+		}
+		return labelled.Annotations[CreatedByAnnotation] != "liqo-auth-probe", nil
+	})
+	return err == nil
 }

@@ -9,8 +9,12 @@ import (
 )
 
 // ManagerPolicyName is the ValidatingAdmissionPolicy (and its binding) that bounds what
-// liqo-auth-manager's ServiceAccount may do with CertificateSigningRequests.
-const ManagerPolicyName = "liqo-auth-manager-csrs"
+// liqo-auth-manager's ServiceAccount may do with CertificateSigningRequests, and
+// ManagerBindingPolicyName the one that bounds where it writes RoleBindings.
+const (
+	ManagerPolicyName        = "liqo-auth-manager-csrs"
+	ManagerBindingPolicyName = "liqo-auth-manager-bindings"
+)
 
 // ManagerUser is the user name of liqo-auth-manager's ServiceAccount in Liqo namespace ns.
 func ManagerUser(ns string) string { return "system:serviceaccount:" + ns + ":" + ManagerName }
@@ -31,7 +35,7 @@ func ForgeManagerPolicy(ns string) []client.Object {
 	}
 	meta := metav1.ObjectMeta{Name: ManagerPolicyName, Labels: managedLabels()}
 	ours := "has(object.metadata.labels) && object.metadata.labels['" + ManagedByLabel + "'] == '" + ManagedByValue + "' && '" + TenantUIDLabel + "' in object.metadata.labels"
-	return []client.Object{
+	return append([]client.Object{
 		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: typeMeta("ValidatingAdmissionPolicy"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
@@ -60,6 +64,40 @@ func ForgeManagerPolicy(ns string) []client.Object {
 			}},
 		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: typeMeta("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: ManagerPolicyName,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
+	}, forgeManagerBindingPolicy(ns)...)
+}
+
+// forgeManagerBindingPolicy bounds the RoleBindings the manager's ServiceAccount creates
+// (RBAC lets it create them anywhere, to bind itself in a tenant namespace another tool
+// made): only in namespaces labelled as tenant namespaces, and its own binding only in
+// liqo-tenant-<id> whose creator the API server recorded.
+func forgeManagerBindingPolicy(ns string) []client.Object {
+	meta := metav1.ObjectMeta{Name: ManagerBindingPolicyName, Labels: managedLabels()}
+	labels := "(has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})"
+	annotations := "(has(namespaceObject.metadata.annotations) ? namespaceObject.metadata.annotations : {})"
+	return []client.Object{
+		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: admissionType("ValidatingAdmissionPolicy"), ObjectMeta: meta,
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"rbac.authorization.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"rolebindings"}},
+					},
+				}}},
+				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "liqo-auth-manager", Expression: "request.userInfo.username == '" + ManagerUser(ns) + "'"}},
+				Validations: []admissionregistrationv1.Validation{
+					{Expression: "'" + TenantNamespaceLabel + "' in " + labels + " && " + labels + "['" + TenantNamespaceLabel + "'] == 'true'",
+						Message: "liqo-auth-manager writes RoleBindings only in tenant namespaces"},
+					{Expression: "object.roleRef.name != '" + ManagerTenantRoleName + "' || (object.metadata.name == '" + ManagerName + "' && object.subjects.size() == 1 && object.subjects[0].kind == 'ServiceAccount' && " +
+						"object.subjects[0].name == '" + ManagerName + "' && object.subjects[0].namespace == '" + ns + "' && " +
+						"'" + RemoteClusterIDLabel + "' in " + labels + " && namespaceObject.metadata.name == '" + tenantNamespacePfx + "' + " + labels + "['" + RemoteClusterIDLabel + "'] && '" + CreatedByAnnotation + "' in " + annotations + ")",
+						Message: "liqo-auth-manager binds " + ManagerTenantRoleName + " only to itself, in liqo-tenant-<id> namespaces whose creator the API server recorded"},
+				},
+			}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: admissionType("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: ManagerBindingPolicyName,
 				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
 	}
 }

@@ -110,7 +110,12 @@ func ManagerRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{"kubernetes.io/kube-apiserver-client"}, Verbs: []string{"approve"}},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings", "roles", "clusterrolebindings"}, Verbs: read},
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{ControlPlaneRoleName}, Verbs: []string{"bind"}},
+		// Binding itself in a tenant namespace an administrator created with another tool
+		// (Liqo's liqoctl): the admission policy liqo-auth-manager-bindings lets it create
+		// RoleBindings only in tenant namespaces, and its own binding only in one whose
+		// creator may make tenant records.
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{ControlPlaneRoleName, ManagerTenantRoleName}, Verbs: []string{"bind"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
@@ -120,10 +125,11 @@ func ManagerRules() []rbacv1.PolicyRule {
 // ManagerNamespaceRules are liqo-auth-manager's permissions in the Liqo namespace: its
 // Lease, the ConfigMaps it reads (cluster ID, configuration) and completes (the cluster ID
 // a manifest left empty; tenant records: pinned CAs, issued certificates), and filling the
-// cluster key Secret a manifest left empty. It creates none of them.
+// cluster key Secret a manifest left empty. The only ConfigMaps it creates are tenant
+// records of namespaces designated by a principal who may create them itself.
 func ManagerNamespaceRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{KeysSecretName}, Verbs: []string{"update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 	}

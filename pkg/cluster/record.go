@@ -102,14 +102,18 @@ func NonceDigest(nonce string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Consumed reports whether nonce was consumed by a handshake other than the one of the
-// Tenant tenantUID with key fingerprint fp and CSR digest csrDigest.
-func (r *TenantRecord) Consumed(nonce, tenantUID, fp, csrDigest string) bool {
+// Consumed reports whether nonce was consumed by a handshake of another key than the one
+// with fingerprint fp. The same key may present it again, in the Tenant that consumed it
+// (a re-applied Tenant, a status save that failed) or in a Tenant re-created after that one
+// was deleted (a Liqo consumer re-running its liqoctl authenticate after unauthenticate,
+// which keeps its signed nonce): that certifies the consumer's own key again, as any new
+// handshake of that consumer would; keeping a consumer out is a drain, not a deletion.
+// The nonce's TTL still bounds it.
+func (r *TenantRecord) Consumed(nonce, fp string) bool {
 	if r == nil || r.ConsumedNonce == nil || r.ConsumedNonce.Digest != NonceDigest(nonce) {
 		return false
 	}
-	c := r.ConsumedNonce
-	return c.TenantUID != tenantUID || c.KeyFingerprint != fp || c.CSRDigest != csrDigest
+	return r.ConsumedNonce.KeyFingerprint != fp
 }
 
 // IssuedCertificate is one client certificate a provider had issued to a remote cluster.

@@ -158,6 +158,10 @@ func ensureNamespace(ctx context.Context, c client.Client, remoteID string, adop
 		return nil, false, fmt.Errorf("creating tenant namespace %q: %w", ns.Name, err)
 	}
 	if !adopt {
+		var existing corev1.Namespace
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ns), &existing); err == nil && existing.DeletionTimestamp != nil {
+			return nil, false, fmt.Errorf("namespace %q is being deleted (by an earlier unauthenticate?): wait for it to be gone (kubectl get namespace %s), then retry", ns.Name, ns.Name)
+		}
 		return nil, false, fmt.Errorf("%w: namespace %q (anyone who may create namespaces could have made it). If you made it, or an older liqo-auth or Liqo did, run the command again with --adopt-tenant-namespace; otherwise delete it", ErrUnrecordedNamespace, ns.Name)
 	}
 	var existing corev1.Namespace
@@ -239,4 +243,14 @@ func ForgetTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteI
 		r.Namespace, r.NamespaceUID = "", ""
 		return nil
 	})
+}
+
+// EnsureManagerTenantBinding binds, in tenant namespace ns, liqo-auth-manager's
+// ServiceAccount to its per-tenant ClusterRole, unless exactly that binding is there.
+func EnsureManagerTenantBinding(ctx context.Context, c client.Client, liqoNS, ns string) error {
+	binding, err := getBinding(ctx, c, liqoNS, ns)
+	if err != nil {
+		return err
+	}
+	return ensureManagerBinding(ctx, c, liqoNS, ns, binding)
 }

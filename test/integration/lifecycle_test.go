@@ -83,8 +83,8 @@ func TestTenantStatesAndDeletion(t *testing.T) {
 	waitAccess(t, p, key, true, "AccessGranted")
 	eventually(t, 10*time.Second, "Active restores access", func(context.Context) (bool, error) { return canList() == nil, nil })
 
-	// Deletion: the finalizer removes the bindings, role and CSRs of the Tenant (its nonce
-	// was consumed at acceptance).
+	// Deletion: the finalizer removes the bindings, role and CSRs of the Tenant; its nonce
+	// stays, consumed (unauthenticate deletes it).
 	require.NoError(t, p.client.Delete(ctx, &authv1beta1.Tenant{ObjectMeta: metaOf(pTN, c.id)}))
 	eventually(t, 15*time.Second, "the Tenant is gone", func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(p.client.Get(ctx, key, &tn)), nil
@@ -95,7 +95,10 @@ func TestTenantStatesAndDeletion(t *testing.T) {
 	assert.Empty(t, roles.Items)
 	var secrets corev1.SecretList
 	require.NoError(t, p.client.List(ctx, &secrets, client.InNamespace(pTN)))
-	assert.Empty(t, secrets.Items)
+	for _, s := range secrets.Items {
+		assert.Equal(t, cluster.NonceSecretName, s.Name, "only the consumed nonce is left")
+		assert.NotEmpty(t, s.Annotations[cluster.NonceConsumedAtAnnotation])
+	}
 	var csrs certificatesv1.CertificateSigningRequestList
 	require.NoError(t, p.client.List(ctx, &csrs))
 	assert.Empty(t, csrs.Items)

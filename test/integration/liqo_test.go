@@ -394,11 +394,16 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 	msg := waitTenantCondition(t, p, client.ObjectKeyFromObject(second), authv1beta1.ConditionAuthenticated, metav1.ConditionFalse, string(authv1beta1.ReasonHandshakeChanged))
 	assert.Contains(t, msg, "was already used")
 
-	// Deleting the Tenant takes the nonce it consumed with it.
+	// Deleting the Tenant (Liqo's unauthenticate does only that) keeps the nonce, consumed:
+	// Liqo's consumer, which keeps its signed nonce, presents it again when it re-runs.
 	require.NoError(t, p.client.Delete(ctx, second))
-	eventually(t, 10*time.Second, "the consumed nonce is gone with its Tenant", func(ctx context.Context) (bool, error) {
-		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: cluster.NonceSecretName}, &corev1.Secret{})), nil
+	eventually(t, 10*time.Second, "the Tenant is gone", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(second), second)), nil
 	})
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: cluster.NonceSecretName}, &corev1.Secret{}), "the consumed nonce is kept")
+	third, nonce3 := liqoRun()
+	assert.Equal(t, nonce1, nonce3, "the re-run after the Tenant's deletion presents the same nonce")
+	assert.True(t, meta.IsStatusConditionTrue(third.Status.Conditions, authv1beta1.ConditionReady), "and is accepted, for its own key")
 }
 
 // userClient is a client that authenticates with a client certificate and its key.

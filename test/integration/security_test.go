@@ -361,7 +361,8 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		{"create", "", "secrets", "", liqo, "", false},
 		{"update", "", "secrets", "", liqo, cluster.KeysSecretName, true},
 		{"update", "", "secrets", "", liqo, "other", false},
-		{"create", "", "configmaps", "", liqo, "", false},
+		{"create", "", "configmaps", "", liqo, "", true},
+		{"create", "", "configmaps", "", "kube-system", "", false},
 		{"create", "", "secrets", "", tn, "", true},
 		{"update", "", "secrets", "", tn, "", true},
 		{"delete", "", "secrets", "", tn, "", true},
@@ -370,8 +371,11 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		{"create", "", "secrets", "", "look-alike", "", false},
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "", tn, "", true},
 		{"create", "rbac.authorization.k8s.io", "roles", "", tn, "", true},
-		{"create", "rbac.authorization.k8s.io", "rolebindings", "", "default", "", false},
-		{"create", "rbac.authorization.k8s.io", "rolebindings", "", "kube-system", "", false},
+		// Creating RoleBindings is RBAC's anywhere (to bind itself in a tenant namespace
+		// another tool made); the admission policy keeps it to tenant namespaces (below).
+		{"create", "rbac.authorization.k8s.io", "rolebindings", "", "default", "", true},
+		{"update", "rbac.authorization.k8s.io", "rolebindings", "", "kube-system", "", false},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", cluster.ManagerTenantRoleName, true},
 		{"create", "rbac.authorization.k8s.io", "roles", "", "look-alike", "", false},
 		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", "", false},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", cluster.ControlPlaneRoleName, true},
@@ -434,6 +438,20 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		require.NoError(t, manager.Create(ctx, own))
 		own.Status.Conditions = foreign.Status.Conditions
 		require.NoError(t, manager.SubResource("approval").Update(ctx, own), "its own request, as the protocol makes it, is approved")
+	})
+	t.Run("the admission policy keeps its RoleBindings to tenant namespaces", func(t *testing.T) {
+		saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, cluster.ManagerName)
+		require.NoError(t, err)
+		manager := newClient(t, saCfg)
+		self := []rbacv1.Subject{cluster.ManagerSubject(liqo)}
+		err = manager.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}, Subjects: self,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ManagerTenantRoleName}})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "only in tenant namespaces")
+		err = manager.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "look-alike", Name: cluster.ManagerName}, Subjects: self,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ManagerTenantRoleName}})
+		require.Error(t, err, "a labelled namespace not named liqo-tenant-<id>, with no creator recorded")
+		assert.Contains(t, err.Error(), "whose creator the API server recorded")
 	})
 
 	// The rules in code are the rules installed, and the table in docs/security.md.

@@ -323,3 +323,62 @@ func TestRevocationProofTrustsTheIdentity(t *testing.T) {
 	assert.Contains(t, err.Error(), "resourceslices")
 	assert.NotContains(t, errOut, "Access revoked: verified")
 }
+
+// TestTenantNamespaceDesignatedByItsCreator: a namespace made with the labels of a tenant
+// namespace by another tool (Liqo's liqoctl) becomes one only when the API server recorded
+// that its creator may make tenant records. Acting as a namespace creator: its namespace
+// is stamped with its name, which it cannot forge or change, and is not designated.
+// Acting as an administrator: it is, and the manager binds itself there.
+func TestTenantNamespaceDesignatedByItsCreator(t *testing.T) {
+	p := installSites(t, testenv.New(t, "designation-provider"), "cl-provider")[0]
+	startControllers(t, p, authmanager.Provider)
+	ctx := context.Background()
+	creator := principal(t, p, "namespace-creator", "", rule("", "namespaces", "create", "get", "update", "patch"))
+
+	// The creator annotation is the API server's: written over on a labelled namespace,
+	// refused on any other.
+	forged := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-forged", Labels: cluster.TenantNamespaceLabels("cl-forged"),
+		Annotations: map[string]string{cluster.CreatedByAnnotation: "kubernetes-admin"}}}
+	require.NoError(t, creator.Create(ctx, forged))
+	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(forged), forged))
+	assert.Equal(t, "namespace-creator", forged.Annotations[cluster.CreatedByAnnotation])
+	err := creator.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unlabelled-forged",
+		Annotations: map[string]string{cluster.CreatedByAnnotation: "kubernetes-admin"}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "written by the API server")
+
+	mine := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-mallory", Labels: cluster.TenantNamespaceLabels("cl-mallory")}}
+	require.NoError(t, creator.Create(ctx, mine))
+	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(mine), mine))
+	user, _, ok := cluster.NamespaceCreator(mine)
+	require.True(t, ok)
+	assert.Equal(t, "namespace-creator", user)
+	mine.Annotations[cluster.CreatedByAnnotation] = "kubernetes-admin"
+	err = creator.Update(ctx, mine)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not change")
+	waitEvent(t, p, metav1.NamespaceDefault, mine.Name, "TenantNamespaceNotDesignated")
+	rec, err := cluster.GetTenantRecord(ctx, p.client, cluster.DefaultLiqoNamespace, "cl-mallory")
+	require.NoError(t, err)
+	assert.Nil(t, rec, "a namespace creator makes no tenant namespace")
+	ok, _, err = cluster.VerifyTenantNamespace(ctx, p.client, cluster.DefaultLiqoNamespace, mine.Name, "cl-mallory")
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	// The administrator (as Liqo's liqoctl runs) creates one: it is designated.
+	theirs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-liqo-consumer", Labels: cluster.TenantNamespaceLabels("cl-liqo-consumer")}}
+	require.NoError(t, p.client.Create(ctx, theirs))
+	eventually(t, 20*time.Second, "the administrator's namespace is designated", func(ctx context.Context) (bool, error) {
+		ok, _, err := cluster.VerifyTenantNamespace(ctx, p.client, cluster.DefaultLiqoNamespace, theirs.Name, "cl-liqo-consumer")
+		return ok, err
+	})
+	var binding rbacv1.RoleBinding
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: theirs.Name, Name: cluster.ManagerName}, &binding), "the manager bound itself there")
+	// A nonce Secret there is filled: the controllers treat it as a tenant namespace.
+	require.NoError(t, p.client.Create(ctx, secret(theirs.Name, cluster.NonceSecretName, map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: "cl-liqo-consumer"}, nil)))
+	eventually(t, 20*time.Second, "the nonce is filled", func(ctx context.Context) (bool, error) {
+		var s corev1.Secret
+		err := p.client.Get(ctx, client.ObjectKey{Namespace: theirs.Name, Name: cluster.NonceSecretName}, &s)
+		return err == nil && len(s.Data[cluster.NonceField]) > 0, err
+	})
+}

@@ -142,6 +142,12 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return s.Explain(err, "installing")
 	}
+	if res.PoliciesPending {
+		p.Warn("The API server did not enforce the admission policies within %s: check kubectl get validatingadmissionpolicies,mutatingadmissionpolicies", "15s")
+	}
+	for _, u := range res.Unsupported {
+		p.Warn("Not applied: this API server does not serve %s; tenant namespaces made by another tool (Liqo's liqoctl) are not recorded as made by their creator, so run liqoctl create nonce (or authenticate) for each consumer first", u)
+	}
 	for _, k := range res.Kept {
 		p.Warn("Kept %s: another installation manages it; liqo-auth uses it as it is (--take-over replaces it)", k)
 	}

@@ -274,11 +274,12 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, acc *acceptance, now time.Time) error {
 	nonce := string(acc.nonce.Data[cluster.NonceField])
 	return cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
-		if rec.Consumed(nonce, string(t.UID), acc.fingerprint, acc.csrDigest) {
-			return refusal(authv1beta1.ReasonNonceConsumed, "the nonce in namespace %q was already used, at %s, by another handshake: a nonce is single-use; start a new handshake (liqoctl create nonce, or liqoctl authenticate)",
+		if rec.Consumed(nonce, acc.fingerprint) {
+			return refusal(authv1beta1.ReasonNonceConsumed, "the nonce in namespace %q was already used, at %s, by the handshake of another key: a nonce is single-use; start a new handshake (liqoctl create nonce, or liqoctl authenticate)",
 				t.Namespace, rec.ConsumedNonce.At.UTC().Format(time.RFC3339))
 		}
-		if rec.ConsumedNonce == nil || rec.ConsumedNonce.Digest != cluster.NonceDigest(nonce) {
+		c := rec.ConsumedNonce
+		if c == nil || c.Digest != cluster.NonceDigest(nonce) || c.TenantUID != string(t.UID) || c.CSRDigest != acc.csrDigest {
 			rec.ConsumedNonce = &cluster.ConsumedNonce{Digest: cluster.NonceDigest(nonce), TenantUID: string(t.UID), KeyFingerprint: acc.fingerprint, CSRDigest: acc.csrDigest, At: now.UTC().Truncate(time.Second)}
 		}
 		return nil
@@ -387,9 +388,10 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 }
 
 // finalize removes everything the Tenant caused, and only that, then lets it go: the
-// bindings it controls, the CertificateSigningRequests this manager made for it, and the
-// nonce this very Tenant consumed (by the tenant record); any other nonce is left to
-// unauthenticate.
+// bindings it controls and the CertificateSigningRequests this manager made for it. The
+// nonce is kept, consumed: a Liqo consumer re-running its handshake after Liqo's
+// unauthenticate (which deletes only the Tenant) presents it again; liqoctl unauthenticate
+// deletes it.
 func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error {
 	if !controllerutil.ContainsFinalizer(t, cluster.TenantFinalizer) {
 		return nil
@@ -402,30 +404,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error 
 		return err
 	}
 	r.issuer().Forget(t.UID)
-	if err := r.deleteConsumedNonce(ctx, t); err != nil {
-		return err
-	}
 	patch := client.MergeFrom(t.DeepCopy())
 	controllerutil.RemoveFinalizer(t, cluster.TenantFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, t, patch))
-}
-
-// deleteConsumedNonce deletes the nonce Secret of t's namespace when the tenant record
-// says t consumed it.
-func (r *Reconciler) deleteConsumedNonce(ctx context.Context, t *authv1beta1.Tenant) error {
-	rec, err := cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
-	if err != nil || rec == nil || rec.ConsumedNonce == nil || rec.ConsumedNonce.TenantUID != string(t.UID) {
-		return err
-	}
-	var s corev1.Secret
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: cluster.NonceSecretName}, &s); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if cluster.NonceDigest(string(s.Data[cluster.NonceField])) != rec.ConsumedNonce.Digest {
-		return nil
-	}
-	if err := r.Client.Delete(ctx, &s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting the nonce the Tenant consumed: %w", err)
-	}
-	return nil
 }

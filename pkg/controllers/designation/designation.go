@@ -1,0 +1,113 @@
+// Package designation makes a tenant namespace of a namespace another tool created with
+// the labels of the protocol (Liqo's liqoctl, run by this cluster's administrator), when
+// the API server recorded that its creator may make tenant records: the administrator's
+// act that liqoctl of this project performs itself (cluster.EnsureTenantNamespace). The
+// labels alone, which anyone who may create a namespace can set, never make one.
+package designation
+
+import (
+	"context"
+	"fmt"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+)
+
+// Reasons of the Events on a namespace.
+const (
+	ReasonDesignated    = "TenantNamespaceDesignated"
+	ReasonNotDesignated = "TenantNamespaceNotDesignated"
+)
+
+// Reconciler designates tenant namespaces by their recorded creator.
+type Reconciler struct {
+	// Client reads through the cache and writes; Live reads what a decision rests on.
+	Client        client.Client
+	Live          client.Reader
+	LiqoNamespace string
+	Recorder      events.EventRecorder
+}
+
+// SetupWithManager registers the reconciler for namespaces labelled as tenant
+// namespaces, and for the records that name them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		remote := o.GetLabels()[cluster.RemoteClusterIDLabel]
+		if remote == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: cluster.TenantNamespaceName(remote)}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("designation").
+		WatchesRawSource(common.For(mgr, &corev1.Namespace{})).
+		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.ConfigMap{}, toNamespace, common.HasLabel(cluster.TenantRecordLabel, "true"))).
+		Complete(r)
+}
+
+// Reconcile designates one namespace, or says why not.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	remote := ns.Labels[cluster.RemoteClusterIDLabel]
+	if ns.DeletionTimestamp != nil || !cluster.IsTenantNamespaceOf(ns, remote) || ns.Name != cluster.TenantNamespaceName(remote) {
+		return ctrl.Result{}, nil
+	}
+	user, groups, ok := cluster.NamespaceCreator(ns)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.LiqoNamespace, remote)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if rec != nil && rec.Namespace == ns.Name && rec.NamespaceUID == ns.UID {
+		return ctrl.Result{}, nil // recorded already, by liqoctl or by this controller
+	}
+	// liqoctl records the namespaces it makes right after making them: the cache may
+	// not show it yet.
+	if rec, err = cluster.GetTenantRecord(ctx, r.Live, r.LiqoNamespace, remote); err != nil || rec != nil && rec.Namespace == ns.Name && rec.NamespaceUID == ns.UID {
+		return ctrl.Result{}, err
+	}
+	allowed, err := r.mayRecord(ctx, user, groups)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !allowed {
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, ReasonNotDesignated, "Designate",
+			"not a tenant namespace: its creator %q may not make tenant records in namespace %q; this cluster's administrator makes one with liqoctl authenticate, create nonce or generate tenant", user, r.LiqoNamespace)
+		return ctrl.Result{}, nil
+	}
+	if err := cluster.UpdateTenantRecord(ctx, r.Client, r.Live, r.LiqoNamespace, remote, true, func(rec *cluster.TenantRecord) error {
+		rec.Namespace, rec.NamespaceUID = ns.Name, ns.UID
+		return nil
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := cluster.EnsureManagerTenantBinding(ctx, r.Client, r.LiqoNamespace, ns.Name); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, ReasonDesignated, "Designate",
+		"tenant namespace of cluster %q: created by %q, who may make tenant records", remote, user)
+	return ctrl.Result{}, nil
+}
+
+// mayRecord asks the API server whether user, with groups, may create the ConfigMaps of
+// the Liqo namespace: make a tenant record itself.
+func (r *Reconciler) mayRecord(ctx context.Context, user string, groups []string) (bool, error) {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: r.LiqoNamespace, Verb: "create", Resource: "configmaps"}}}
+	if err := r.Client.Create(ctx, sar); err != nil {
+		return false, fmt.Errorf("asking whether %q may make tenant records: %w", user, err)
+	}
+	return sar.Status.Allowed, nil
+}
