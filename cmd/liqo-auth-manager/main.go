@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -55,7 +56,7 @@ func parse(args []string) (*flags, error) {
 	f := &flags{}
 	fs := pflag.NewFlagSet("liqo-auth-manager", pflag.ContinueOnError)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: in-cluster configuration)")
-	fs.StringVar(&f.opts.Namespace, "namespace", cluster.DefaultLiqoNamespace, "Liqo namespace")
+	fs.StringVar(&f.opts.Namespace, "namespace", wire.DefaultLiqoNamespace, "Liqo namespace")
 	fs.StringVar(&f.opts.ClusterID, "cluster-id", "", "cluster ID (default: read from the cluster)")
 	fs.StringVar(&f.apiServerURL, "api-server-url", "", "API server URL advertised in identities (default: liqoctl install's, else the kubeconfig's)")
 	fs.StringVar(&f.apiServerCAFile, "api-server-ca-file", "", "PEM CA bundle of --api-server-url")

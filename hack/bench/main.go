@@ -136,13 +136,16 @@ func run() error {
 		}
 		r.auth = append(r.auth, res)
 	}
-	if c.runs("slices") {
-		log("resource slice latency")
-		create, remove, err := env.sliceRounds(ctx)
-		if err != nil {
-			return fmt.Errorf("resource slices: %w", err)
+	for _, mode := range []string{modeInProcess, modeManager} {
+		if !c.runs("slices") {
+			break
 		}
-		r.slices = []*latency{create, remove}
+		log("resource slice latency, " + mode)
+		create, remove, err := env.sliceRounds(ctx, mode)
+		if err != nil {
+			return fmt.Errorf("resource slices (%s): %w", mode, err)
+		}
+		r.slices = append(r.slices, create, remove)
 	}
 	if c.runs("manual") {
 		log("manual flow latency")

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -164,7 +164,7 @@ func (e *env) manualRounds(ctx context.Context) (*latency, error) {
 		if err := testenv.ApplyYAML(ctx, cc, []byte(identity)); err != nil {
 			return nil, err
 		}
-		key := client.ObjectKey{Namespace: cluster.TenantNamespaceName("cl-provider"), Name: cluster.IdentityName("cl-provider")}
+		key := client.ObjectKey{Namespace: wire.TenantNamespaceName("cl-provider"), Name: wire.IdentityName("cl-provider")}
 		err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			var id authv1beta1.Identity
 			if err := cc.Get(ctx, key, &id); err != nil {
@@ -300,7 +300,7 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	for _, v := range consumers {
 		eg.Go(func() error {
 			tn := &authv1beta1.Tenant{}
-			tn.Namespace, tn.Name = cluster.TenantNamespaceName(v.ID), v.ID
+			tn.Namespace, tn.Name = wire.TenantNamespaceName(v.ID), v.ID
 			return client.IgnoreNotFound(e.consumers.Delete(ctx, tn))
 		})
 	}
@@ -389,24 +389,31 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 // sliceRounds times liqoctl create resourceslice, as a process, from its start to a
 // working kubeconfig of the slice's identity (the command returns once the consumer wrote
-// it), with a manager per cluster; each slice is given back (delete resourceslice, with
-// its proof of revocation) between rounds.
-func (e *env) sliceRounds(ctx context.Context) (create, remove *latency, err error) {
-	for _, cp := range []*testenv.ControlPlane{e.consumer, e.provider} {
-		m, err := e.startManager(cp)
-		if err != nil {
-			return nil, nil, err
+// it), and delete resourceslice with its proof of revocation, between rounds. In mode
+// modeManager a manager runs per cluster; in modeInProcess none does, and both commands,
+// given the provider's kubeconfig, run each side's controllers for their own duration.
+func (e *env) sliceRounds(ctx context.Context, mode string) (create, remove *latency, err error) {
+	if mode == modeManager {
+		for _, cp := range []*testenv.ControlPlane{e.consumer, e.provider} {
+			m, err := e.startManager(cp)
+			if err != nil {
+				return nil, nil, err
+			}
+			defer m.Stop()
 		}
-		defer m.Stop()
 	}
 	if _, err := e.liqoctl(ctx, e.pairArgs("authenticate")...); err != nil {
 		return nil, nil, err
 	}
 	defer func() { _, _ = e.liqoctl(ctx, e.pairArgs("unauthenticate", "--delete-resourceslices")...) }()
-	create, remove = &latency{name: "create resourceslice (to a working kubeconfig), controllers manager"}, &latency{name: "delete resourceslice (with its proof), controllers manager"}
+	create = &latency{name: "create resourceslice (to a working kubeconfig), " + mode}
+	remove = &latency{name: "delete resourceslice (with its proof), " + mode}
 	for i := 0; i < e.cfg.rounds; i++ {
 		name := fmt.Sprintf("slice-%d", i)
 		args := []string{"resourceslice", name, "--kubeconfig", e.consumer.Kubeconfig, "--remote-cluster-id", "cl-provider"}
+		if mode == modeInProcess {
+			args = append(args, "--remote-kubeconfig", e.provider.Kubeconfig)
+		}
 		start := time.Now()
 		if _, err := e.liqoctl(ctx, append([]string{"create"}, append(args, "--cpu", "1", "--memory", "1Gi")...)...); err != nil {
 			return nil, nil, err
@@ -462,7 +469,7 @@ func (e *env) sliceScaleRun(ctx context.Context, n, per int) (*sliceScaleResult,
 		for j := 0; j < per; j++ {
 			eg.Go(func() error {
 				t0 := time.Now()
-				_, err := v.RequestSlice(ctx, e.consumers, cluster.TenantNamespaceName(v.ID), fmt.Sprintf("slice-%d", j),
+				_, err := v.RequestSlice(ctx, e.consumers, wire.TenantNamespaceName(v.ID), fmt.Sprintf("slice-%d", j),
 					corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})
 				res.perSlice[i*per+j] = time.Since(t0)
 				if err != nil {
@@ -483,7 +490,7 @@ func (e *env) sliceScaleRun(ctx context.Context, n, per int) (*sliceScaleResult,
 	start = time.Now()
 	for _, v := range consumers {
 		eg.Go(func() error {
-			tn := cluster.TenantNamespaceName(v.ID)
+			tn := wire.TenantNamespaceName(v.ID)
 			if err := e.pc.DeleteAllOf(ctx, &authv1beta1.ResourceSlice{}, client.InNamespace(tn)); err != nil {
 				return err
 			}
@@ -500,7 +507,7 @@ func (e *env) sliceScaleRun(ctx context.Context, n, per int) (*sliceScaleResult,
 	res.teardown = time.Since(start)
 	for _, v := range consumers {
 		tn := &authv1beta1.Tenant{}
-		tn.Namespace, tn.Name = cluster.TenantNamespaceName(v.ID), v.ID
+		tn.Namespace, tn.Name = wire.TenantNamespaceName(v.ID), v.ID
 		_ = e.pc.Delete(ctx, tn)
 	}
 	return res, nil

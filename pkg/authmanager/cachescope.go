@@ -14,13 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
-
-// StrippedAnnotation marks an object the manager's cache keeps without its content: it
-// is not the manager's (a Secret outside the tenant namespaces this cluster recorded, a
-// certificate request someone else made). A controller that needs it reads it live.
-const StrippedAnnotation = "liqo.io/cache-stripped"
 
 // maxAnnotation is the longest annotation value the cache keeps: the manager's own are
 // timestamps, serials and short names.
@@ -81,7 +77,7 @@ func (s *CacheScope) Follow(ctx context.Context, c cache.Cache) error {
 			obj = t.Obj
 		}
 		cm, ok := obj.(*corev1.ConfigMap)
-		return cm, ok && cm.Labels[cluster.TenantRecordLabel] == "true"
+		return cm, ok && cm.Labels[wire.TenantRecordLabel] == "true"
 	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -132,7 +128,7 @@ func (s *CacheScope) isSelf(user string) bool {
 
 // secretNames are the Secrets whose content the controllers read.
 func secretNamed(name string) bool {
-	return name == cluster.NonceSecretName || name == cluster.SignedNonceSecretName || strings.HasPrefix(name, cluster.KubeconfigSecretName(""))
+	return name == wire.NonceSecretName || name == wire.SignedNonceSecretName || strings.HasPrefix(name, wire.KubeconfigSecretName(""))
 }
 
 // transform trims an object on its way into the cache (cache.TransformFunc).
@@ -168,14 +164,14 @@ func (s *CacheScope) transform(obj any) (any, error) {
 // strip marks o as kept without its content, and keeps of it only the labels of this
 // project.
 func strip(o metav1.Object) {
-	o.SetAnnotations(map[string]string{StrippedAnnotation: "true"})
+	o.SetAnnotations(map[string]string{wire.StrippedAnnotation: "true"})
 	o.SetLabels(ourLabels(o.GetLabels()))
 	o.SetFinalizers(nil)
 }
 
 // ourLabels keeps the labels of this project: liqo.io/ and its managed-by.
 func ourLabels(l map[string]string) map[string]string {
-	maps.DeleteFunc(l, func(k, _ string) bool { return !strings.HasPrefix(k, "liqo.io/") && k != cluster.ManagedByLabel })
+	maps.DeleteFunc(l, func(k, _ string) bool { return !strings.HasPrefix(k, "liqo.io/") && k != wire.ManagedByLabel })
 	return l
 }
 
@@ -192,4 +188,4 @@ func ourAnnotations(a map[string]string) map[string]string {
 
 // Stripped reports whether the cache kept obj without its content: a controller that
 // needs it reads it live.
-func Stripped(obj metav1.Object) bool { return obj.GetAnnotations()[StrippedAnnotation] == "true" }
+func Stripped(obj metav1.Object) bool { return obj.GetAnnotations()[wire.StrippedAnnotation] == "true" }

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/consumerslice"
@@ -84,7 +85,7 @@ type Options struct {
 // Complete fills defaults and validates the options.
 func (o *Options) Complete() error {
 	if o.Namespace == "" {
-		o.Namespace = cluster.DefaultLiqoNamespace
+		o.Namespace = wire.DefaultLiqoNamespace
 	}
 	if o.Role&Both == 0 {
 		return errors.New("nothing to run: enable the provider side, the consumer side, or both")
@@ -116,8 +117,8 @@ func (o *Options) Complete() error {
 // kept whole: the content of Secrets and requests that are not the manager's is not kept
 // (CacheScope), and no object keeps managed fields or annotations not of this project.
 func CacheOptions(liqoNS string, scope *CacheScope) cache.Options {
-	remote, _ := labels.NewRequirement(cluster.RemoteClusterIDLabel, selection.Exists, nil)
-	managed := labels.SelectorFromSet(labels.Set{cluster.ManagedByLabel: cluster.ManagedByValue})
+	remote, _ := labels.NewRequirement(wire.RemoteClusterIDLabel, selection.Exists, nil)
+	managed := labels.SelectorFromSet(labels.Set{wire.ManagedByLabel: wire.ManagedByValue})
 	transform := cache.TransformStripManagedFields()
 	if scope != nil {
 		transform = scope.transform
@@ -128,9 +129,9 @@ func CacheOptions(liqoNS string, scope *CacheScope) cache.Options {
 		DefaultTransform: transform,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:    {Label: labels.NewSelector().Add(*remote)},
-			&corev1.Namespace{}: {Label: labels.SelectorFromSet(labels.Set{cluster.TenantNamespaceLabel: "true"})},
+			&corev1.Namespace{}: {Label: labels.SelectorFromSet(labels.Set{wire.TenantNamespaceLabel: "true"})},
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{liqoNS: {}},
-				Label: labels.SelectorFromSet(labels.Set{cluster.TenantRecordLabel: "true"})},
+				Label: labels.SelectorFromSet(labels.Set{wire.TenantRecordLabel: "true"})},
 			&rbacv1.RoleBinding{}:                       {Transform: stripBinding},
 			&rbacv1.ClusterRoleBinding{}:                {Transform: stripBinding},
 			&rbacv1.Role{}:                              {Label: managed},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/version"
@@ -226,7 +227,7 @@ func LeaseHolder(lease *coordinationv1.Lease, now time.Time) (holder string, fre
 // namespaceOr is the Liqo namespace ns, or the default one.
 func namespaceOr(ns string) string {
 	if ns == "" {
-		return cluster.DefaultLiqoNamespace
+		return wire.DefaultLiqoNamespace
 	}
 	return ns
 }

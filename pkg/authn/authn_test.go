@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -248,7 +249,7 @@ func TestCSRGolden(t *testing.T) {
 	assert.Equal(t, string(want), string(csr))
 	parsed, err := ValidateCSR(csr, fixedKey().Public(), "cl-consumer")
 	require.NoError(t, err)
-	assert.Equal(t, []string{Organization}, parsed.Subject.Organization)
+	assert.Equal(t, []string{wire.UserGroup}, parsed.Subject.Organization)
 	assert.Empty(t, parsed.Extensions)
 }
 
@@ -296,7 +297,7 @@ func makeCSR(t testing.TB, o csrOpts) []byte {
 func TestValidateCSR(t *testing.T) {
 	const id = "cl-consumer"
 	key, other := mustKey(t, Ed25519), mustKey(t, Ed25519)
-	good := pkix.Name{CommonName: id, Organization: []string{Organization}}
+	good := pkix.Name{CommonName: id, Organization: []string{wire.UserGroup}}
 	valid := makeCSR(t, csrOpts{key: key, subject: good})
 	block, _ := pem.Decode(valid)
 	broken := append([]byte{}, block.Bytes...)
@@ -318,14 +319,14 @@ func TestValidateCSR(t *testing.T) {
 		{"bad der", mustPEM(t, PEMTypeCSR, []byte{0x30, 0x03, 1, 2, 3}), ReasonCSRMalformed},
 		{"broken self-signature", mustPEM(t, PEMTypeCSR, broken), ReasonCSRSelfSignatureInvalid},
 		{"other key", makeCSR(t, csrOpts{key: other, subject: good}), ReasonCSRKeyMismatch},
-		{"other cluster CN", makeCSR(t, csrOpts{key: key, subject: pkix.Name{CommonName: "cl-other", Organization: []string{Organization}}}), ReasonCSRCommonNameMismatch},
-		{"CN with suffix", makeCSR(t, csrOpts{key: key, subject: pkix.Name{CommonName: id + " ", Organization: []string{Organization}}}), ReasonCSRCommonNameMismatch},
-		{"no CN", makeCSR(t, csrOpts{key: key, subject: pkix.Name{Organization: []string{Organization}}}), ReasonCSRCommonNameMismatch},
+		{"other cluster CN", makeCSR(t, csrOpts{key: key, subject: pkix.Name{CommonName: "cl-other", Organization: []string{wire.UserGroup}}}), ReasonCSRCommonNameMismatch},
+		{"CN with suffix", makeCSR(t, csrOpts{key: key, subject: pkix.Name{CommonName: id + " ", Organization: []string{wire.UserGroup}}}), ReasonCSRCommonNameMismatch},
+		{"no CN", makeCSR(t, csrOpts{key: key, subject: pkix.Name{Organization: []string{wire.UserGroup}}}), ReasonCSRCommonNameMismatch},
 		{"system:masters", makeCSR(t, csrOpts{key: key, subject: pkix.Name{CommonName: id, Organization: []string{"system:masters"}}}), ReasonCSROrganizationMismatch},
-		{"extra organization", makeCSR(t, csrOpts{key: key, subject: pkix.Name{CommonName: id, Organization: []string{Organization, "system:masters"}}}), ReasonCSROrganizationMismatch},
+		{"extra organization", makeCSR(t, csrOpts{key: key, subject: pkix.Name{CommonName: id, Organization: []string{wire.UserGroup, "system:masters"}}}), ReasonCSROrganizationMismatch},
 		{"no organization", makeCSR(t, csrOpts{key: key, subject: pkix.Name{CommonName: id}}), ReasonCSROrganizationMismatch},
-		{"organizational unit", makeCSR(t, csrOpts{key: key, subject: pkix.Name{CommonName: id, Organization: []string{Organization}, OrganizationalUnit: []string{"ops"}}}), ReasonCSRExtraSubject},
-		{"duplicated CN", makeCSR(t, csrOpts{key: key, subject: pkix.Name{Organization: []string{Organization}, ExtraNames: []pkix.AttributeTypeAndValue{{Type: oidCommonName, Value: id}, {Type: oidCommonName, Value: id}}}}), ReasonCSRCommonNameMismatch},
+		{"organizational unit", makeCSR(t, csrOpts{key: key, subject: pkix.Name{CommonName: id, Organization: []string{wire.UserGroup}, OrganizationalUnit: []string{"ops"}}}), ReasonCSRExtraSubject},
+		{"duplicated CN", makeCSR(t, csrOpts{key: key, subject: pkix.Name{Organization: []string{wire.UserGroup}, ExtraNames: []pkix.AttributeTypeAndValue{{Type: oidCommonName, Value: id}, {Type: oidCommonName, Value: id}}}}), ReasonCSRCommonNameMismatch},
 		{"dns SAN", makeCSR(t, csrOpts{key: key, subject: good, dns: []string{"kubernetes"}}), ReasonCSRSubjectAltNames},
 		{"ip SAN", makeCSR(t, csrOpts{key: key, subject: good, ips: []net.IP{net.IPv4(127, 0, 0, 1)}}), ReasonCSRSubjectAltNames},
 		{"email SAN", makeCSR(t, csrOpts{key: key, subject: good, emails: []string{"a@b.c"}}), ReasonCSRSubjectAltNames},

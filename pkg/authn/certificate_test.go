@@ -8,13 +8,15 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"flag"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"math/big"
 	"os"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -48,7 +50,7 @@ func newTestCA(t testing.TB) *testCA {
 
 func (ca *testCA) issue(t testing.TB, pub crypto.PublicKey, cn string, usage x509.ExtKeyUsage, notAfter time.Time) []byte {
 	t.Helper()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: []string{Organization}},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: []string{wire.UserGroup}},
 		NotBefore: time.Now().Add(-time.Minute), NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{usage}, KeyUsage: x509.KeyUsageDigitalSignature}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, pub, ca.key)
 	require.NoError(t, err)

@@ -11,11 +11,9 @@ import (
 	"encoding/pem"
 	"fmt"
 	"strings"
-)
 
-// Organization is the only Organization a control-plane CSR may carry. Certificates
-// issued for it authenticate as user <cluster id> in group liqo.io.
-const Organization = "liqo.io"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+)
 
 // MaxCSRSize bounds a CSR given by another cluster; larger ones are refused unparsed.
 const MaxCSRSize = 8 << 10
@@ -32,7 +30,7 @@ var (
 // ForgeCSR builds the control-plane CSR of a cluster: subject CN=<clusterID>, O=liqo.io,
 // signed with the cluster key, without extensions. It returns PEM.
 func ForgeCSR(key crypto.Signer, clusterID string) ([]byte, error) {
-	return ForgeCSRFor(key, clusterID, Organization)
+	return ForgeCSRFor(key, clusterID, wire.UserGroup)
 }
 
 // ForgeCSRFor builds a CSR for subject CN=cn, O=org, signed with key, without extensions
@@ -51,7 +49,7 @@ func ForgeCSRFor(key crypto.Signer, cn, org string) ([]byte, error) {
 // CN equal to the tenant's cluster ID, Organization exactly ["liqo.io"], no other subject
 // attribute, no subject alternative names, no extensions or attributes at all.
 func ValidateCSR(data []byte, pub crypto.PublicKey, clusterID string) (*x509.CertificateRequest, error) {
-	return ValidateCSRFor(data, pub, clusterID, Organization)
+	return ValidateCSRFor(data, pub, clusterID, wire.UserGroup)
 }
 
 // ValidateCSRFor is ValidateCSR for subject CN=cn, O=org: a resource slice's CSR. A nil

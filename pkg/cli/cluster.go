@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -46,7 +46,7 @@ func (f *ClusterFlags) AddFlags(fs *pflag.FlagSet, prefix, which string) {
 		// -n is the Liqo namespace; liqoctl keeps no discovery cache on disk.
 		f.local.Namespace, f.local.CacheDir = nil, nil
 		f.local.AddFlags(fs)
-		fs.StringVarP(&f.Namespace, "namespace", "n", cluster.DefaultLiqoNamespace, "Liqo namespace of the "+which+" cluster")
+		fs.StringVarP(&f.Namespace, "namespace", "n", wire.DefaultLiqoNamespace, "Liqo namespace of the "+which+" cluster")
 		return
 	}
 	names := clientcmd.RecommendedConfigOverrideFlags(prefix)
@@ -54,7 +54,7 @@ func (f *ClusterFlags) AddFlags(fs *pflag.FlagSet, prefix, which string) {
 	names.AuthOverrideFlags.Username, names.AuthOverrideFlags.Password = clientcmd.FlagInfo{}, clientcmd.FlagInfo{}
 	fs.StringVar(&f.kubeconfig, prefix+"kubeconfig", "", "path to the kubeconfig of the "+which+" cluster")
 	clientcmd.BindOverrideFlags(&f.overrides, fs, names)
-	fs.StringVar(&f.Namespace, prefix+"namespace", cluster.DefaultLiqoNamespace, "Liqo namespace of the "+which+" cluster")
+	fs.StringVar(&f.Namespace, prefix+"namespace", wire.DefaultLiqoNamespace, "Liqo namespace of the "+which+" cluster")
 }
 
 // RequireRemote refuses remote flags that name no cluster: the default kubeconfig would

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
@@ -39,12 +40,12 @@ func RemoteClusterIDCompletion(g *Global) cobra.CompletionFunc {
 		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 		defer cancel()
 		var list corev1.NamespaceList
-		if err := listWith(ctx, &g.Local, &list, client.MatchingLabels{cluster.TenantNamespaceLabel: "true"}); err != nil {
+		if err := listWith(ctx, &g.Local, &list, client.MatchingLabels{wire.TenantNamespaceLabel: "true"}); err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		var ids []string
 		for _, ns := range list.Items {
-			if id := ns.Labels[cluster.RemoteClusterIDLabel]; id != "" {
+			if id := ns.Labels[wire.RemoteClusterIDLabel]; id != "" {
 				ids = append(ids, id)
 			}
 		}
@@ -62,9 +63,9 @@ func SliceNameCompletion(g *Global) cobra.CompletionFunc {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 		defer cancel()
-		sel := client.MatchingLabels{cluster.ReplicationRequestedLabel: "true"}
+		sel := client.MatchingLabels{wire.ReplicationRequestedLabel: "true"}
 		if f := cmd.Flags().Lookup("remote-cluster-id"); f != nil && f.Value.String() != "" {
-			sel[cluster.RemoteClusterIDLabel] = f.Value.String()
+			sel[wire.RemoteClusterIDLabel] = f.Value.String()
 		}
 		var list authv1beta1.ResourceSliceList
 		if err := listWith(ctx, &g.Local, &list, sel); err != nil {
@@ -87,7 +88,7 @@ func SliceClassCompletion(g *Global) cobra.CompletionFunc {
 		defer cancel()
 		seen := map[string]bool{"default": true}
 		var list authv1beta1.ResourceSliceList
-		if listWith(ctx, &g.Local, &list, client.MatchingLabels{cluster.ReplicationRequestedLabel: "true"}) == nil {
+		if listWith(ctx, &g.Local, &list, client.MatchingLabels{wire.ReplicationRequestedLabel: "true"}) == nil {
 			for _, rs := range list.Items {
 				if rs.Status.Class != "" {
 					seen[string(rs.Status.Class)] = true

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -50,18 +51,18 @@ func PrintAuthenticatePlan(ctx context.Context, g *Global, p *handshake.Pair, st
 		c.Report.Info("Already authenticated with cluster %q: nothing would change", pr.ClusterID)
 		return nil
 	}
-	cTN, pTN := cluster.TenantNamespaceName(pr.ClusterID), cluster.TenantNamespaceName(c.ClusterID)
+	cTN, pTN := wire.TenantNamespaceName(pr.ClusterID), wire.TenantNamespaceName(c.ClusterID)
 	c.Report.Info("Would ensure tenant namespace %s", cTN)
 	pr.Report.Info("Would ensure tenant namespace %s", pTN)
 	if !st.TenantAccepted {
-		pr.Report.Info("Would create Secret %s/%s with a fresh nonce", pTN, cluster.NonceSecretName)
-		c.Report.Info("Would create Secret %s/%s and sign the nonce with this cluster's key", cTN, cluster.SignedNonceSecretName)
-		pr.Report.Info("Would apply Tenant %s/%s with a CSR for user %q in group %q", pTN, c.ClusterID, c.ClusterID, cluster.UserGroup)
+		pr.Report.Info("Would create Secret %s/%s with a fresh nonce", pTN, wire.NonceSecretName)
+		c.Report.Info("Would create Secret %s/%s and sign the nonce with this cluster's key", cTN, wire.SignedNonceSecretName)
+		pr.Report.Info("Would apply Tenant %s/%s with a CSR for user %q in group %q", pTN, c.ClusterID, c.ClusterID, wire.UserGroup)
 		pr.Report.Info("Would have the CSR signed by the client signer of %s", pr.Config.Host)
 	}
-	pr.Report.Info("Would bind ClusterRole %s and Role %s in namespace %s", cluster.ControlPlaneRoleName, cluster.TenantReaderName, pTN)
-	c.Report.Info("Would apply Identity %s/%s and write Secret %s/%s with the kubeconfig", cTN, cluster.IdentityName(pr.ClusterID),
-		cTN, cluster.KubeconfigSecretName(cluster.IdentityName(pr.ClusterID)))
+	pr.Report.Info("Would bind ClusterRole %s and Role %s in namespace %s", wire.ControlPlaneRoleName, wire.TenantReaderName, pTN)
+	c.Report.Info("Would apply Identity %s/%s and write Secret %s/%s with the kubeconfig", cTN, wire.IdentityName(pr.ClusterID),
+		cTN, wire.KubeconfigSecretName(wire.IdentityName(pr.ClusterID)))
 	fmt.Fprintf(g.Streams.Out, "Permissions of user %q on cluster %q, in namespace %q only:\n", c.ClusterID, pr.ClusterID, pTN)
 	fmt.Fprint(g.Streams.Out, FormatRules(cluster.TenantRules(c.ClusterID)))
 	return nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -190,7 +191,7 @@ func describe(a authorizationv1.ResourceAttributes) string {
 
 // RevocationGroups are the groups a consumer's certificate authenticates with: its
 // Organization, and the group every authenticated user has.
-func RevocationGroups() []string { return []string{UserGroup, "system:authenticated"} }
+func RevocationGroups() []string { return []string{wire.UserGroup, "system:authenticated"} }
 
 // ProveRevoked checks that user, with RevocationGroups and the group named after the
 // cluster ID (the Organization of Liqo's virtual-kubelet identities, which Liqo binds
@@ -214,7 +215,7 @@ func ProveRevoked(ctx context.Context, c client.Client, r client.Reader, user, n
 			left = append(left, a+" "+scope)
 		}
 	}
-	bindings, err := BindingsNaming(ctx, r, user, []string{UserGroup, user})
+	bindings, err := BindingsNaming(ctx, r, user, []string{wire.UserGroup, user})
 	if err != nil {
 		return nil, err
 	}

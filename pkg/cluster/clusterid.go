@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +16,7 @@ import (
 )
 
 // MaxClusterIDLength keeps liqo-tenant-<id> within the 63 characters of a namespace name.
-const MaxClusterIDLength = 63 - len(tenantNamespacePfx)
+const MaxClusterIDLength = 63 - len(wire.TenantNamespacePrefix)
 
 // ValidateClusterID checks that id is a DNS-1123 label of at most 51 characters.
 func ValidateClusterID(id string) error {
@@ -35,15 +36,15 @@ func ValidateClusterID(id string) error {
 // ConfigMap in namespace ns. Exactly one must exist.
 func GetClusterID(ctx context.Context, c client.Reader, ns string) (string, error) {
 	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{ClusterIDLabelKey: ClusterIDLabelValue}); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{wire.ClusterIDLabelKey: wire.ClusterIDLabelValue}); err != nil {
 		if !apierrors.IsForbidden(err) {
 			return "", fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
 		}
 		// Credentials that may read it by name only (a peering user).
 		var cm corev1.ConfigMap
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ClusterIDConfigMapName}, &cm); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.ClusterIDConfigMapName}, &cm); err != nil {
 			if apierrors.IsNotFound(err) {
-				return "", fmt.Errorf("%w: no ConfigMap %s/%s", ErrNotInstalled, ns, ClusterIDConfigMapName)
+				return "", fmt.Errorf("%w: no ConfigMap %s/%s", ErrNotInstalled, ns, wire.ClusterIDConfigMapName)
 			}
 			return "", fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
 		}
@@ -51,14 +52,14 @@ func GetClusterID(ctx context.Context, c client.Reader, ns string) (string, erro
 	}
 	switch len(list.Items) {
 	case 0:
-		return "", fmt.Errorf("%w: no ConfigMap labelled %s=%s in namespace %q", ErrNotInstalled, ClusterIDLabelKey, ClusterIDLabelValue, ns)
+		return "", fmt.Errorf("%w: no ConfigMap labelled %s=%s in namespace %q", ErrNotInstalled, wire.ClusterIDLabelKey, wire.ClusterIDLabelValue, ns)
 	case 1:
 	default:
-		return "", fmt.Errorf("%d ConfigMaps in namespace %q are labelled %s=%s; exactly one must be", len(list.Items), ns, ClusterIDLabelKey, ClusterIDLabelValue)
+		return "", fmt.Errorf("%d ConfigMaps in namespace %q are labelled %s=%s; exactly one must be", len(list.Items), ns, wire.ClusterIDLabelKey, wire.ClusterIDLabelValue)
 	}
-	id := list.Items[0].Data[ClusterIDKey]
+	id := list.Items[0].Data[wire.ClusterIDKey]
 	if id == "" {
-		return "", fmt.Errorf("%w: ConfigMap %s/%s holds no %s yet (liqo-auth-manager fills it at its first start)", ErrNotInstalled, ns, list.Items[0].Name, ClusterIDKey)
+		return "", fmt.Errorf("%w: ConfigMap %s/%s holds no %s yet (liqo-auth-manager fills it at its first start)", ErrNotInstalled, ns, list.Items[0].Name, wire.ClusterIDKey)
 	}
 	if err := ValidateClusterID(id); err != nil {
 		return "", fmt.Errorf("ConfigMap %s/%s: %w", ns, list.Items[0].Name, err)
@@ -92,13 +93,13 @@ func EnsureClusterID(ctx context.Context, c client.Client, ns, want string) (id 
 		return want, filled, err
 	}
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: ClusterIDConfigMapName, Namespace: ns,
-			Labels: map[string]string{ClusterIDLabelKey: ClusterIDLabelValue, ManagedByLabel: ManagedByValue}},
-		Data: map[string]string{ClusterIDKey: want},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ClusterIDConfigMapName, Namespace: ns,
+			Labels: map[string]string{wire.ClusterIDLabelKey: wire.ClusterIDLabelValue, wire.ManagedByLabel: wire.ManagedByValue}},
+		Data: map[string]string{wire.ClusterIDKey: want},
 	}
 	if err := c.Create(ctx, cm); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return "", false, fmt.Errorf("ConfigMap %s/%s exists without the label %s=%s: label it or remove it", ns, ClusterIDConfigMapName, ClusterIDLabelKey, ClusterIDLabelValue)
+			return "", false, fmt.Errorf("ConfigMap %s/%s exists without the label %s=%s: label it or remove it", ns, wire.ClusterIDConfigMapName, wire.ClusterIDLabelKey, wire.ClusterIDLabelValue)
 		}
 		return "", false, fmt.Errorf("creating the cluster ID: %w", err)
 	}
@@ -112,17 +113,17 @@ func isNotInstalled(err error) bool { return errors.Is(err, ErrNotInstalled) }
 // no cluster ID: every cluster needs its own). It reports whether it did.
 func fillClusterID(ctx context.Context, c client.Client, ns, id string) (bool, error) {
 	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{ClusterIDLabelKey: ClusterIDLabelValue}); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{wire.ClusterIDLabelKey: wire.ClusterIDLabelValue}); err != nil {
 		return false, fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
 	}
-	if len(list.Items) != 1 || list.Items[0].Data[ClusterIDKey] != "" {
+	if len(list.Items) != 1 || list.Items[0].Data[wire.ClusterIDKey] != "" {
 		return false, nil
 	}
 	cm := &list.Items[0]
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
-	cm.Data[ClusterIDKey] = id
+	cm.Data[wire.ClusterIDKey] = id
 	if err := c.Update(ctx, cm); err != nil {
 		return false, fmt.Errorf("writing the cluster ID: %w", err)
 	}
@@ -134,11 +135,11 @@ func fillClusterID(ctx context.Context, c client.Client, ns, id string) (bool, e
 func ForgeClusterIDConfigMap(ns, id string) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: ClusterIDConfigMapName, Namespace: ns,
-			Labels: map[string]string{ClusterIDLabelKey: ClusterIDLabelValue, ManagedByLabel: ManagedByValue}},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ClusterIDConfigMapName, Namespace: ns,
+			Labels: map[string]string{wire.ClusterIDLabelKey: wire.ClusterIDLabelValue, wire.ManagedByLabel: wire.ManagedByValue}},
 	}
 	if id != "" {
-		cm.Data = map[string]string{ClusterIDKey: id}
+		cm.Data = map[string]string{wire.ClusterIDKey: id}
 	}
 	return cm
 }

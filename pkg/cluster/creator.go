@@ -3,6 +3,7 @@ package cluster
 import (
 	"strings"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,8 +16,6 @@ import (
 // the groups that user had. Nobody may set or change them otherwise (the
 // ValidatingAdmissionPolicy of the same name).
 const (
-	CreatedByAnnotation       = "liqo.io/created-by"
-	CreatedByGroupsAnnotation = "liqo.io/created-by-groups"
 	// CreatorPolicyName names the admission policies (and their bindings) that record the
 	// creator of tenant namespaces.
 	CreatorPolicyName = "liqo-auth-namespace-creator"
@@ -25,11 +24,11 @@ const (
 // NamespaceCreator returns who created ns, as the API server recorded it (ok false when it
 // did not: a namespace made before the policy, or without the labels).
 func NamespaceCreator(ns *corev1.Namespace) (user string, groups []string, ok bool) {
-	user, ok = ns.Annotations[CreatedByAnnotation]
+	user, ok = ns.Annotations[wire.CreatedByAnnotation]
 	if !ok || user == "" {
 		return "", nil, false
 	}
-	if g := ns.Annotations[CreatedByGroupsAnnotation]; g != "" {
+	if g := ns.Annotations[wire.CreatedByGroupsAnnotation]; g != "" {
 		groups = strings.Split(g, ",")
 	}
 	return user, groups, true
@@ -64,11 +63,11 @@ func ForgeCreatorPolicies() []client.Object {
 				FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
 				MatchConstraints: namespaces(admissionregistrationv1.Create),
 				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "tenant-namespace",
-					Expression: "has(object.metadata.labels) && '" + TenantNamespaceLabel + "' in object.metadata.labels"}},
+					Expression: "has(object.metadata.labels) && '" + wire.TenantNamespaceLabel + "' in object.metadata.labels"}},
 				ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 				Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
 					ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{annotations: {'" +
-						CreatedByAnnotation + "': request.userInfo.username, '" + CreatedByGroupsAnnotation + "': " + groups + "}}}"}}},
+						wire.CreatedByAnnotation + "': request.userInfo.username, '" + wire.CreatedByGroupsAnnotation + "': " + groups + "}}}"}}},
 			}},
 		&admissionregistrationv1.MutatingAdmissionPolicyBinding{TypeMeta: admissionType("MutatingAdmissionPolicyBinding"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: CreatorPolicyName}},
@@ -77,12 +76,12 @@ func ForgeCreatorPolicies() []client.Object {
 				FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
 				MatchConstraints: namespaces(admissionregistrationv1.Create, admissionregistrationv1.Update),
 				Validations: []admissionregistrationv1.Validation{
-					{Expression: "request.operation != 'CREATE' || " + annotation("object", CreatedByAnnotation) + " in ['', request.userInfo.username]",
-						Message: CreatedByAnnotation + " is written by the API server: it names who creates the namespace"},
-					{Expression: "request.operation != 'CREATE' || " + annotation("object", CreatedByGroupsAnnotation) + " in ['', " + groups + "]",
-						Message: CreatedByGroupsAnnotation + " is written by the API server: it names the groups of who creates the namespace"},
-					{Expression: "request.operation != 'UPDATE' || (" + annotation("object", CreatedByAnnotation) + " == " + annotation("oldObject", CreatedByAnnotation) +
-						" && " + annotation("object", CreatedByGroupsAnnotation) + " == " + annotation("oldObject", CreatedByGroupsAnnotation) + ")",
+					{Expression: "request.operation != 'CREATE' || " + annotation("object", wire.CreatedByAnnotation) + " in ['', request.userInfo.username]",
+						Message: wire.CreatedByAnnotation + " is written by the API server: it names who creates the namespace"},
+					{Expression: "request.operation != 'CREATE' || " + annotation("object", wire.CreatedByGroupsAnnotation) + " in ['', " + groups + "]",
+						Message: wire.CreatedByGroupsAnnotation + " is written by the API server: it names the groups of who creates the namespace"},
+					{Expression: "request.operation != 'UPDATE' || (" + annotation("object", wire.CreatedByAnnotation) + " == " + annotation("oldObject", wire.CreatedByAnnotation) +
+						" && " + annotation("object", wire.CreatedByGroupsAnnotation) + " == " + annotation("oldObject", wire.CreatedByGroupsAnnotation) + ")",
 						Message: "who created a namespace does not change"},
 				},
 			}},

@@ -3,6 +3,7 @@ package cluster
 import (
 	"regexp"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -27,7 +28,7 @@ const managerUID = 65532
 // Security Standard.
 func ForgeManagerObjects(ns, image string, args []string) []client.Object {
 	selector := map[string]string{"app.kubernetes.io/name": ManagerName}
-	labels := map[string]string{"app.kubernetes.io/name": ManagerName, ManagedByLabel: ManagedByValue}
+	labels := map[string]string{"app.kubernetes.io/name": ManagerName, wire.ManagedByLabel: wire.ManagedByValue}
 	meta := metav1.ObjectMeta{Name: ManagerName, Namespace: ns, Labels: labels}
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("healthz")}}, PeriodSeconds: 10}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/crds"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 )
@@ -99,7 +100,7 @@ type InstallResult struct {
 // served, and ensures the cluster ID and key pair (both kept when they exist).
 func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) (*InstallResult, error) {
 	if o.Namespace == "" {
-		o.Namespace = DefaultLiqoNamespace
+		o.Namespace = wire.DefaultLiqoNamespace
 	}
 	if o.ClusterID != "" {
 		if err := ValidateClusterID(o.ClusterID); err != nil {
@@ -238,7 +239,7 @@ const policyGrace = 15 * time.Second
 func waitCreatorPolicies(ctx context.Context, c client.Client, withoutMAP bool) bool {
 	probe := func(labels map[string]string) *corev1.Namespace {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-auth-policy-probe", Labels: labels,
-			Annotations: map[string]string{CreatedByAnnotation: "liqo-auth-probe"}}}
+			Annotations: map[string]string{wire.CreatedByAnnotation: "liqo-auth-probe"}}}
 	}
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, policyGrace, true, func(ctx context.Context) (bool, error) {
 		if err := c.Create(ctx, probe(nil), client.DryRunAll); err == nil {
@@ -251,7 +252,7 @@ func waitCreatorPolicies(ctx context.Context, c client.Client, withoutMAP bool) 
 		if err := c.Create(ctx, labelled, client.DryRunAll); err != nil {
 			return false, nil
 		}
-		return labelled.Annotations[CreatedByAnnotation] != "liqo-auth-probe", nil
+		return labelled.Annotations[wire.CreatedByAnnotation] != "liqo-auth-probe", nil
 	})
 	return err == nil
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 )
 
@@ -17,24 +18,24 @@ import (
 // that its public half matches the private key.
 func GetClusterKey(ctx context.Context, c client.Reader, ns string) (crypto.Signer, error) {
 	var s corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: KeysSecretName}, &s); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.KeysSecretName}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: Secret %s/%s not found", ErrNotInstalled, ns, KeysSecretName)
+			return nil, fmt.Errorf("%w: Secret %s/%s not found", ErrNotInstalled, ns, wire.KeysSecretName)
 		}
 		return nil, fmt.Errorf("reading the cluster key: %w", err)
 	}
-	if len(s.Data[PrivateKeyField]) == 0 && len(s.Data[PublicKeyField]) == 0 {
-		return nil, fmt.Errorf("%w: Secret %s/%s holds no key yet (liqo-auth-manager fills it at its first start)", ErrNotInstalled, ns, KeysSecretName)
+	if len(s.Data[wire.PrivateKeyField]) == 0 && len(s.Data[wire.PublicKeyField]) == 0 {
+		return nil, fmt.Errorf("%w: Secret %s/%s holds no key yet (liqo-auth-manager fills it at its first start)", ErrNotInstalled, ns, wire.KeysSecretName)
 	}
 	return keyFromSecret(&s)
 }
 
 func keyFromSecret(s *corev1.Secret) (crypto.Signer, error) {
-	key, err := authn.ParsePrivateKey(s.Data[PrivateKeyField])
+	key, err := authn.ParsePrivateKey(s.Data[wire.PrivateKeyField])
 	if err != nil {
 		return nil, fmt.Errorf("Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	if pub := s.Data[PublicKeyField]; len(pub) > 0 {
+	if pub := s.Data[wire.PublicKeyField]; len(pub) > 0 {
 		stored, err := authn.ParsePublicKey(pub)
 		if err != nil || !authn.PublicKeysEqual(stored, key.Public()) {
 			return nil, fmt.Errorf("Secret %s/%s: the public key does not match the private key", s.Namespace, s.Name)
@@ -64,7 +65,7 @@ func EnsureClusterKey(ctx context.Context, c client.Client, ns string, alg authn
 		return nil, false, err
 	}
 	s := ForgeKeysSecret(ns)
-	s.Data = map[string][]byte{PrivateKeyField: priv, PublicKeyField: pub}
+	s.Data = map[string][]byte{wire.PrivateKeyField: priv, wire.PublicKeyField: pub}
 	var empty corev1.Secret
 	if err := c.Get(ctx, client.ObjectKeyFromObject(s), &empty); err == nil {
 		// An empty Secret, as a manifest applied by GitOps leaves it: fill it (an update
@@ -95,7 +96,7 @@ func EnsureClusterKey(ctx context.Context, c client.Client, ns string, alg authn
 func ForgeKeysSecret(ns string) *corev1.Secret {
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: KeysSecretName, Namespace: ns, Labels: map[string]string{ManagedByLabel: ManagedByValue}},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.KeysSecretName, Namespace: ns, Labels: map[string]string{wire.ManagedByLabel: wire.ManagedByValue}},
 		Type:       corev1.SecretTypeOpaque,
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,7 +45,7 @@ func DetectLiqo(ctx context.Context, c client.Reader, liqoNS string) (string, er
 // taken, and when any other namespace claims the peer too, the answer is an error that
 // names them (Liqo's own controllers could pick either).
 func FindLiqoTenantNamespace(ctx context.Context, c client.Reader, remoteID string) (string, error) {
-	want := TenantNamespaceName(remoteID)
+	want := wire.TenantNamespaceName(remoteID)
 	var list corev1.NamespaceList
 	err := c.List(ctx, &list, client.MatchingLabels(TenantNamespaceLabels(remoteID)))
 	switch {
@@ -79,7 +80,7 @@ func EnsureLiqoTenantNamespace(ctx context.Context, c client.Client, remoteID st
 	if err == nil || errors.Is(err, ErrAmbiguousTenantNamespace) {
 		return name, err
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TenantNamespaceName(remoteID), Labels: TenantNamespaceLabels(remoteID)}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName(remoteID), Labels: TenantNamespaceLabels(remoteID)}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("creating namespace %q: %w", ns.Name, err)
 	}

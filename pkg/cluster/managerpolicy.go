@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +35,7 @@ func ForgeManagerPolicy(ns string) []client.Object {
 		return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind}
 	}
 	meta := metav1.ObjectMeta{Name: ManagerPolicyName, Labels: managedLabels()}
-	ours := "has(object.metadata.labels) && object.metadata.labels['" + ManagedByLabel + "'] == '" + ManagedByValue + "' && '" + TenantUIDLabel + "' in object.metadata.labels"
+	ours := "has(object.metadata.labels) && object.metadata.labels['" + wire.ManagedByLabel + "'] == '" + wire.ManagedByValue + "' && '" + wire.TenantUIDLabel + "' in object.metadata.labels"
 	return append([]client.Object{
 		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: typeMeta("ValidatingAdmissionPolicy"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -53,7 +54,7 @@ func ForgeManagerPolicy(ns string) []client.Object {
 					{Expression: "object.spec.signerName == '" + certificatesv1.KubeAPIServerClientSignerName + "'",
 						Message: "liqo-auth-manager handles requests for the signer " + certificatesv1.KubeAPIServerClientSignerName + " only"},
 					{Expression: ours,
-						Message: "liqo-auth-manager handles only requests labelled " + ManagedByLabel + "=" + ManagedByValue + " with a " + TenantUIDLabel},
+						Message: "liqo-auth-manager handles only requests labelled " + wire.ManagedByLabel + "=" + wire.ManagedByValue + " with a " + wire.TenantUIDLabel},
 					{Expression: "request.subResource != 'approval' || object.spec.username == request.userInfo.username",
 						Message: "liqo-auth-manager approves only the requests it made itself"},
 					{Expression: "has(object.spec.expirationSeconds)",
@@ -88,11 +89,11 @@ func forgeManagerBindingPolicy(ns string) []client.Object {
 				}}},
 				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "liqo-auth-manager", Expression: "request.userInfo.username == '" + ManagerUser(ns) + "'"}},
 				Validations: []admissionregistrationv1.Validation{
-					{Expression: "'" + TenantNamespaceLabel + "' in " + labels + " && " + labels + "['" + TenantNamespaceLabel + "'] == 'true'",
+					{Expression: "'" + wire.TenantNamespaceLabel + "' in " + labels + " && " + labels + "['" + wire.TenantNamespaceLabel + "'] == 'true'",
 						Message: "liqo-auth-manager writes RoleBindings only in tenant namespaces"},
 					{Expression: "object.roleRef.name != '" + ManagerTenantRoleName + "' || (object.metadata.name == '" + ManagerName + "' && object.subjects.size() == 1 && object.subjects[0].kind == 'ServiceAccount' && " +
 						"object.subjects[0].name == '" + ManagerName + "' && object.subjects[0].namespace == '" + ns + "' && " +
-						"'" + RemoteClusterIDLabel + "' in " + labels + " && namespaceObject.metadata.name == '" + tenantNamespacePfx + "' + " + labels + "['" + RemoteClusterIDLabel + "'] && '" + CreatedByAnnotation + "' in " + annotations + ")",
+						"'" + wire.RemoteClusterIDLabel + "' in " + labels + " && namespaceObject.metadata.name == '" + wire.TenantNamespacePrefix + "' + " + labels + "['" + wire.RemoteClusterIDLabel + "'] && '" + wire.CreatedByAnnotation + "' in " + annotations + ")",
 						Message: "liqo-auth-manager binds " + ManagerTenantRoleName + " only to itself, in liqo-tenant-<id> namespaces whose creator the API server recorded"},
 				},
 			}},

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,19 +34,19 @@ func TestValidateClusterID(t *testing.T) {
 			assert.ErrorContains(t, err, want)
 		})
 	}
-	assert.Len(t, TenantNamespaceName(strings.Repeat("a", MaxClusterIDLength)), 63, "the longest ID still makes a valid namespace")
+	assert.Len(t, wire.TenantNamespaceName(strings.Repeat("a", MaxClusterIDLength)), 63, "the longest ID still makes a valid namespace")
 }
 
 func TestNamesAndTenantNamespaceCheck(t *testing.T) {
-	assert.Equal(t, "liqo-tenant-x", TenantNamespaceName("x"))
-	assert.Equal(t, "controlplane-x", IdentityName("x"))
-	assert.Equal(t, "kubeconfig-controlplane-x", KubeconfigSecretName(IdentityName("x")))
+	assert.Equal(t, "liqo-tenant-x", wire.TenantNamespaceName("x"))
+	assert.Equal(t, "controlplane-x", wire.IdentityName("x"))
+	assert.Equal(t, "kubeconfig-controlplane-x", wire.KubeconfigSecretName(wire.IdentityName("x")))
 	ns := func(l map[string]string) *corev1.Namespace {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: l}}
 	}
 	assert.True(t, IsTenantNamespaceOf(ns(TenantNamespaceLabels("x")), "x"))
 	assert.False(t, IsTenantNamespaceOf(ns(TenantNamespaceLabels("x")), "y"))
-	assert.False(t, IsTenantNamespaceOf(ns(map[string]string{RemoteClusterIDLabel: "x"}), "x"), "the tenant label is required")
+	assert.False(t, IsTenantNamespaceOf(ns(map[string]string{wire.RemoteClusterIDLabel: "x"}), "x"), "the tenant label is required")
 	assert.False(t, IsTenantNamespaceOf(ns(TenantNamespaceLabels("")), ""), "an empty remote ID matches nothing")
 }
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // helmReleaseAnnotation is set by Helm on every object of a release.
@@ -31,12 +32,12 @@ var ourManagers = []string{FieldOwner, ManagerName, "kube-apiserver"}
 func ForeignOwner(obj client.Object) string {
 	l, a := obj.GetLabels(), obj.GetAnnotations()
 	switch {
-	case l[ManagedByLabel] == ManagedByValue:
+	case l[wire.ManagedByLabel] == wire.ManagedByValue:
 		return ""
 	case a[helmReleaseAnnotation] != "":
 		return fmt.Sprintf("Helm release %q", a[helmReleaseAnnotation])
-	case l[ManagedByLabel] != "":
-		return l[ManagedByLabel]
+	case l[wire.ManagedByLabel] != "":
+		return l[wire.ManagedByLabel]
 	}
 	for _, m := range obj.GetManagedFields() {
 		if !slices.Contains(ourManagers, m.Manager) {

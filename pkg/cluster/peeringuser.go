@@ -3,6 +3,7 @@ package cluster
 import (
 	"strings"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,12 +16,6 @@ import (
 const (
 	// PeeringUserPrefix starts every peering user name: liqo-peer-user-<consumer>-<random>.
 	PeeringUserPrefix = "liqo-peer-user-"
-	// PeeringUserLabel on the peering user's roles and bindings names the user.
-	PeeringUserLabel = "liqo.io/peering-user"
-	// PeeringUserExpiresAnnotation on its tenant-namespace RoleBinding records when its
-	// certificate expires (RFC 3339), and PeeringUserSerialAnnotation the serial.
-	PeeringUserExpiresAnnotation = "liqo.io/peering-user-expires"
-	PeeringUserSerialAnnotation  = "liqo.io/peering-user-serial"
 	// peeringUserObject names the Roles, RoleBindings and ClusterRole(Binding) of the
 	// peering user of a consumer.
 	peeringUserObject = "liqo-peering-user"
@@ -46,7 +41,7 @@ func IsPeeringUser(user string) bool { return strings.HasPrefix(user, PeeringUse
 func PeeringUserTenantRules(consumerID string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{NonceSecretName}, Verbs: []string{"get", "update", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{wire.NonceSecretName}, Verbs: []string{"get", "update", "delete"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, ResourceNames: []string{consumerID},
 			Verbs: []string{"get", "list", "watch", "patch", "update", "delete"}},
@@ -58,7 +53,7 @@ func PeeringUserTenantRules(consumerID string) []rbacv1.PolicyRule {
 // the manager's Lease and the tenant record of its consumer, by name.
 func PeeringUserLiqoRules(consumerID string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{ClusterIDConfigMapName, TenantRecordName(consumerID)}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{wire.ClusterIDConfigMapName, TenantRecordName(consumerID)}, Verbs: []string{"get"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{ManagerName}, Verbs: []string{"get"}},
 	}
 }
@@ -67,14 +62,14 @@ func PeeringUserLiqoRules(consumerID string) []rbacv1.PolicyRule {
 // tenant namespace of its consumer and kube-system (whose UID tells two clusters apart).
 func PeeringUserClusterRules(consumerID string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{TenantNamespaceName(consumerID), "kube-system"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{wire.TenantNamespaceName(consumerID), "kube-system"}, Verbs: []string{"get"}},
 	}
 }
 
 // ForgePeeringUserAccess are the Roles, RoleBindings, ClusterRole and ClusterRoleBinding of
 // peering user user of consumerID, whose tenant namespace is tn, in Liqo namespace liqoNS.
 func ForgePeeringUserAccess(liqoNS, tn, consumerID, user string) []client.Object {
-	labels := map[string]string{ManagedByLabel: ManagedByValue, RemoteClusterIDLabel: consumerID, PeeringUserLabel: user}
+	labels := map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: consumerID, wire.PeeringUserLabel: user}
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
 	clusterName := peeringUserObject + "-" + consumerID
 	var objs []client.Object
@@ -99,9 +94,9 @@ func ForgePeeringUserAccess(liqoNS, tn, consumerID, user string) []client.Object
 // namespace each applies in ("" for cluster-wide), for proofs of revocation.
 func PeeringUserRules(liqoNS, consumerID string) map[string][]rbacv1.PolicyRule {
 	return map[string][]rbacv1.PolicyRule{
-		TenantNamespaceName(consumerID): PeeringUserTenantRules(consumerID),
-		liqoNS:                          PeeringUserLiqoRules(consumerID),
-		"":                              PeeringUserClusterRules(consumerID),
+		wire.TenantNamespaceName(consumerID): PeeringUserTenantRules(consumerID),
+		liqoNS:                               PeeringUserLiqoRules(consumerID),
+		"":                                   PeeringUserClusterRules(consumerID),
 	}
 }
 
@@ -114,18 +109,18 @@ func peeringUserValidations() []admissionregistrationv1.Validation {
 	labels := "(has(object.metadata.labels) ? object.metadata.labels : {})"
 	annotations := "(has(object.metadata.annotations) ? object.metadata.annotations : {})"
 	return []admissionregistrationv1.Validation{
-		{Expression: "object.metadata.name == '" + NonceSecretName + "' && " + labels + "['" + NonceLabel + "'] == 'true'",
-			Message: "a peering user may create or change no Secret but the nonce " + NonceSecretName + " (labelled " + NonceLabel + "=true)"},
-		{Expression: "has(object.metadata.labels) && '" + RemoteClusterIDLabel + "' in object.metadata.labels && request.userInfo.username.startsWith('" + PeeringUserPrefix + "' + object.metadata.labels['" + RemoteClusterIDLabel + "'] + '-')",
-			Message: "the nonce of a peering user is labelled " + RemoteClusterIDLabel + " with its own consumer's cluster ID"},
+		{Expression: "object.metadata.name == '" + wire.NonceSecretName + "' && " + labels + "['" + wire.NonceLabel + "'] == 'true'",
+			Message: "a peering user may create or change no Secret but the nonce " + wire.NonceSecretName + " (labelled " + wire.NonceLabel + "=true)"},
+		{Expression: "has(object.metadata.labels) && '" + wire.RemoteClusterIDLabel + "' in object.metadata.labels && request.userInfo.username.startsWith('" + PeeringUserPrefix + "' + object.metadata.labels['" + wire.RemoteClusterIDLabel + "'] + '-')",
+			Message: "the nonce of a peering user is labelled " + wire.RemoteClusterIDLabel + " with its own consumer's cluster ID"},
 		{Expression: "!has(object.type) || object.type == 'Opaque'",
 			Message: "the nonce is an Opaque Secret (a service-account token or any other type is refused)"},
-		{Expression: "!has(object.data) || object.data.all(k, k == '" + NonceField + "')",
-			Message: "the nonce holds the data key " + NonceField + " only"},
-		{Expression: labels + ".all(k, k in ['" + NonceLabel + "', '" + RemoteClusterIDLabel + "'])",
-			Message: "the nonce carries the labels " + NonceLabel + " and " + RemoteClusterIDLabel + " only"},
-		{Expression: annotations + ".all(k, k in ['" + NonceIssuedAtAnnotation + "', '" + NonceConsumedAtAnnotation + "'])",
-			Message: "the nonce carries the annotations " + NonceIssuedAtAnnotation + " and " + NonceConsumedAtAnnotation + " only (no service-account annotation)"},
+		{Expression: "!has(object.data) || object.data.all(k, k == '" + wire.NonceField + "')",
+			Message: "the nonce holds the data key " + wire.NonceField + " only"},
+		{Expression: labels + ".all(k, k in ['" + wire.NonceLabel + "', '" + wire.RemoteClusterIDLabel + "'])",
+			Message: "the nonce carries the labels " + wire.NonceLabel + " and " + wire.RemoteClusterIDLabel + " only"},
+		{Expression: annotations + ".all(k, k in ['" + wire.NonceIssuedAtAnnotation + "', '" + wire.NonceConsumedAtAnnotation + "'])",
+			Message: "the nonce carries the annotations " + wire.NonceIssuedAtAnnotation + " and " + wire.NonceConsumedAtAnnotation + " only (no service-account annotation)"},
 		{Expression: "!has(object.immutable) || !object.immutable",
 			Message: "the nonce is not immutable: the provider marks it consumed"},
 		{Expression: "!has(object.metadata.finalizers) && !has(object.metadata.ownerReferences)",

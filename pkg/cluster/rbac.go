@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +14,9 @@ import (
 // field manager.
 const ManagerName = "liqo-auth-manager"
 
-func managedLabels() map[string]string { return map[string]string{ManagedByLabel: ManagedByValue} }
+func managedLabels() map[string]string {
+	return map[string]string{wire.ManagedByLabel: wire.ManagedByValue}
+}
 
 // ControlPlaneRules are the permissions of a consumer's control-plane identity, granted
 // only inside its tenant namespace: the resources Liqo's control plane replicates into a
@@ -49,7 +52,7 @@ const (
 func ForgeControlPlaneClusterRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   rbacType("ClusterRole"),
-		ObjectMeta: metav1.ObjectMeta{Name: ControlPlaneRoleName, Labels: mergeLabels(managedLabels(), map[string]string{AppNameLabel: ControlPlaneRoleAppName})},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ControlPlaneRoleName, Labels: mergeLabels(managedLabels(), map[string]string{AppNameLabel: ControlPlaneRoleAppName})},
 		Rules:      ControlPlaneRules(),
 	}
 }
@@ -115,7 +118,7 @@ func ManagerRules() []rbacv1.PolicyRule {
 		// RoleBindings only in tenant namespaces, and its own binding only in one whose
 		// creator may make tenant records.
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, Verbs: []string{"create"}},
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{ControlPlaneRoleName, ManagerTenantRoleName}, Verbs: []string{"bind"}},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{wire.ControlPlaneRoleName, ManagerTenantRoleName}, Verbs: []string{"bind"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
@@ -130,7 +133,7 @@ func ManagerRules() []rbacv1.PolicyRule {
 func ManagerNamespaceRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{KeysSecretName}, Verbs: []string{"update"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{wire.KeysSecretName}, Verbs: []string{"update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 	}
 }
@@ -207,17 +210,17 @@ func TenantRules(tenantName string) []rbacv1.PolicyRule {
 // AccessObjects are the Role and RoleBindings that give consumer clusterID its access in
 // tenant namespace ns. The provider creates them; unauthenticate removes them by these names.
 func AccessObjects(ns, clusterID string) []client.Object {
-	labels := map[string]string{ManagedByLabel: ManagedByValue, RemoteClusterIDLabel: clusterID}
+	labels := map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: clusterID}
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: clusterID}}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
 	}
 	return []client.Object{
-		&rbacv1.RoleBinding{ObjectMeta: meta(ControlPlaneBindingName), Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ControlPlaneRoleName}},
-		&rbacv1.Role{ObjectMeta: meta(TenantReaderName), Rules: TenantReaderRules(clusterID)},
-		&rbacv1.RoleBinding{ObjectMeta: meta(TenantReaderName), Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: TenantReaderName}},
+		&rbacv1.RoleBinding{ObjectMeta: meta(wire.ControlPlaneBindingName), Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wire.ControlPlaneRoleName}},
+		&rbacv1.Role{ObjectMeta: meta(wire.TenantReaderName), Rules: TenantReaderRules(clusterID)},
+		&rbacv1.RoleBinding{ObjectMeta: meta(wire.TenantReaderName), Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: wire.TenantReaderName}},
 	}
 }
 
@@ -226,7 +229,7 @@ func AccessObjects(ns, clusterID string) []client.Object {
 const (
 	// LiqoControlPlaneBindingName is Liqo's RoleBinding of liqo-remote-controlplane in a
 	// tenant namespace.
-	LiqoControlPlaneBindingName = "liqo-binding-" + ControlPlaneRoleName
+	LiqoControlPlaneBindingName = "liqo-binding-" + wire.ControlPlaneRoleName
 	// LiqoRemoteCertificateSecret is where Liqo's provider keeps the certificate it issued.
 	LiqoRemoteCertificateSecret = "liqo-remote-certificate"
 )
@@ -269,23 +272,18 @@ func SliceRules(slice string) []rbacv1.PolicyRule {
 		ResourceNames: []string{slice}, Verbs: []string{"get", "list", "watch"}}}
 }
 
-// GrantedResourcesAnnotation records, on a slice's Role, the resources the provider
-// granted the slice (JSON). The Role is the provider's own record of the grant: the
-// tenant may write its slices and their status, never a Role.
-const GrantedResourcesAnnotation = "liqo.io/granted-resources"
-
 // SliceAccessObjects are the Role and RoleBinding that give the identity of slice (user
 // user) its access in tenant namespace ns of consumer clusterID; the Role records the
 // resources granted.
 func SliceAccessObjects(ns, slice, user, clusterID string, granted corev1.ResourceList) []client.Object {
-	labels := map[string]string{ManagedByLabel: ManagedByValue, RemoteClusterIDLabel: clusterID, SliceNameLabel: slice}
+	labels := map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: clusterID, wire.SliceNameLabel: slice}
 	meta := metav1.ObjectMeta{Name: SliceAccessName(slice), Namespace: ns, Labels: labels}
 	if granted == nil {
 		granted = corev1.ResourceList{}
 	}
 	b, _ := json.Marshal(granted) // a ResourceList always marshals
 	role := &rbacv1.Role{ObjectMeta: *meta.DeepCopy(), Rules: SliceRules(slice)}
-	role.Annotations = map[string]string{GrantedResourcesAnnotation: string(b)}
+	role.Annotations = map[string]string{wire.GrantedResourcesAnnotation: string(b)}
 	return []client.Object{
 		role,
 		&rbacv1.RoleBinding{ObjectMeta: meta, Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
@@ -295,7 +293,7 @@ func SliceAccessObjects(ns, slice, user, clusterID string, granted corev1.Resour
 
 // SliceGrant reads the resources a slice's Role records as granted.
 func SliceGrant(role *rbacv1.Role) (corev1.ResourceList, bool) {
-	v, ok := role.Annotations[GrantedResourcesAnnotation]
+	v, ok := role.Annotations[wire.GrantedResourcesAnnotation]
 	if !ok {
 		return nil, false
 	}

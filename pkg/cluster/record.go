@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 )
 
@@ -34,9 +35,7 @@ const (
 	recordStateKey        = "tenantCondition"
 	recordPubCAKey        = "publishedCAFingerprint"
 	recordPubServerKey    = "publishedAPIServer"
-	// TenantRecordLabel marks the ConfigMaps of the Liqo namespace that are tenant records.
-	TenantRecordLabel = "liqo.io/tenant-record"
-	tenantRecordPfx   = "liqo-auth-tenant-"
+	tenantRecordPfx       = "liqo-auth-tenant-"
 )
 
 // TenantRecordName is the name of the record of remoteID in the Liqo namespace.
@@ -171,7 +170,7 @@ func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, 
 }
 
 func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
-	cm.Labels = mergeLabels(cm.Labels, map[string]string{TenantRecordLabel: "true", RemoteClusterIDLabel: r.RemoteID, ManagedByLabel: ManagedByValue})
+	cm.Labels = mergeLabels(cm.Labels, map[string]string{wire.TenantRecordLabel: "true", wire.RemoteClusterIDLabel: r.RemoteID, wire.ManagedByLabel: wire.ManagedByValue})
 	cm.Data = map[string]string{recordNamespaceKey: r.Namespace, recordNamespaceUIDKey: string(r.NamespaceUID), recordCAKey: r.CAFingerprint, recordStateKey: r.State,
 		recordPubCAKey: r.PublishedCAFingerprint, recordPubServerKey: r.PublishedAPIServer}
 	if len(r.Certificates) > 0 {
@@ -231,7 +230,7 @@ func GetTenantRecord(ctx context.Context, c client.Reader, liqoNS, remoteID stri
 		}
 		return nil, fmt.Errorf("reading the tenant record of %q: %w", remoteID, err)
 	}
-	if cm.Labels[TenantRecordLabel] != "true" {
+	if cm.Labels[wire.TenantRecordLabel] != "true" {
 		return nil, nil
 	}
 	return recordFromConfigMap(remoteID, &cm)
@@ -240,13 +239,13 @@ func GetTenantRecord(ctx context.Context, c client.Reader, liqoNS, remoteID stri
 // ListTenantRecords reads every tenant record of the Liqo namespace.
 func ListTenantRecords(ctx context.Context, c client.Reader, liqoNS string) ([]*TenantRecord, error) {
 	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.InNamespace(liqoNS), client.MatchingLabels{TenantRecordLabel: "true"}); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(liqoNS), client.MatchingLabels{wire.TenantRecordLabel: "true"}); err != nil {
 		return nil, err
 	}
 	var out []*TenantRecord
 	for i := range list.Items {
 		cm := &list.Items[i]
-		id := cm.Labels[RemoteClusterIDLabel]
+		id := cm.Labels[wire.RemoteClusterIDLabel]
 		if id == "" || cm.Name != TenantRecordName(id) {
 			continue
 		}
@@ -378,7 +377,7 @@ func checkRecorded(ctx context.Context, c client.Reader, rec *TenantRecord, ns, 
 		return false, fmt.Sprintf("namespace %q was deleted and re-created since it was made the tenant namespace of cluster %q: re-run liqoctl authenticate to adopt it", ns, remoteID), nil
 	}
 	if !IsTenantNamespaceOf(&n, remoteID) {
-		return false, fmt.Sprintf("namespace %q lost the labels %s=%s, %s=true", ns, RemoteClusterIDLabel, remoteID, TenantNamespaceLabel), nil
+		return false, fmt.Sprintf("namespace %q lost the labels %s=%s, %s=true", ns, wire.RemoteClusterIDLabel, remoteID, wire.TenantNamespaceLabel), nil
 	}
 	return true, "", nil
 }
@@ -445,11 +444,11 @@ func SliceUsers(ctx context.Context, c client.Reader, liqoNS string, now time.Ti
 		}
 	}
 	var slices authv1beta1.ResourceSliceList
-	if err := c.List(ctx, &slices, client.MatchingLabels{ReplicationStatusLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, &slices, client.MatchingLabels{wire.ReplicationStatusLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
 	}
 	for _, rs := range slices.Items {
-		consumer := rs.Labels[RemoteClusterIDLabel]
+		consumer := rs.Labels[wire.RemoteClusterIDLabel]
 		if rs.Spec.ConsumerClusterID != nil {
 			consumer = string(*rs.Spec.ConsumerClusterID)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -24,8 +25,8 @@ func TestTenantRecordRoundTrip(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"kept": "yes"}}}
 	require.NoError(t, rec.writeTo(cm))
 	assert.Equal(t, "yes", cm.Labels["kept"], "labels of others are kept")
-	assert.Equal(t, "true", cm.Labels[TenantRecordLabel])
-	assert.Equal(t, "cl-a", cm.Labels[RemoteClusterIDLabel])
+	assert.Equal(t, "true", cm.Labels[wire.TenantRecordLabel])
+	assert.Equal(t, "cl-a", cm.Labels[wire.RemoteClusterIDLabel])
 	back, err := recordFromConfigMap("cl-a", cm)
 	require.NoError(t, err)
 	assert.Equal(t, rec.Namespace, back.Namespace)
@@ -101,8 +102,8 @@ func TestManifestObjectsHoldNoSecrets(t *testing.T) {
 		case *corev1.Secret:
 			assert.Empty(t, obj.Data, "no key in a manifest")
 		case *corev1.ConfigMap:
-			if obj.Name == ClusterIDConfigMapName {
-				assert.Empty(t, obj.Data[ClusterIDKey], "no cluster ID in a release manifest: each cluster needs its own")
+			if obj.Name == wire.ClusterIDConfigMapName {
+				assert.Empty(t, obj.Data[wire.ClusterIDKey], "no cluster ID in a release manifest: each cluster needs its own")
 			}
 		}
 		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind)
@@ -111,8 +112,8 @@ func TestManifestObjectsHoldNoSecrets(t *testing.T) {
 	withID, err := ManifestObjects(InstallOptions{Namespace: "liqo", ClusterID: "cl-a"}, "")
 	require.NoError(t, err)
 	for _, o := range withID {
-		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == ClusterIDConfigMapName {
-			assert.Equal(t, "cl-a", cm.Data[ClusterIDKey])
+		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == wire.ClusterIDConfigMapName {
+			assert.Equal(t, "cl-a", cm.Data[wire.ClusterIDKey])
 		}
 		assert.NotEqual(t, "Deployment", o.GetObjectKind().GroupVersionKind().Kind, "no manager without an image")
 	}

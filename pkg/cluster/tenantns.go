@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -16,12 +17,12 @@ import (
 
 // TenantNamespaceLabels are the labels of the tenant namespace of a remote cluster.
 func TenantNamespaceLabels(remoteID string) map[string]string {
-	return map[string]string{RemoteClusterIDLabel: remoteID, TenantNamespaceLabel: "true"}
+	return map[string]string{wire.RemoteClusterIDLabel: remoteID, wire.TenantNamespaceLabel: "true"}
 }
 
 // IsTenantNamespaceOf reports whether ns is the tenant namespace of remoteID.
 func IsTenantNamespaceOf(ns *corev1.Namespace, remoteID string) bool {
-	return remoteID != "" && ns.Labels[TenantNamespaceLabel] == "true" && ns.Labels[RemoteClusterIDLabel] == remoteID
+	return remoteID != "" && ns.Labels[wire.TenantNamespaceLabel] == "true" && ns.Labels[wire.RemoteClusterIDLabel] == remoteID
 }
 
 // GetTenantNamespace returns the name of the tenant namespace of remoteID: the one this
@@ -51,11 +52,11 @@ func GetTenantNamespace(ctx context.Context, c client.Reader, liqoNS, remoteID s
 
 func getDefaultTenantNamespace(ctx context.Context, c client.Reader, remoteID string) (string, error) {
 	var ns corev1.Namespace
-	if err := c.Get(ctx, client.ObjectKey{Name: TenantNamespaceName(remoteID)}, &ns); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: wire.TenantNamespaceName(remoteID)}, &ns); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("%w for cluster %q", ErrTenantNamespaceNotFound, remoteID)
 		}
-		return "", fmt.Errorf("reading namespace %q: %w", TenantNamespaceName(remoteID), err)
+		return "", fmt.Errorf("reading namespace %q: %w", wire.TenantNamespaceName(remoteID), err)
 	}
 	if !IsTenantNamespaceOf(&ns, remoteID) {
 		return "", fmt.Errorf("namespace %q is not labelled as tenant namespace of cluster %q", ns.Name, remoteID)
@@ -143,8 +144,8 @@ var ErrUnrecordedNamespace = errors.New("the namespace exists, but this cluster 
 // tenant namespace of remoteID (found by its labels, or by that name) and returns it with
 // whether it was adopted.
 func ensureNamespace(ctx context.Context, c client.Client, remoteID string, adopt bool) (*corev1.Namespace, bool, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TenantNamespaceName(remoteID), Labels: TenantNamespaceLabels(remoteID)}}
-	ns.Labels[ManagedByLabel] = ManagedByValue
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName(remoteID), Labels: TenantNamespaceLabels(remoteID)}}
+	ns.Labels[wire.ManagedByLabel] = wire.ManagedByValue
 	if adopt {
 		if name, err := findTenantNamespace(ctx, c, remoteID); err == nil {
 			ns.Name = name
@@ -171,7 +172,7 @@ func ensureNamespace(ctx context.Context, c client.Client, remoteID string, adop
 	if existing.DeletionTimestamp != nil {
 		return nil, false, fmt.Errorf("namespace %q is being deleted; wait for it to go and retry", ns.Name)
 	}
-	if other := existing.Labels[RemoteClusterIDLabel]; other != "" && other != remoteID {
+	if other := existing.Labels[wire.RemoteClusterIDLabel]; other != "" && other != remoteID {
 		return nil, false, fmt.Errorf("namespace %q is the tenant namespace of cluster %q, not %q", ns.Name, other, remoteID)
 	}
 	patch := client.MergeFrom(existing.DeepCopy())

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
@@ -96,7 +97,7 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 			return nil
 		}
 		id := &authv1beta1.Identity{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.IdentityName(pr.ClusterID)}, id); err == nil {
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(pr.ClusterID)}, id); err == nil {
 			st.Identity = id
 		} else if !apierrors.IsNotFound(err) {
 			return c.Explain(err, "reading the Identity")

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
@@ -22,8 +23,8 @@ func ForgeIdentity(providerID string, t *authv1beta1.Tenant, consumerTN string) 
 	ns := t.Status.TenantNamespace
 	return &authv1beta1.Identity{
 		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Identity"},
-		ObjectMeta: metav1.ObjectMeta{Name: cluster.IdentityName(providerID), Namespace: consumerTN,
-			Labels: map[string]string{cluster.RemoteClusterIDLabel: providerID}},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.IdentityName(providerID), Namespace: consumerTN,
+			Labels: map[string]string{wire.RemoteClusterIDLabel: providerID}},
 		Spec: authv1beta1.IdentitySpec{ClusterID: authv1beta1.ClusterID(providerID), Type: authv1beta1.ControlPlaneIdentityType,
 			AuthParams: *t.Status.AuthParams.DeepCopy(), Namespace: &ns},
 	}, nil

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // NonceReuseWindow is how young an existing nonce must be for EnsureNonce to hand it out
@@ -33,7 +33,7 @@ type Nonce struct {
 // nothing); an old one, or one without the labels of the protocol, is replaced.
 func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.Time) (*Nonce, error) {
 	var s corev1.Secret
-	err := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &s)
+	err := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s)
 	switch {
 	case err == nil:
 		if nonce, ok := reusableNonce(&s, consumerID, now); ok {
@@ -50,11 +50,11 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 		return nil, err
 	}
 	s = corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: cluster.NonceSecretName, Namespace: tn,
-			Labels:      map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: consumerID},
-			Annotations: map[string]string{cluster.NonceIssuedAtAnnotation: now.UTC().Format(time.RFC3339)}},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.NonceSecretName, Namespace: tn,
+			Labels:      map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: consumerID},
+			Annotations: map[string]string{wire.NonceIssuedAtAnnotation: now.UTC().Format(time.RFC3339)}},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{cluster.NonceField: []byte(nonce)},
+		Data: map[string][]byte{wire.NonceField: []byte(nonce)},
 	}
 	if err := p.Client.Create(ctx, &s); err != nil {
 		return nil, p.Explain(err, "creating the nonce")
@@ -67,9 +67,9 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 // Secret, whose creation the provider measures the TTL from, was created less than
 // NonceReuseWindow ago.
 func reusableNonce(s *corev1.Secret, consumerID string, now time.Time) (string, bool) {
-	nonce := string(s.Data[cluster.NonceField])
-	if s.Labels[cluster.NonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != consumerID || authn.CheckNonce(nonce) != nil ||
-		s.Annotations[cluster.NonceConsumedAtAnnotation] != "" {
+	nonce := string(s.Data[wire.NonceField])
+	if s.Labels[wire.NonceLabel] != "true" || s.Labels[wire.RemoteClusterIDLabel] != consumerID || authn.CheckNonce(nonce) != nil ||
+		s.Annotations[wire.NonceConsumedAtAnnotation] != "" {
 		return "", false
 	}
 	return nonce, now.Sub(s.CreationTimestamp.Time) <= NonceReuseWindow
@@ -82,17 +82,17 @@ func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Tim
 		return "", time.Time{}, p.Explain(err, fmt.Sprintf("looking for the tenant namespace of %q (create it with liqoctl create nonce)", consumerID))
 	}
 	var s corev1.Secret
-	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &s); err != nil {
+	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", time.Time{}, fmt.Errorf("%sthere is no nonce for cluster %q in namespace %q: it was never created or was already used by a handshake; run liqoctl create nonce --remote-cluster-id %s", p.prefix(), consumerID, tn, consumerID)
 		}
 		return "", time.Time{}, p.Explain(err, "reading the nonce")
 	}
-	nonce := string(s.Data[cluster.NonceField])
+	nonce := string(s.Data[wire.NonceField])
 	if nonce == "" {
 		return "", time.Time{}, fmt.Errorf("%sthe nonce for cluster %q is not filled yet: is liqo-auth-manager running?", p.prefix(), consumerID)
 	}
-	if at := s.Annotations[cluster.NonceConsumedAtAnnotation]; at != "" {
+	if at := s.Annotations[wire.NonceConsumedAtAnnotation]; at != "" {
 		return "", time.Time{}, fmt.Errorf("%sthe nonce for cluster %q was already used by the handshake accepted at %s, and a nonce is single-use: run liqoctl create nonce --remote-cluster-id %s for a new one", p.prefix(), consumerID, at, consumerID)
 	}
 	return nonce, s.CreationTimestamp.Time, nil
@@ -106,27 +106,27 @@ func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce strin
 	if err := authn.CheckNonce(nonce); err != nil {
 		return fmt.Errorf("the nonce is not valid: %w (copy it exactly as liqoctl get nonce prints it)", err)
 	}
-	data := map[string][]byte{cluster.NonceField: []byte(nonce)}
+	data := map[string][]byte{wire.NonceField: []byte(nonce)}
 	if sig != nil {
-		data[cluster.SignedNonceField] = sig
+		data[wire.SignedNonceField] = sig
 	}
 	var s corev1.Secret
-	err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.SignedNonceSecretName}, &s)
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.SignedNonceSecretName}, &s)
 	switch {
 	case apierrors.IsNotFound(err):
 		s = corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: cluster.SignedNonceSecretName, Namespace: tn,
-				Labels: map[string]string{cluster.SignedNonceLabel: "true", cluster.RemoteClusterIDLabel: providerID}},
+			ObjectMeta: metav1.ObjectMeta{Name: wire.SignedNonceSecretName, Namespace: tn,
+				Labels: map[string]string{wire.SignedNonceLabel: "true", wire.RemoteClusterIDLabel: providerID}},
 			Type: corev1.SecretTypeOpaque,
 			Data: data,
 		}
 		err = c.Client.Create(ctx, &s)
-	case err == nil && (string(s.Data[cluster.NonceField]) != nonce || s.Labels[cluster.SignedNonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != providerID ||
-		(sig != nil && !bytes.Equal(s.Data[cluster.SignedNonceField], sig))):
+	case err == nil && (string(s.Data[wire.NonceField]) != nonce || s.Labels[wire.SignedNonceLabel] != "true" || s.Labels[wire.RemoteClusterIDLabel] != providerID ||
+		(sig != nil && !bytes.Equal(s.Data[wire.SignedNonceField], sig))):
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
-		s.Labels[cluster.SignedNonceLabel], s.Labels[cluster.RemoteClusterIDLabel] = "true", providerID
+		s.Labels[wire.SignedNonceLabel], s.Labels[wire.RemoteClusterIDLabel] = "true", providerID
 		s.Data = data
 		err = c.Client.Update(ctx, &s)
 	}
@@ -144,15 +144,15 @@ func WaitSignedNonce(ctx context.Context, c *Side, tn, nonce string) ([]byte, er
 		return nil, err
 	}
 	var sig []byte
-	err = waitFor(ctx, c.Client, client.ObjectKey{Namespace: tn, Name: cluster.SignedNonceSecretName}, &corev1.SecretList{}, "the nonce to be signed",
+	err = waitFor(ctx, c.Client, client.ObjectKey{Namespace: tn, Name: wire.SignedNonceSecretName}, &corev1.SecretList{}, "the nonce to be signed",
 		func(s *corev1.Secret) (bool, string, error) {
 			if s == nil {
 				return false, "", fmt.Errorf("the signed-nonce Secret in %q was deleted", tn)
 			}
-			if string(s.Data[cluster.NonceField]) != nonce {
+			if string(s.Data[wire.NonceField]) != nonce {
 				return false, "", fmt.Errorf("the signed-nonce Secret in %q now holds another nonce: is another handshake running?", tn)
 			}
-			sig = s.Data[cluster.SignedNonceField]
+			sig = s.Data[wire.SignedNonceField]
 			return len(sig) > 0 && authn.VerifyNonceSignature(key.Public(), nonce, sig) == nil, "not signed yet: is liqo-auth-manager (or liqoctl's in-process controllers) running?", nil
 		})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
@@ -89,7 +90,7 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 	}
 	pu := &PeeringUser{ConsumerID: consumerID, User: user, Namespace: tn, Serial: cert.SerialNumber.Text(16), NotAfter: cert.NotAfter}
 	for _, obj := range cluster.ForgePeeringUserAccess(p.Namespace, tn, consumerID, user) {
-		obj.SetAnnotations(map[string]string{cluster.PeeringUserExpiresAnnotation: pu.NotAfter.UTC().Format(time.RFC3339), cluster.PeeringUserSerialAnnotation: pu.Serial})
+		obj.SetAnnotations(map[string]string{wire.PeeringUserExpiresAnnotation: pu.NotAfter.UTC().Format(time.RFC3339), wire.PeeringUserSerialAnnotation: pu.Serial})
 		if err := cluster.Apply(ctx, p.Client, obj, cluster.FieldOwner); err != nil {
 			return nil, p.Explain(err, "granting the peering user its permissions")
 		}
@@ -137,7 +138,7 @@ func issueClientCertificate(ctx context.Context, s *Side, key crypto.Signer, use
 		return nil, err
 	}
 	csr := &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: user + "-", Labels: map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.PeeringUserLabel: user}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: user + "-", Labels: map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.PeeringUserLabel: user}},
 		Spec: certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: certificatesv1.KubeAPIServerClientSignerName,
 			ExpirationSeconds: ptr.To(int32(ttl / time.Second)), Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}},
 	}
@@ -168,20 +169,20 @@ func issueClientCertificate(ctx context.Context, s *Side, key crypto.Signer, use
 // peeringUsers lists the peering users of consumerID ("" for all), from their
 // ClusterRoleBindings.
 func peeringUsers(ctx context.Context, s *Side, consumerID string) ([]PeeringUser, error) {
-	opts := client.MatchingLabels{cluster.ManagedByLabel: cluster.ManagedByValue}
+	opts := client.MatchingLabels{wire.ManagedByLabel: wire.ManagedByValue}
 	if consumerID != "" {
-		opts[cluster.RemoteClusterIDLabel] = consumerID
+		opts[wire.RemoteClusterIDLabel] = consumerID
 	}
 	var list rbacv1.ClusterRoleBindingList
-	if err := s.Client.List(ctx, &list, opts, client.HasLabels{cluster.PeeringUserLabel}); err != nil {
+	if err := s.Client.List(ctx, &list, opts, client.HasLabels{wire.PeeringUserLabel}); err != nil {
 		return nil, s.Explain(err, "listing peering users")
 	}
 	var out []PeeringUser
 	for _, b := range list.Items {
-		notAfter, _ := time.Parse(time.RFC3339, b.Annotations[cluster.PeeringUserExpiresAnnotation])
-		id := b.Labels[cluster.RemoteClusterIDLabel]
-		out = append(out, PeeringUser{ConsumerID: id, User: b.Labels[cluster.PeeringUserLabel], Namespace: cluster.TenantNamespaceName(id),
-			Serial: b.Annotations[cluster.PeeringUserSerialAnnotation], NotAfter: notAfter})
+		notAfter, _ := time.Parse(time.RFC3339, b.Annotations[wire.PeeringUserExpiresAnnotation])
+		id := b.Labels[wire.RemoteClusterIDLabel]
+		out = append(out, PeeringUser{ConsumerID: id, User: b.Labels[wire.PeeringUserLabel], Namespace: wire.TenantNamespaceName(id),
+			Serial: b.Annotations[wire.PeeringUserSerialAnnotation], NotAfter: notAfter})
 	}
 	slices.SortFunc(out, func(a, b PeeringUser) int { return strings.Compare(a.ConsumerID, b.ConsumerID) })
 	return out, nil
@@ -238,9 +239,9 @@ func DeletePeeringUser(ctx context.Context, p *Side, consumerID string) (*Peerin
 
 // deletePeeringUserAccess deletes the roles and bindings of the peering users of consumerID.
 func deletePeeringUserAccess(ctx context.Context, p *Side, consumerID string) error {
-	sel := []client.DeleteAllOfOption{client.MatchingLabels{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.RemoteClusterIDLabel: consumerID},
-		client.HasLabels{cluster.PeeringUserLabel}}
-	for _, ns := range []string{cluster.TenantNamespaceName(consumerID), p.Namespace} {
+	sel := []client.DeleteAllOfOption{client.MatchingLabels{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: consumerID},
+		client.HasLabels{wire.PeeringUserLabel}}
+	for _, ns := range []string{wire.TenantNamespaceName(consumerID), p.Namespace} {
 		for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}} {
 			if err := p.Client.DeleteAllOf(ctx, obj, append(sel, client.InNamespace(ns))...); client.IgnoreNotFound(err) != nil {
 				return p.Explain(err, "deleting the peering user's roles")

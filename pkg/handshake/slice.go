@@ -14,12 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
-
-// ReplicationDestinationLabel names, on a slice the consumer asks for, the provider it is
-// for (Liqo's replicator's label).
-const ReplicationDestinationLabel = "liqo.io/remoteID"
 
 // ForgeSlice builds the ResourceSlice a consumer asks provider providerID for, in its
 // tenant namespace ns, as Liqo's liqoctl create resourceslice writes it: the labels of
@@ -29,7 +26,7 @@ func ForgeSlice(ns, name, providerID, class string, resources corev1.ResourceLis
 	return &authv1beta1.ResourceSlice{
 		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: "ResourceSlice"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
-			cluster.RemoteClusterIDLabel: providerID, cluster.ReplicationRequestedLabel: "true", ReplicationDestinationLabel: providerID}},
+			wire.RemoteClusterIDLabel: providerID, wire.ReplicationRequestedLabel: "true", wire.ReplicationDestinationLabel: providerID}},
 		Spec: authv1beta1.ResourceSliceSpec{Class: authv1beta1.ResourceSliceClass(class), Resources: resources},
 	}
 }
@@ -109,7 +106,7 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 // SlicesFor lists the consumer's slices asked of provider providerID.
 func SlicesFor(ctx context.Context, c *Side, providerID string) ([]authv1beta1.ResourceSlice, error) {
 	var list authv1beta1.ResourceSliceList
-	if err := c.Client.List(ctx, &list, client.MatchingLabels{cluster.RemoteClusterIDLabel: providerID, cluster.ReplicationRequestedLabel: "true"}); err != nil {
+	if err := c.Client.List(ctx, &list, client.MatchingLabels{wire.RemoteClusterIDLabel: providerID, wire.ReplicationRequestedLabel: "true"}); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
@@ -128,7 +125,7 @@ func CertificateExpiry(rs *authv1beta1.ResourceSlice) string {
 func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...string) error {
 	remoteNS := ""
 	var id authv1beta1.Identity
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.IdentityName(providerID)}, &id); err == nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.IdentityName(providerID)}, &id); err == nil {
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
 	for _, name := range names {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
@@ -36,7 +37,7 @@ func ForgeTenant(consumerID string, key crypto.Signer, signature []byte, provide
 	t := &authv1beta1.Tenant{
 		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Tenant"},
 		ObjectMeta: metav1.ObjectMeta{Name: consumerID, Namespace: providerTN,
-			Labels: map[string]string{cluster.RemoteClusterIDLabel: consumerID}},
+			Labels: map[string]string{wire.RemoteClusterIDLabel: consumerID}},
 		Spec: authv1beta1.TenantSpec{ClusterID: authv1beta1.ClusterID(consumerID), PublicKey: pub, CSR: csr, Signature: signature},
 	}
 	if proxyURL != "" {

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/utils/ptr"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/ptr"
 
 	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
@@ -38,15 +40,15 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 	cTN := tenantNamespaceOrDefault(ctx, c, pr.ClusterID)
 	// The consumer's own credential, kept to prove the revocation with it when the
 	// provider-side credentials may not ask SubjectAccessReviews (a peering user).
-	cred, err := IdentityCredential(ctx, c, cTN, cluster.IdentityName(pr.ClusterID), pr.ClusterID, pr, p.now())
+	cred, err := IdentityCredential(ctx, c, cTN, wire.IdentityName(pr.ClusterID), pr.ClusterID, pr, p.now())
 	if err != nil {
 		c.Report.Warn("%v: the revocation is proven without it", err)
 	}
 	p.consumerIdentity = cred
 	for _, obj := range []client.Object{
-		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: cluster.IdentityName(pr.ClusterID)}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: cluster.KubeconfigSecretName(cluster.IdentityName(pr.ClusterID))}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: cluster.SignedNonceSecretName}},
+		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.IdentityName(pr.ClusterID)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.KubeconfigSecretName(wire.IdentityName(pr.ClusterID))}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.SignedNonceSecretName}},
 	} {
 		if err := deleteIgnoringAbsence(ctx, c.Client, obj); err != nil {
 			return c.Explain(err, "deleting the identity")
@@ -79,14 +81,14 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 		pr.Report.Info("No Tenant to delete")
 	}
 	leftovers := append(cluster.AccessObjects(pTN, c.ClusterID),
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.NonceSecretName}},
-		&authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: cluster.IdentityName(pr.ClusterID)}})
-	csrLabels := client.MatchingLabels{cluster.RemoteClusterIDLabel: c.ClusterID, cluster.ManagedByLabel: cluster.ManagedByValue}
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.NonceSecretName}},
+		&authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.IdentityName(pr.ClusterID)}})
+	csrLabels := client.MatchingLabels{wire.RemoteClusterIDLabel: c.ClusterID, wire.ManagedByLabel: wire.ManagedByValue}
 	if pr.Liqo != "" {
 		// Liqo's provider keeps its bindings, the certificate it issued and its
 		// CertificateSigningRequests, labelled with the consumer's cluster ID only.
 		leftovers = append(leftovers, cluster.LiqoAccessObjects(pTN, c.ClusterID)...)
-		csrLabels = client.MatchingLabels{cluster.RemoteClusterIDLabel: c.ClusterID}
+		csrLabels = client.MatchingLabels{wire.RemoteClusterIDLabel: c.ClusterID}
 	}
 	// With credentials that may not delete them (a peering user), what the Tenant's
 	// finalizer removed is not checked again here: the proof below covers it.
@@ -215,7 +217,7 @@ func tenantNamespaceOrDefault(ctx context.Context, s *Side, remoteID string) str
 	if tn, err := s.TenantNamespace(ctx, remoteID); err == nil {
 		return tn
 	}
-	return cluster.TenantNamespaceName(remoteID)
+	return wire.TenantNamespaceName(remoteID)
 }
 
 func deleteIgnoringAbsence(ctx context.Context, c client.Client, obj client.Object) error {

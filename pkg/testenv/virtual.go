@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -38,7 +38,7 @@ func NewVirtualConsumer(id string) (*VirtualConsumer, error) {
 // administrator's client c: nonce, signature, Tenant, wait for the certificate. It
 // returns the kubeconfig the consumer would forge from the Tenant status.
 func (v *VirtualConsumer) Authenticate(ctx context.Context, c client.WithWatch, providerID string) ([]byte, error) {
-	side := &handshake.Side{Scope: "remote", Client: c, Namespace: cluster.DefaultLiqoNamespace, Report: silent{}}
+	side := &handshake.Side{Scope: "remote", Client: c, Namespace: wire.DefaultLiqoNamespace, Report: silent{}}
 	tn, err := side.EnsureTenantNamespace(ctx, v.ID)
 	if err != nil {
 		return nil, err
@@ -84,13 +84,13 @@ func (v *VirtualConsumer) RequestSlice(ctx context.Context, c client.WithWatch, 
 	id := authv1beta1.ClusterID(v.ID)
 	rs := &authv1beta1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: name, Labels: map[string]string{
-			cluster.RemoteClusterIDLabel: v.ID, cluster.ReplicationStatusLabel: "true", cluster.ReplicationOriginLabel: v.ID}},
+			wire.RemoteClusterIDLabel: v.ID, wire.ReplicationStatusLabel: "true", wire.ReplicationOriginLabel: v.ID}},
 		Spec: authv1beta1.ResourceSliceSpec{ConsumerClusterID: &id, CSR: csr, Resources: resources},
 	}
 	if err := c.Create(ctx, rs); err != nil {
 		return nil, fmt.Errorf("creating the ResourceSlice: %w", err)
 	}
-	side := &handshake.Side{Scope: "remote", Client: c, Namespace: cluster.DefaultLiqoNamespace, Report: silent{}}
+	side := &handshake.Side{Scope: "remote", Client: c, Namespace: wire.DefaultLiqoNamespace, Report: silent{}}
 	got, err := handshake.WaitSlice(ctx, side, client.ObjectKeyFromObject(rs), time.Minute, "does liqo-auth-manager run on the provider?")
 	if err != nil {
 		return nil, err

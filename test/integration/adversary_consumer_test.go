@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -36,10 +37,10 @@ func TestAdversarialConsumer(t *testing.T) {
 	// An honest handshake, so that the Identity spec below starts from a real one.
 	_, errOut := mustCLI(t, pairArgs("authenticate", c, p)...)
 	require.Contains(t, errOut, "Identity status is filled")
-	cTN := cluster.TenantNamespaceName(p.id)
+	cTN := wire.TenantNamespaceName(p.id)
 	var real authv1beta1.Identity
-	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.IdentityName(p.id)}, &real))
-	key, err := cluster.GetClusterKey(ctx, c.client, cluster.DefaultLiqoNamespace)
+	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}, &real))
+	key, err := cluster.GetClusterKey(ctx, c.client, wire.DefaultLiqoNamespace)
 	require.NoError(t, err)
 	foreignCA, err := testenv.NewCA("foreign")
 	require.NoError(t, err)
@@ -75,7 +76,7 @@ func TestAdversarialConsumer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// Each case replaces the real Identity: its kubeconfig must not change.
 			var before corev1.Secret
-			require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.KubeconfigSecretName(real.Name)}, &before))
+			require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.KubeconfigSecretName(real.Name)}, &before))
 			id := &authv1beta1.Identity{}
 			good := real.Spec.DeepCopy()
 			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -100,7 +101,7 @@ func TestAdversarialConsumer(t *testing.T) {
 	}
 
 	t.Run("kubeconfig Secret of a deleted Identity is adopted, another's is not", func(t *testing.T) {
-		key := client.ObjectKey{Namespace: cTN, Name: cluster.KubeconfigSecretName(real.Name)}
+		key := client.ObjectKey{Namespace: cTN, Name: wire.KubeconfigSecretName(real.Name)}
 		setOwner := func(ref metav1.OwnerReference) {
 			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 				var s corev1.Secret
@@ -146,33 +147,33 @@ func TestAdversarialConsumer(t *testing.T) {
 
 	t.Run("Identity claiming another provider", func(t *testing.T) {
 		id := &authv1beta1.Identity{
-			ObjectMeta: metav1.ObjectMeta{Name: cluster.IdentityName("cl-evil"), Namespace: cTN, Labels: map[string]string{cluster.RemoteClusterIDLabel: "cl-evil"}},
+			ObjectMeta: metav1.ObjectMeta{Name: wire.IdentityName("cl-evil"), Namespace: cTN, Labels: map[string]string{wire.RemoteClusterIDLabel: "cl-evil"}},
 			Spec: authv1beta1.IdentitySpec{ClusterID: "cl-evil", Type: authv1beta1.ControlPlaneIdentityType,
 				AuthParams: real.Spec.AuthParams, Namespace: ptr.To("x")},
 		}
 		require.NoError(t, c.client.Create(ctx, id))
 		expectIdentityRefused(t, c, id, "IdentityNotInTenantNamespace")
-		err := c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.KubeconfigSecretName(id.Name)}, &corev1.Secret{})
+		err := c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.KubeconfigSecretName(id.Name)}, &corev1.Secret{})
 		assert.True(t, apierrors.IsNotFound(err), "no kubeconfig: %v", err)
 	})
 
 	t.Run("the signer is not an oracle", func(t *testing.T) {
 		// Not a nonce: never signed.
-		require.NoError(t, client.IgnoreNotFound(c.client.Delete(ctx, secret(cTN, cluster.SignedNonceSecretName, nil, nil))))
-		s := secret(cTN, cluster.SignedNonceSecretName, map[string]string{cluster.SignedNonceLabel: "true", cluster.RemoteClusterIDLabel: p.id},
-			map[string][]byte{cluster.NonceField: []byte("transfer 1000 coins to mallory")})
+		require.NoError(t, client.IgnoreNotFound(c.client.Delete(ctx, secret(cTN, wire.SignedNonceSecretName, nil, nil))))
+		s := secret(cTN, wire.SignedNonceSecretName, map[string]string{wire.SignedNonceLabel: "true", wire.RemoteClusterIDLabel: p.id},
+			map[string][]byte{wire.NonceField: []byte("transfer 1000 coins to mallory")})
 		require.NoError(t, c.client.Create(ctx, s))
 		expectSecretEvent(t, c, s, string(authn.ReasonNonceNotCanonical))
 		// A nonce, but outside the tenant namespace of the labelled cluster: never signed.
 		nonce, _ := authn.NewNonce()
-		out := secret("default", cluster.SignedNonceSecretName, map[string]string{cluster.SignedNonceLabel: "true", cluster.RemoteClusterIDLabel: p.id},
-			map[string][]byte{cluster.NonceField: []byte(nonce)})
+		out := secret("default", wire.SignedNonceSecretName, map[string]string{wire.SignedNonceLabel: "true", wire.RemoteClusterIDLabel: p.id},
+			map[string][]byte{wire.NonceField: []byte(nonce)})
 		require.NoError(t, c.client.Create(ctx, out))
 		expectSecretEvent(t, c, out, "SignedNonceOutsideTenantNamespace")
 		time.Sleep(500 * time.Millisecond)
 		for _, obj := range []*corev1.Secret{s, out} {
 			require.NoError(t, c.client.Get(ctx, client.ObjectKeyFromObject(obj), obj))
-			assert.Empty(t, obj.Data[cluster.SignedNonceField], "%s/%s must stay unsigned", obj.Namespace, obj.Name)
+			assert.Empty(t, obj.Data[wire.SignedNonceField], "%s/%s must stay unsigned", obj.Namespace, obj.Name)
 		}
 	})
 }

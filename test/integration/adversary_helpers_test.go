@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
@@ -64,7 +65,7 @@ func freshNonce(t testing.TB, p *site, id string) (tn, nonce string) {
 	t.Helper()
 	ctx := context.Background()
 	tn = ensureTN(t, p.client, id)
-	side := &handshake.Side{Scope: "remote", Client: p.client, Namespace: cluster.DefaultLiqoNamespace}
+	side := &handshake.Side{Scope: "remote", Client: p.client, Namespace: wire.DefaultLiqoNamespace}
 	n, err := handshake.EnsureNonce(ctx, side, tn, id, time.Now())
 	require.NoError(t, err)
 	nonce = n.Value
@@ -74,7 +75,7 @@ func freshNonce(t testing.TB, p *site, id string) (tn, nonce string) {
 // honestTenant is the Tenant a well-behaved consumer would send.
 func (a *attacker) honestTenant(t testing.TB, tn, nonce string) *authv1beta1.Tenant {
 	return &authv1beta1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Name: a.id, Namespace: tn, Labels: map[string]string{cluster.RemoteClusterIDLabel: a.id}},
+		ObjectMeta: metav1.ObjectMeta{Name: a.id, Namespace: tn, Labels: map[string]string{wire.RemoteClusterIDLabel: a.id}},
 		Spec:       authv1beta1.TenantSpec{ClusterID: authv1beta1.ClusterID(a.id), PublicKey: a.pubPEM(t), CSR: a.csr(t), Signature: a.sign(t, nonce)},
 	}
 }
@@ -120,12 +121,12 @@ func assertNothingGranted(t *testing.T, p *site, id, ns string) {
 	var csrs certificatesv1.CertificateSigningRequestList
 	require.NoError(t, p.client.List(ctx, &csrs))
 	for _, c := range csrs.Items {
-		assert.NotEqual(t, id, c.Labels[cluster.RemoteClusterIDLabel], "no CSR may exist for %s", id)
+		assert.NotEqual(t, id, c.Labels[wire.RemoteClusterIDLabel], "no CSR may exist for %s", id)
 	}
 	bindings, err := cluster.BindingsNaming(ctx, p.client, id, nil)
 	require.NoError(t, err)
 	assert.Empty(t, bindings, "no binding anywhere may name %s", id)
-	allowed, err := cluster.AllowedActions(ctx, p.client, id, []string{cluster.UserGroup}, ns, cluster.ControlPlaneRules())
+	allowed, err := cluster.AllowedActions(ctx, p.client, id, []string{wire.UserGroup}, ns, cluster.ControlPlaneRules())
 	require.NoError(t, err)
 	assert.Empty(t, allowed)
 }
@@ -133,7 +134,7 @@ func assertNothingGranted(t *testing.T, p *site, id, ns string) {
 // issueCert signs a client certificate for pub with ca, as a provider's signer would.
 func issueCert(t testing.TB, ca *testenv.CA, pub crypto.PublicKey, cn string) []byte {
 	t.Helper()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: []string{cluster.UserGroup}},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: []string{wire.UserGroup}},
 		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)

@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -120,7 +120,7 @@ func TestAdversarialTenants(t *testing.T) {
 		}},
 		{"name mismatch", "TenantNameMismatch", func(t *testing.T, a *attacker, tn *authv1beta1.Tenant, _ string) { tn.Name = "not-" + a.id }},
 		{"label mismatch", "TenantLabelMismatch", func(t *testing.T, a *attacker, tn *authv1beta1.Tenant, _ string) {
-			tn.Labels[cluster.RemoteClusterIDLabel] = "cl-honest"
+			tn.Labels[wire.RemoteClusterIDLabel] = "cl-honest"
 		}},
 		{"placed in another tenant's namespace", "TenantNotInTenantNamespace", func(t *testing.T, a *attacker, tn *authv1beta1.Tenant, _ string) {
 			tn.Namespace = ensureTN(t, p.client, "cl-victim")
@@ -128,12 +128,12 @@ func TestAdversarialTenants(t *testing.T) {
 		{"placed outside any tenant namespace", "TenantNotInTenantNamespace", func(t *testing.T, a *attacker, tn *authv1beta1.Tenant, _ string) { tn.Namespace = "default" }},
 		{"nonce past its TTL", "NonceExpired", func(t *testing.T, a *attacker, tn *authv1beta1.Tenant, _ string) {
 			var s corev1.Secret
-			require.NoError(t, p.client.Get(context.Background(), client.ObjectKey{Namespace: tn.Namespace, Name: cluster.NonceSecretName}, &s))
-			s.Annotations[cluster.NonceIssuedAtAnnotation] = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+			require.NoError(t, p.client.Get(context.Background(), client.ObjectKey{Namespace: tn.Namespace, Name: wire.NonceSecretName}, &s))
+			s.Annotations[wire.NonceIssuedAtAnnotation] = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 			require.NoError(t, p.client.Update(context.Background(), &s))
 		}},
 		{"no nonce", "NonceMissing", func(t *testing.T, a *attacker, tn *authv1beta1.Tenant, _ string) {
-			require.NoError(t, p.client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn.Namespace, Name: cluster.NonceSecretName}}))
+			require.NoError(t, p.client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn.Namespace, Name: wire.NonceSecretName}}))
 		}},
 	}
 	for i, tc := range cases {

@@ -21,10 +21,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
@@ -38,8 +38,8 @@ func TestManagerCacheKeepsOnlyWhatItOwns(t *testing.T) {
 	p := installSites(t, testenv.New(t, "cache-provider"), "cl-provider")[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	scope := authmanager.NewCacheScope(cluster.DefaultLiqoNamespace)
-	mgr, err := ctrl.NewManager(p.cp.Config, ctrl.Options{Scheme: scheme.New(), Cache: authmanager.CacheOptions(cluster.DefaultLiqoNamespace, scope),
+	scope := authmanager.NewCacheScope(wire.DefaultLiqoNamespace)
+	mgr, err := ctrl.NewManager(p.cp.Config, ctrl.Options{Scheme: scheme.New(), Cache: authmanager.CacheOptions(wire.DefaultLiqoNamespace, scope),
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: testLogger(t)})
 	require.NoError(t, err)
 	require.NoError(t, authmanager.Setup(ctx, mgr, authmanager.Options{Role: authmanager.Provider, Scope: scope,
@@ -53,14 +53,14 @@ func TestManagerCacheKeepsOnlyWhatItOwns(t *testing.T) {
 	big := []byte(strings.Repeat("x", 256<<10))
 	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "editor-ns"}}))
 	editor := principal(t, p, "namespace-editor", "editor-ns", rule("", "secrets", "create"))
-	for _, name := range []string{"a", "b", cluster.NonceSecretName, cluster.KubeconfigSecretName("controlplane-x")} {
+	for _, name := range []string{"a", "b", wire.NonceSecretName, wire.KubeconfigSecretName("controlplane-x")} {
 		require.NoError(t, editor.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "editor-ns", Name: name,
-			Labels: map[string]string{cluster.RemoteClusterIDLabel: "cl-x", cluster.NonceLabel: "true"}, Annotations: map[string]string{"note": string(big[:64<<10])}},
-			Data: map[string][]byte{"payload": big, cluster.NonceField: big}}))
+			Labels: map[string]string{wire.RemoteClusterIDLabel: "cl-x", wire.NonceLabel: "true"}, Annotations: map[string]string{"note": string(big[:64<<10])}},
+			Data: map[string][]byte{"payload": big, wire.NonceField: big}}))
 	}
 	csrCreator := principal(t, p, "csr-creator", "", rule("certificates.k8s.io", "certificatesigningrequests", "create"))
 	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "labelled-as-ours",
-		Labels: map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.TenantUIDLabel: "x"}},
+		Labels: map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.TenantUIDLabel: "x"}},
 		Spec: certificatesv1.CertificateSigningRequestSpec{Request: bigCSR(t, 128<<10), SignerName: certificatesv1.KubeAPIServerClientSignerName,
 			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}}}
 	require.NoError(t, csrCreator.Create(ctx, csr))
@@ -79,7 +79,7 @@ func TestManagerCacheKeepsOnlyWhatItOwns(t *testing.T) {
 		return cached.Get(ctx, client.ObjectKey{Namespace: "editor-ns", Name: "b"}, &s) == nil &&
 			cached.Get(ctx, client.ObjectKeyFromObject(csr), &c) == nil && cached.Get(ctx, client.ObjectKeyFromObject(rs), &r) == nil, nil
 	})
-	for _, name := range []string{"a", "b", cluster.NonceSecretName, cluster.KubeconfigSecretName("controlplane-x")} {
+	for _, name := range []string{"a", "b", wire.NonceSecretName, wire.KubeconfigSecretName("controlplane-x")} {
 		var s corev1.Secret
 		require.NoError(t, cached.Get(ctx, client.ObjectKey{Namespace: "editor-ns", Name: name}, &s))
 		assert.Empty(t, s.Data, "Secret %s outside every tenant namespace is cached without its data", name)
@@ -95,8 +95,8 @@ func TestManagerCacheKeepsOnlyWhatItOwns(t *testing.T) {
 
 	// What the manager owns is cached whole: the nonce of the tenant namespace.
 	var nonce corev1.Secret
-	require.NoError(t, cached.Get(ctx, client.ObjectKey{Namespace: ta.Namespace, Name: cluster.NonceSecretName}, &nonce))
-	assert.NotEmpty(t, nonce.Data[cluster.NonceField])
+	require.NoError(t, cached.Get(ctx, client.ObjectKey{Namespace: ta.Namespace, Name: wire.NonceSecretName}, &nonce))
+	assert.NotEmpty(t, nonce.Data[wire.NonceField])
 	eventually(t, 20*time.Second, "the slice is issued", func(ctx context.Context) (bool, error) {
 		err := p.client.Get(ctx, client.ObjectKeyFromObject(rs), rs)
 		return err == nil && rs.Status.AuthParams.HasCertificate(), err

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -83,6 +84,6 @@ func TestCLIBadInputs(t *testing.T) {
 	fails([]string{"unauthenticate", "--force"}, "uninstall", "--kubeconfig", b)
 	_, errOut = mustCLI(t, "uninstall", "--kubeconfig", b, "--force")
 	assert.Contains(t, errOut, "lost access without notice")
-	_, err = cluster.GetClusterID(context.Background(), newClient(t, cps[1].Config), cluster.DefaultLiqoNamespace)
+	_, err = cluster.GetClusterID(context.Background(), newClient(t, cps[1].Config), wire.DefaultLiqoNamespace)
 	assert.Error(t, err, "the identity is gone after uninstall")
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -23,7 +24,7 @@ import (
 // ServiceAccount that liqoctl install creates: exactly what the manager holds in a cluster.
 func restrictedKubeconfig(t *testing.T, s *site) string {
 	t.Helper()
-	cfg, err := s.cp.ServiceAccountConfig(context.Background(), cluster.DefaultLiqoNamespace, cluster.ManagerName)
+	cfg, err := s.cp.ServiceAccountConfig(context.Background(), wire.DefaultLiqoNamespace, cluster.ManagerName)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "manager.kubeconfig")
 	require.NoError(t, testenv.WriteKubeconfig(path, s.id, cfg))
@@ -55,7 +56,7 @@ func TestCLIRSACompatibility(t *testing.T) {
 	mustCLI(t, "install", "--kubeconfig", cps[1].Kubeconfig, "--cluster-id", "cl-provider")
 	c := &site{cp: cps[0], id: "cl-rsa", client: newClient(t, cps[0].Config)}
 	p := &site{cp: cps[1], id: "cl-provider", client: newClient(t, cps[1].Config)}
-	key, err := cluster.GetClusterKey(context.Background(), c.client, cluster.DefaultLiqoNamespace)
+	key, err := cluster.GetClusterKey(context.Background(), c.client, wire.DefaultLiqoNamespace)
 	require.NoError(t, err)
 	rsaKey, ok := key.(*rsa.PrivateKey)
 	require.True(t, ok, "the key is RSA")
@@ -72,11 +73,11 @@ func TestCLIProxyURLAndCompletion(t *testing.T) {
 	const proxy = "socks5://proxy.example.com:1080"
 	mustCLI(t, pairArgs("authenticate", c, p, "--proxy-url", proxy)...)
 	var tn authv1beta1.Tenant
-	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(c.id), Name: c.id}, &tn))
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &tn))
 	assert.Equal(t, proxy, ptr.Deref(tn.Spec.ProxyURL, ""))
 	assert.Equal(t, proxy, ptr.Deref(tn.Status.AuthParams.ProxyURL, ""))
 	var id authv1beta1.Identity
-	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: cluster.IdentityName(p.id)}, &id))
+	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: wire.IdentityName(p.id)}, &id))
 	assert.Equal(t, proxy, ptr.Deref(id.Spec.AuthParams.ProxyURL, ""))
 	assert.Contains(t, string(kubeconfigOf(t, c, p)), "proxy-url: "+proxy)
 	_, err := authn.ReadKubeconfig(kubeconfigOf(t, c, p))
@@ -87,7 +88,7 @@ func TestCLIProxyURLAndCompletion(t *testing.T) {
 	out, _ = mustCLI(t, "__complete", "authenticate", "--remote-kubeconfig", p.cp.Kubeconfig, "--remote-context", "")
 	assert.Contains(t, out, "provider", "contexts complete from the kubeconfig")
 	out, _ = mustCLI(t, "__complete", "info", "--kubeconfig", c.cp.Kubeconfig, "-n", "")
-	assert.Contains(t, out, cluster.DefaultLiqoNamespace, "namespaces complete from the cluster")
+	assert.Contains(t, out, wire.DefaultLiqoNamespace, "namespaces complete from the cluster")
 	out, _ = mustCLI(t, "completion", "bash")
 	assert.Contains(t, out, "__start_liqoctl")
 }
@@ -116,6 +117,6 @@ func TestCLIManagerVersionAndImage(t *testing.T) {
 	assert.Contains(t, err.Error(), "--manager-image")
 	mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--with-manager", "--manager-image", "registry.example/liqo-auth-manager:1")
 	var d appsv1.Deployment
-	require.NoError(t, s.client.Get(context.Background(), client.ObjectKey{Namespace: cluster.DefaultLiqoNamespace, Name: cluster.ManagerName}, &d))
+	require.NoError(t, s.client.Get(context.Background(), client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: cluster.ManagerName}, &d))
 	assert.Equal(t, "registry.example/liqo-auth-manager:1", d.Spec.Template.Spec.Containers[0].Image)
 }

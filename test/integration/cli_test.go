@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -72,9 +73,9 @@ func pairArgs(cmd string, consumer, provider *site, extra ...string) []string {
 func kubeconfigOf(t *testing.T, consumer, provider *site) []byte {
 	t.Helper()
 	var s corev1.Secret
-	require.NoError(t, consumer.client.Get(context.Background(), client.ObjectKey{Namespace: cluster.TenantNamespaceName(provider.id),
-		Name: cluster.KubeconfigSecretName(cluster.IdentityName(provider.id))}, &s))
-	return s.Data[cluster.KubeconfigField]
+	require.NoError(t, consumer.client.Get(context.Background(), client.ObjectKey{Namespace: wire.TenantNamespaceName(provider.id),
+		Name: wire.KubeconfigSecretName(wire.IdentityName(provider.id))}, &s))
+	return s.Data[wire.KubeconfigField]
 }
 
 func TestCLIAuthenticateInProcess(t *testing.T) {
@@ -88,7 +89,7 @@ func TestCLIAuthenticateInProcess(t *testing.T) {
 	assertTenantAccess(t, provider, consumer, kubeconfigOf(t, consumer, provider))
 
 	// A re-run is a no-op: nothing changes on either side.
-	pTN := cluster.TenantNamespaceName(consumer.id)
+	pTN := wire.TenantNamespaceName(consumer.id)
 	var before authv1beta1.Tenant
 	require.NoError(t, provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: consumer.id}, &before))
 	_, errOut = mustCLI(t, pairArgs("auth", consumer, provider)...)
@@ -101,7 +102,7 @@ func TestCLIAuthenticateInProcess(t *testing.T) {
 	patch := client.MergeFrom(after.DeepCopy())
 	after.Spec.TenantCondition = authv1beta1.TenantConditionCordoned
 	require.NoError(t, provider.client.Patch(ctx, &after, patch, client.FieldOwner("provider-admin")))
-	require.NoError(t, consumer.client.Delete(ctx, &authv1beta1.Identity{ObjectMeta: metaOf(cluster.TenantNamespaceName(provider.id), cluster.IdentityName(provider.id))}))
+	require.NoError(t, consumer.client.Delete(ctx, &authv1beta1.Identity{ObjectMeta: metaOf(wire.TenantNamespaceName(provider.id), wire.IdentityName(provider.id))}))
 	_, errOut = mustCLI(t, pairArgs("authenticate", consumer, provider)...)
 	assert.Contains(t, errOut, "Tenant already accepted")
 	assert.NotContains(t, errOut, "Nonce secret ensured", "an accepted Tenant needs no new nonce")
@@ -117,7 +118,7 @@ func TestCLIAuthenticateInProcess(t *testing.T) {
 	require.NoError(t, provider.client.List(ctx, &csrs))
 	assert.Empty(t, csrs.Items)
 	var secrets corev1.SecretList
-	require.NoError(t, consumer.client.List(ctx, &secrets, client.InNamespace(cluster.TenantNamespaceName(provider.id))))
+	require.NoError(t, consumer.client.List(ctx, &secrets, client.InNamespace(wire.TenantNamespaceName(provider.id))))
 	assert.Empty(t, secrets.Items, "no kubeconfig or signed nonce is left on the consumer")
 	_, errOut = mustCLI(t, pairArgs("unauth", consumer, provider, "--delete-namespaces")...)
 	assert.Contains(t, errOut, "Access revoked: verified")
@@ -127,7 +128,7 @@ func TestCLIAuthenticateInProcess(t *testing.T) {
 	for _, s := range []struct {
 		site *site
 		ns   string
-	}{{consumer, cluster.TenantNamespaceName(provider.id)}, {provider, pTN}} {
+	}{{consumer, wire.TenantNamespaceName(provider.id)}, {provider, pTN}} {
 		assert.Contains(t, errOut, "Tenant namespace "+s.ns+" deleted")
 		var ns corev1.Namespace
 		assert.True(t, apierrors.IsNotFound(s.site.client.Get(ctx, client.ObjectKey{Name: s.ns}, &ns)), "namespace %s is gone", s.ns)
@@ -166,7 +167,7 @@ func TestCLIManualFlow(t *testing.T) {
 	assert.Equal(t, nonce, strings.TrimSpace(same), "re-running create nonce keeps a young nonce")
 
 	tenantYAML, errOut := mustCLI(t, args(C, "generate", "tenant", "--remote-cluster-id", provider.id, "--nonce", nonce)...)
-	key, err := cluster.GetClusterKey(ctx, consumer.client, cluster.DefaultLiqoNamespace)
+	key, err := cluster.GetClusterKey(ctx, consumer.client, wire.DefaultLiqoNamespace)
 	require.NoError(t, err)
 	fp, _ := authn.Fingerprint(key.Public())
 	assert.Contains(t, errOut, fp, "generate tenant prints the fingerprint of the key it hands over")
@@ -180,7 +181,7 @@ func TestCLIManualFlow(t *testing.T) {
 	applyYAML(t, consumer.client, []byte(identityYAML))
 	id := &authv1beta1.Identity{}
 	eventually(t, 20*time.Second, "the consumer's manager writes the kubeconfig", func(ctx context.Context) (bool, error) {
-		err := consumer.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(provider.id), Name: cluster.IdentityName(provider.id)}, id)
+		err := consumer.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(provider.id), Name: wire.IdentityName(provider.id)}, id)
 		return meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady), err
 	})
 	assertTenantAccess(t, provider, consumer, kubeconfigOf(t, consumer, provider))

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -25,7 +26,7 @@ func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
 	cp := testenv.New(t, "cluster-pkg")[0]
 	c := newClient(t, cp.Config)
 	ctx := context.Background()
-	ns := cluster.DefaultLiqoNamespace
+	ns := wire.DefaultLiqoNamespace
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 
 	_, err := cluster.GetClusterID(ctx, c, ns)
@@ -51,13 +52,13 @@ func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
 	assert.False(t, created)
 	assert.True(t, authn.PublicKeysEqual(key.Public(), same.Public()), "an existing key is never replaced")
 	var keys corev1.Secret
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.KeysSecretName}, &keys))
-	keys.Data[cluster.PublicKeyField] = []byte("tampered")
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.KeysSecretName}, &keys))
+	keys.Data[wire.PublicKeyField] = []byte("tampered")
 	require.NoError(t, c.Update(ctx, &keys))
 	_, err = cluster.GetClusterKey(ctx, c, ns)
 	require.ErrorContains(t, err, "does not match", "a broken key pair is reported, not regenerated")
 
-	const liqoNS = cluster.DefaultLiqoNamespace
+	const liqoNS = wire.DefaultLiqoNamespace
 	first, err := cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-remote", false)
 	require.NoError(t, err)
 	tn := first.Name
@@ -84,7 +85,7 @@ func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "liqo-tenant-cl-bare", got.Name)
 	assert.True(t, got.Adopted, "a namespace that existed is adopted")
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-taken", Labels: map[string]string{cluster.RemoteClusterIDLabel: "cl-other"}}}))
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-taken", Labels: map[string]string{wire.RemoteClusterIDLabel: "cl-other"}}}))
 	_, err = cluster.EnsureTenantNamespace(ctx, c, liqoNS, "cl-taken", true)
 	require.ErrorContains(t, err, "tenant namespace of cluster \"cl-other\"")
 	// A look-alike, labelled by someone who may create namespaces, is not a tenant

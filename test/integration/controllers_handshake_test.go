@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -32,29 +33,29 @@ func objectHandshake(t *testing.T, provider, consumer *site) []byte {
 	pTN := ensureTN(t, provider.client, consumer.id)
 	cTN := ensureTN(t, consumer.client, provider.id)
 
-	require.NoError(t, provider.client.Create(ctx, secret(pTN, cluster.NonceSecretName,
-		map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: consumer.id}, nil)))
+	require.NoError(t, provider.client.Create(ctx, secret(pTN, wire.NonceSecretName,
+		map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: consumer.id}, nil)))
 	var nonce string
 	eventually(t, 10*time.Second, "the provider fills the nonce", func(ctx context.Context) (bool, error) {
 		var s corev1.Secret
-		err := provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: cluster.NonceSecretName}, &s)
-		nonce = string(s.Data[cluster.NonceField])
-		return nonce != "" && s.Annotations[cluster.NonceIssuedAtAnnotation] != "", err
+		err := provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.NonceSecretName}, &s)
+		nonce = string(s.Data[wire.NonceField])
+		return nonce != "" && s.Annotations[wire.NonceIssuedAtAnnotation] != "", err
 	})
 	require.NoError(t, authn.CheckNonce(nonce))
 
-	require.NoError(t, consumer.client.Create(ctx, secret(cTN, cluster.SignedNonceSecretName,
-		map[string]string{cluster.SignedNonceLabel: "true", cluster.RemoteClusterIDLabel: provider.id},
-		map[string][]byte{cluster.NonceField: []byte(nonce)})))
+	require.NoError(t, consumer.client.Create(ctx, secret(cTN, wire.SignedNonceSecretName,
+		map[string]string{wire.SignedNonceLabel: "true", wire.RemoteClusterIDLabel: provider.id},
+		map[string][]byte{wire.NonceField: []byte(nonce)})))
 	var signature []byte
 	eventually(t, 10*time.Second, "the consumer signs the nonce", func(ctx context.Context) (bool, error) {
 		var s corev1.Secret
-		err := consumer.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.SignedNonceSecretName}, &s)
-		signature = s.Data[cluster.SignedNonceField]
+		err := consumer.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.SignedNonceSecretName}, &s)
+		signature = s.Data[wire.SignedNonceField]
 		return len(signature) > 0, err
 	})
 
-	key, err := cluster.GetClusterKey(ctx, consumer.client, cluster.DefaultLiqoNamespace)
+	key, err := cluster.GetClusterKey(ctx, consumer.client, wire.DefaultLiqoNamespace)
 	require.NoError(t, err)
 	require.NoError(t, authn.VerifyNonceSignature(key.Public(), nonce, signature))
 	pub, err := authn.MarshalPublicKey(key.Public())
@@ -62,7 +63,7 @@ func objectHandshake(t *testing.T, provider, consumer *site) []byte {
 	csr, err := authn.ForgeCSR(key, consumer.id)
 	require.NoError(t, err)
 	tn := &authv1beta1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Name: consumer.id, Namespace: pTN, Labels: map[string]string{cluster.RemoteClusterIDLabel: consumer.id}},
+		ObjectMeta: metav1.ObjectMeta{Name: consumer.id, Namespace: pTN, Labels: map[string]string{wire.RemoteClusterIDLabel: consumer.id}},
 		Spec:       authv1beta1.TenantSpec{ClusterID: authv1beta1.ClusterID(consumer.id), PublicKey: pub, CSR: csr, Signature: signature},
 	}
 	require.NoError(t, provider.client.Create(ctx, tn))
@@ -74,7 +75,7 @@ func objectHandshake(t *testing.T, provider, consumer *site) []byte {
 	require.Equal(t, pTN, tn.Status.TenantNamespace)
 
 	id := &authv1beta1.Identity{
-		ObjectMeta: metav1.ObjectMeta{Name: cluster.IdentityName(provider.id), Namespace: cTN, Labels: map[string]string{cluster.RemoteClusterIDLabel: provider.id}},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.IdentityName(provider.id), Namespace: cTN, Labels: map[string]string{wire.RemoteClusterIDLabel: provider.id}},
 		Spec: authv1beta1.IdentitySpec{ClusterID: authv1beta1.ClusterID(provider.id), Type: authv1beta1.ControlPlaneIdentityType,
 			AuthParams: *tn.Status.AuthParams, Namespace: ptr.To(pTN)},
 	}
@@ -85,12 +86,12 @@ func objectHandshake(t *testing.T, provider, consumer *site) []byte {
 	})
 	var kc corev1.Secret
 	require.NoError(t, consumer.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: id.Status.KubeconfigSecretRef.Name}, &kc))
-	assert.Equal(t, cluster.KubeconfigSecretName(id.Name), kc.Name)
-	assert.Equal(t, provider.id, kc.Labels[cluster.RemoteClusterIDLabel])
-	assert.Equal(t, "ControlPlane", kc.Labels[cluster.IdentityTypeLabel])
-	assert.Equal(t, pTN, kc.Annotations[cluster.RemoteTenantNamespaceAnnotation])
+	assert.Equal(t, wire.KubeconfigSecretName(id.Name), kc.Name)
+	assert.Equal(t, provider.id, kc.Labels[wire.RemoteClusterIDLabel])
+	assert.Equal(t, "ControlPlane", kc.Labels[wire.IdentityTypeLabel])
+	assert.Equal(t, pTN, kc.Annotations[wire.RemoteTenantNamespaceAnnotation])
 	require.Equal(t, id.UID, metav1.GetControllerOf(&kc).UID)
-	return kc.Data[cluster.KubeconfigField]
+	return kc.Data[wire.KubeconfigField]
 }
 
 func TestControllersFullHandshake(t *testing.T) {
@@ -102,16 +103,16 @@ func TestControllersFullHandshake(t *testing.T) {
 	ctx := context.Background()
 
 	kubeconfig := objectHandshake(t, provider, consumer)
-	pTN := cluster.TenantNamespaceName(consumer.id)
+	pTN := wire.TenantNamespaceName(consumer.id)
 
 	// The nonce was consumed (kept, marked, and recorded where the tenant cannot write)
 	// and no CSR object is left behind.
 	eventually(t, 10*time.Second, "the nonce is marked consumed", func(ctx context.Context) (bool, error) {
 		var s corev1.Secret
-		err := provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: cluster.NonceSecretName}, &s)
-		return s.Annotations[cluster.NonceConsumedAtAnnotation] != "", err
+		err := provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.NonceSecretName}, &s)
+		return s.Annotations[wire.NonceConsumedAtAnnotation] != "", err
 	})
-	rec, err := cluster.GetTenantRecord(ctx, provider.client, cluster.DefaultLiqoNamespace, consumer.id)
+	rec, err := cluster.GetTenantRecord(ctx, provider.client, wire.DefaultLiqoNamespace, consumer.id)
 	require.NoError(t, err)
 	require.NotNil(t, rec.ConsumedNonce, "the tenant record holds the consumed nonce")
 	eventually(t, 10*time.Second, "the CSR objects are cleaned up", func(ctx context.Context) (bool, error) {
@@ -122,7 +123,7 @@ func TestControllersFullHandshake(t *testing.T) {
 	var tn authv1beta1.Tenant
 	require.NoError(t, provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: consumer.id}, &tn))
 	require.NotNil(t, tn.Status.Certificate)
-	key, _ := cluster.GetClusterKey(ctx, consumer.client, cluster.DefaultLiqoNamespace)
+	key, _ := cluster.GetClusterKey(ctx, consumer.client, wire.DefaultLiqoNamespace)
 	fp, _ := authn.Fingerprint(key.Public())
 	assert.Equal(t, fp, tn.Status.AcceptedKeyFingerprint)
 	assert.Equal(t, authv1beta1.TenantConditionActive, tn.Spec.TenantCondition, "defaulted by the CRD")
@@ -137,7 +138,7 @@ func TestControllersFullHandshake(t *testing.T) {
 func assertTenantAccess(t *testing.T, provider, consumer *site, kubeconfig []byte) {
 	t.Helper()
 	ctx := context.Background()
-	pTN := cluster.TenantNamespaceName(consumer.id)
+	pTN := wire.TenantNamespaceName(consumer.id)
 	user := newClient(t, restConfigFromKubeconfig(t, kubeconfig))
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "slice", Namespace: pTN}}
 	eventually(t, 10*time.Second, "the consumer may create ResourceSlices in its tenant namespace", func(ctx context.Context) (bool, error) {
@@ -150,7 +151,7 @@ func assertTenantAccess(t *testing.T, provider, consumer *site, kubeconfig []byt
 
 	forbidden := map[string]error{
 		"read secrets in its namespace":      user.List(ctx, &corev1.SecretList{}, client.InNamespace(pTN)),
-		"read the nonce":                     user.Get(ctx, client.ObjectKey{Namespace: pTN, Name: cluster.NonceSecretName}, &corev1.Secret{}),
+		"read the nonce":                     user.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.NonceSecretName}, &corev1.Secret{}),
 		"list slices elsewhere":              user.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace("default")),
 		"list slices cluster-wide":           user.List(ctx, &authv1beta1.ResourceSliceList{}),
 		"update its Tenant":                  user.Update(ctx, own.DeepCopy()),
@@ -161,15 +162,15 @@ func assertTenantAccess(t *testing.T, provider, consumer *site, kubeconfig []byt
 		"create CSRs":                        user.Create(ctx, &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: certificatesv1.KubeAPIServerClientSignerName, Request: []byte("x"), Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}}}),
 		"list namespaces":                    user.List(ctx, &corev1.NamespaceList{}),
 		"create pods in its namespace":       user.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: pTN}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}),
-		"read the provider's cluster key":    user.Get(ctx, client.ObjectKey{Namespace: cluster.DefaultLiqoNamespace, Name: cluster.KeysSecretName}, &corev1.Secret{}),
-		"read configmaps in liqo namespace":  user.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(cluster.DefaultLiqoNamespace)),
-		"escalate by editing its own Role":   user.Update(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: cluster.TenantReaderName, Namespace: pTN}}),
+		"read the provider's cluster key":    user.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: wire.KeysSecretName}, &corev1.Secret{}),
+		"read configmaps in liqo namespace":  user.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(wire.DefaultLiqoNamespace)),
+		"escalate by editing its own Role":   user.Update(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantReaderName, Namespace: pTN}}),
 		"delete its Tenant":                  user.Delete(ctx, own.DeepCopy()),
-		"read its RoleBinding":               user.Get(ctx, client.ObjectKey{Namespace: pTN, Name: cluster.ControlPlaneBindingName}, &rbacv1.RoleBinding{}),
+		"read its RoleBinding":               user.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.ControlPlaneBindingName}, &rbacv1.RoleBinding{}),
 		"impersonate via CSR approval":       user.SubResource("approval").Update(ctx, &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "x"}}),
 		"create ResourceSlices in default":   user.Create(ctx, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default"}}),
 		"list identities":                    user.List(ctx, &authv1beta1.IdentityList{}, client.InNamespace(pTN)),
-		"read leases in the liqo namespace":  user.List(ctx, &rbacv1.RoleList{}, client.InNamespace(cluster.DefaultLiqoNamespace)),
+		"read leases in the liqo namespace":  user.List(ctx, &rbacv1.RoleList{}, client.InNamespace(wire.DefaultLiqoNamespace)),
 		"read rolebindings in tenant ns":     user.List(ctx, &rbacv1.RoleBindingList{}, client.InNamespace(pTN)),
 		"read clusterroles":                  user.List(ctx, &rbacv1.ClusterRoleList{}),
 		"delete the tenant namespace":        user.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pTN}}),

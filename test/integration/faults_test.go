@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // csrRecorder remembers every CSR name ever created on a provider.
@@ -59,7 +59,7 @@ func assertConverged(t *testing.T, c, p *site, rec *csrRecorder, wantCSRs int) {
 	if rec != nil {
 		assert.Equal(t, wantCSRs, rec.count(), "CSRs created")
 	}
-	assert.Len(t, tenantBindings(t, p.client, client.InNamespace(cluster.TenantNamespaceName(c.id))), 2, "exactly the control-plane and tenant-reader bindings")
+	assert.Len(t, tenantBindings(t, p.client, client.InNamespace(wire.TenantNamespaceName(c.id))), 2, "exactly the control-plane and tenant-reader bindings")
 	var tenants authv1beta1.TenantList
 	require.NoError(t, p.client.List(ctx, &tenants))
 	for _, tn := range tenants.Items {
@@ -170,14 +170,14 @@ func TestUnauthenticateInterrupted(t *testing.T) {
 		require.NoError(t, c.client.List(ctx, &ids))
 		assert.Empty(t, ids.Items)
 		var secrets corev1.SecretList
-		require.NoError(t, c.client.List(ctx, &secrets, client.InNamespace(cluster.TenantNamespaceName(p.id))))
+		require.NoError(t, c.client.List(ctx, &secrets, client.InNamespace(wire.TenantNamespaceName(p.id))))
 		assert.Empty(t, secrets.Items)
 	}
 
 	// Half a teardown done by hand, with no controller running: the Tenant hangs on its
 	// finalizer. Re-running unauthenticate runs the provider's controllers and finishes.
 	mustCLI(t, pairArgs("authenticate", c, p)...)
-	pTN := cluster.TenantNamespaceName(c.id)
+	pTN := wire.TenantNamespaceName(c.id)
 	require.NoError(t, p.client.Delete(ctx, &authv1beta1.Tenant{ObjectMeta: metaOf(pTN, c.id)}))
 	var stuck authv1beta1.Tenant
 	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: c.id}, &stuck))

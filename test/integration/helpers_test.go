@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -45,7 +46,7 @@ func installSites(t testing.TB, cps []*testenv.ControlPlane, ids ...string) []*s
 	out := make([]*site, len(cps))
 	for i, cp := range cps {
 		c := newClient(t, cp.Config)
-		res, err := cluster.EnsureInstalled(ctx, c, cluster.InstallOptions{Namespace: cluster.DefaultLiqoNamespace, ClusterID: ids[i]})
+		res, err := cluster.EnsureInstalled(ctx, c, cluster.InstallOptions{Namespace: wire.DefaultLiqoNamespace, ClusterID: ids[i]})
 		require.NoError(t, err)
 		require.Equal(t, ids[i], res.ClusterID)
 		out[i] = &site{cp: cp, id: ids[i], client: c}
@@ -109,7 +110,7 @@ func secret(ns, name string, labels map[string]string, data map[string][]byte) *
 // manager binding) and returns its name.
 func ensureTN(t testing.TB, c client.Client, remoteID string) string {
 	t.Helper()
-	tn, err := cluster.EnsureTenantNamespace(context.Background(), c, cluster.DefaultLiqoNamespace, remoteID, false)
+	tn, err := cluster.EnsureTenantNamespace(context.Background(), c, wire.DefaultLiqoNamespace, remoteID, false)
 	require.NoError(t, err)
 	return tn.Name
 }
@@ -121,6 +122,6 @@ func tenantBindings(t testing.TB, c client.Client, opts ...client.ListOption) []
 	var rbs rbacv1.RoleBindingList
 	require.NoError(t, c.List(context.Background(), &rbs, opts...))
 	return slices.DeleteFunc(rbs.Items, func(b rbacv1.RoleBinding) bool {
-		return b.Name == cluster.ManagerName || b.Labels[cluster.PeeringUserLabel] != ""
+		return b.Name == cluster.ManagerName || b.Labels[wire.PeeringUserLabel] != ""
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -34,14 +34,14 @@ func TestTwoProvidersThreeConsumers(t *testing.T) {
 	for _, p := range providers {
 		for _, c := range consumers {
 			me := users[[2]string{p.id, c.id}]
-			own := cluster.TenantNamespaceName(c.id)
+			own := wire.TenantNamespaceName(c.id)
 			rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: own}}
 			require.NoError(t, me.Create(ctx, rs), "%s may create in its own namespace on %s", c.id, p.id)
 			for _, other := range consumers {
 				if other.id == c.id {
 					continue
 				}
-				theirs := cluster.TenantNamespaceName(other.id)
+				theirs := wire.TenantNamespaceName(other.id)
 				what := fmt.Sprintf("%s on %s, in %s's namespace", c.id, p.id, other.id)
 				assert.True(t, apierrors.IsForbidden(me.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(theirs))), "list: %s", what)
 				assert.True(t, apierrors.IsForbidden(me.Get(ctx, client.ObjectKey{Namespace: theirs, Name: "mine"}, &authv1beta1.ResourceSlice{})), "get: %s", what)
@@ -54,6 +54,6 @@ func TestTwoProvidersThreeConsumers(t *testing.T) {
 	cfg := restConfigFromKubeconfig(t, kubeconfigOf(t, consumers[0], providers[0]))
 	cfg.Host = providers[1].cp.URL
 	cfg.CAData = providers[1].cp.CA.CertPEM
-	err := newClient(t, cfg).List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(cluster.TenantNamespaceName(consumers[0].id)))
+	err := newClient(t, cfg).List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(wire.TenantNamespaceName(consumers[0].id)))
 	assert.True(t, apierrors.IsUnauthorized(err), "a certificate of another provider's CA is rejected: %v", err)
 }

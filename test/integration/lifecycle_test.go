@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -55,7 +55,7 @@ func TestTenantStatesAndDeletion(t *testing.T) {
 	ctx := context.Background()
 	kubeconfig := objectHandshake(t, p, c)
 	user := newClient(t, restConfigFromKubeconfig(t, kubeconfig))
-	pTN := cluster.TenantNamespaceName(c.id)
+	pTN := wire.TenantNamespaceName(c.id)
 	key := client.ObjectKey{Namespace: pTN, Name: c.id}
 	canList := func() error { return user.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(pTN)) }
 	require.NoError(t, canList())
@@ -96,8 +96,8 @@ func TestTenantStatesAndDeletion(t *testing.T) {
 	var secrets corev1.SecretList
 	require.NoError(t, p.client.List(ctx, &secrets, client.InNamespace(pTN)))
 	for _, s := range secrets.Items {
-		assert.Equal(t, cluster.NonceSecretName, s.Name, "only the consumed nonce is left")
-		assert.NotEmpty(t, s.Annotations[cluster.NonceConsumedAtAnnotation])
+		assert.Equal(t, wire.NonceSecretName, s.Name, "only the consumed nonce is left")
+		assert.NotEmpty(t, s.Annotations[wire.NonceConsumedAtAnnotation])
 	}
 	var csrs certificatesv1.CertificateSigningRequestList
 	require.NoError(t, p.client.List(ctx, &csrs))
@@ -117,7 +117,7 @@ func TestTenantNamespaceDeletedByHand(t *testing.T) {
 	startControllers(t, c, authmanager.Consumer)
 	ctx := context.Background()
 	objectHandshake(t, p, c)
-	pTN := cluster.TenantNamespaceName(c.id)
+	pTN := wire.TenantNamespaceName(c.id)
 	require.NoError(t, p.client.Delete(ctx, &corev1.Namespace{ObjectMeta: metaOf("", pTN)}))
 	eventually(t, 60*time.Second, "the namespace terminates", func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Name: pTN}, &corev1.Namespace{})), nil

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
@@ -73,7 +74,7 @@ func (l realLiqo) install(t *testing.T, cp *testenv.ControlPlane) *site {
 // only, until the test ends.
 func (l realLiqo) run(t *testing.T, s *site) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(l.bin, "liqo-controller-manager"), "--cluster-id", s.id, "--liqo-namespace", cluster.DefaultLiqoNamespace,
+	cmd := exec.Command(filepath.Join(l.bin, "liqo-controller-manager"), "--cluster-id", s.id, "--liqo-namespace", wire.DefaultLiqoNamespace,
 		"--authentication-enabled=true", "--networking-enabled=false", "--offloading-enabled=false",
 		"--metrics-address=0", "--health-probe-address=0", "--api-server-address-override", s.cp.URL)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cp.Kubeconfig)
@@ -117,13 +118,13 @@ func tail(s string, n int) string {
 // provider that authenticates there as the consumer's cluster ID.
 func assertWorkingKubeconfig(t *testing.T, consumer, provider *site, consumerID string, within time.Duration) {
 	t.Helper()
-	tn := cluster.TenantNamespaceName(provider.id)
+	tn := wire.TenantNamespaceName(provider.id)
 	var last string
 	ok := false
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) && !ok {
 		var id authv1beta1.Identity
-		err := consumer.client.Get(context.Background(), client.ObjectKey{Namespace: tn, Name: cluster.IdentityName(provider.id)}, &id)
+		err := consumer.client.Get(context.Background(), client.ObjectKey{Namespace: tn, Name: wire.IdentityName(provider.id)}, &id)
 		switch {
 		case err != nil:
 			last = err.Error()
@@ -135,7 +136,7 @@ func assertWorkingKubeconfig(t *testing.T, consumer, provider *site, consumerID 
 				last = err.Error()
 				break
 			}
-			user, err := whoAmI(t, s.Data[cluster.KubeconfigField])
+			user, err := whoAmI(t, s.Data[wire.KubeconfigField])
 			if err != nil {
 				last = err.Error()
 				break
@@ -195,7 +196,7 @@ func TestRealLiqoInterop(t *testing.T) {
 			require.NoError(t, err, "round %d, Liqo's liqoctl authenticate:\n%s", round, out)
 			assertWorkingKubeconfig(t, consumer, provider, consumer.id, 60*time.Second)
 			var tn authv1beta1.Tenant
-			require.NoError(t, provider.client.Get(context.Background(), client.ObjectKey{Namespace: cluster.TenantNamespaceName(consumer.id), Name: consumer.id}, &tn))
+			require.NoError(t, provider.client.Get(context.Background(), client.ObjectKey{Namespace: wire.TenantNamespaceName(consumer.id), Name: consumer.id}, &tn))
 			assert.True(t, meta.IsStatusConditionTrue(tn.Status.Conditions, authv1beta1.ConditionReady), "this provider accepted Liqo's consumer")
 			out, err = l.liqoctl(t, "authenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-kubeconfig", provider.cp.Kubeconfig, "--timeout", "90s")
 			require.NoError(t, err, "round %d, a re-run:\n%s", round, out)

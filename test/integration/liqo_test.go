@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -90,7 +91,7 @@ func TestInstallBesideLiqo(t *testing.T) {
 		crdsBefore[crd.Name] = crd.ResourceVersion
 	}
 	var roleBefore rbacv1.ClusterRole
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: cluster.ControlPlaneRoleName}, &roleBefore))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: wire.ControlPlaneRoleName}, &roleBefore))
 
 	_, errOut := mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig)
 	assert.Contains(t, errOut, `Kept CustomResourceDefinition tenants.authentication.liqo.io (managed by Helm release "liqo")`)
@@ -102,7 +103,7 @@ func TestInstallBesideLiqo(t *testing.T) {
 		assert.Equal(t, rv, crd.ResourceVersion, "Liqo's CRD %s is untouched", name)
 	}
 	var role rbacv1.ClusterRole
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: cluster.ControlPlaneRoleName}, &role))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: wire.ControlPlaneRoleName}, &role))
 	assert.Equal(t, roleBefore.ResourceVersion, role.ResourceVersion, "Liqo's role is untouched")
 	assertLiqoFieldsKept(t, c, rs, id)
 
@@ -120,9 +121,9 @@ func TestInstallBesideLiqo(t *testing.T) {
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: name}, &crd), "uninstall kept Liqo's CRD %s", name)
 		assert.Equal(t, rv, crd.ResourceVersion)
 	}
-	for _, obj := range []client.Object{&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: cluster.ControlPlaneRoleName}},
+	for _, obj := range []client.Object{&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: wire.ControlPlaneRoleName}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: cluster.ClusterWideRoleName}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: cluster.ClusterIDConfigMapName}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: wire.ClusterIDConfigMapName}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}}} {
 		assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(obj), obj), "uninstall kept Liqo's %T %s", obj, obj.GetName())
 	}
@@ -173,14 +174,14 @@ func liqoIssue(ctx context.Context, t *testing.T, s *site, tn *authv1beta1.Tenan
 		return
 	}
 	var nonce corev1.Secret
-	if s.client.Get(ctx, client.ObjectKey{Namespace: tn.Namespace, Name: cluster.NonceSecretName}, &nonce) != nil {
+	if s.client.Get(ctx, client.ObjectKey{Namespace: tn.Namespace, Name: wire.NonceSecretName}, &nonce) != nil {
 		return
 	}
 	pub, err := authn.ParsePublicKey(tn.Spec.PublicKey)
-	if err != nil || authn.VerifyNonceSignature(pub, string(nonce.Data[cluster.NonceField]), tn.Spec.Signature) != nil {
+	if err != nil || authn.VerifyNonceSignature(pub, string(nonce.Data[wire.NonceField]), tn.Spec.Signature) != nil {
 		return
 	}
-	cert := liqoSign(ctx, t, s, tn.Spec.CSR, 3600, map[string]string{cluster.RemoteClusterIDLabel: string(tn.Spec.ClusterID)})
+	cert := liqoSign(ctx, t, s, tn.Spec.CSR, 3600, map[string]string{wire.RemoteClusterIDLabel: string(tn.Spec.ClusterID)})
 	if cert == nil {
 		return
 	}
@@ -190,12 +191,12 @@ func liqoIssue(ctx context.Context, t *testing.T, s *site, tn *authv1beta1.Tenan
 	for _, obj := range []client.Object{
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tn.Namespace, Name: cluster.LiqoControlPlaneBindingName},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: id}},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ControlPlaneRoleName}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wire.ControlPlaneRoleName}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: cluster.LiqoClusterWideBindingName(id)},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: id}},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ClusterWideRoleName}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn.Namespace, Name: cluster.LiqoRemoteCertificateSecret,
-			Labels: map[string]string{cluster.RemoteClusterIDLabel: id}}, Data: map[string][]byte{"certificate": cert}},
+			Labels: map[string]string{wire.RemoteClusterIDLabel: id}}, Data: map[string][]byte{"certificate": cert}},
 	} {
 		if err := s.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Logf("fake Liqo: %v", err)
@@ -261,10 +262,10 @@ func TestAuthenticateAgainstLiqoProvider(t *testing.T) {
 	assert.Contains(t, errOut, "(local) Identity status is filled")
 
 	var tn authv1beta1.Tenant
-	require.NoError(t, provider.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(consumer.id), Name: consumer.id}, &tn))
+	require.NoError(t, provider.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(consumer.id), Name: consumer.id}, &tn))
 	assert.Empty(t, tn.Status.Conditions, "only Liqo's (fake) controllers wrote the Tenant status")
 	var id authv1beta1.Identity
-	require.NoError(t, consumer.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(provider.id), Name: cluster.IdentityName(provider.id)}, &id))
+	require.NoError(t, consumer.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(provider.id), Name: wire.IdentityName(provider.id)}, &id))
 	assert.True(t, meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady))
 
 	_, errOut = mustCLI(t, pairArgs("authenticate", consumer, provider)...)
@@ -282,12 +283,12 @@ func TestAuthenticateAgainstLiqoProvider(t *testing.T) {
 	require.NoError(t, provider.client.Delete(ctx, stray))
 	_, errOut = mustCLI(t, pairArgs("unauthenticate", consumer, provider)...)
 	assert.Contains(t, errOut, "(remote) Access revoked: verified")
-	pTN := cluster.TenantNamespaceName(consumer.id)
+	pTN := wire.TenantNamespaceName(consumer.id)
 	for _, obj := range cluster.LiqoAccessObjects(pTN, consumer.id) {
 		assert.True(t, apierrors.IsNotFound(provider.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)), "%T %s removed", obj, obj.GetName())
 	}
 	var csrs certificatesv1.CertificateSigningRequestList
-	require.NoError(t, provider.client.List(ctx, &csrs, client.MatchingLabels{cluster.RemoteClusterIDLabel: consumer.id}))
+	require.NoError(t, provider.client.List(ctx, &csrs, client.MatchingLabels{wire.RemoteClusterIDLabel: consumer.id}))
 	assert.Empty(t, csrs.Items, "Liqo's certificate requests removed")
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
 
@@ -330,12 +331,12 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 	// The provider's administrator opens the tenant namespace (Liqo's liqoctl cannot make
 	// this project's record).
 	mustCLI(t, "create", "nonce", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", consumerID)
-	tnName := cluster.TenantNamespaceName(consumerID)
+	tnName := wire.TenantNamespaceName(consumerID)
 
 	liqoRun := func() (*authv1beta1.Tenant, string) {
 		var s corev1.Secret
-		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: cluster.NonceSecretName}, &s), "Liqo expects the nonce to stay")
-		nonce := string(s.Data[cluster.NonceField])
+		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: wire.NonceSecretName}, &s), "Liqo expects the nonce to stay")
+		nonce := string(s.Data[wire.NonceField])
 		sig, err := authn.SignNonce(key, nonce)
 		require.NoError(t, err)
 		want, err := handshake.ForgeTenant(consumerID, key, sig, tnName, "")
@@ -361,8 +362,8 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 	}
 	first, nonce1 := liqoRun()
 	var s corev1.Secret
-	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: cluster.NonceSecretName}, &s))
-	assert.NotEmpty(t, s.Annotations[cluster.NonceConsumedAtAnnotation], "the nonce is kept, marked consumed")
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: wire.NonceSecretName}, &s))
+	assert.NotEmpty(t, s.Annotations[wire.NonceConsumedAtAnnotation], "the nonce is kept, marked consumed")
 
 	second, nonce2 := liqoRun()
 	assert.Equal(t, nonce1, nonce2)
@@ -384,8 +385,8 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 	// mark is informative, the record is what counts.
 	secretWriter := principal(t, p, "nonce-writer", tnName, rule("", "secrets", "get", "update", "patch"))
 	var ns corev1.Secret
-	require.NoError(t, secretWriter.Get(ctx, client.ObjectKey{Namespace: tnName, Name: cluster.NonceSecretName}, &ns))
-	delete(ns.Annotations, cluster.NonceConsumedAtAnnotation)
+	require.NoError(t, secretWriter.Get(ctx, client.ObjectKey{Namespace: tnName, Name: wire.NonceSecretName}, &ns))
+	delete(ns.Annotations, wire.NonceConsumedAtAnnotation)
 	require.NoError(t, secretWriter.Update(ctx, &ns))
 	tenantWriter := principal(t, p, "tenant-writer", tnName, rule("authentication.liqo.io", "tenants", "get", "update"))
 	require.NoError(t, tenantWriter.Get(ctx, client.ObjectKeyFromObject(second), second))
@@ -400,7 +401,7 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 	eventually(t, 10*time.Second, "the Tenant is gone", func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(second), second)), nil
 	})
-	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: cluster.NonceSecretName}, &corev1.Secret{}), "the consumed nonce is kept")
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: wire.NonceSecretName}, &corev1.Secret{}), "the consumed nonce is kept")
 	third, nonce3 := liqoRun()
 	assert.Equal(t, nonce1, nonce3, "the re-run after the Tenant's deletion presents the same nonce")
 	assert.True(t, meta.IsStatusConditionTrue(third.Status.Conditions, authv1beta1.ConditionReady), "and is accepted, for its own key")
@@ -437,8 +438,8 @@ func TestRenewChannelOnThisProvider(t *testing.T) {
 		require.NoError(t, err)
 		csr, err := authn.ForgeCSR(key, a.id)
 		require.NoError(t, err)
-		return &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: accepted.Namespace, Name: cluster.IdentityName(p.id),
-			Labels: map[string]string{cluster.ReplicationStatusLabel: "true", cluster.ReplicationOriginLabel: a.id, cluster.RemoteClusterIDLabel: a.id}},
+		return &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: accepted.Namespace, Name: wire.IdentityName(p.id),
+			Labels: map[string]string{wire.ReplicationStatusLabel: "true", wire.ReplicationOriginLabel: a.id, wire.RemoteClusterIDLabel: a.id}},
 			Spec: authv1beta1.RenewSpec{ConsumerClusterID: authv1beta1.ClusterID(a.id), IdentityType: authv1beta1.ControlPlaneIdentityType, PublicKey: pub, CSR: csr}}
 	}
 	rn := renewFor(a.key)
@@ -489,14 +490,14 @@ func TestRenewChannelFromThisConsumer(t *testing.T) {
 	applyYAML(t, provider.client, []byte(liqoDeployment))
 	fakeLiqoProvider(t, provider)
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
-	tn := cluster.TenantNamespaceName(consumer.id)
+	tn := wire.TenantNamespaceName(consumer.id)
 	// Liqo bound its control-plane role, which lets a tenant keep Renews, and no reader of
 	// the Tenant.
 	before := identitySerial(t, consumer, provider)
 	startControllers(t, consumer, authmanager.Consumer, func(o *authmanager.Options) { o.WatchRenewals = true })
 
 	rn := &authv1beta1.Renew{}
-	key := client.ObjectKey{Namespace: tn, Name: cluster.IdentityName(provider.id)}
+	key := client.ObjectKey{Namespace: tn, Name: wire.IdentityName(provider.id)}
 	eventually(t, 30*time.Second, "the consumer keeps its Renew on the provider", func(ctx context.Context) (bool, error) {
 		err := provider.client.Get(ctx, key, rn)
 		return err == nil, client.IgnoreNotFound(err)
@@ -510,7 +511,7 @@ func TestRenewChannelFromThisConsumer(t *testing.T) {
 	eventually(t, 30*time.Second, "the Identity holds the renewed certificate", func(context.Context) (bool, error) {
 		return identitySerial(t, consumer, provider) != before, nil
 	})
-	assert.True(t, hasEvent(t, consumer, cluster.TenantNamespaceName(provider.id), cluster.IdentityName(provider.id), "CertificateRenewed"))
+	assert.True(t, hasEvent(t, consumer, wire.TenantNamespaceName(provider.id), wire.IdentityName(provider.id), "CertificateRenewed"))
 }
 
 // fakeLiqoConsumer plays Liqo's consumer controllers on s, as they behave: the signed-nonce
@@ -521,19 +522,19 @@ func fakeLiqoConsumer(t *testing.T, s *site) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	key, err := cluster.GetClusterKey(ctx, s.client, cluster.DefaultLiqoNamespace)
+	key, err := cluster.GetClusterKey(ctx, s.client, wire.DefaultLiqoNamespace)
 	require.NoError(t, err)
 	wg.Go(func() {
 		for ctx.Err() == nil {
 			var secrets corev1.SecretList
-			if s.client.List(ctx, &secrets, client.MatchingLabels{cluster.SignedNonceLabel: "true"}) == nil {
+			if s.client.List(ctx, &secrets, client.MatchingLabels{wire.SignedNonceLabel: "true"}) == nil {
 				for i := range secrets.Items {
 					sec := &secrets.Items[i]
-					if len(sec.Data[cluster.SignedNonceField]) > 0 {
+					if len(sec.Data[wire.SignedNonceField]) > 0 {
 						continue
 					}
-					if sig, err := authn.SignNonce(key, string(sec.Data[cluster.NonceField])); err == nil {
-						sec.Data[cluster.SignedNonceField] = sig
+					if sig, err := authn.SignNonce(key, string(sec.Data[wire.NonceField])); err == nil {
+						sec.Data[wire.SignedNonceField] = sig
 						_ = s.client.Update(ctx, sec)
 					}
 				}
@@ -552,7 +553,7 @@ func fakeLiqoConsumer(t *testing.T, s *site) {
 						continue
 					}
 					name := "liqo-kubeconfig-" + id.Name
-					sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: name}, Data: map[string][]byte{cluster.KubeconfigField: kc}}
+					sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: name}, Data: map[string][]byte{wire.KubeconfigField: kc}}
 					if err := s.client.Create(ctx, sec); err != nil && !apierrors.IsAlreadyExists(err) {
 						continue
 					}
@@ -585,10 +586,10 @@ func TestAuthenticateFromLiqoConsumer(t *testing.T) {
 	assert.NotContains(t, errOut, "()", "no empty scope")
 	assert.Contains(t, errOut, "(local) Identity status is filled")
 	var id authv1beta1.Identity
-	require.NoError(t, consumer.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(provider.id), Name: cluster.IdentityName(provider.id)}, &id))
+	require.NoError(t, consumer.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(provider.id), Name: wire.IdentityName(provider.id)}, &id))
 	require.NotNil(t, id.Status.KubeconfigSecretRef)
 	assert.Empty(t, id.Status.Conditions, "only Liqo's (fake) controllers wrote the Identity status")
-	rec, err := cluster.GetTenantRecord(ctx, consumer.client, cluster.DefaultLiqoNamespace, provider.id)
+	rec, err := cluster.GetTenantRecord(ctx, consumer.client, wire.DefaultLiqoNamespace, provider.id)
 	require.NoError(t, err)
 	assert.Nil(t, rec, "no record of this project's on a Liqo consumer")
 

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 	"golang.org/x/sync/errgroup"
 )
@@ -66,8 +66,8 @@ func TestLoadConcurrentConsumers(t *testing.T) {
 	t.Logf("%d consumers authenticated in %s", n, time.Since(start))
 
 	for i, a := range consumers {
-		own := cluster.TenantNamespaceName(a.ID)
-		neighbour := cluster.TenantNamespaceName(consumers[(i+1)%n].ID)
+		own := wire.TenantNamespaceName(a.ID)
+		neighbour := wire.TenantNamespaceName(consumers[(i+1)%n].ID)
 		eventuallyNoError(t, ctx, a.ID+" uses its identity", func(ctx context.Context) error {
 			return users[i].Create(ctx, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{GenerateName: "s-", Namespace: own}})
 		})
@@ -77,7 +77,7 @@ func TestLoadConcurrentConsumers(t *testing.T) {
 
 	for _, a := range consumers {
 		eg.Go(func() error {
-			tn := &authv1beta1.Tenant{ObjectMeta: metaOf(cluster.TenantNamespaceName(a.ID), a.ID)}
+			tn := &authv1beta1.Tenant{ObjectMeta: metaOf(wire.TenantNamespaceName(a.ID), a.ID)}
 			if err := p.client.Delete(ctx, tn); err != nil {
 				return err
 			}
@@ -90,12 +90,12 @@ func TestLoadConcurrentConsumers(t *testing.T) {
 	var csrs certificatesv1.CertificateSigningRequestList
 	require.NoError(t, p.client.List(ctx, &csrs))
 	assert.Empty(t, csrs.Items, "no CSR left")
-	assert.Empty(t, tenantBindings(t, p.client, client.MatchingLabels{cluster.ManagedByLabel: cluster.ManagedByValue}), "no binding left")
+	assert.Empty(t, tenantBindings(t, p.client, client.MatchingLabels{wire.ManagedByLabel: wire.ManagedByValue}), "no binding left")
 	var nonces corev1.SecretList
-	require.NoError(t, p.client.List(ctx, &nonces, client.MatchingLabels{cluster.NonceLabel: "true"}))
+	require.NoError(t, p.client.List(ctx, &nonces, client.MatchingLabels{wire.NonceLabel: "true"}))
 	assert.Empty(t, nonces.Items, "no nonce left")
 	for i, a := range consumers {
-		err := users[i].List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(cluster.TenantNamespaceName(a.ID)))
+		err := users[i].List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(wire.TenantNamespaceName(a.ID)))
 		assert.True(t, apierrors.IsForbidden(err), "%s lost its access: %v", a.ID, err)
 	}
 }

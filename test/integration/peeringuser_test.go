@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -46,9 +47,9 @@ func TestPeeringUser(t *testing.T) {
 	require.NoError(t, err)
 	user := cert.Subject.CommonName
 	assert.True(t, strings.HasPrefix(user, cluster.PeeringUserPrefix+c.id+"-"))
-	assert.Equal(t, []string{cluster.UserGroup}, cert.Subject.Organization)
+	assert.Equal(t, []string{wire.UserGroup}, cert.Subject.Organization)
 	assert.WithinDuration(t, time.Now().Add(2*time.Hour), cert.NotAfter, 5*time.Minute, "--ttl bounds the certificate")
-	clusterKey, err := cluster.GetClusterKey(ctx, p.client, cluster.DefaultLiqoNamespace)
+	clusterKey, err := cluster.GetClusterKey(ctx, p.client, wire.DefaultLiqoNamespace)
 	require.NoError(t, err)
 	assert.False(t, authn.PublicKeysEqual(cert.PublicKey, clusterKey.Public()), "a fresh key, never the cluster key")
 
@@ -61,29 +62,29 @@ func TestPeeringUser(t *testing.T) {
 	out, _ = mustCLI(t, "info", "--kubeconfig", p.cp.Kubeconfig)
 	assert.Contains(t, out, user, "info lists peering users")
 
-	tn := cluster.TenantNamespaceName(c.id)
+	tn := wire.TenantNamespaceName(c.id)
 	t.Run("permissions are exactly its job", func(t *testing.T) {
-		groups := []string{cluster.UserGroup, "system:authenticated"}
+		groups := []string{wire.UserGroup, "system:authenticated"}
 		for _, tc := range []struct {
 			verb, group, resource, ns, name string
 			allowed                         bool
 		}{
 			{"create", "", "secrets", tn, "", true},
-			{"get", "", "secrets", tn, cluster.NonceSecretName, true},
-			{"delete", "", "secrets", tn, cluster.NonceSecretName, true},
+			{"get", "", "secrets", tn, wire.NonceSecretName, true},
+			{"delete", "", "secrets", tn, wire.NonceSecretName, true},
 			{"get", "", "secrets", tn, "other", false},
 			{"list", "", "secrets", tn, "", false},
-			{"get", "", "secrets", cluster.DefaultLiqoNamespace, cluster.KeysSecretName, false},
+			{"get", "", "secrets", wire.DefaultLiqoNamespace, wire.KeysSecretName, false},
 			{"patch", "authentication.liqo.io", "tenants", tn, c.id, true},
 			{"get", "authentication.liqo.io", "tenants", tn, "cl-someone-else", false},
-			{"get", "authentication.liqo.io", "tenants", cluster.TenantNamespaceName("cl-someone-else"), "cl-someone-else", false},
+			{"get", "authentication.liqo.io", "tenants", wire.TenantNamespaceName("cl-someone-else"), "cl-someone-else", false},
 			{"update", "authentication.liqo.io", "tenants", tn, c.id, true},
 			{"update", "authentication.liqo.io", "tenants/status", tn, c.id, false},
-			{"get", "", "configmaps", cluster.DefaultLiqoNamespace, cluster.ClusterIDConfigMapName, true},
-			{"get", "", "configmaps", cluster.DefaultLiqoNamespace, cluster.TenantRecordName(c.id), true},
-			{"get", "", "configmaps", cluster.DefaultLiqoNamespace, cluster.TenantRecordName("cl-someone-else"), false},
-			{"update", "", "configmaps", cluster.DefaultLiqoNamespace, cluster.TenantRecordName(c.id), false},
-			{"get", "coordination.k8s.io", "leases", cluster.DefaultLiqoNamespace, cluster.ManagerName, true},
+			{"get", "", "configmaps", wire.DefaultLiqoNamespace, wire.ClusterIDConfigMapName, true},
+			{"get", "", "configmaps", wire.DefaultLiqoNamespace, cluster.TenantRecordName(c.id), true},
+			{"get", "", "configmaps", wire.DefaultLiqoNamespace, cluster.TenantRecordName("cl-someone-else"), false},
+			{"update", "", "configmaps", wire.DefaultLiqoNamespace, cluster.TenantRecordName(c.id), false},
+			{"get", "coordination.k8s.io", "leases", wire.DefaultLiqoNamespace, cluster.ManagerName, true},
 			{"get", "", "namespaces", "", tn, true},
 			{"get", "", "namespaces", "", "default", false},
 			{"list", "", "namespaces", "", "", false},
@@ -102,7 +103,7 @@ func TestPeeringUser(t *testing.T) {
 		}
 		// What RBAC cannot restrict to a name, the admission policy does.
 		peer := newClient(t, restConfigFromKubeconfig(t, []byte(mustRead(t, pu))))
-		err := peer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "smuggled", Labels: map[string]string{cluster.SignedNonceLabel: "true", cluster.RemoteClusterIDLabel: c.id}}})
+		err := peer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "smuggled", Labels: map[string]string{wire.SignedNonceLabel: "true", wire.RemoteClusterIDLabel: c.id}}})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "no Secret but the nonce")
 		err = peer.Create(ctx, &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "x-"}})
@@ -142,7 +143,7 @@ func TestPeeringUser(t *testing.T) {
 		assert.Contains(t, errOut, "never revives it")
 		peer := newClient(t, restConfigFromKubeconfig(t, []byte(mustRead(t, pu))))
 		var cm corev1.ConfigMap
-		err := peer.Get(ctx, client.ObjectKey{Namespace: cluster.DefaultLiqoNamespace, Name: cluster.ClusterIDConfigMapName}, &cm)
+		err := peer.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: wire.ClusterIDConfigMapName}, &cm)
 		assert.True(t, apierrors.IsForbidden(err), "the old certificate authorizes nothing: %v", err)
 		// A new peering user for the same consumer gets another name: the old one stays dead.
 		out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
@@ -151,7 +152,7 @@ func TestPeeringUser(t *testing.T) {
 		for name := range fresh.AuthInfos {
 			assert.NotEqual(t, user, name)
 		}
-		err = peer.Get(ctx, client.ObjectKey{Namespace: cluster.DefaultLiqoNamespace, Name: cluster.ClusterIDConfigMapName}, &cm)
+		err = peer.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: wire.ClusterIDConfigMapName}, &cm)
 		assert.True(t, apierrors.IsForbidden(err), "still nothing: %v", err)
 	})
 
@@ -159,13 +160,13 @@ func TestPeeringUser(t *testing.T) {
 		// Certificates of the CSR API live at least ten minutes: expiry is recorded, and
 		// the API server refuses the certificate after it; here the record says so.
 		var crbs rbacv1.ClusterRoleBindingList
-		require.NoError(t, p.client.List(ctx, &crbs, client.HasLabels{cluster.PeeringUserLabel}, client.MatchingLabels{cluster.RemoteClusterIDLabel: c.id}))
+		require.NoError(t, p.client.List(ctx, &crbs, client.HasLabels{wire.PeeringUserLabel}, client.MatchingLabels{wire.RemoteClusterIDLabel: c.id}))
 		require.Len(t, crbs.Items, 1)
-		crbs.Items[0].Annotations[cluster.PeeringUserExpiresAnnotation] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+		crbs.Items[0].Annotations[wire.PeeringUserExpiresAnnotation] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 		require.NoError(t, p.client.Update(ctx, &crbs.Items[0]))
 		_, errOut := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
 		assert.Contains(t, errOut, "Replacing peering user")
-		require.NoError(t, p.client.List(ctx, &crbs, client.HasLabels{cluster.PeeringUserLabel}, client.MatchingLabels{cluster.RemoteClusterIDLabel: c.id}))
+		require.NoError(t, p.client.List(ctx, &crbs, client.HasLabels{wire.PeeringUserLabel}, client.MatchingLabels{wire.RemoteClusterIDLabel: c.id}))
 		assert.Len(t, crbs.Items, 1, "one peering user per consumer")
 	})
 }
@@ -192,7 +193,7 @@ func TestPeeringUserNeedsTheManager(t *testing.T) {
 	require.NoError(t, err, errOut)
 	assert.Contains(t, errOut, "revoked: verified")
 	var crbs rbacv1.ClusterRoleBindingList
-	require.NoError(t, p.client.List(context.Background(), &crbs, client.HasLabels{cluster.PeeringUserLabel}))
+	require.NoError(t, p.client.List(context.Background(), &crbs, client.HasLabels{wire.PeeringUserLabel}))
 	assert.Empty(t, crbs.Items, "no peering user outlives the uninstall")
 }
 

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // TestManagersWithoutLeaderElectionAreSeen: a liqo-auth-manager started with
@@ -28,7 +28,7 @@ func TestManagersWithoutLeaderElectionAreSeen(t *testing.T) {
 	mc := startManager(t, consumer, "--leader-elect=false")
 	mp := startManager(t, provider, "--leader-elect=false")
 	for _, s := range []*site{consumer, provider} {
-		running, err := authmanager.RunningManager(context.Background(), s.client, cluster.DefaultLiqoNamespace, time.Now())
+		running, err := authmanager.RunningManager(context.Background(), s.client, wire.DefaultLiqoNamespace, time.Now())
 		require.NoError(t, err)
 		require.NotNil(t, running, "%s: the manager's Lease is fresh", s.id)
 		require.NotEmpty(t, running.Holder)
@@ -42,7 +42,7 @@ func TestManagersWithoutLeaderElectionAreSeen(t *testing.T) {
 	mp.Stop()
 	mc.Stop()
 	for _, s := range []*site{consumer, provider} {
-		running, err := authmanager.RunningManager(context.Background(), s.client, cluster.DefaultLiqoNamespace, time.Now())
+		running, err := authmanager.RunningManager(context.Background(), s.client, wire.DefaultLiqoNamespace, time.Now())
 		require.NoError(t, err)
 		require.Nil(t, running, "%s: a stopped manager releases its Lease", s.id)
 	}
@@ -57,7 +57,7 @@ func TestManagersWithoutLeaderElectionAreSeen(t *testing.T) {
 func TestPresenceNeverTakesALiveLease(t *testing.T) {
 	consumer, _ := cliSites(t)
 	c := consumer.client
-	ns := cluster.DefaultLiqoNamespace
+	ns := wire.DefaultLiqoNamespace
 	key := client.ObjectKey{Namespace: ns, Name: authmanager.LeaseName}
 	get := func(ctx context.Context) (*coordinationv1.Lease, error) {
 		var l coordinationv1.Lease

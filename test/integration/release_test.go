@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
@@ -52,10 +53,10 @@ func TestReleaseManifestIdentityIsEnough(t *testing.T) {
 		startManager(t, p, append([]string{"--kubeconfig", restrictedKubeconfig(t, p), "--api-server-url", p.cp.URL}, renewingProvider...)...),
 	}
 	for _, s := range sites {
-		id, err := cluster.GetClusterID(ctx, s.client, cluster.DefaultLiqoNamespace)
+		id, err := cluster.GetClusterID(ctx, s.client, wire.DefaultLiqoNamespace)
 		require.NoError(t, err, "the manager wrote the cluster ID the manifest left empty")
 		s.id = id
-		_, err = cluster.GetClusterKey(ctx, s.client, cluster.DefaultLiqoNamespace)
+		_, err = cluster.GetClusterKey(ctx, s.client, wire.DefaultLiqoNamespace)
 		require.NoError(t, err, "the manager wrote the key the manifest left empty")
 	}
 

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -31,7 +32,7 @@ var renewingProvider = []string{"--certificate-lifetime=10m", "--renew-before=59
 func identitySerial(t *testing.T, c, p *site) string {
 	t.Helper()
 	var id authv1beta1.Identity
-	require.NoError(t, c.client.Get(context.Background(), client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: cluster.IdentityName(p.id)}, &id))
+	require.NoError(t, c.client.Get(context.Background(), client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: wire.IdentityName(p.id)}, &id))
 	if id.Status.Certificate == nil || !meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) {
 		return ""
 	}
@@ -41,7 +42,7 @@ func identitySerial(t *testing.T, c, p *site) string {
 func tenantSerial(t *testing.T, c, p *site) string {
 	t.Helper()
 	var tn authv1beta1.Tenant
-	require.NoError(t, p.client.Get(context.Background(), client.ObjectKey{Namespace: cluster.TenantNamespaceName(c.id), Name: c.id}, &tn))
+	require.NoError(t, p.client.Get(context.Background(), client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &tn))
 	if tn.Status.Certificate == nil {
 		return ""
 	}
@@ -87,7 +88,7 @@ func TestCertificateRenewal(t *testing.T) {
 			}
 			user := newClient(t, restConfigFromKubeconfig(t, kc))
 			requests.Add(1)
-			if err := user.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(c.id), Name: c.id}, &authv1beta1.Tenant{}); err != nil && ctx.Err() == nil {
+			if err := user.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &authv1beta1.Tenant{}); err != nil && ctx.Err() == nil {
 				failures.Add(1)
 				t.Logf("request failed: %v", err)
 			}
@@ -111,8 +112,8 @@ func TestCertificateRenewal(t *testing.T) {
 	nKubeconfigSerials := 0
 	serials.Range(func(any, any) bool { nKubeconfigSerials++; return true })
 	assert.GreaterOrEqual(t, nKubeconfigSerials, 3, "the kubeconfig carried each renewed certificate")
-	assert.True(t, hasEvent(t, p, cluster.TenantNamespaceName(c.id), c.id, "CertificateRenewed"), "a renewal Event on the provider")
-	assert.True(t, hasEvent(t, c, cluster.TenantNamespaceName(p.id), cluster.IdentityName(p.id), "CertificateRenewed"), "a renewal Event on the consumer")
+	assert.True(t, hasEvent(t, p, wire.TenantNamespaceName(c.id), c.id, "CertificateRenewed"), "a renewal Event on the provider")
+	assert.True(t, hasEvent(t, c, wire.TenantNamespaceName(p.id), wire.IdentityName(p.id), "CertificateRenewed"), "a renewal Event on the consumer")
 
 	// The consumer's manager is down while the provider renews twice; it catches up.
 	consumerMgr.Stop()
@@ -137,17 +138,17 @@ func TestExpiredIdentity(t *testing.T) {
 	mustCLI(t, pairArgs("authenticate", c, p)...)
 	startControllers(t, c, authmanager.Consumer)
 	ctx := context.Background()
-	key, err := cluster.GetClusterKey(ctx, c.client, cluster.DefaultLiqoNamespace)
+	key, err := cluster.GetClusterKey(ctx, c.client, wire.DefaultLiqoNamespace)
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(42), Subject: pkix.Name{CommonName: c.id, Organization: []string{cluster.UserGroup}},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(42), Subject: pkix.Name{CommonName: c.id, Organization: []string{wire.UserGroup}},
 		NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: time.Now().Add(-time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cp.CA.Cert, key.Public(), p.cp.CA.Key)
 	require.NoError(t, err)
 	expired := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	cTN := cluster.TenantNamespaceName(p.id)
+	cTN := wire.TenantNamespaceName(p.id)
 	var id authv1beta1.Identity
-	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.IdentityName(p.id)}, &id))
+	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}, &id))
 	id.Spec.AuthParams.SignedCRT = expired
 	require.NoError(t, c.client.Update(ctx, &id))
 	expectIdentityRefused(t, c, &id, string(authn.ReasonCertificateExpired))
@@ -161,5 +162,5 @@ func TestExpiredIdentity(t *testing.T) {
 	assert.Equal(t, tenantSerial(t, c, p), identitySerial(t, c, p))
 	assertTenantAccess(t, p, c, kubeconfigOf(t, c, p))
 	var kc corev1.Secret
-	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.KubeconfigSecretName(id.Name)}, &kc))
+	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.KubeconfigSecretName(id.Name)}, &kc))
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
@@ -78,7 +79,7 @@ func assertNoCSRApproved(t *testing.T, p *site, id string) {
 	var csrs certificatesv1.CertificateSigningRequestList
 	require.NoError(t, p.client.List(context.Background(), &csrs))
 	for _, c := range csrs.Items {
-		if c.Labels[cluster.RemoteClusterIDLabel] != id {
+		if c.Labels[wire.RemoteClusterIDLabel] != id {
 			continue
 		}
 		approved, _, _ := csrConditions(&c)

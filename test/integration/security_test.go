@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -53,8 +54,8 @@ func TestCSRSquattingIsNeverApproved(t *testing.T) {
 	for i, name := range []string{"liqo-cl-honest-" + serial[:10], "liqo-cl-honest-next"} {
 		csr := &certificatesv1.CertificateSigningRequest{
 			ObjectMeta: metav1.ObjectMeta{Name: name,
-				Labels:      map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.TenantUIDLabel: string(tn.UID), cluster.RemoteClusterIDLabel: honest.id},
-				Annotations: map[string]string{tenant.TenantAnnotation: tn.Namespace + "/" + tn.Name, tenant.ReplacesAnnotation: serial}},
+				Labels:      map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.TenantUIDLabel: string(tn.UID), wire.RemoteClusterIDLabel: honest.id},
+				Annotations: map[string]string{wire.TenantAnnotation: tn.Namespace + "/" + tn.Name, tenant.ReplacesAnnotation: serial}},
 			Spec: certificatesv1.CertificateSigningRequestSpec{
 				Request: thief.csr(t), SignerName: certificatesv1.KubeAPIServerClientSignerName,
 				ExpirationSeconds: ptr.To[int32](600),
@@ -114,42 +115,42 @@ func TestLookAlikeNamespaces(t *testing.T) {
 		require.NoError(t, mallory.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "evil", Labels: cluster.TenantNamespaceLabels(victim.id)}}))
 		nonce, err := authn.NewNonce()
 		require.NoError(t, err)
-		require.NoError(t, mallory.Create(ctx, secret("evil", cluster.NonceSecretName,
-			map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: victim.id}, map[string][]byte{cluster.NonceField: []byte(nonce)})))
+		require.NoError(t, mallory.Create(ctx, secret("evil", wire.NonceSecretName,
+			map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: victim.id}, map[string][]byte{wire.NonceField: []byte(nonce)})))
 		tn := victim.honestTenant(t, "evil", nonce)
 		require.NoError(t, mallory.Create(ctx, tn))
 		expectRefused(t, p, tn, string(authv1beta1.ReasonTenantMisplaced))
 		got := &authv1beta1.Tenant{}
 		require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(tn), got))
-		assert.NotContains(t, got.Finalizers, cluster.TenantFinalizer, "a misplaced Tenant gets no finalizer")
+		assert.NotContains(t, got.Finalizers, wire.TenantFinalizer, "a misplaced Tenant gets no finalizer")
 		// An empty nonce in a look-alike namespace is not filled.
 		require.NoError(t, mallory.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "evil-empty", Labels: cluster.TenantNamespaceLabels("cl-other")}}))
-		require.NoError(t, mallory.Create(ctx, secret("evil-empty", cluster.NonceSecretName, map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: "cl-other"}, nil)))
-		waitEvent(t, p, "evil-empty", cluster.NonceSecretName, "NonceOutsideTenantNamespace")
+		require.NoError(t, mallory.Create(ctx, secret("evil-empty", wire.NonceSecretName, map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: "cl-other"}, nil)))
+		waitEvent(t, p, "evil-empty", wire.NonceSecretName, "NonceOutsideTenantNamespace")
 		var s corev1.Secret
-		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: "evil-empty", Name: cluster.NonceSecretName}, &s))
-		assert.Empty(t, s.Data[cluster.NonceField])
+		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: "evil-empty", Name: wire.NonceSecretName}, &s))
+		assert.Empty(t, s.Data[wire.NonceField])
 
 		// The namespace of the default name, made ahead of the administrator, is not
 		// adopted unless the administrator says so.
-		require.NoError(t, mallory.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster.TenantNamespaceName("cl-squat"), Labels: cluster.TenantNamespaceLabels("cl-squat")}}))
+		require.NoError(t, mallory.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName("cl-squat"), Labels: cluster.TenantNamespaceLabels("cl-squat")}}))
 		_, _, err = runCLI(t, "create", "nonce", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", "cl-squat")
 		require.ErrorIs(t, err, cluster.ErrUnrecordedNamespace)
 		assert.Contains(t, err.Error(), "--adopt-tenant-namespace")
-		rec, err := cluster.GetTenantRecord(ctx, p.client, cluster.DefaultLiqoNamespace, "cl-squat")
+		rec, err := cluster.GetTenantRecord(ctx, p.client, wire.DefaultLiqoNamespace, "cl-squat")
 		require.NoError(t, err)
 		assert.Nil(t, rec, "nothing is recorded")
 	})
 
 	t.Run("consumer", func(t *testing.T) {
 		mallory := principal(t, c, "ns-creator", "", nsCreator...)
-		key, err := cluster.GetClusterKey(ctx, c.client, cluster.DefaultLiqoNamespace)
+		key, err := cluster.GetClusterKey(ctx, c.client, wire.DefaultLiqoNamespace)
 		require.NoError(t, err)
 		evilCA, err := testenv.NewCA("evil")
 		require.NoError(t, err)
 		require.NoError(t, mallory.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "evil", Labels: cluster.TenantNamespaceLabels(p.id)}}))
 		id := &authv1beta1.Identity{
-			ObjectMeta: metav1.ObjectMeta{Name: cluster.IdentityName(p.id), Namespace: "evil", Labels: map[string]string{cluster.RemoteClusterIDLabel: p.id}},
+			ObjectMeta: metav1.ObjectMeta{Name: wire.IdentityName(p.id), Namespace: "evil", Labels: map[string]string{wire.RemoteClusterIDLabel: p.id}},
 			Spec: authv1beta1.IdentitySpec{ClusterID: authv1beta1.ClusterID(p.id), Type: authv1beta1.ControlPlaneIdentityType, Namespace: ptr.To("liqo-tenant-cl-consumer"),
 				AuthParams: authv1beta1.AuthParams{APIServer: "https://evil.example:6443", CA: evilCA.CertPEM, SignedCRT: issueCert(t, evilCA, key.Public(), c.id)}},
 		}
@@ -162,8 +163,8 @@ func TestLookAlikeNamespaces(t *testing.T) {
 		// The honest pair authenticates; the provider CA is pinned.
 		_, errOut := mustCLI(t, pairArgs("authenticate", c, p)...)
 		require.Contains(t, errOut, "Identity status is filled")
-		cTN := cluster.TenantNamespaceName(p.id)
-		rec, err := cluster.GetTenantRecord(ctx, c.client, cluster.DefaultLiqoNamespace, p.id)
+		cTN := wire.TenantNamespaceName(p.id)
+		rec, err := cluster.GetTenantRecord(ctx, c.client, wire.DefaultLiqoNamespace, p.id)
 		require.NoError(t, err)
 		wantFP, err := authn.CAFingerprint(p.cp.CA.CertPEM)
 		require.NoError(t, err)
@@ -173,7 +174,7 @@ func TestLookAlikeNamespaces(t *testing.T) {
 		// Someone who may update Identities in the real tenant namespace swaps the CA.
 		editor := principal(t, c, "identity-editor", cTN, rule("authentication.liqo.io", "identities", "get", "update"))
 		real := &authv1beta1.Identity{}
-		require.NoError(t, editor.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.IdentityName(p.id)}, real))
+		require.NoError(t, editor.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}, real))
 		real.Spec.AuthParams.CA = evilCA.CertPEM
 		real.Spec.AuthParams.SignedCRT = issueCert(t, evilCA, key.Public(), c.id)
 		require.NoError(t, editor.Update(ctx, real))
@@ -216,7 +217,7 @@ func TestClusterIDThatIsAUserGetsNothing(t *testing.T) {
 			waitEvent(t, p, ns, tn.Name, authv1beta1.ReasonClusterIDHasPermissions)
 			assertNoCSRApproved(t, p, id)
 			var csrs certificatesv1.CertificateSigningRequestList
-			require.NoError(t, p.client.List(ctx, &csrs, client.MatchingLabels{cluster.RemoteClusterIDLabel: id}))
+			require.NoError(t, p.client.List(ctx, &csrs, client.MatchingLabels{wire.RemoteClusterIDLabel: id}))
 			assert.Empty(t, csrs.Items, "no request is even submitted")
 			got := &authv1beta1.Tenant{}
 			require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(tn), got))
@@ -241,8 +242,8 @@ func TestKubeconfigSecretsAreNeverExecuted(t *testing.T) {
 	ctx := context.Background()
 	_, errOut := mustCLI(t, pairArgs("authenticate", c, p)...)
 	require.Contains(t, errOut, "Identity status is filled")
-	cTN := cluster.TenantNamespaceName(p.id)
-	secretName := cluster.KubeconfigSecretName(cluster.IdentityName(p.id))
+	cTN := wire.TenantNamespaceName(p.id)
+	secretName := wire.KubeconfigSecretName(wire.IdentityName(p.id))
 
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "executed")
@@ -261,17 +262,17 @@ func TestKubeconfigSecretsAreNeverExecuted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var s corev1.Secret
 			require.NoError(t, writer.Get(ctx, client.ObjectKey{Namespace: cTN, Name: secretName}, &s))
-			kc, err := clientcmd.Load(s.Data[cluster.KubeconfigField])
+			kc, err := clientcmd.Load(s.Data[wire.KubeconfigField])
 			require.NoError(t, err)
 			for _, u := range kc.AuthInfos {
 				tamper(u)
 			}
-			s.Data[cluster.KubeconfigField], err = clientcmd.Write(*kc)
+			s.Data[wire.KubeconfigField], err = clientcmd.Write(*kc)
 			require.NoError(t, err)
 			s.OwnerReferences = nil // so that the identity controller leaves it as it is
 			require.NoError(t, writer.Update(ctx, &s))
 			eventually(t, 20*time.Second, "the renewal watcher refuses the kubeconfig", func(ctx context.Context) (bool, error) {
-				return countEvents(t, c, cTN, cluster.IdentityName(p.id), "KubeconfigRefused") > 0, nil
+				return countEvents(t, c, cTN, wire.IdentityName(p.id), "KubeconfigRefused") > 0, nil
 			})
 			time.Sleep(500 * time.Millisecond)
 			_, err = os.Stat(marker)
@@ -282,7 +283,7 @@ func TestKubeconfigSecretsAreNeverExecuted(t *testing.T) {
 		require.NoError(t, c.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: secretName}}))
 		eventually(t, 20*time.Second, "the Identity writes its kubeconfig again", func(ctx context.Context) (bool, error) {
 			var id authv1beta1.Identity
-			err := c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.IdentityName(p.id)}, &id)
+			err := c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}, &id)
 			return meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady), err
 		})
 		mustCLI(t, pairArgs("authenticate", c, p)...)
@@ -326,8 +327,8 @@ func TestNonceStampsCannotExtendANonce(t *testing.T) {
 			time.Sleep(tc.wait)
 			writer := principal(t, p, "nonce-writer-"+a.id, tn, rule("", "secrets", "get", "update"))
 			var s corev1.Secret
-			require.NoError(t, writer.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &s))
-			s.Annotations[cluster.NonceIssuedAtAnnotation] = time.Now().Add(tc.stamp).UTC().Format(time.RFC3339)
+			require.NoError(t, writer.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s))
+			s.Annotations[wire.NonceIssuedAtAnnotation] = time.Now().Add(tc.stamp).UTC().Format(time.RFC3339)
 			require.NoError(t, writer.Update(ctx, &s))
 			tenantObj := a.honestTenant(t, tn, nonce)
 			require.NoError(t, p.client.Create(ctx, tenantObj))
@@ -346,7 +347,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 	ctx := context.Background()
 	tn := ensureTN(t, p.client, "cl-consumer")
 	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "look-alike", Labels: cluster.TenantNamespaceLabels("cl-x")}}))
-	liqo := cluster.DefaultLiqoNamespace
+	liqo := wire.DefaultLiqoNamespace
 	sa := "system:serviceaccount:" + liqo + ":" + cluster.ManagerName
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + liqo, "system:authenticated"}
 	cases := []struct {
@@ -359,7 +360,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		{"update", "", "configmaps", "", liqo, "", true},
 		{"update", "", "configmaps", "", "kube-system", "", false},
 		{"create", "", "secrets", "", liqo, "", false},
-		{"update", "", "secrets", "", liqo, cluster.KeysSecretName, true},
+		{"update", "", "secrets", "", liqo, wire.KeysSecretName, true},
 		{"update", "", "secrets", "", liqo, "other", false},
 		{"create", "", "configmaps", "", liqo, "", true},
 		{"create", "", "configmaps", "", "kube-system", "", false},
@@ -378,9 +379,9 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", cluster.ManagerTenantRoleName, true},
 		{"create", "rbac.authorization.k8s.io", "roles", "", "look-alike", "", false},
 		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", "", false},
-		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", cluster.ControlPlaneRoleName, true},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", wire.ControlPlaneRoleName, true},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "cluster-admin", false},
-		{"bind", "rbac.authorization.k8s.io", "roles", "", tn, cluster.TenantReaderName, true},
+		{"bind", "rbac.authorization.k8s.io", "roles", "", tn, wire.TenantReaderName, true},
 		{"bind", "rbac.authorization.k8s.io", "roles", "", "default", "", false},
 		{"bind", "rbac.authorization.k8s.io", "roles", "", "kube-system", "", false},
 		{"bind", "rbac.authorization.k8s.io", "roles", "", "look-alike", "", false},
@@ -419,7 +420,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 				Spec: certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: signer, ExpirationSeconds: ptr.To(int32(3600)),
 					Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}}
 		}
-		ours := map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.TenantUIDLabel: "some-uid"}
+		ours := map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.TenantUIDLabel: "some-uid"}
 		err = manager.Create(ctx, csr(certificatesv1.KubeAPIServerClientKubeletSignerName, ours))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "signer "+certificatesv1.KubeAPIServerClientSignerName+" only")
@@ -492,7 +493,7 @@ func TestStatusWritersCannotAcceptATenant(t *testing.T) {
 			mallory := principal(t, p, "status-writer-"+victimID, tn,
 				rule("authentication.liqo.io", "tenants", "create", "get", "update"), rule("authentication.liqo.io", "tenants/status", "get", "update", "patch"))
 			forged := &authv1beta1.Tenant{
-				ObjectMeta: metav1.ObjectMeta{Name: victim.id, Namespace: tn, Labels: map[string]string{cluster.RemoteClusterIDLabel: victim.id}},
+				ObjectMeta: metav1.ObjectMeta{Name: victim.id, Namespace: tn, Labels: map[string]string{wire.RemoteClusterIDLabel: victim.id}},
 				Spec:       authv1beta1.TenantSpec{ClusterID: authv1beta1.ClusterID(victim.id), PublicKey: victim.pubPEM(t), CSR: victim.csr(t), Signature: []byte("not a signature")},
 			}
 			require.NoError(t, mallory.Create(ctx, forged))
@@ -521,7 +522,7 @@ func TestStatusWritersCannotAcceptATenant(t *testing.T) {
 // its control-plane role.
 func assertTenantHasAccess(t *testing.T, p *site, tn *authv1beta1.Tenant) {
 	t.Helper()
-	allowed, err := cluster.AllowedActions(context.Background(), p.client, string(tn.Spec.ClusterID), []string{cluster.UserGroup}, tn.Namespace, cluster.ControlPlaneRules())
+	allowed, err := cluster.AllowedActions(context.Background(), p.client, string(tn.Spec.ClusterID), []string{wire.UserGroup}, tn.Namespace, cluster.ControlPlaneRules())
 	require.NoError(t, err)
 	assert.NotEmpty(t, allowed, "the honest tenant keeps its access")
 }
@@ -538,7 +539,7 @@ func TestRevocationProofCoversEverything(t *testing.T) {
 	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}))
 	extra := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "forgotten", Namespace: "elsewhere"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: c.id}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ControlPlaneRoleName}}
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wire.ControlPlaneRoleName}}
 	require.NoError(t, p.client.Create(ctx, extra))
 	_, _, err := runCLI(t, pairArgs("unauthenticate", c, p)...)
 	require.ErrorIs(t, err, handshake.ErrAccessNotRevoked)
@@ -548,7 +549,7 @@ func TestRevocationProofCoversEverything(t *testing.T) {
 
 	everyone := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "everyone-reads-slices"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ControlPlaneRoleName}}
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wire.ControlPlaneRoleName}}
 	require.NoError(t, p.client.Create(ctx, everyone))
 	_, _, err = runCLI(t, pairArgs("unauthenticate", c, p)...)
 	require.ErrorIs(t, err, handshake.ErrAccessNotRevoked)
@@ -574,7 +575,7 @@ func TestStrayTenantDeletionTouchesNothing(t *testing.T) {
 	ctx := context.Background()
 	honest := honestHandshake(t, p, newAttacker(t, "cl-honest"))
 	mallory := principal(t, p, "tenant-writer", honest.Namespace, rule("authentication.liqo.io", "tenants", "create", "get", "delete"))
-	stray := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: honest.Namespace, Labels: map[string]string{cluster.RemoteClusterIDLabel: "cl-honest"}},
+	stray := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: honest.Namespace, Labels: map[string]string{wire.RemoteClusterIDLabel: "cl-honest"}},
 		Spec: authv1beta1.TenantSpec{ClusterID: "cl-honest"}}
 	require.NoError(t, mallory.Create(ctx, stray))
 	expectRefusedReason(t, p, stray, string(authv1beta1.ReasonTenantNameMismatch))
@@ -609,7 +610,7 @@ func TestSquattedAccessObjectsAreReplaced(t *testing.T) {
 	a := newAttacker(t, "cl-squatted")
 	tn := ensureTN(t, p.client, a.id)
 	mallory := principal(t, p, "role-writer", tn, rule("rbac.authorization.k8s.io", "roles", "create", "get"), rule("", "configmaps", "get", "list"))
-	squat := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: cluster.TenantReaderName, Namespace: tn},
+	squat := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantReaderName, Namespace: tn},
 		Rules: []rbacv1.PolicyRule{rule("", "configmaps", "get", "list")}}
 	require.NoError(t, mallory.Create(ctx, squat))
 
@@ -618,7 +619,7 @@ func TestSquattedAccessObjectsAreReplaced(t *testing.T) {
 	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(squat), got))
 	assert.True(t, metav1.IsControlledBy(got, honest), "the reader Role is the Tenant's own")
 	assert.Equal(t, cluster.TenantReaderRules(a.id), got.Rules)
-	allowed, err := cluster.AllowedActions(ctx, p.client, a.id, []string{cluster.UserGroup}, tn, []rbacv1.PolicyRule{rule("", "configmaps", "list")})
+	allowed, err := cluster.AllowedActions(ctx, p.client, a.id, []string{wire.UserGroup}, tn, []rbacv1.PolicyRule{rule("", "configmaps", "list")})
 	require.NoError(t, err)
 	assert.Empty(t, allowed, "the tenant's user may not list ConfigMaps: the squatter's rules are gone")
 }

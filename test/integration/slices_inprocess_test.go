@@ -3,10 +3,9 @@ package integration
 import (
 	"testing"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // TestResourceSlicesWithControllersInProcess: on a pair authenticated with in-process
@@ -17,7 +16,7 @@ func TestResourceSlicesWithControllersInProcess(t *testing.T) {
 	c, p := cliSites(t)
 	mustCLI(t, pairArgs("authenticate", c, p)...)
 	remote := []string{"--remote-kubeconfig", p.cp.Kubeconfig}
-	pTN := cluster.TenantNamespaceName(c.id)
+	pTN := wire.TenantNamespaceName(c.id)
 
 	t.Run("without the provider's credentials it says which side needs a manager", func(t *testing.T) {
 		_, errOut, err := runCLI(t, sliceArgs("create", "lonely", c, p, "--cpu", "1", "--timeout", "12s")...)

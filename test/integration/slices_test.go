@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -39,8 +40,8 @@ func sliceSites(t *testing.T, provider ...func(*authmanager.Options)) (consumer,
 // localSlice is a slice as liqoctl create resourceslice (and Liqo's) writes it.
 func localSlice(c, p *site, name, class string, cpu string) *authv1beta1.ResourceSlice {
 	return &authv1beta1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.TenantNamespaceName(p.id), Name: name, Labels: map[string]string{
-			cluster.RemoteClusterIDLabel: p.id, cluster.ReplicationRequestedLabel: "true", "liqo.io/remoteID": p.id}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: wire.TenantNamespaceName(p.id), Name: name, Labels: map[string]string{
+			wire.RemoteClusterIDLabel: p.id, wire.ReplicationRequestedLabel: "true", "liqo.io/remoteID": p.id}},
 		Spec: authv1beta1.ResourceSliceSpec{Class: authv1beta1.ResourceSliceClass(class),
 			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
 	}
@@ -65,12 +66,12 @@ func sliceKubeconfig(t *testing.T, c, p *site, name string) []byte {
 	t.Helper()
 	var id authv1beta1.Identity
 	eventually(t, 30*time.Second, "the slice Identity is ready", func(ctx context.Context) (bool, error) {
-		err := c.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: cluster.SliceIdentityName(name)}, &id)
+		err := c.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: cluster.SliceIdentityName(name)}, &id)
 		return err == nil && meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady), client.IgnoreNotFound(err)
 	})
 	var s corev1.Secret
-	require.NoError(t, c.client.Get(context.Background(), client.ObjectKey{Namespace: id.Namespace, Name: cluster.KubeconfigSecretName(id.Name)}, &s))
-	return s.Data[cluster.KubeconfigField]
+	require.NoError(t, c.client.Get(context.Background(), client.ObjectKey{Namespace: id.Namespace, Name: wire.KubeconfigSecretName(id.Name)}, &s))
+	return s.Data[wire.KubeconfigField]
 }
 
 // canI asks, as the holder of kubeconfig, whether it may do verb on resource in ns.
@@ -106,7 +107,7 @@ func TestResourceSliceFlow(t *testing.T) {
 	assert.Equal(t, authn.SliceUserName("slice-a", c.id), cert.Subject.CommonName)
 	assert.Equal(t, []string{c.id}, cert.Subject.Organization)
 
-	pTN := cluster.TenantNamespaceName(c.id)
+	pTN := wire.TenantNamespaceName(c.id)
 	assert.True(t, canI(t, kc, "get", "authentication.liqo.io", "resourceslices", pTN, "slice-a"), "reads its own slice")
 	for _, deny := range [][4]string{
 		{"get", "authentication.liqo.io", "resourceslices", "other"},
@@ -143,7 +144,7 @@ func TestCLIResourceSlices(t *testing.T) {
 	startManager(t, p, "--resource-slice-classes=gpu")
 	startManager(t, c)
 	mustCLI(t, pairArgs("authenticate", c, p)...)
-	pTN := cluster.TenantNamespaceName(c.id)
+	pTN := wire.TenantNamespaceName(c.id)
 
 	_, errOut := mustCLI(t, sliceArgs("create", "slice-a", c, p, "--cpu", "2", "--memory", "4Gi")...)
 	assertInOrder(t, errOut, []string{
@@ -164,12 +165,12 @@ func TestCLIResourceSlices(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `the provider denied ResourceSlice slice-c: ResourceSliceResourcesDenied (Resources): class "fpga" is not offered by this provider (offered: default, gpu)`)
 	var denied authv1beta1.Identity
-	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: cluster.SliceIdentityName("slice-c")}, &denied)), "a denied slice has no identity")
+	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: cluster.SliceIdentityName("slice-c")}, &denied)), "a denied slice has no identity")
 
 	out, _ = mustCLI(t, sliceArgs("create", "slice-y", c, p, "--cpu", "1", "-o", "yaml")...)
 	assert.Contains(t, out, "liqo.io/replication: \"true\"")
 	assert.Contains(t, out, "kind: ResourceSlice")
-	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: "slice-y"}, &authv1beta1.ResourceSlice{})), "-o yaml creates nothing")
+	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: "slice-y"}, &authv1beta1.ResourceSlice{})), "-o yaml creates nothing")
 
 	// Cordon: existing slices stay, no new one.
 	_, errOut = mustCLI(t, "cordon", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
@@ -179,7 +180,7 @@ func TestCLIResourceSlices(t *testing.T) {
 	assert.Contains(t, err.Error(), "is Cordoned: it gets no new ResourceSlice")
 	assert.True(t, canI(t, kcA, "get", "authentication.liqo.io", "resourceslices", pTN, "slice-a"), "a cordoned tenant keeps its slices")
 	mustCLI(t, "uncordon", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
-	rsD := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.TenantNamespaceName(p.id), Name: "slice-d"}}
+	rsD := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: wire.TenantNamespaceName(p.id), Name: "slice-d"}}
 	eventually(t, 30*time.Second, "uncordoned, the waiting slice is accepted", func(ctx context.Context) (bool, error) {
 		if err := c.client.Get(ctx, client.ObjectKeyFromObject(rsD), rsD); err != nil {
 			return false, err
@@ -229,7 +230,7 @@ func apierrorsIsNotFound(err error) bool { return apierrors.IsNotFound(err) }
 func providerCopy(ns, name, consumerID string, csr []byte) *authv1beta1.ResourceSlice {
 	return &authv1beta1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
-			cluster.RemoteClusterIDLabel: consumerID, cluster.ReplicationStatusLabel: "true", cluster.ReplicationOriginLabel: consumerID}},
+			wire.RemoteClusterIDLabel: consumerID, wire.ReplicationStatusLabel: "true", wire.ReplicationOriginLabel: consumerID}},
 		Spec: authv1beta1.ResourceSliceSpec{ConsumerClusterID: ptrClusterID(consumerID), CSR: csr,
 			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
 	}
@@ -261,7 +262,7 @@ func expectSliceDenied(t *testing.T, p *site, rs *authv1beta1.ResourceSlice, typ
 	assert.Nil(t, rs.Status.AuthParams, "nothing issued")
 	waitEvent(t, p, rs.Namespace, rs.Name, reason)
 	var csrs certificatesv1.CertificateSigningRequestList
-	require.NoError(t, p.client.List(context.Background(), &csrs, client.MatchingLabels{cluster.TenantUIDLabel: string(rs.UID)}))
+	require.NoError(t, p.client.List(context.Background(), &csrs, client.MatchingLabels{wire.TenantUIDLabel: string(rs.UID)}))
 	assert.Empty(t, csrs.Items, "no certificate requested for a denied slice")
 }
 
@@ -370,11 +371,11 @@ func TestResourceSliceRenewalAndRestarts(t *testing.T) {
 		return len(seen) >= 3, nil
 	})
 	kc := sliceKubeconfig(t, c, p, "renewing")
-	assert.True(t, canI(t, kc, "get", "authentication.liqo.io", "resourceslices", cluster.TenantNamespaceName(c.id), "renewing"), "the renewed kubeconfig works")
+	assert.True(t, canI(t, kc, "get", "authentication.liqo.io", "resourceslices", wire.TenantNamespaceName(c.id), "renewing"), "the renewed kubeconfig works")
 }
 
 func handshakeSliceIdentity(p *site, name string) client.ObjectKey {
-	return client.ObjectKey{Namespace: cluster.TenantNamespaceName(p.id), Name: cluster.SliceIdentityName(name)}
+	return client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: cluster.SliceIdentityName(name)}
 }
 
 // TestLiqoResourceSliceYAML: a ResourceSlice as Liqo's liqoctl create resourceslice -o yaml
@@ -496,7 +497,7 @@ func TestResourceSliceStatusIsNotTrusted(t *testing.T) {
 	require.NoError(t, bob.Delete(ctx, forged))
 
 	// Limits: shrinking the other slices' status does not make room.
-	require.NoError(t, cluster.UpdateTenantRecord(ctx, p.client, p.client, cluster.DefaultLiqoNamespace, b.id, false, func(rec *cluster.TenantRecord) error {
+	require.NoError(t, cluster.UpdateTenantRecord(ctx, p.client, p.client, wire.DefaultLiqoNamespace, b.id, false, func(rec *cluster.TenantRecord) error {
 		rec.SliceLimits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
 		return nil
 	}))
@@ -550,15 +551,15 @@ func TestConsumerSliceKubeconfigSwap(t *testing.T) {
 	waitSliceDecided(t, c, first)
 	require.True(t, first.Status.AuthParams.HasCertificate(), "the first slice went through the checked client")
 
-	tn := cluster.TenantNamespaceName(p.id)
+	tn := wire.TenantNamespaceName(p.id)
 	mallory := principal(t, c, "secret-writer", tn, rule("", "secrets", "get", "update"))
 	var s corev1.Secret
-	key := client.ObjectKey{Namespace: tn, Name: cluster.KubeconfigSecretName(cluster.IdentityName(p.id))}
+	key := client.ObjectKey{Namespace: tn, Name: wire.KubeconfigSecretName(wire.IdentityName(p.id))}
 	require.NoError(t, mallory.Get(ctx, key, &s))
-	genuine := string(s.Data[cluster.KubeconfigField])
+	genuine := string(s.Data[wire.KubeconfigField])
 	swapped := strings.Replace(genuine, p.cp.URL, "https://127.0.0.1:1", 1)
 	require.NotEqual(t, genuine, swapped, "the kubeconfig names the provider's URL")
-	s.Data[cluster.KubeconfigField] = []byte(swapped)
+	s.Data[wire.KubeconfigField] = []byte(swapped)
 	require.NoError(t, mallory.Update(ctx, &s))
 
 	second := localSlice(c, p, "second", "", "1")
@@ -566,6 +567,6 @@ func TestConsumerSliceKubeconfigSwap(t *testing.T) {
 	waitSliceDecided(t, c, second)
 	assert.True(t, second.Status.AuthParams.HasCertificate(), "the second slice reached the provider")
 	require.NoError(t, c.client.Get(ctx, key, &s))
-	assert.Equal(t, genuine, string(s.Data[cluster.KubeconfigField]), "the checked kubeconfig is back")
+	assert.Equal(t, genuine, string(s.Data[wire.KubeconfigField]), "the checked kubeconfig is back")
 	assert.False(t, hasEvent(t, c, tn, "second", "ProviderUnreachable"), "nothing was sent to the swapped address")
 }

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -44,33 +45,33 @@ func TestPeeringUserCannotUndoTheAdministrator(t *testing.T) {
 	pu := filepath.Join(t.TempDir(), "pu.kubeconfig")
 	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
 	peer := newClient(t, restConfigFromKubeconfig(t, []byte(out)))
-	tn := cluster.TenantNamespaceName(c.id)
+	tn := wire.TenantNamespaceName(c.id)
 	key := client.ObjectKey{Namespace: tn, Name: c.id}
 
 	t.Run("its nonce is only a nonce", func(t *testing.T) {
 		nonceLabels := func() map[string]string {
-			return map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: c.id}
+			return map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: c.id}
 		}
 		for name, s := range map[string]*corev1.Secret{
-			"a service-account token": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels(),
+			"a service-account token": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.NonceSecretName, Labels: nonceLabels(),
 				Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}}, Type: corev1.SecretTypeServiceAccountToken},
-			"another type": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels()}, Type: corev1.SecretTypeDockerConfigJson,
+			"another type": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.NonceSecretName, Labels: nonceLabels()}, Type: corev1.SecretTypeDockerConfigJson,
 				Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte("{}")}},
-			"a service-account annotation": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels(),
+			"a service-account annotation": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.NonceSecretName, Labels: nonceLabels(),
 				Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}}},
-			"other data": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels()},
-				Data: map[string][]byte{cluster.NonceField: []byte("x"), "token": []byte("smuggled")}},
-			"another cluster's label": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName,
-				Labels: map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: "cl-someone-else"}}},
-			"a finalizer": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels(), Finalizers: []string{"example.com/keep"}}},
-			"immutable":   {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: cluster.NonceSecretName, Labels: nonceLabels()}, Immutable: new(true)},
+			"other data": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.NonceSecretName, Labels: nonceLabels()},
+				Data: map[string][]byte{wire.NonceField: []byte("x"), "token": []byte("smuggled")}},
+			"another cluster's label": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.NonceSecretName,
+				Labels: map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: "cl-someone-else"}}},
+			"a finalizer": {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.NonceSecretName, Labels: nonceLabels(), Finalizers: []string{"example.com/keep"}}},
+			"immutable":   {ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.NonceSecretName, Labels: nonceLabels()}, Immutable: new(true)},
 		} {
 			err := peer.Create(ctx, s)
 			require.Error(t, err, name)
 			assert.True(t, apierrors.IsInvalid(err) || apierrors.IsForbidden(err), "%s: %v", name, err)
 		}
 		var s corev1.Secret
-		assert.True(t, apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &s)), "nothing was created")
+		assert.True(t, apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s)), "nothing was created")
 	})
 
 	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
@@ -110,10 +111,10 @@ func TestPeeringUserCannotUndoTheAdministrator(t *testing.T) {
 
 		// The handshake by hand, as the peering user, past liqoctl's early refusal: the
 		// provider accepts the key and grants nothing.
-		side := &handshake.Side{Scope: "remote", Client: peer, Namespace: cluster.DefaultLiqoNamespace}
+		side := &handshake.Side{Scope: "remote", Client: peer, Namespace: wire.DefaultLiqoNamespace}
 		n, err := handshake.EnsureNonce(ctx, side, tn, c.id, time.Now())
 		require.NoError(t, err)
-		consumerKey, err := cluster.GetClusterKey(ctx, c.client, cluster.DefaultLiqoNamespace)
+		consumerKey, err := cluster.GetClusterKey(ctx, c.client, wire.DefaultLiqoNamespace)
 		require.NoError(t, err)
 		sig, err := authn.SignNonce(consumerKey, n.Value)
 		require.NoError(t, err)
@@ -147,13 +148,13 @@ func TestStatusWriterCannotHijackTheFirstHandshake(t *testing.T) {
 	c, p := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", c, p)...)
-	pTN, cTN := cluster.TenantNamespaceName(c.id), cluster.TenantNamespaceName(p.id)
+	pTN, cTN := wire.TenantNamespaceName(c.id), wire.TenantNamespaceName(p.id)
 	key := client.ObjectKey{Namespace: pTN, Name: c.id}
 	writer := principal(t, p, "status-writer", pTN, rule("authentication.liqo.io", "tenants", "get"), rule("authentication.liqo.io", "tenants/status", "get", "update", "patch"))
 
 	evil, err := testenv.NewCA("evil")
 	require.NoError(t, err)
-	consumerKey, err := cluster.GetClusterKey(ctx, c.client, cluster.DefaultLiqoNamespace)
+	consumerKey, err := cluster.GetClusterKey(ctx, c.client, wire.DefaultLiqoNamespace)
 	require.NoError(t, err)
 	forged := issueCert(t, evil, consumerKey.Public(), c.id)
 	forgedCert, err := authn.ParseCertificate(forged)
@@ -174,8 +175,8 @@ func TestStatusWriterCannotHijackTheFirstHandshake(t *testing.T) {
 	require.True(t, meta.IsStatusConditionTrue(tampered.Status.Conditions, authv1beta1.ConditionReady), "the forged status looks accepted")
 
 	// The consumer forgets the provider, as a cluster meeting it for the first time.
-	require.NoError(t, c.client.Delete(ctx, &authv1beta1.Identity{ObjectMeta: metaOf(cTN, cluster.IdentityName(p.id))}))
-	require.NoError(t, cluster.UpdateTenantRecord(ctx, c.client, c.client, cluster.DefaultLiqoNamespace, p.id, false, func(r *cluster.TenantRecord) error {
+	require.NoError(t, c.client.Delete(ctx, &authv1beta1.Identity{ObjectMeta: metaOf(cTN, wire.IdentityName(p.id))}))
+	require.NoError(t, cluster.UpdateTenantRecord(ctx, c.client, c.client, wire.DefaultLiqoNamespace, p.id, false, func(r *cluster.TenantRecord) error {
 		r.CAFingerprint = ""
 		return nil
 	}))
@@ -187,11 +188,11 @@ func TestStatusWriterCannotHijackTheFirstHandshake(t *testing.T) {
 	require.NoError(t, err)
 	realFP, err := authn.CAFingerprint(p.cp.CA.CertPEM)
 	require.NoError(t, err)
-	rec, err := cluster.GetTenantRecord(ctx, c.client, cluster.DefaultLiqoNamespace, p.id)
+	rec, err := cluster.GetTenantRecord(ctx, c.client, wire.DefaultLiqoNamespace, p.id)
 	require.NoError(t, err)
 	assert.Equal(t, realFP, rec.CAFingerprint, "the provider's own CA is pinned, not %s", evilFP)
 	var id authv1beta1.Identity
-	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.IdentityName(p.id)}, &id))
+	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}, &id))
 	assert.Equal(t, p.cp.URL, id.Spec.AuthParams.APIServer)
 	assert.NotEqual(t, string(forged), string(id.Spec.AuthParams.SignedCRT), "not the forged certificate")
 	info, err := authn.ReadKubeconfig(kubeconfigOf(t, c, p))
@@ -303,17 +304,17 @@ func TestRevocationProofTrustsTheIdentity(t *testing.T) {
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`, http.StatusUnauthorized)
 	}))
 	t.Cleanup(impostor.Close)
-	cTN := cluster.TenantNamespaceName(p.id)
+	cTN := wire.TenantNamespaceName(p.id)
 	writer := principal(t, c, "secret-writer", cTN, rule("", "secrets", "get", "update"))
 	var s corev1.Secret
-	require.NoError(t, writer.Get(ctx, client.ObjectKey{Namespace: cTN, Name: cluster.KubeconfigSecretName(cluster.IdentityName(p.id))}, &s))
-	kc, err := clientcmd.Load(s.Data[cluster.KubeconfigField])
+	require.NoError(t, writer.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.KubeconfigSecretName(wire.IdentityName(p.id))}, &s))
+	kc, err := clientcmd.Load(s.Data[wire.KubeconfigField])
 	require.NoError(t, err)
 	for _, cl := range kc.Clusters {
 		cl.Server = impostor.URL
 		cl.CertificateAuthorityData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: impostor.Certificate().Raw})
 	}
-	s.Data[cluster.KubeconfigField], err = clientcmd.Write(*kc)
+	s.Data[wire.KubeconfigField], err = clientcmd.Write(*kc)
 	require.NoError(t, err)
 	require.NoError(t, writer.Update(ctx, &s))
 
@@ -338,12 +339,12 @@ func TestTenantNamespaceDesignatedByItsCreator(t *testing.T) {
 	// The creator annotation is the API server's: written over on a labelled namespace,
 	// refused on any other.
 	forged := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-forged", Labels: cluster.TenantNamespaceLabels("cl-forged"),
-		Annotations: map[string]string{cluster.CreatedByAnnotation: "kubernetes-admin"}}}
+		Annotations: map[string]string{wire.CreatedByAnnotation: "kubernetes-admin"}}}
 	require.NoError(t, creator.Create(ctx, forged))
 	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(forged), forged))
-	assert.Equal(t, "namespace-creator", forged.Annotations[cluster.CreatedByAnnotation])
+	assert.Equal(t, "namespace-creator", forged.Annotations[wire.CreatedByAnnotation])
 	err := creator.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unlabelled-forged",
-		Annotations: map[string]string{cluster.CreatedByAnnotation: "kubernetes-admin"}}})
+		Annotations: map[string]string{wire.CreatedByAnnotation: "kubernetes-admin"}}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "written by the API server")
 
@@ -353,15 +354,15 @@ func TestTenantNamespaceDesignatedByItsCreator(t *testing.T) {
 	user, _, ok := cluster.NamespaceCreator(mine)
 	require.True(t, ok)
 	assert.Equal(t, "namespace-creator", user)
-	mine.Annotations[cluster.CreatedByAnnotation] = "kubernetes-admin"
+	mine.Annotations[wire.CreatedByAnnotation] = "kubernetes-admin"
 	err = creator.Update(ctx, mine)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not change")
 	waitEvent(t, p, metav1.NamespaceDefault, mine.Name, "TenantNamespaceNotDesignated")
-	rec, err := cluster.GetTenantRecord(ctx, p.client, cluster.DefaultLiqoNamespace, "cl-mallory")
+	rec, err := cluster.GetTenantRecord(ctx, p.client, wire.DefaultLiqoNamespace, "cl-mallory")
 	require.NoError(t, err)
 	assert.Nil(t, rec, "a namespace creator makes no tenant namespace")
-	ok, _, err = cluster.VerifyTenantNamespace(ctx, p.client, cluster.DefaultLiqoNamespace, mine.Name, "cl-mallory")
+	ok, _, err = cluster.VerifyTenantNamespace(ctx, p.client, wire.DefaultLiqoNamespace, mine.Name, "cl-mallory")
 	require.NoError(t, err)
 	assert.False(t, ok)
 
@@ -369,16 +370,16 @@ func TestTenantNamespaceDesignatedByItsCreator(t *testing.T) {
 	theirs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-liqo-consumer", Labels: cluster.TenantNamespaceLabels("cl-liqo-consumer")}}
 	require.NoError(t, p.client.Create(ctx, theirs))
 	eventually(t, 20*time.Second, "the administrator's namespace is designated", func(ctx context.Context) (bool, error) {
-		ok, _, err := cluster.VerifyTenantNamespace(ctx, p.client, cluster.DefaultLiqoNamespace, theirs.Name, "cl-liqo-consumer")
+		ok, _, err := cluster.VerifyTenantNamespace(ctx, p.client, wire.DefaultLiqoNamespace, theirs.Name, "cl-liqo-consumer")
 		return ok, err
 	})
 	var binding rbacv1.RoleBinding
 	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: theirs.Name, Name: cluster.ManagerName}, &binding), "the manager bound itself there")
 	// A nonce Secret there is filled: the controllers treat it as a tenant namespace.
-	require.NoError(t, p.client.Create(ctx, secret(theirs.Name, cluster.NonceSecretName, map[string]string{cluster.NonceLabel: "true", cluster.RemoteClusterIDLabel: "cl-liqo-consumer"}, nil)))
+	require.NoError(t, p.client.Create(ctx, secret(theirs.Name, wire.NonceSecretName, map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: "cl-liqo-consumer"}, nil)))
 	eventually(t, 20*time.Second, "the nonce is filled", func(ctx context.Context) (bool, error) {
 		var s corev1.Secret
-		err := p.client.Get(ctx, client.ObjectKey{Namespace: theirs.Name, Name: cluster.NonceSecretName}, &s)
-		return err == nil && len(s.Data[cluster.NonceField]) > 0, err
+		err := p.client.Get(ctx, client.ObjectKey{Namespace: theirs.Name, Name: wire.NonceSecretName}, &s)
+		return err == nil && len(s.Data[wire.NonceField]) > 0, err
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
@@ -193,16 +194,16 @@ func conditionHint(conds []metav1.Condition) string {
 // halfDone reports tenant namespaces where a handshake started but did not finish.
 func halfDone(ctx context.Context, s *handshake.Side, r *Report, seen map[string]bool) error {
 	var secrets corev1.SecretList
-	if err := s.Client.List(ctx, &secrets, client.HasLabels{cluster.RemoteClusterIDLabel}); err != nil {
+	if err := s.Client.List(ctx, &secrets, client.HasLabels{wire.RemoteClusterIDLabel}); err != nil {
 		return err
 	}
 	for _, sec := range secrets.Items {
-		remote := sec.Labels[cluster.RemoteClusterIDLabel]
+		remote := sec.Labels[wire.RemoteClusterIDLabel]
 		switch {
-		case sec.Name == cluster.NonceSecretName && sec.Labels[cluster.NonceLabel] == "true" && !seen["t/"+sec.Namespace]:
+		case sec.Name == wire.NonceSecretName && sec.Labels[wire.NonceLabel] == "true" && !seen["t/"+sec.Namespace]:
 			r.Tenants = append(r.Tenants, Entry{Namespace: sec.Namespace, Cluster: remote, State: "NonceIssued",
 				Next: fmt.Sprintf("waiting for the consumer's Tenant: on %s, liqoctl generate tenant --remote-cluster-id %s --nonce <nonce>, then kubectl apply it here", remote, r.ClusterID)})
-		case sec.Name == cluster.SignedNonceSecretName && sec.Labels[cluster.SignedNonceLabel] == "true" && !seen["i/"+sec.Namespace]:
+		case sec.Name == wire.SignedNonceSecretName && sec.Labels[wire.SignedNonceLabel] == "true" && !seen["i/"+sec.Namespace]:
 			r.Identities = append(r.Identities, Entry{Namespace: sec.Namespace, Cluster: remote, State: "TenantGenerated",
 				Next: fmt.Sprintf("waiting for the provider's Identity: on %s, kubectl apply the Tenant and liqoctl generate identity --remote-cluster-id %s, then kubectl apply it here", remote, r.ClusterID)})
 		}
@@ -229,10 +230,10 @@ func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
 		rs := &list.Items[i]
 		e := Slice{Name: rs.Name, Namespace: rs.Namespace, Resources: cluster.FormatResources(rs.Spec.Resources), Expires: certExpiry(rs.Status.Certificate)}
 		switch {
-		case rs.Labels[cluster.ReplicationRequestedLabel] == "true":
-			e.Role, e.Cluster = "consumer", rs.Labels[cluster.RemoteClusterIDLabel]
-		case rs.Labels[cluster.ReplicationStatusLabel] == "true":
-			e.Role, e.Cluster = "provider", rs.Labels[cluster.RemoteClusterIDLabel]
+		case rs.Labels[wire.ReplicationRequestedLabel] == "true":
+			e.Role, e.Cluster = "consumer", rs.Labels[wire.RemoteClusterIDLabel]
+		case rs.Labels[wire.ReplicationStatusLabel] == "true":
+			e.Role, e.Cluster = "provider", rs.Labels[wire.RemoteClusterIDLabel]
 			if rs.Spec.ConsumerClusterID != nil {
 				e.Cluster = string(*rs.Spec.ConsumerClusterID)
 			}

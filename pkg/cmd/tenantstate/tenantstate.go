@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
@@ -166,7 +167,7 @@ func (o *Options) record(ctx context.Context, s *handshake.Side) error {
 // providerSlices lists the slices consumers copied into tenant namespace tn.
 func providerSlices(ctx context.Context, s *handshake.Side, tn string) ([]authv1beta1.ResourceSlice, error) {
 	var list authv1beta1.ResourceSliceList
-	if err := s.Client.List(ctx, &list, client.InNamespace(tn), client.MatchingLabels{cluster.ReplicationStatusLabel: "true"}); err != nil {
+	if err := s.Client.List(ctx, &list, client.InNamespace(tn), client.MatchingLabels{wire.ReplicationStatusLabel: "true"}); err != nil {
 		return nil, s.Explain(err, "listing the ResourceSlices")
 	}
 	return list.Items, nil

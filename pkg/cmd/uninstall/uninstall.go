@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
@@ -84,8 +85,8 @@ func (o *Options) Run(ctx context.Context) error {
 	objs = append(objs, cluster.ForgeConfigMap(ns, cluster.Config{}))
 	if !o.KeepIdentity {
 		objs = append(objs,
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster.ClusterIDConfigMapName}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster.KeysSecretName}})
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.ClusterIDConfigMapName}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.KeysSecretName}})
 	}
 	var kept []*cluster.Kept
 	for _, obj := range objs {
@@ -114,7 +115,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	}
 	var n corev1.Namespace
-	if err := s.Client.Get(ctx, client.ObjectKey{Name: ns}, &n); err == nil && n.Labels[cluster.ManagedByLabel] == cluster.ManagedByValue {
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: ns}, &n); err == nil && n.Labels[wire.ManagedByLabel] == wire.ManagedByValue {
 		if err := s.Client.Delete(ctx, &n); client.IgnoreNotFound(err) != nil {
 			return err
 		}
@@ -190,7 +191,7 @@ func (o *Options) removePeers(ctx context.Context, s *handshake.Side) ([]cluster
 		}
 		if t, ok := p.Object.(*authv1beta1.Tenant); ok {
 			patch := client.MergeFrom(t.DeepCopy())
-			controllerutil.RemoveFinalizer(t, cluster.TenantFinalizer)
+			controllerutil.RemoveFinalizer(t, wire.TenantFinalizer)
 			if err := s.Client.Patch(ctx, t, patch); client.IgnoreNotFound(err) != nil {
 				return nil, err
 			}

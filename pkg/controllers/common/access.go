@@ -6,14 +6,13 @@ import (
 	"reflect"
 	"sync/atomic"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"golang.org/x/sync/errgroup"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // EnsureControlled creates or repairs objs (Roles and RoleBindings), controlled by owner:
@@ -99,7 +98,7 @@ func sameAccess(current, want client.Object) bool {
 		return reflect.DeepEqual(c.Subjects, w.Subjects) && c.RoleRef == w.RoleRef
 	case *rbacv1.Role:
 		c := current.(*rbacv1.Role)
-		return reflect.DeepEqual(c.Rules, w.Rules) && c.Annotations[cluster.GrantedResourcesAnnotation] == w.Annotations[cluster.GrantedResourcesAnnotation]
+		return reflect.DeepEqual(c.Rules, w.Rules) && c.Annotations[wire.GrantedResourcesAnnotation] == w.Annotations[wire.GrantedResourcesAnnotation]
 	}
 	return false
 }

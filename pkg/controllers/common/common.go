@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
@@ -74,7 +75,7 @@ func PlacedSecret(ctx context.Context, c client.Reader, p Placement, rec events.
 	if s.Name != name || s.DeletionTimestamp != nil {
 		return nil, "", nil
 	}
-	remote := s.Labels[cluster.RemoteClusterIDLabel]
+	remote := s.Labels[wire.RemoteClusterIDLabel]
 	ok, why, err := p.Verify(ctx, s.Namespace, remote)
 	if err != nil || !ok {
 		if err == nil {
@@ -131,7 +132,7 @@ func SaveStatus(ctx context.Context, c client.Client, obj client.Object, changed
 // record made after an object was refused brings that object back.
 func OnTenantRecord(name func(remoteID string) string) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		remote := o.GetLabels()[cluster.RemoteClusterIDLabel]
+		remote := o.GetLabels()[wire.RemoteClusterIDLabel]
 		ns := o.GetName() // a namespace
 		if cm, ok := o.(*corev1.ConfigMap); ok {
 			ns = cm.Data["namespace"]
@@ -147,7 +148,7 @@ func OnTenantRecord(name func(remoteID string) string) handler.EventHandler {
 // (tenant records and namespaces) synced, enqueueing name(remoteID) on their changes.
 func WatchTenantNamespaces(b *builder.Builder, mgr manager.Manager, name func(remoteID string) string) *builder.Builder {
 	h := OnTenantRecord(name)
-	return b.WatchesRawSource(Watch(mgr.GetCache(), &corev1.ConfigMap{}, h, HasLabel(cluster.TenantRecordLabel, "true"))).
+	return b.WatchesRawSource(Watch(mgr.GetCache(), &corev1.ConfigMap{}, h, HasLabel(wire.TenantRecordLabel, "true"))).
 		WatchesRawSource(Watch(mgr.GetCache(), &corev1.Namespace{}, h))
 }
 

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -76,7 +77,7 @@ type providerClient struct {
 // IsRequest reports whether a slice is one the consumer asks for (Liqo's label for what
 // its replicator copies to the provider).
 func IsRequest(o client.Object) bool {
-	return o.GetLabels()[cluster.ReplicationRequestedLabel] == "true"
+	return o.GetLabels()[wire.ReplicationRequestedLabel] == "true"
 }
 
 // SetupWithManager registers the reconciler.
@@ -103,8 +104,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !IsRequest(rs) {
 		return ctrl.Result{}, nil
 	}
-	provider := rs.Labels[cluster.RemoteClusterIDLabel]
-	if err := cluster.ValidateSliceName(rs.Name); err != nil && rs.DeletionTimestamp == nil {
+	provider := rs.Labels[wire.RemoteClusterIDLabel]
+	if err := wire.ValidateSliceName(rs.Name); err != nil && rs.DeletionTimestamp == nil {
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonSliceMisplaced, "RequestResourceSlice", "not requested: %v", err)
 		return ctrl.Result{}, nil
 	}
@@ -127,9 +128,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// by the queue's failure backoff, doubling up to seconds.
 		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
 	}
-	if !controllerutil.ContainsFinalizer(rs, cluster.ConsumerSliceFinalizer) {
+	if !controllerutil.ContainsFinalizer(rs, wire.ConsumerSliceFinalizer) {
 		patch := client.MergeFrom(rs.DeepCopy())
-		controllerutil.AddFinalizer(rs, cluster.ConsumerSliceFinalizer)
+		controllerutil.AddFinalizer(rs, wire.ConsumerSliceFinalizer)
 		if err := r.Client.Patch(ctx, rs, patch); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -221,8 +222,8 @@ func (r *Reconciler) complete(rs *authv1beta1.ResourceSlice, provider string) (b
 // there, and the tenant namespace it may write in.
 func (r *Reconciler) providerClient(ctx context.Context, ns, provider string) (client.Client, string, error) {
 	id := &authv1beta1.Identity{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.IdentityName(provider)}, id); err != nil {
-		return nil, "", fmt.Errorf("no control-plane Identity %s/%s: run liqoctl authenticate with provider %q first (%w)", ns, cluster.IdentityName(provider), provider, err)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.IdentityName(provider)}, id); err != nil {
+		return nil, "", fmt.Errorf("no control-plane Identity %s/%s: run liqoctl authenticate with provider %q first (%w)", ns, wire.IdentityName(provider), provider, err)
 	}
 	if id.Status.KubeconfigSecretRef == nil || id.Spec.Namespace == nil {
 		return nil, "", fmt.Errorf("the control-plane Identity %s/%s has no kubeconfig yet", ns, id.Name)
@@ -232,7 +233,7 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string) (c
 	if err := r.Client.Get(ctx, key, &s); err != nil {
 		return nil, "", err
 	}
-	kubeconfig := s.Data[cluster.KubeconfigField]
+	kubeconfig := s.Data[wire.KubeconfigField]
 	// The client stands for a check of this kubeconfig against this pin: either changing
 	// makes a new check.
 	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
@@ -259,8 +260,8 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string) (c
 // sync writes the slice's spec into the provider's tenant namespace (creating it there),
 // as Liqo's replicator does, and returns the provider's copy.
 func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, remote client.Client, ns string) (*authv1beta1.ResourceSlice, error) {
-	labels := map[string]string{cluster.RemoteClusterIDLabel: r.ClusterID, cluster.ReplicationRequestedLabel: "false",
-		cluster.ReplicationStatusLabel: "true", cluster.ReplicationOriginLabel: r.ClusterID}
+	labels := map[string]string{wire.RemoteClusterIDLabel: r.ClusterID, wire.ReplicationRequestedLabel: "false",
+		wire.ReplicationStatusLabel: "true", wire.ReplicationOriginLabel: r.ClusterID}
 	cp := &authv1beta1.ResourceSlice{}
 	err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
 	if apierrors.IsNotFound(err) {
@@ -293,7 +294,7 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.Resourc
 		if id.Labels == nil {
 			id.Labels = map[string]string{}
 		}
-		id.Labels[cluster.RemoteClusterIDLabel], id.Labels[cluster.SliceNameLabel] = provider, rs.Name
+		id.Labels[wire.RemoteClusterIDLabel], id.Labels[wire.SliceNameLabel] = provider, rs.Name
 		id.Spec = authv1beta1.IdentitySpec{ClusterID: authv1beta1.ClusterID(provider), Type: authv1beta1.ResourceSliceIdentityType,
 			AuthParams: *rs.Status.AuthParams.DeepCopy(), Namespace: ptr.To(remoteNS)}
 		return controllerutil.SetControllerReference(rs, id, r.Scheme)
@@ -307,7 +308,7 @@ var errProviderRemoving = errors.New("waiting for the provider to remove its cop
 // finalize deletes the slice's copy on the provider (which removes its access there),
 // waits for it to be gone, and lets the slice go; its Identity goes with it.
 func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice, remote client.Client, ns string, remoteErr error) error {
-	if !controllerutil.ContainsFinalizer(rs, cluster.ConsumerSliceFinalizer) {
+	if !controllerutil.ContainsFinalizer(rs, wire.ConsumerSliceFinalizer) {
 		return nil
 	}
 	if remoteErr == nil {
@@ -336,10 +337,10 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, rs *authv1beta1.ResourceSlice) error {
-	if !controllerutil.ContainsFinalizer(rs, cluster.ConsumerSliceFinalizer) {
+	if !controllerutil.ContainsFinalizer(rs, wire.ConsumerSliceFinalizer) {
 		return nil
 	}
 	patch := client.MergeFrom(rs.DeepCopy())
-	controllerutil.RemoveFinalizer(rs, cluster.ConsumerSliceFinalizer)
+	controllerutil.RemoveFinalizer(rs, wire.ConsumerSliceFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, rs, patch))
 }

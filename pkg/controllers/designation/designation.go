@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 )
@@ -40,15 +41,15 @@ type Reconciler struct {
 // namespaces, and for the records that name them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		remote := o.GetLabels()[cluster.RemoteClusterIDLabel]
+		remote := o.GetLabels()[wire.RemoteClusterIDLabel]
 		if remote == "" {
 			return nil
 		}
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: cluster.TenantNamespaceName(remote)}}}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: wire.TenantNamespaceName(remote)}}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("designation").
 		WatchesRawSource(common.For(mgr, &corev1.Namespace{})).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.ConfigMap{}, toNamespace, common.HasLabel(cluster.TenantRecordLabel, "true"))).
+		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.ConfigMap{}, toNamespace, common.HasLabel(wire.TenantRecordLabel, "true"))).
 		Complete(r)
 }
 
@@ -58,8 +59,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	remote := ns.Labels[cluster.RemoteClusterIDLabel]
-	if ns.DeletionTimestamp != nil || !cluster.IsTenantNamespaceOf(ns, remote) || ns.Name != cluster.TenantNamespaceName(remote) {
+	remote := ns.Labels[wire.RemoteClusterIDLabel]
+	if ns.DeletionTimestamp != nil || !cluster.IsTenantNamespaceOf(ns, remote) || ns.Name != wire.TenantNamespaceName(remote) {
 		return ctrl.Result{}, nil
 	}
 	user, groups, ok := cluster.NamespaceCreator(ns)

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -66,12 +67,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// The kubeconfig Secret by its name, owned or not: deleting a Secret that blocked
 		// the kubeconfig (KubeconfigSecretNotOwned) brings its Identity back.
 		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kubeconfigToIdentity)))
-	return common.WatchTenantNamespaces(b, mgr, cluster.IdentityName).Complete(r)
+	return common.WatchTenantNamespaces(b, mgr, wire.IdentityName).Complete(r)
 }
 
 // kubeconfigToIdentity maps a kubeconfig Secret to the Identity it is named after.
 func kubeconfigToIdentity(_ context.Context, o client.Object) []reconcile.Request {
-	name, ok := strings.CutPrefix(o.GetName(), cluster.KubeconfigSecretName(""))
+	name, ok := strings.CutPrefix(o.GetName(), wire.KubeconfigSecretName(""))
 	if !ok || name == "" {
 		return nil
 	}
@@ -118,7 +119,7 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (c
 	}
 	user := r.ClusterID
 	if id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
-		user = authn.SliceUserName(id.Labels[cluster.SliceNameLabel], r.ClusterID)
+		user = authn.SliceUserName(id.Labels[wire.SliceNameLabel], r.ClusterID)
 	}
 	kubeconfig, err := authn.ForgeKubeconfig(authn.KubeconfigParams{
 		ClusterName: string(id.Spec.ClusterID), User: user, Server: params.APIServer, CA: params.CA,
@@ -147,7 +148,7 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (c
 		}
 		return ctrl.Result{}, err
 	}
-	id.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: cluster.KubeconfigSecretName(id.Name)}
+	id.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: wire.KubeconfigSecretName(id.Name)}
 	id.Status.CAFingerprint = caFP
 	id.Status.Certificate = &authv1beta1.CertificateInfo{SerialNumber: cert.SerialNumber.Text(16),
 		NotBefore: ptr.To(metav1.NewTime(cert.NotBefore)), NotAfter: ptr.To(metav1.NewTime(cert.NotAfter))}
@@ -168,19 +169,19 @@ func (r *Reconciler) checkPlacement(ctx context.Context, id *authv1beta1.Identit
 	}
 	switch id.Spec.Type {
 	case authv1beta1.ControlPlaneIdentityType:
-		if id.Name != cluster.IdentityName(p) {
-			return ReasonNameMismatch, fmt.Sprintf("a control-plane Identity for cluster %q is named %q, not %q", p, cluster.IdentityName(p), id.Name), nil
+		if id.Name != wire.IdentityName(p) {
+			return ReasonNameMismatch, fmt.Sprintf("a control-plane Identity for cluster %q is named %q, not %q", p, wire.IdentityName(p), id.Name), nil
 		}
 	case authv1beta1.ResourceSliceIdentityType:
-		slice := id.Labels[cluster.SliceNameLabel]
+		slice := id.Labels[wire.SliceNameLabel]
 		if slice == "" || id.Name != cluster.SliceIdentityName(slice) {
-			return ReasonNameMismatch, fmt.Sprintf("a ResourceSlice Identity carries label %s naming its slice and is named %q after it, not %q", cluster.SliceNameLabel, cluster.SliceIdentityName(slice), id.Name), nil
+			return ReasonNameMismatch, fmt.Sprintf("a ResourceSlice Identity carries label %s naming its slice and is named %q after it, not %q", wire.SliceNameLabel, cluster.SliceIdentityName(slice), id.Name), nil
 		}
 	default:
 		return ReasonUnsupportedType, fmt.Sprintf("identities of type %q are not handled by liqo-auth; only %q and %q", id.Spec.Type, authv1beta1.ControlPlaneIdentityType, authv1beta1.ResourceSliceIdentityType), nil
 	}
-	if l := id.Labels[cluster.RemoteClusterIDLabel]; l != p {
-		return ReasonLabelMismatch, fmt.Sprintf("label %s is %q but spec.clusterID is %q", cluster.RemoteClusterIDLabel, l, p), nil
+	if l := id.Labels[wire.RemoteClusterIDLabel]; l != p {
+		return ReasonLabelMismatch, fmt.Sprintf("label %s is %q but spec.clusterID is %q", wire.RemoteClusterIDLabel, l, p), nil
 	}
 	if ptr.Deref(id.Spec.Namespace, "") == "" {
 		return ReasonNamespaceMissing, "spec.namespace (the provider's tenant namespace) is empty", nil
@@ -227,7 +228,7 @@ func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity
 // of that name owned by something else is left alone.
 func (r *Reconciler) ensureSecret(ctx context.Context, id *authv1beta1.Identity, kubeconfig []byte) (bool, string, error) {
 	s := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: id.Namespace, Name: cluster.KubeconfigSecretName(id.Name)}
+	key := client.ObjectKey{Namespace: id.Namespace, Name: wire.KubeconfigSecretName(id.Name)}
 	err := r.Client.Get(ctx, key, s)
 	if apierrors.IsNotFound(err) {
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
@@ -237,10 +238,10 @@ func (r *Reconciler) ensureSecret(ctx context.Context, id *authv1beta1.Identity,
 		return false, fmt.Sprintf("Secret %s exists and is not owned by this Identity: remove it to let the kubeconfig be written", key), nil
 	}
 	want := s.DeepCopy()
-	want.Labels = mergeMaps(want.Labels, map[string]string{cluster.RemoteClusterIDLabel: string(id.Spec.ClusterID),
-		cluster.IdentityTypeLabel: string(id.Spec.Type), cluster.ManagedByLabel: cluster.ManagedByValue})
-	want.Annotations = mergeMaps(want.Annotations, map[string]string{cluster.RemoteTenantNamespaceAnnotation: ptr.Deref(id.Spec.Namespace, "")})
-	want.Data = map[string][]byte{cluster.KubeconfigField: kubeconfig}
+	want.Labels = mergeMaps(want.Labels, map[string]string{wire.RemoteClusterIDLabel: string(id.Spec.ClusterID),
+		wire.IdentityTypeLabel: string(id.Spec.Type), wire.ManagedByLabel: wire.ManagedByValue})
+	want.Annotations = mergeMaps(want.Annotations, map[string]string{wire.RemoteTenantNamespaceAnnotation: ptr.Deref(id.Spec.Namespace, "")})
+	want.Data = map[string][]byte{wire.KubeconfigField: kubeconfig}
 	want.Type = corev1.SecretTypeOpaque
 	want.OwnerReferences = slices.DeleteFunc(want.OwnerReferences, func(o metav1.OwnerReference) bool {
 		return o.Kind == "Identity" && o.UID != id.UID
@@ -255,7 +256,7 @@ func (r *Reconciler) ensureSecret(ctx context.Context, id *authv1beta1.Identity,
 		if err = r.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
 			err = nil
 		}
-	case !bytes.Equal(s.Data[cluster.KubeconfigField], kubeconfig) || !equality.Semantic.DeepEqual(s.ObjectMeta, want.ObjectMeta):
+	case !bytes.Equal(s.Data[wire.KubeconfigField], kubeconfig) || !equality.Semantic.DeepEqual(s.ObjectMeta, want.ObjectMeta):
 		// A patch of what differs (the cache may hold the Secret without others'
 		// annotations), with the resourceVersion read.
 		err = r.Client.Patch(ctx, want, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{}))

@@ -27,13 +27,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
-
-// ReplacesAnnotation names the serial of the certificate a CSR renews ("" for the first
-// one), so that a reconcile finds the CSR of the issuance it is doing.
-const ReplacesAnnotation = "liqo.io/replaces-serial"
 
 // Subject is what a certificate is issued for: the accepted object and its request.
 type Subject struct {
@@ -83,8 +80,8 @@ func Usages() []certificatesv1.KeyUsage {
 
 // Own reports whether csr is one this manager created for the current issuance of s.
 func (i *Issuer) Own(csr *certificatesv1.CertificateSigningRequest, s Subject) bool {
-	return i.RequestedBySelf(csr) && csr.Labels[cluster.TenantUIDLabel] == string(s.Owner.GetUID()) &&
-		csr.Annotations[ReplacesAnnotation] == s.CurrentSerial &&
+	return i.RequestedBySelf(csr) && csr.Labels[wire.TenantUIDLabel] == string(s.Owner.GetUID()) &&
+		csr.Annotations[wire.ReplacesAnnotation] == s.CurrentSerial &&
 		bytes.Equal(csr.Spec.Request, s.Request) && csr.Spec.SignerName == certificatesv1.KubeAPIServerClientSignerName &&
 		sameUsages(csr.Spec.Usages, Usages()) &&
 		ptr.Deref(csr.Spec.ExpirationSeconds, 0) == int32(i.Lifetime/time.Second)
@@ -108,7 +105,7 @@ func sameUsages(a, b []certificatesv1.KeyUsage) bool {
 // API server by the name remembered at creation, so that no second request is ever made.
 func (i *Issuer) Find(ctx context.Context, s Subject) (own *certificatesv1.CertificateSigningRequest, foreign []string, err error) {
 	var list certificatesv1.CertificateSigningRequestList
-	if err := i.Client.List(ctx, &list, client.MatchingLabels{cluster.TenantUIDLabel: string(s.Owner.GetUID())}); err != nil {
+	if err := i.Client.List(ctx, &list, client.MatchingLabels{wire.TenantUIDLabel: string(s.Owner.GetUID())}); err != nil {
 		return nil, nil, err
 	}
 	for k := range list.Items {
@@ -205,9 +202,9 @@ func (i *Issuer) create(ctx context.Context, s Subject) (*certificatesv1.Certifi
 	csr := &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "liqo-" + s.RemoteID + "-",
-			Labels: map[string]string{cluster.ManagedByLabel: cluster.ManagedByValue, cluster.TenantUIDLabel: string(o.GetUID()),
-				cluster.RemoteClusterIDLabel: s.RemoteID},
-			Annotations: map[string]string{s.Annotation: o.GetNamespace() + "/" + o.GetName(), ReplacesAnnotation: s.CurrentSerial},
+			Labels: map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.TenantUIDLabel: string(o.GetUID()),
+				wire.RemoteClusterIDLabel: s.RemoteID},
+			Annotations: map[string]string{s.Annotation: o.GetNamespace() + "/" + o.GetName(), wire.ReplacesAnnotation: s.CurrentSerial},
 		},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:           s.Request,
@@ -238,7 +235,7 @@ func (i *Issuer) Forget(uid types.UID) { i.created.Delete(uid) }
 // CSR created a moment ago must be found.
 func (i *Issuer) DeleteCSRs(ctx context.Context, reader client.Reader, uid types.UID, keepPending bool) error {
 	var list certificatesv1.CertificateSigningRequestList
-	if err := reader.List(ctx, &list, client.MatchingLabels{cluster.TenantUIDLabel: string(uid)}); err != nil {
+	if err := reader.List(ctx, &list, client.MatchingLabels{wire.TenantUIDLabel: string(uid)}); err != nil {
 		return err
 	}
 	for k := range list.Items {

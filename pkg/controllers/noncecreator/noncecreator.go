@@ -12,8 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 )
 
@@ -34,19 +34,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Now = time.Now
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("noncecreator").
-		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(cluster.NonceLabel, "true")))
-	return common.WatchTenantNamespaces(b, mgr, common.Fixed(cluster.NonceSecretName)).Complete(r)
+		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(wire.NonceLabel, "true")))
+	return common.WatchTenantNamespaces(b, mgr, common.Fixed(wire.NonceSecretName)).Complete(r)
 }
 
 // Reconcile fills the nonce of one Secret if it is empty and sits in the right place.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Placement, r.Recorder, req.NamespacedName, cluster.NonceSecretName, "NonceOutsideTenantNamespace", "FillNonce")
+	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Placement, r.Recorder, req.NamespacedName, wire.NonceSecretName, "NonceOutsideTenantNamespace", "FillNonce")
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}
 	orig := s.DeepCopy()
-	if len(s.Data[cluster.NonceField]) > 0 {
-		if s.Annotations[cluster.NonceIssuedAtAnnotation] != "" {
+	if len(s.Data[wire.NonceField]) > 0 {
+		if s.Annotations[wire.NonceIssuedAtAnnotation] != "" {
 			return ctrl.Result{}, nil
 		}
 		// Filled by someone else (e.g. a CLI) without the issue time: record its creation.
@@ -65,7 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if s.Data == nil {
 		s.Data = map[string][]byte{}
 	}
-	s.Data[cluster.NonceField] = []byte(nonce)
+	s.Data[wire.NonceField] = []byte(nonce)
 	if err := r.stamp(ctx, orig, s, now); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(err))
 	}
@@ -83,7 +83,7 @@ func (r *Reconciler) stamp(ctx context.Context, orig, s *corev1.Secret, at time.
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
-	s.Annotations[cluster.NonceIssuedAtAnnotation] = at.UTC().Format(time.RFC3339)
+	s.Annotations[wire.NonceIssuedAtAnnotation] = at.UTC().Format(time.RFC3339)
 	return r.Client.Patch(ctx, s, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 

@@ -13,8 +13,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 )
 
@@ -29,22 +29,22 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler for Secrets labelled liqo.io/signed-nonce=true.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named("noncesigner").
-		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(cluster.SignedNonceLabel, "true")))
-	return common.WatchTenantNamespaces(b, mgr, common.Fixed(cluster.SignedNonceSecretName)).Complete(r)
+		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(wire.SignedNonceLabel, "true")))
+	return common.WatchTenantNamespaces(b, mgr, common.Fixed(wire.SignedNonceSecretName)).Complete(r)
 }
 
 // Reconcile signs the nonce of one Secret, or re-signs it when the signature present
 // does not verify (the nonce was replaced).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Placement, r.Recorder, req.NamespacedName, cluster.SignedNonceSecretName, "SignedNonceOutsideTenantNamespace", "SignNonce")
+	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Placement, r.Recorder, req.NamespacedName, wire.SignedNonceSecretName, "SignedNonceOutsideTenantNamespace", "SignNonce")
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	nonce := string(s.Data[cluster.NonceField])
+	nonce := string(s.Data[wire.NonceField])
 	if len(nonce) == 0 {
 		return ctrl.Result{}, nil
 	}
-	if sig := s.Data[cluster.SignedNonceField]; len(sig) > 0 && authn.VerifyNonceSignature(r.Key.Public(), nonce, sig) == nil {
+	if sig := s.Data[wire.SignedNonceField]; len(sig) > 0 && authn.VerifyNonceSignature(r.Key.Public(), nonce, sig) == nil {
 		return ctrl.Result{}, nil
 	}
 	sig, err := authn.SignNonce(r.Key, nonce)
@@ -53,7 +53,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	orig := s.DeepCopy()
-	s.Data[cluster.SignedNonceField] = sig
+	s.Data[wire.SignedNonceField] = sig
 	// A patch of the signature alone (the cache may hold the Secret without others'
 	// annotations), with the resourceVersion read.
 	if err := r.Client.Patch(ctx, s, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {

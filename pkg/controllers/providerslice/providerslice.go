@@ -47,6 +47,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -102,7 +103,7 @@ type Reconciler struct {
 
 // Consumer's copy: the labels a consumer puts on the slice it writes into a provider.
 func isProviderCopy(o client.Object) bool {
-	return o.GetLabels()[cluster.ReplicationStatusLabel] == "true"
+	return o.GetLabels()[wire.ReplicationStatusLabel] == "true"
 }
 
 // SetupWithManager registers the reconciler: the slices consumers copied here, what they
@@ -116,7 +117,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(common.Owns(mgr, &rbacv1.RoleBinding{}, &authv1beta1.ResourceSlice{})).
 		WatchesRawSource(common.Owns(mgr, &rbacv1.Role{}, &authv1beta1.ResourceSlice{})).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToSlice),
-			common.HasLabel(cluster.ManagedByLabel, cluster.ManagedByValue))).
+			common.HasLabel(wire.ManagedByLabel, wire.ManagedByValue))).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy)))).
 		WatchesRawSource(common.Reads(mgr, &rbacv1.ClusterRoleBinding{}))
 	// A tenant record's change (a namespace recorded, limits set) re-decides the slices of
@@ -129,13 +130,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		probe := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Data["namespace"]}}
 		return inRecorded(ctx, probe)
-	}), common.HasLabel(cluster.TenantRecordLabel, "true"))).
+	}), common.HasLabel(wire.TenantRecordLabel, "true"))).
 		WatchesRawSource(common.Reads(mgr, &corev1.Namespace{}))
 	return b.Complete(r)
 }
 
 func csrToSlice(_ context.Context, o client.Object) []reconcile.Request {
-	ns, name, ok := strings.Cut(o.GetAnnotations()[cluster.SliceAnnotation], "/")
+	ns, name, ok := strings.Cut(o.GetAnnotations()[wire.SliceAnnotation], "/")
 	if !ok || ns == "" || name == "" {
 		return nil
 	}
@@ -147,7 +148,7 @@ func consumerOf(rs *authv1beta1.ResourceSlice) string {
 	if rs.Spec.ConsumerClusterID != nil {
 		return string(*rs.Spec.ConsumerClusterID)
 	}
-	return rs.Labels[cluster.RemoteClusterIDLabel]
+	return rs.Labels[wire.RemoteClusterIDLabel]
 }
 
 // Reconcile decides one slice.
@@ -206,7 +207,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 	if err := cluster.ValidateClusterID(id); err != nil {
 		return authDenied(fmt.Sprintf("spec.consumerClusterID: %v", err))
 	}
-	if err := cluster.ValidateSliceName(rs.Name); err != nil {
+	if err := wire.ValidateSliceName(rs.Name); err != nil {
 		return authDenied(err.Error())
 	}
 	ok, why, err := r.Placement.Verify(ctx, rs.Namespace, id)
@@ -217,9 +218,9 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		return authDenied(why + ": a ResourceSlice is decided only in the tenant namespace of its consumer")
 	}
 	// Only a slice in its place gets the finalizer: a stray one causes nothing.
-	if !controllerutil.ContainsFinalizer(rs, cluster.ProviderSliceFinalizer) {
+	if !controllerutil.ContainsFinalizer(rs, wire.ProviderSliceFinalizer) {
 		patch := client.MergeFrom(rs.DeepCopy())
-		controllerutil.AddFinalizer(rs, cluster.ProviderSliceFinalizer)
+		controllerutil.AddFinalizer(rs, wire.ProviderSliceFinalizer)
 		if err := r.Client.Patch(ctx, rs, patch); err != nil {
 			return ctrl.Result{}, false, err
 		}
@@ -346,14 +347,14 @@ func (r *Reconciler) checkClass(rs *authv1beta1.ResourceSlice) (reason, msg stri
 // tenant may write its slices and their status, never a Role.
 func (r *Reconciler) grants(ctx context.Context, ns string) (map[types.UID]corev1.ResourceList, error) {
 	var roles rbacv1.RoleList
-	if err := r.APIReader.List(ctx, &roles, client.InNamespace(ns), client.MatchingLabels{cluster.ManagedByLabel: cluster.ManagedByValue}); err != nil {
+	if err := r.APIReader.List(ctx, &roles, client.InNamespace(ns), client.MatchingLabels{wire.ManagedByLabel: wire.ManagedByValue}); err != nil {
 		return nil, err
 	}
 	out := map[types.UID]corev1.ResourceList{}
 	for i := range roles.Items {
 		role := &roles.Items[i]
 		ref := metav1.GetControllerOf(role)
-		if ref == nil || ref.Kind != "ResourceSlice" || role.Labels[cluster.SliceNameLabel] != ref.Name {
+		if ref == nil || ref.Kind != "ResourceSlice" || role.Labels[wire.SliceNameLabel] != ref.Name {
 			continue
 		}
 		if l, ok := cluster.SliceGrant(role); ok {
@@ -420,7 +421,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 	if cur != nil {
 		serial = cur.SerialNumber
 	}
-	s := issuer.Subject{Owner: rs, Annotation: cluster.SliceAnnotation, RemoteID: string(t.Spec.ClusterID), Request: rs.Spec.CSR, CurrentSerial: serial,
+	s := issuer.Subject{Owner: rs, Annotation: wire.SliceAnnotation, RemoteID: string(t.Spec.ClusterID), Request: rs.Spec.CSR, CurrentSerial: serial,
 		Reason: "LiqoResourceSliceAccepted", Message: fmt.Sprintf("ResourceSlice %s/%s of an accepted Tenant", rs.Namespace, rs.Name)}
 	is, foreign, err := r.Issuer.Ensure(ctx, s, now, func(ctx context.Context) (*issuer.Issuance, error) {
 		if err := tenant.VerifySealed(t, r.Key.Public()); err != nil {
@@ -484,7 +485,7 @@ func checkIssued(cert *x509.Certificate, csrPEM []byte, user, org string) error 
 // finalize removes what the slice caused, and only that: the Role and RoleBinding it
 // controls and the CertificateSigningRequests this manager made for it.
 func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice) error {
-	if !controllerutil.ContainsFinalizer(rs, cluster.ProviderSliceFinalizer) {
+	if !controllerutil.ContainsFinalizer(rs, wire.ProviderSliceFinalizer) {
 		return nil
 	}
 	id := consumerOf(rs)
@@ -496,7 +497,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 	}
 	r.Issuer.Forget(rs.UID)
 	patch := client.MergeFrom(rs.DeepCopy())
-	controllerutil.RemoveFinalizer(rs, cluster.ProviderSliceFinalizer)
+	controllerutil.RemoveFinalizer(rs, wire.ProviderSliceFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, rs, patch))
 }
 
@@ -526,7 +527,7 @@ func (r *Reconciler) checkCount(ctx context.Context, rs *authv1beta1.ResourceSli
 		limit = DefaultMaxPerTenant
 	}
 	var list authv1beta1.ResourceSliceList
-	if err := r.Client.List(ctx, &list, client.InNamespace(rs.Namespace), client.MatchingLabels{cluster.ReplicationStatusLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(rs.Namespace), client.MatchingLabels{wire.ReplicationStatusLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return "", err
 	}
 	if len(list.Items) <= limit {

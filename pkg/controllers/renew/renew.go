@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
@@ -61,7 +61,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named("renew").
 		WatchesRawSource(common.For(mgr, &authv1beta1.Renew{})).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.RenewList { return &authv1beta1.RenewList{} }, nil))))
-	return common.WatchTenantNamespaces(b, mgr, common.Fixed(cluster.IdentityName(r.ClusterID))).Complete(r)
+	return common.WatchTenantNamespaces(b, mgr, common.Fixed(wire.IdentityName(r.ClusterID))).Complete(r)
 }
 
 // Reconcile answers one Renew.

@@ -33,8 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 )
 
@@ -80,7 +80,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("renewal").
 		WatchesRawSource(common.For(mgr, &authv1beta1.Identity{})).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &authv1beta1.Identity{}))).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.ConfigMap{}, common.OnTenantRecord(cluster.IdentityName), common.HasLabel(cluster.TenantRecordLabel, "true"))).
+		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.ConfigMap{}, common.OnTenantRecord(wire.IdentityName), common.HasLabel(wire.TenantRecordLabel, "true"))).
 		Complete(r)
 }
 
@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Status.KubeconfigSecretRef.Name}, &s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	kubeconfig := s.Data[cluster.KubeconfigField]
+	kubeconfig := s.Data[wire.KubeconfigField]
 	hash := sha256.Sum256(kubeconfig)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -281,8 +281,8 @@ func (r *Reconciler) forgeRenew(ns, name string) (*authv1beta1.Renew, error) {
 	}
 	return &authv1beta1.Renew{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
-			cluster.RemoteClusterIDLabel: r.ClusterID, cluster.ReplicationRequestedLabel: "false",
-			cluster.ReplicationStatusLabel: "true", cluster.ReplicationOriginLabel: r.ClusterID}},
+			wire.RemoteClusterIDLabel: r.ClusterID, wire.ReplicationRequestedLabel: "false",
+			wire.ReplicationStatusLabel: "true", wire.ReplicationOriginLabel: r.ClusterID}},
 		Spec: authv1beta1.RenewSpec{ConsumerClusterID: authv1beta1.ClusterID(r.ClusterID), IdentityType: authv1beta1.ControlPlaneIdentityType, PublicKey: pub, CSR: csr},
 	}, nil
 }

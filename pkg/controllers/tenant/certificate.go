@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/issuer"
@@ -21,10 +22,8 @@ import (
 
 // Annotations of the CertificateSigningRequests the provider creates.
 const (
-	// TenantAnnotation names the Tenant ("namespace/name") a CSR is for.
-	TenantAnnotation = "liqo.io/tenant"
 	// ReplacesAnnotation names the serial of the certificate a CSR renews.
-	ReplacesAnnotation = issuer.ReplacesAnnotation
+	ReplacesAnnotation = wire.ReplacesAnnotation
 )
 
 func currentSerial(t *authv1beta1.Tenant) string {
@@ -36,7 +35,7 @@ func currentSerial(t *authv1beta1.Tenant) string {
 
 // subject is what the Tenant's certificate is issued for.
 func subject(t *authv1beta1.Tenant) issuer.Subject {
-	return issuer.Subject{Owner: t, Annotation: TenantAnnotation, RemoteID: string(t.Spec.ClusterID), Request: t.Spec.CSR,
+	return issuer.Subject{Owner: t, Annotation: wire.TenantAnnotation, RemoteID: string(t.Spec.ClusterID), Request: t.Spec.CSR,
 		CurrentSerial: currentSerial(t), Reason: "LiqoHandshakeAccepted", Message: fmt.Sprintf("the handshake of Tenant %s/%s was verified", t.Namespace, t.Name)}
 }
 
@@ -71,7 +70,7 @@ func (r *Reconciler) checkSubmission(ctx context.Context, t *authv1beta1.Tenant)
 	}
 	return &issuer.Issuance{Reason: authv1beta1.ReasonClusterIDHasPermissions, RequeueAfter: time.Minute, Message: fmt.Sprintf(
 		"no certificate is issued: user %q (the consumer's cluster ID) with group %q already has permissions this provider did not grant to the tenant, and a certificate would hand them over: %s. Remove them, or give the consumer another cluster ID",
-		t.Spec.ClusterID, cluster.UserGroup, strings.Join(problems, "; "))}, nil
+		t.Spec.ClusterID, wire.UserGroup, strings.Join(problems, "; "))}, nil
 }
 
 // checkIssued checks that the signer issued what was asked: the tenant's key, CN and O.
@@ -83,8 +82,8 @@ func checkIssued(cert *x509.Certificate, t *authv1beta1.Tenant) error {
 	if !authn.PublicKeysEqual(cert.PublicKey, pub) {
 		return fmt.Errorf("the signer issued a certificate for another key")
 	}
-	if cert.Subject.CommonName != string(t.Spec.ClusterID) || !slices.Equal(cert.Subject.Organization, []string{cluster.UserGroup}) {
-		return fmt.Errorf("the signer issued a certificate for %q, not CN=%s, O=%s", cert.Subject, t.Spec.ClusterID, cluster.UserGroup)
+	if cert.Subject.CommonName != string(t.Spec.ClusterID) || !slices.Equal(cert.Subject.Organization, []string{wire.UserGroup}) {
+		return fmt.Errorf("the signer issued a certificate for %q, not CN=%s, O=%s", cert.Subject, t.Spec.ClusterID, wire.UserGroup)
 	}
 	return nil
 }

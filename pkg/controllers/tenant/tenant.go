@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -91,15 +92,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(common.Owns(mgr, &rbacv1.RoleBinding{}, &authv1beta1.Tenant{})).
 		WatchesRawSource(common.Owns(mgr, &rbacv1.Role{}, &authv1beta1.Tenant{})).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToTenant),
-			common.HasLabel(cluster.ManagedByLabel, cluster.ManagedByValue))).
+			common.HasLabel(wire.ManagedByLabel, wire.ManagedByValue))).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.TenantList { return &authv1beta1.TenantList{} }, nil)),
-			common.HasLabel(cluster.NonceLabel, "true"))).
+			common.HasLabel(wire.NonceLabel, "true"))).
 		WatchesRawSource(common.Reads(mgr, &rbacv1.ClusterRoleBinding{}))
 	return common.WatchTenantNamespaces(b, mgr, func(remoteID string) string { return remoteID }).Complete(r)
 }
 
 func csrToTenant(_ context.Context, o client.Object) []reconcile.Request {
-	ns, name, ok := strings.Cut(o.GetAnnotations()[TenantAnnotation], "/")
+	ns, name, ok := strings.Cut(o.GetAnnotations()[wire.TenantAnnotation], "/")
 	if !ok || ns == "" || name == "" {
 		return nil
 	}
@@ -121,9 +122,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Only a Tenant in its place gets the finalizer: a stray one causes nothing, so its
 	// deletion has nothing to clean up.
-	if placed == nil && !controllerutil.ContainsFinalizer(t, cluster.TenantFinalizer) {
+	if placed == nil && !controllerutil.ContainsFinalizer(t, wire.TenantFinalizer) {
 		patch := client.MergeFrom(t.DeepCopy())
-		controllerutil.AddFinalizer(t, cluster.TenantFinalizer)
+		controllerutil.AddFinalizer(t, wire.TenantFinalizer)
 		if err := r.Client.Patch(ctx, t, patch); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -191,7 +192,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 			return res, err
 		}
 		if granted {
-			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessGranted, fmt.Sprintf("user %q may use role %s in namespace %q", t.Spec.ClusterID, cluster.ControlPlaneRoleName, t.Namespace), "")
+			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessGranted, fmt.Sprintf("user %q may use role %s in namespace %q", t.Spec.ClusterID, wire.ControlPlaneRoleName, t.Namespace), "")
 		} else {
 			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonCordonedNoGrant, "the tenant is Cordoned: no new access is granted", corev1.EventTypeNormal)
 		}
@@ -272,7 +273,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 // converges; a replay in a re-created Tenant does not. The nonce Secret itself is kept,
 // marked, for Liqo consumers expect it.
 func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, acc *acceptance, now time.Time) error {
-	nonce := string(acc.nonce.Data[cluster.NonceField])
+	nonce := string(acc.nonce.Data[wire.NonceField])
 	return cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
 		if rec.Consumed(nonce, acc.fingerprint) {
 			return refusal(authv1beta1.ReasonNonceConsumed, "the nonce in namespace %q was already used, at %s, by the handshake of another key: a nonce is single-use; start a new handshake (liqoctl create nonce, or liqoctl authenticate)",
@@ -291,13 +292,13 @@ func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, ac
 func (r *Reconciler) afterStatus(ctx context.Context, t *authv1beta1.Tenant) error {
 	if t.Status.AcceptedKeyFingerprint != "" {
 		var s corev1.Secret
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: cluster.NonceSecretName}, &s)
-		if err == nil && s.Annotations[cluster.NonceConsumedAtAnnotation] == "" && s.CreationTimestamp.Time.Before(t.Status.AcceptedAt.Time.Add(time.Second)) {
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: wire.NonceSecretName}, &s)
+		if err == nil && s.Annotations[wire.NonceConsumedAtAnnotation] == "" && s.CreationTimestamp.Time.Before(t.Status.AcceptedAt.Time.Add(time.Second)) {
 			patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			if s.Annotations == nil {
 				s.Annotations = map[string]string{}
 			}
-			s.Annotations[cluster.NonceConsumedAtAnnotation] = t.Status.AcceptedAt.UTC().Format(time.RFC3339)
+			s.Annotations[wire.NonceConsumedAtAnnotation] = t.Status.AcceptedAt.UTC().Format(time.RFC3339)
 			if err := r.Client.Patch(ctx, &s, patch); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 				return fmt.Errorf("marking the nonce consumed: %w", err)
 			}
@@ -393,7 +394,7 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 // unauthenticate (which deletes only the Tenant) presents it again; liqoctl unauthenticate
 // deletes it.
 func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error {
-	if !controllerutil.ContainsFinalizer(t, cluster.TenantFinalizer) {
+	if !controllerutil.ContainsFinalizer(t, wire.TenantFinalizer) {
 		return nil
 	}
 	if err := r.deleteOwned(ctx, t); err != nil {
@@ -405,6 +406,6 @@ func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error 
 	}
 	r.issuer().Forget(t.UID)
 	patch := client.MergeFrom(t.DeepCopy())
-	controllerutil.RemoveFinalizer(t, cluster.TenantFinalizer)
+	controllerutil.RemoveFinalizer(t, wire.TenantFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, t, patch))
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -33,8 +34,8 @@ func checkPlacement(ctx context.Context, p common.Placement, t *authv1beta1.Tena
 	if t.Name != id {
 		return refusal(authv1beta1.ReasonTenantNameMismatch, "the Tenant is named %q but spec.clusterID is %q: a Tenant is named after its cluster", t.Name, id)
 	}
-	if l := t.Labels[cluster.RemoteClusterIDLabel]; l != id {
-		return refusal(authv1beta1.ReasonTenantLabelMismatch, "label %s is %q but spec.clusterID is %q", cluster.RemoteClusterIDLabel, l, id)
+	if l := t.Labels[wire.RemoteClusterIDLabel]; l != id {
+		return refusal(authv1beta1.ReasonTenantLabelMismatch, "label %s is %q but spec.clusterID is %q", wire.RemoteClusterIDLabel, l, id)
 	}
 	ok, why, err := p.Verify(ctx, t.Namespace, id)
 	if err != nil {
@@ -94,16 +95,16 @@ func verifyHandshake(ctx context.Context, c client.Reader, t *authv1beta1.Tenant
 // for this cluster and younger than ttl. It is never searched outside that namespace.
 func liveNonce(ctx context.Context, c client.Reader, ns, id string, ttl time.Duration, now time.Time) (*corev1.Secret, string, error) {
 	var s corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.NonceSecretName}, &s); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.NonceSecretName}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, "", refusal(authv1beta1.ReasonNonceMissing, "no nonce in namespace %q: it was never created or was already used; start a new handshake (liqoctl create nonce, or liqoctl authenticate)", ns)
 		}
 		return nil, "", err
 	}
-	if s.Labels[cluster.NonceLabel] != "true" || s.Labels[cluster.RemoteClusterIDLabel] != id {
+	if s.Labels[wire.NonceLabel] != "true" || s.Labels[wire.RemoteClusterIDLabel] != id {
 		return nil, "", refusal(authv1beta1.ReasonNonceInvalid, "Secret %s/%s is not labelled as the nonce of cluster %q", ns, s.Name, id)
 	}
-	nonce := string(s.Data[cluster.NonceField])
+	nonce := string(s.Data[wire.NonceField])
 	if nonce == "" {
 		return nil, "", refusal(authv1beta1.ReasonNonceMissing, "the nonce in namespace %q is not filled yet", ns)
 	}
@@ -130,16 +131,16 @@ const clockSkew = time.Minute
 // refused.
 func nonceIssued(s *corev1.Secret, now time.Time) (time.Time, error) {
 	issued := s.CreationTimestamp.Time
-	v, ok := s.Annotations[cluster.NonceIssuedAtAnnotation]
+	v, ok := s.Annotations[wire.NonceIssuedAtAnnotation]
 	if !ok {
 		return issued, nil
 	}
 	at, err := time.Parse(time.RFC3339, v)
 	switch {
 	case err != nil:
-		return time.Time{}, refusal(authv1beta1.ReasonNonceIssueTimeInvalid, "annotation %s=%q is not an RFC 3339 time: the nonce Secret was tampered with; start a new handshake", cluster.NonceIssuedAtAnnotation, v)
+		return time.Time{}, refusal(authv1beta1.ReasonNonceIssueTimeInvalid, "annotation %s=%q is not an RFC 3339 time: the nonce Secret was tampered with; start a new handshake", wire.NonceIssuedAtAnnotation, v)
 	case at.After(now.Add(clockSkew)):
-		return time.Time{}, refusal(authv1beta1.ReasonNonceIssueTimeInvalid, "annotation %s=%q is in the future: the nonce Secret was tampered with; start a new handshake", cluster.NonceIssuedAtAnnotation, v)
+		return time.Time{}, refusal(authv1beta1.ReasonNonceIssueTimeInvalid, "annotation %s=%q is in the future: the nonce Secret was tampered with; start a new handshake", wire.NonceIssuedAtAnnotation, v)
 	case at.Before(issued):
 		return at, nil
 	}

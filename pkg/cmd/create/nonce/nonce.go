@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
@@ -86,7 +87,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	}
 	var secret corev1.Secret
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: cluster.NonceSecretName}, &secret); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &secret); err != nil {
 		return s.Explain(err, "reading the nonce")
 	}
 	return o.Output.PrintObjects(o.Global.Streams.Out, &secret)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
@@ -79,7 +80,7 @@ With -o yaml the slice is printed instead of created: apply it on this cluster b
 
 // Validate checks the name and the quantities.
 func (o *Options) Validate() error {
-	if err := cluster.ValidateSliceName(o.Name); err != nil {
+	if err := wire.ValidateSliceName(o.Name); err != nil {
 		return err
 	}
 	if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
@@ -109,7 +110,7 @@ func (o *Options) Validate() error {
 
 // Run creates the slice and waits for the provider's answer, or prints it.
 func (o *Options) Run(ctx context.Context) error {
-	ns := cluster.TenantNamespaceName(o.RemoteClusterID)
+	ns := wire.TenantNamespaceName(o.RemoteClusterID)
 	if o.Output.Format() != "" {
 		return o.Output.PrintObjects(o.Global.Streams.Out, handshake.ForgeSlice(ns, o.Name, o.RemoteClusterID, o.Class, o.resources))
 	}

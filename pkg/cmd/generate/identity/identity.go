@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -96,7 +96,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	remoteTN := o.RemoteTenantNamespace
 	if remoteTN == "" {
-		remoteTN = cluster.TenantNamespaceName(s.ClusterID)
+		remoteTN = wire.TenantNamespaceName(s.ClusterID)
 	}
 	id, err := handshake.ForgeIdentity(s.ClusterID, t, remoteTN)
 	if err != nil {

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -112,7 +112,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	remoteTN := o.RemoteTenantNamespace
 	if remoteTN == "" {
-		remoteTN = cluster.TenantNamespaceName(s.ClusterID)
+		remoteTN = wire.TenantNamespaceName(s.ClusterID)
 	}
 	t, err := handshake.ForgeTenant(s.ClusterID, key, sig, remoteTN, o.ProxyURL)
 	if err != nil {

@@ -1,4 +1,4 @@
-package cluster
+package wire
 
 import (
 	"fmt"
@@ -20,9 +20,9 @@ const (
 	PrivateKeyField = "privateKey"
 	PublicKeyField  = "publicKey"
 
-	RemoteClusterIDLabel = "liqo.io/remote-cluster-id"
-	TenantNamespaceLabel = "liqo.io/tenant-namespace"
-	tenantNamespacePfx   = "liqo-tenant-"
+	RemoteClusterIDLabel  = "liqo.io/remote-cluster-id"
+	TenantNamespaceLabel  = "liqo.io/tenant-namespace"
+	TenantNamespacePrefix = "liqo-tenant-"
 
 	NonceSecretName = "liqo-nonce"
 	NonceLabel      = "liqo.io/nonce"
@@ -78,7 +78,7 @@ const (
 )
 
 // TenantNamespaceName is the default tenant namespace for a remote cluster.
-func TenantNamespaceName(remoteID string) string { return tenantNamespacePfx + remoteID }
+func TenantNamespaceName(remoteID string) string { return TenantNamespacePrefix + remoteID }
 
 // IdentityName is the name of the control-plane Identity for a provider.
 func IdentityName(providerID string) string { return "controlplane-" + providerID }
@@ -102,3 +102,36 @@ func ValidateSliceName(name string) error {
 	}
 	return nil
 }
+
+// Labels and annotations this implementation adds (all under liqo.io/, none read by Liqo).
+const (
+	// TenantAnnotation names the Tenant ("namespace/name") a CSR is for.
+	TenantAnnotation = "liqo.io/tenant"
+	// ReplacesAnnotation names the serial of the certificate a CSR renews ("" for the first
+	// one), so that a reconcile finds the CSR of the issuance it is doing.
+	ReplacesAnnotation = "liqo.io/replaces-serial"
+	// StrippedAnnotation marks an object the manager's cache keeps without its content: it
+	// is not the manager's (a Secret outside the tenant namespaces this cluster recorded, a
+	// certificate request someone else made). A controller that needs it reads it live.
+	StrippedAnnotation = "liqo.io/cache-stripped"
+	// ReplicationDestinationLabel names, on a slice the consumer asks for, the provider it is
+	// for (Liqo's replicator's label).
+	ReplicationDestinationLabel = "liqo.io/remoteID"
+	// CreatedByAnnotation and CreatedByGroupsAnnotation record, on a namespace created with
+	// the tenant labels, the user and groups the API server authenticated as its creator
+	// (written by the admission policy liqo-auth-namespace-creator, never by a client).
+	CreatedByAnnotation       = "liqo.io/created-by"
+	CreatedByGroupsAnnotation = "liqo.io/created-by-groups"
+	// GrantedResourcesAnnotation records, on a slice's Role, the resources the provider
+	// granted the slice (JSON). The Role is the provider's own record of the grant: the
+	// tenant may write its slices and their status, never a Role.
+	GrantedResourcesAnnotation = "liqo.io/granted-resources"
+	// PeeringUserLabel on the peering user's roles and bindings names the user.
+	PeeringUserLabel = "liqo.io/peering-user"
+	// PeeringUserExpiresAnnotation on its tenant-namespace RoleBinding records when its
+	// certificate expires (RFC 3339), and PeeringUserSerialAnnotation the serial.
+	PeeringUserExpiresAnnotation = "liqo.io/peering-user-expires"
+	PeeringUserSerialAnnotation  = "liqo.io/peering-user-serial"
+	// TenantRecordLabel marks the ConfigMaps of the Liqo namespace that are tenant records.
+	TenantRecordLabel = "liqo.io/tenant-record"
+)
