@@ -52,7 +52,7 @@ func (s *CacheScope) Load(ctx context.Context, c client.Reader) error {
 		return err
 	}
 	for _, r := range records {
-		s.setRecord(cluster.TenantRecordName(r.RemoteID), r.Namespace)
+		s.setRecord(wire.TenantRecordName(r.RemoteID), r.Namespace)
 	}
 	return nil
 }

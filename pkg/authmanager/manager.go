@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -196,7 +197,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		c = liveWhenStripped{Client: c, live: reader, scope: o.Scope}
 	}
-	rec := common.ShortNotes(mgr.GetEventRecorder(cluster.ManagerName))
+	rec := common.ShortNotes(mgr.GetEventRecorder(access.ManagerName))
 	placement := common.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&designation.Reconciler{Client: c, Live: reader, LiqoNamespace: o.Namespace, Recorder: rec},

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,11 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/go-logr/logr"
-
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
@@ -165,7 +164,7 @@ func (r *Runner) Stop() error {
 }
 
 // LeaseName is the leader-election Lease of liqo-auth-manager in the Liqo namespace.
-const LeaseName = cluster.ManagerName
+const LeaseName = access.ManagerName
 
 // Running is the liqo-auth-manager that holds the Lease of a cluster.
 type Running struct {

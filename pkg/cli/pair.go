@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -64,7 +64,7 @@ func PrintAuthenticatePlan(ctx context.Context, g *Global, p *handshake.Pair, st
 	c.Report.Info("Would apply Identity %s/%s and write Secret %s/%s with the kubeconfig", cTN, wire.IdentityName(pr.ClusterID),
 		cTN, wire.KubeconfigSecretName(wire.IdentityName(pr.ClusterID)))
 	fmt.Fprintf(g.Streams.Out, "Permissions of user %q on cluster %q, in namespace %q only:\n", c.ClusterID, pr.ClusterID, pTN)
-	fmt.Fprint(g.Streams.Out, FormatRules(cluster.TenantRules(c.ClusterID)))
+	fmt.Fprint(g.Streams.Out, FormatRules(access.TenantRules(c.ClusterID)))
 	return nil
 }
 

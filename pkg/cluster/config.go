@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // ConfigMapName is the ConfigMap where liqoctl install records how this cluster presents
@@ -74,7 +76,7 @@ func GetConfig(ctx context.Context, c client.Reader, ns string) (Config, error) 
 func ForgeConfigMap(ns string, cfg Config) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: ns, Labels: managedLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: ns, Labels: wire.ManagedLabels()},
 		Data:       map[string]string{},
 	}
 	if cfg.APIServerURL != "" {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"regexp"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,9 +28,9 @@ const managerUID = 65532
 // InstallObjects creates, and its PodDisruptionBudget. The pod passes the restricted Pod
 // Security Standard.
 func ForgeManagerObjects(ns, image string, args []string) []client.Object {
-	selector := map[string]string{"app.kubernetes.io/name": ManagerName}
-	labels := map[string]string{"app.kubernetes.io/name": ManagerName, wire.ManagedByLabel: wire.ManagedByValue}
-	meta := metav1.ObjectMeta{Name: ManagerName, Namespace: ns, Labels: labels}
+	selector := map[string]string{"app.kubernetes.io/name": access.ManagerName}
+	labels := map[string]string{"app.kubernetes.io/name": access.ManagerName, wire.ManagedByLabel: wire.ManagedByValue}
+	meta := metav1.ObjectMeta{Name: access.ManagerName, Namespace: ns, Labels: labels}
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("healthz")}}, PeriodSeconds: 10}
 	}
@@ -43,7 +44,7 @@ func ForgeManagerObjects(ns, image string, args []string) []client.Object {
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: labels},
 					Spec: corev1.PodSpec{
-						ServiceAccountName: ManagerName,
+						ServiceAccountName: access.ManagerName,
 						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](managerUID),
 							RunAsGroup: ptr.To[int64](managerUID), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 						Containers: []corev1.Container{{

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/crds"
@@ -47,17 +48,17 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 	var objs []client.Object
 	for _, d := range defs {
 		d.TypeMeta = metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"}
-		d.Labels = mergeLabels(d.Labels, managedLabels())
+		d.Labels = mergeLabels(d.Labels, wire.ManagedLabels())
 		objs = append(objs, d)
 	}
 	objs = append(objs,
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: liqoNamespaceLabels()}},
-		ForgeControlPlaneClusterRole(), ForgeClusterWideRole())
-	objs = append(objs, ForgeManagerClusterRoles()...)
-	objs = append(objs, ForgeManagerIdentity(o.Namespace)...)
-	objs = append(objs, ForgePeeringUserPolicy()...)
-	objs = append(objs, ForgeManagerPolicy(o.Namespace)...)
-	objs = append(objs, ForgeCreatorPolicies()...)
+		access.ForgeControlPlaneClusterRole(), access.ForgeClusterWideRole())
+	objs = append(objs, access.ForgeManagerClusterRoles()...)
+	objs = append(objs, access.ForgeManagerIdentity(o.Namespace)...)
+	objs = append(objs, access.ForgePeeringUserPolicy()...)
+	objs = append(objs, access.ForgeManagerPolicy(o.Namespace)...)
+	objs = append(objs, access.ForgeCreatorPolicies()...)
 	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 || o.Config.NonceTTL > 0 {
 		objs = append(objs, ForgeConfigMap(o.Namespace, o.Config))
 	}
@@ -68,7 +69,7 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 // cluster key lives there, and nothing in it needs more than Kubernetes' restricted Pod
 // Security Standard (the manager passes it), so the API server refuses any pod that would.
 func liqoNamespaceLabels() map[string]string {
-	return mergeLabels(managedLabels(), map[string]string{
+	return mergeLabels(wire.ManagedLabels(), map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted",
 		"pod-security.kubernetes.io/audit":   "restricted",
 		"pod-security.kubernetes.io/warn":    "restricted",

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
@@ -51,7 +52,7 @@ func TestNamesAndTenantNamespaceCheck(t *testing.T) {
 }
 
 func TestRulesAreLeastPrivilege(t *testing.T) {
-	for _, r := range append(ControlPlaneRules(), TenantReaderRules("x")...) {
+	for _, r := range append(access.ControlPlaneRules(), access.TenantReaderRules("x")...) {
 		for _, res := range r.Resources {
 			assert.NotContains(t, []string{"secrets", "*", "roles", "rolebindings", "pods"}, res)
 			if strings.HasSuffix(res, "/status") {
@@ -63,7 +64,7 @@ func TestRulesAreLeastPrivilege(t *testing.T) {
 		assert.NotContains(t, r.Verbs, "bind")
 		assert.NotContains(t, r.Verbs, "impersonate")
 	}
-	assert.Equal(t, []string{"x"}, TenantReaderRules("x")[0].ResourceNames)
+	assert.Equal(t, []string{"x"}, access.TenantReaderRules("x")[0].ResourceNames)
 }
 
 func TestConfigMapRoundTrip(t *testing.T) {

@@ -35,11 +35,7 @@ const (
 	recordStateKey        = "tenantCondition"
 	recordPubCAKey        = "publishedCAFingerprint"
 	recordPubServerKey    = "publishedAPIServer"
-	tenantRecordPfx       = "liqo-auth-tenant-"
 )
-
-// TenantRecordName is the name of the record of remoteID in the Liqo namespace.
-func TenantRecordName(remoteID string) string { return tenantRecordPfx + remoteID }
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
 // ConfigMap of the Liqo namespace, where only this cluster's administrator and
@@ -224,7 +220,7 @@ func mergeLabels(dst, src map[string]string) map[string]string {
 // GetTenantRecord reads the record of remoteID; it is nil when there is none.
 func GetTenantRecord(ctx context.Context, c client.Reader, liqoNS, remoteID string) (*TenantRecord, error) {
 	var cm corev1.ConfigMap
-	if err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: TenantRecordName(remoteID)}, &cm); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: wire.TenantRecordName(remoteID)}, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -246,7 +242,7 @@ func ListTenantRecords(ctx context.Context, c client.Reader, liqoNS string) ([]*
 	for i := range list.Items {
 		cm := &list.Items[i]
 		id := cm.Labels[wire.RemoteClusterIDLabel]
-		if id == "" || cm.Name != TenantRecordName(id) {
+		if id == "" || cm.Name != wire.TenantRecordName(id) {
 			continue
 		}
 		r, err := recordFromConfigMap(id, cm)
@@ -283,7 +279,7 @@ func UpdateCachedTenantRecord(ctx context.Context, c client.Client, live client.
 
 func updateRecordOnce(ctx context.Context, c client.Client, r client.Reader, liqoNS, remoteID string, create bool, mutate func(*TenantRecord) error) error {
 	cm := &corev1.ConfigMap{}
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: TenantRecordName(remoteID)}, cm); {
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: wire.TenantRecordName(remoteID)}, cm); {
 	case apierrors.IsNotFound(err):
 		cm = nil
 	case err != nil:
@@ -306,7 +302,7 @@ func writeRecord(ctx context.Context, c client.Client, cm *corev1.ConfigMap, liq
 			return err
 		}
 	} else {
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: TenantRecordName(remoteID)}}
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: wire.TenantRecordName(remoteID)}}
 	}
 	before := cm.DeepCopy()
 	if err := mutate(rec); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,15 +57,15 @@ func TestBindingString(t *testing.T) {
 }
 
 // TestManagerRulesWriteNothingClusterWide: the one write the cluster-wide role has on these
-// resources is creating RoleBindings, which the admission policy ManagerBindingPolicyName
+// resources is creating RoleBindings, which the admission policy access.ManagerBindingPolicyName
 // bounds to tenant namespaces.
 func TestManagerRulesWriteNothingClusterWide(t *testing.T) {
 	var bounded bool
-	for _, o := range ForgeManagerPolicy("liqo") {
-		bounded = bounded || o.GetName() == ManagerBindingPolicyName
+	for _, o := range access.ForgeManagerPolicy("liqo") {
+		bounded = bounded || o.GetName() == access.ManagerBindingPolicyName
 	}
 	require.True(t, bounded, "the RoleBindings the manager creates are bounded by an admission policy")
-	for _, r := range ManagerRules() {
+	for _, r := range access.ManagerRules() {
 		for _, v := range r.Verbs {
 			if v == "create" || v == "update" || v == "patch" || v == "delete" {
 				for _, res := range r.Resources {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -120,7 +122,7 @@ func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteI
 	eg.Go(func() error {
 		// Created first: in a namespace made a moment ago there is none yet. One that
 		// exists all the same is read and, unless it is exactly the manager's, replaced.
-		err := c.Create(ctx, ForgeManagerTenantBinding(liqoNS, ns.Name))
+		err := c.Create(ctx, access.ForgeManagerTenantBinding(liqoNS, ns.Name))
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
 				return fmt.Errorf("binding liqo-auth-manager in tenant namespace %q: %w", ns.Name, err)
@@ -202,12 +204,12 @@ func findTenantNamespace(ctx context.Context, c client.Reader, remoteID string) 
 // getBinding reads liqo-auth-manager's RoleBinding in tenant namespace ns (nil: none).
 func getBinding(ctx context.Context, c client.Reader, liqoNS, ns string) (*rbacv1.RoleBinding, error) {
 	var current rbacv1.RoleBinding
-	err := c.Get(ctx, client.ObjectKeyFromObject(ForgeManagerTenantBinding(liqoNS, ns)), &current)
+	err := c.Get(ctx, client.ObjectKeyFromObject(access.ForgeManagerTenantBinding(liqoNS, ns)), &current)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading RoleBinding %s/%s: %w", ns, ManagerName, err)
+		return nil, fmt.Errorf("reading RoleBinding %s/%s: %w", ns, access.ManagerName, err)
 	}
 	return &current, nil
 }
@@ -217,7 +219,7 @@ func getBinding(ctx context.Context, c client.Reader, liqoNS, ns string) (*rbacv
 // writes Secrets, Roles and RoleBindings only in namespaces an administrator made tenant
 // namespaces (and in the Liqo namespace).
 func ensureManagerBinding(ctx context.Context, c client.Client, liqoNS, ns string, current *rbacv1.RoleBinding) error {
-	want := ForgeManagerTenantBinding(liqoNS, ns)
+	want := access.ForgeManagerTenantBinding(liqoNS, ns)
 	if current != nil {
 		if current.RoleRef == want.RoleRef && equality.Semantic.DeepEqual(current.Subjects, want.Subjects) {
 			return nil
@@ -254,4 +256,17 @@ func EnsureManagerTenantBinding(ctx context.Context, c client.Client, liqoNS, ns
 		return err
 	}
 	return ensureManagerBinding(ctx, c, liqoNS, ns, binding)
+}
+
+// NamespaceCreator returns who created ns, as the API server recorded it (ok false when it
+// did not: a namespace made before the policy, or without the labels).
+func NamespaceCreator(ns *corev1.Namespace) (user string, groups []string, ok bool) {
+	user, ok = ns.Annotations[wire.CreatedByAnnotation]
+	if !ok || user == "" {
+		return "", nil, false
+	}
+	if g := ns.Annotations[wire.CreatedByGroupsAnnotation]; g != "" {
+		groups = strings.Split(g, ",")
+	}
+	return user, groups, true
 }

@@ -366,7 +366,7 @@ func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp string) error
 	}
 	if pinned != "" && pinned != fp {
 		return fmt.Errorf("(local) the provider presents CA %s, but this cluster pinned %s for provider %q (ConfigMap %s/%s, key caFingerprint): if the provider's CA really changed, remove that key and retry",
-			fp, pinned, providerID, c.Namespace, cluster.TenantRecordName(providerID))
+			fp, pinned, providerID, c.Namespace, wire.TenantRecordName(providerID))
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -75,7 +76,7 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 	if _, err := rand.Read(suffix); err != nil {
 		return nil, err
 	}
-	user := cluster.PeeringUserName(consumerID, hex.EncodeToString(suffix))
+	user := access.PeeringUserName(consumerID, hex.EncodeToString(suffix))
 	key, err := authn.GenerateKey(authn.Ed25519)
 	if err != nil {
 		return nil, err
@@ -89,7 +90,7 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 		return nil, err
 	}
 	pu := &PeeringUser{ConsumerID: consumerID, User: user, Namespace: tn, Serial: cert.SerialNumber.Text(16), NotAfter: cert.NotAfter}
-	for _, obj := range cluster.ForgePeeringUserAccess(p.Namespace, tn, consumerID, user) {
+	for _, obj := range access.ForgePeeringUserAccess(p.Namespace, tn, consumerID, user) {
 		obj.SetAnnotations(map[string]string{wire.PeeringUserExpiresAnnotation: pu.NotAfter.UTC().Format(time.RFC3339), wire.PeeringUserSerialAnnotation: pu.Serial})
 		if err := cluster.Apply(ctx, p.Client, obj, cluster.FieldOwner); err != nil {
 			return nil, p.Explain(err, "granting the peering user its permissions")
@@ -211,7 +212,7 @@ func DeletePeeringUser(ctx context.Context, p *Side, consumerID string) (*Peerin
 	p.Report.Info("Roles and bindings of peering user %s removed", users[0].User)
 	for _, u := range users {
 		var left []string
-		for ns, rules := range cluster.PeeringUserRules(p.Namespace, consumerID) {
+		for ns, rules := range access.PeeringUserRules(p.Namespace, consumerID) {
 			allowed, err := cluster.AllowedActions(ctx, p.Client, u.User, cluster.RevocationGroups(), ns, rules)
 			if err != nil {
 				return nil, p.Explain(err, "verifying the revocation")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -65,7 +66,7 @@ func WaitSlice(ctx context.Context, c *Side, key client.ObjectKey, silence time.
 
 // SliceIdentity is the Identity key of slice name in the consumer's tenant namespace ns.
 func SliceIdentity(ns, name string) client.ObjectKey {
-	return client.ObjectKey{Namespace: ns, Name: cluster.SliceIdentityName(name)}
+	return client.ObjectKey{Namespace: ns, Name: access.SliceIdentityName(name)}
 }
 
 // DeleteSlice deletes the consumer's slice name in ns and waits until the consumer's
@@ -92,7 +93,7 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 		c.Report.Warn("The slice had no identity: nothing to revoke")
 		return nil
 	}
-	left, err := selfAllowed(ctx, cred, remoteNS, cluster.SliceRules(name))
+	left, err := selfAllowed(ctx, cred, remoteNS, access.SliceRules(name))
 	if err != nil {
 		return fmt.Errorf("(remote) verifying the revocation: %w", err)
 	}
@@ -129,7 +130,7 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
 	for _, name := range names {
-		cred, err := IdentityCredential(ctx, s, ns, cluster.SliceIdentityName(name), providerID, nil, time.Now())
+		cred, err := IdentityCredential(ctx, s, ns, access.SliceIdentityName(name), providerID, nil, time.Now())
 		if err != nil {
 			return err
 		}

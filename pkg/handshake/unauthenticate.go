@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -80,14 +81,14 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 	} else {
 		pr.Report.Info("No Tenant to delete")
 	}
-	leftovers := append(cluster.AccessObjects(pTN, c.ClusterID),
+	leftovers := append(access.AccessObjects(pTN, c.ClusterID),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.NonceSecretName}},
 		&authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.IdentityName(pr.ClusterID)}})
 	csrLabels := client.MatchingLabels{wire.RemoteClusterIDLabel: c.ClusterID, wire.ManagedByLabel: wire.ManagedByValue}
 	if pr.Liqo != "" {
 		// Liqo's provider keeps its bindings, the certificate it issued and its
 		// CertificateSigningRequests, labelled with the consumer's cluster ID only.
-		leftovers = append(leftovers, cluster.LiqoAccessObjects(pTN, c.ClusterID)...)
+		leftovers = append(leftovers, access.LiqoAccessObjects(pTN, c.ClusterID)...)
 		csrLabels = client.MatchingLabels{wire.RemoteClusterIDLabel: c.ClusterID}
 	}
 	// With credentials that may not delete them (a peering user), what the Tenant's
@@ -159,7 +160,7 @@ func (p *Pair) deleteTenantNamespaces(ctx context.Context, cTN, pTN string) erro
 // certificates that stay cryptographically valid, which Kubernetes cannot revoke.
 func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 	pr, id := p.Provider, p.Consumer.ClusterID
-	rules := cluster.RevocationRules(id)
+	rules := access.RevocationRules(id)
 	left, err := cluster.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, rules)
 	if apierrors.IsForbidden(err) {
 		left, err = cluster.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, rules)

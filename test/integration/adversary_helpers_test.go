@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -126,7 +127,7 @@ func assertNothingGranted(t *testing.T, p *site, id, ns string) {
 	bindings, err := cluster.BindingsNaming(ctx, p.client, id, nil)
 	require.NoError(t, err)
 	assert.Empty(t, bindings, "no binding anywhere may name %s", id)
-	allowed, err := cluster.AllowedActions(ctx, p.client, id, []string{wire.UserGroup}, ns, cluster.ControlPlaneRules())
+	allowed, err := cluster.AllowedActions(ctx, p.client, id, []string{wire.UserGroup}, ns, access.ControlPlaneRules())
 	require.NoError(t, err)
 	assert.Empty(t, allowed)
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -24,7 +25,7 @@ import (
 // ServiceAccount that liqoctl install creates: exactly what the manager holds in a cluster.
 func restrictedKubeconfig(t *testing.T, s *site) string {
 	t.Helper()
-	cfg, err := s.cp.ServiceAccountConfig(context.Background(), wire.DefaultLiqoNamespace, cluster.ManagerName)
+	cfg, err := s.cp.ServiceAccountConfig(context.Background(), wire.DefaultLiqoNamespace, access.ManagerName)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "manager.kubeconfig")
 	require.NoError(t, testenv.WriteKubeconfig(path, s.id, cfg))
@@ -117,6 +118,6 @@ func TestCLIManagerVersionAndImage(t *testing.T) {
 	assert.Contains(t, err.Error(), "--manager-image")
 	mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--with-manager", "--manager-image", "registry.example/liqo-auth-manager:1")
 	var d appsv1.Deployment
-	require.NoError(t, s.client.Get(context.Background(), client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: cluster.ManagerName}, &d))
+	require.NoError(t, s.client.Get(context.Background(), client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: access.ManagerName}, &d))
 	assert.Equal(t, "registry.example/liqo-auth-manager:1", d.Spec.Template.Spec.Containers[0].Image)
 }

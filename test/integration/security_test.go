@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
@@ -348,7 +349,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 	tn := ensureTN(t, p.client, "cl-consumer")
 	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "look-alike", Labels: cluster.TenantNamespaceLabels("cl-x")}}))
 	liqo := wire.DefaultLiqoNamespace
-	sa := "system:serviceaccount:" + liqo + ":" + cluster.ManagerName
+	sa := "system:serviceaccount:" + liqo + ":" + access.ManagerName
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + liqo, "system:authenticated"}
 	cases := []struct {
 		verb, group, resource, sub, ns, name string
@@ -376,7 +377,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		// another tool made); the admission policy keeps it to tenant namespaces (below).
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "", "default", "", true},
 		{"update", "rbac.authorization.k8s.io", "rolebindings", "", "kube-system", "", false},
-		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", cluster.ManagerTenantRoleName, true},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", access.ManagerTenantRoleName, true},
 		{"create", "rbac.authorization.k8s.io", "roles", "", "look-alike", "", false},
 		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", "", false},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", wire.ControlPlaneRoleName, true},
@@ -396,7 +397,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		{"delete", "", "namespaces", "", "", tn, false},
 		{"create", "", "namespaces", "", "", "", false},
 		{"impersonate", "", "users", "", "", "", false},
-		{"create", "", "serviceaccounts", "token", liqo, cluster.ManagerName, false},
+		{"create", "", "serviceaccounts", "token", liqo, access.ManagerName, false},
 	}
 	for _, tc := range cases {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: sa, Groups: groups,
@@ -408,7 +409,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 	// itself, requests it did not make, or not for a Tenant, or for another signer, are
 	// refused.
 	t.Run("the admission policy bounds its certificate requests", func(t *testing.T) {
-		saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, cluster.ManagerName)
+		saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, access.ManagerName)
 		require.NoError(t, err)
 		manager := newClient(t, saCfg)
 		key, err := authn.GenerateKey(authn.Ed25519)
@@ -441,27 +442,27 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		require.NoError(t, manager.SubResource("approval").Update(ctx, own), "its own request, as the protocol makes it, is approved")
 	})
 	t.Run("the admission policy keeps its RoleBindings to tenant namespaces", func(t *testing.T) {
-		saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, cluster.ManagerName)
+		saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, access.ManagerName)
 		require.NoError(t, err)
 		manager := newClient(t, saCfg)
-		self := []rbacv1.Subject{cluster.ManagerSubject(liqo)}
+		self := []rbacv1.Subject{access.ManagerSubject(liqo)}
 		err = manager.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}, Subjects: self,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ManagerTenantRoleName}})
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: access.ManagerTenantRoleName}})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "only in tenant namespaces")
-		err = manager.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "look-alike", Name: cluster.ManagerName}, Subjects: self,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ManagerTenantRoleName}})
+		err = manager.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "look-alike", Name: access.ManagerName}, Subjects: self,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: access.ManagerTenantRoleName}})
 		require.Error(t, err, "a labelled namespace not named liqo-tenant-<id>, with no creator recorded")
 		assert.Contains(t, err.Error(), "whose creator the API server recorded")
 	})
 
 	// The rules in code are the rules installed, and the table in docs/security.md.
 	var cr rbacv1.ClusterRole
-	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Name: cluster.ManagerName}, &cr))
-	assert.Equal(t, cluster.ManagerRules(), cr.Rules)
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Name: access.ManagerName}, &cr))
+	assert.Equal(t, access.ManagerRules(), cr.Rules)
 	doc, err := os.ReadFile(filepath.Join(moduleRoot(t), "docs", "security.md"))
 	require.NoError(t, err)
-	for _, r := range append(append(cluster.ManagerRules(), cluster.ManagerNamespaceRules()...), cluster.ManagerTenantRules()...) {
+	for _, r := range append(append(access.ManagerRules(), access.ManagerNamespaceRules()...), access.ManagerTenantRules()...) {
 		for _, res := range r.Resources {
 			assert.Contains(t, string(doc), strings.TrimSuffix(strings.Split(res, "/")[0], "s"), "docs/security.md lists %s", res)
 		}
@@ -522,7 +523,7 @@ func TestStatusWritersCannotAcceptATenant(t *testing.T) {
 // its control-plane role.
 func assertTenantHasAccess(t *testing.T, p *site, tn *authv1beta1.Tenant) {
 	t.Helper()
-	allowed, err := cluster.AllowedActions(context.Background(), p.client, string(tn.Spec.ClusterID), []string{wire.UserGroup}, tn.Namespace, cluster.ControlPlaneRules())
+	allowed, err := cluster.AllowedActions(context.Background(), p.client, string(tn.Spec.ClusterID), []string{wire.UserGroup}, tn.Namespace, access.ControlPlaneRules())
 	require.NoError(t, err)
 	assert.NotEmpty(t, allowed, "the honest tenant keeps its access")
 }
@@ -584,7 +585,7 @@ func TestStrayTenantDeletionTouchesNothing(t *testing.T) {
 		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(stray), &authv1beta1.Tenant{})), nil
 	})
 	time.Sleep(time.Second)
-	for _, obj := range cluster.AccessObjects(honest.Namespace, "cl-honest") {
+	for _, obj := range access.AccessObjects(honest.Namespace, "cl-honest") {
 		require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(obj), obj), "%T %s is still there", obj, obj.GetName())
 	}
 	assertTenantHasAccess(t, p, honest)
@@ -618,7 +619,7 @@ func TestSquattedAccessObjectsAreReplaced(t *testing.T) {
 	got := &rbacv1.Role{}
 	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(squat), got))
 	assert.True(t, metav1.IsControlledBy(got, honest), "the reader Role is the Tenant's own")
-	assert.Equal(t, cluster.TenantReaderRules(a.id), got.Rules)
+	assert.Equal(t, access.TenantReaderRules(a.id), got.Rules)
 	allowed, err := cluster.AllowedActions(ctx, p.client, a.id, []string{wire.UserGroup}, tn, []rbacv1.PolicyRule{rule("", "configmaps", "list")})
 	require.NoError(t, err)
 	assert.Empty(t, allowed, "the tenant's user may not list ConfigMaps: the squatter's rules are gone")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -153,7 +154,7 @@ func (o *Options) Run(ctx context.Context) error {
 		p.Warn("Kept %s: another installation manages it; liqo-auth uses it as it is (--take-over replaces it)", k)
 	}
 	if len(res.Kept) == 0 {
-		p.Info("CRDs, namespace %q and ClusterRoles %s, %s applied", o.install.Namespace, wire.ControlPlaneRoleName, cluster.ManagerName)
+		p.Info("CRDs, namespace %q and ClusterRoles %s, %s applied", o.install.Namespace, wire.ControlPlaneRoleName, access.ManagerName)
 	} else {
 		p.Info("%d objects applied, %d kept", res.AppliedObjects, len(res.Kept))
 	}

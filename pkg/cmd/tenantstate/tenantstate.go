@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
@@ -188,7 +189,7 @@ func (o *Options) drained(ctx context.Context, s *handshake.Side, t *authv1beta1
 		}
 		if s.Liqo != "" {
 			// Liqo's controllers write no condition: the bindings' removal is the answer.
-			still, err := cluster.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, cluster.RevocationRules(id))
+			still, err := cluster.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, access.RevocationRules(id))
 			return len(left) == 0 && len(still) == 0, err
 		}
 		c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionAccessGranted)
@@ -199,14 +200,14 @@ func (o *Options) drained(ctx context.Context, s *handshake.Side, t *authv1beta1
 	}
 	s.Report.Info("%d ResourceSlices deleted", len(slices))
 	var left []string
-	got, err := cluster.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, cluster.RevocationRules(id))
+	got, err := cluster.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, access.RevocationRules(id))
 	if err != nil {
 		return s.Explain(err, "verifying the revocation")
 	}
 	left = append(left, got...)
 	for _, rs := range slices {
 		user := authn.SliceUserName(rs.Name, id)
-		got, err := cluster.AllowedActions(ctx, s.Client, user, []string{id, "system:authenticated"}, t.Namespace, cluster.SliceRules(rs.Name))
+		got, err := cluster.AllowedActions(ctx, s.Client, user, []string{id, "system:authenticated"}, t.Namespace, access.SliceRules(rs.Name))
 		if err != nil {
 			return s.Explain(err, "verifying the revocation")
 		}

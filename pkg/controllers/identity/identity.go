@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -174,8 +175,8 @@ func (r *Reconciler) checkPlacement(ctx context.Context, id *authv1beta1.Identit
 		}
 	case authv1beta1.ResourceSliceIdentityType:
 		slice := id.Labels[wire.SliceNameLabel]
-		if slice == "" || id.Name != cluster.SliceIdentityName(slice) {
-			return ReasonNameMismatch, fmt.Sprintf("a ResourceSlice Identity carries label %s naming its slice and is named %q after it, not %q", wire.SliceNameLabel, cluster.SliceIdentityName(slice), id.Name), nil
+		if slice == "" || id.Name != access.SliceIdentityName(slice) {
+			return ReasonNameMismatch, fmt.Sprintf("a ResourceSlice Identity carries label %s naming its slice and is named %q after it, not %q", wire.SliceNameLabel, access.SliceIdentityName(slice), id.Name), nil
 		}
 	default:
 		return ReasonUnsupportedType, fmt.Sprintf("identities of type %q are not handled by liqo-auth; only %q and %q", id.Spec.Type, authv1beta1.ControlPlaneIdentityType, authv1beta1.ResourceSliceIdentityType), nil
@@ -217,7 +218,7 @@ func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity
 		default:
 			reason = string(authn.ReasonCAFingerprintMismatch)
 			msg = fmt.Sprintf("the Identity presents CA %s, but this cluster pinned %s for provider %q (ConfigMap %s/%s): if the provider's CA really changed, remove %s there and apply the Identity again",
-				got, rec.CAFingerprint, provider, r.Placement.LiqoNamespace, cluster.TenantRecordName(provider), "caFingerprint")
+				got, rec.CAFingerprint, provider, r.Placement.LiqoNamespace, wire.TenantRecordName(provider), "caFingerprint")
 		}
 		return nil
 	})

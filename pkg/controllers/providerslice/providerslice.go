@@ -46,6 +46,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -318,7 +319,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		fmt.Sprintf("identity %q (group %q) for the consumer's accepted key", user, id))
 	r.accept(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesAccepted,
 		fmt.Sprintf("class %q, resources as requested", class))
-	if _, err := common.EnsureControlled(ctx, r.Client, r.APIReader, rs, cluster.SliceAccessObjects(rs.Namespace, rs.Name, user, id, rs.Spec.Resources), state == authv1beta1.TenantConditionCordoned); err != nil {
+	if _, err := common.EnsureControlled(ctx, r.Client, r.APIReader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, user, id, rs.Spec.Resources), state == authv1beta1.TenantConditionCordoned); err != nil {
 		return ctrl.Result{}, false, err
 	}
 	res, err := r.certificate(ctx, rs, t, user, pub)
@@ -357,7 +358,7 @@ func (r *Reconciler) grants(ctx context.Context, ns string) (map[types.UID]corev
 		if ref == nil || ref.Kind != "ResourceSlice" || role.Labels[wire.SliceNameLabel] != ref.Name {
 			continue
 		}
-		if l, ok := cluster.SliceGrant(role); ok {
+		if l, ok := access.SliceGrant(role); ok {
 			out[ref.UID] = l
 		}
 	}
@@ -428,7 +429,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: err.Error()}, nil
 		}
 		problems, err := cluster.UnexpectedPermissions(ctx, r.Client, user, []string{string(t.Spec.ClusterID)}, func(b cluster.Binding) bool {
-			return b.Kind == "RoleBinding" && b.Namespace == rs.Namespace && b.Name == cluster.SliceAccessName(rs.Name) && b.ControllerUID == string(rs.UID)
+			return b.Kind == "RoleBinding" && b.Namespace == rs.Namespace && b.Name == access.SliceAccessName(rs.Name) && b.ControllerUID == string(rs.UID)
 		})
 		if err != nil || len(problems) == 0 {
 			return nil, err
@@ -489,7 +490,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		return nil
 	}
 	id := consumerOf(rs)
-	if err := common.DeleteControlled(ctx, r.Client, r.APIReader, rs, cluster.SliceAccessObjects(rs.Namespace, rs.Name, authn.SliceUserName(rs.Name, id), id, nil)); err != nil {
+	if err := common.DeleteControlled(ctx, r.Client, r.APIReader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, authn.SliceUserName(rs.Name, id), id, nil)); err != nil {
 		return err
 	}
 	if err := r.Issuer.DeleteCSRs(ctx, r.APIReader, rs.UID, false); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -12,7 +13,7 @@ import (
 // ensureAccess creates or repairs the Tenant's Role and RoleBindings, owned by the Tenant.
 // When onlyRepair is set (Cordoned), missing objects are not created: nothing new is granted.
 func (r *Reconciler) ensureAccess(ctx context.Context, t *authv1beta1.Tenant, onlyRepair bool) (granted bool, err error) {
-	return common.EnsureControlled(ctx, r.Client, r.APIReader, t, cluster.AccessObjects(t.Namespace, string(t.Spec.ClusterID)), onlyRepair)
+	return common.EnsureControlled(ctx, r.Client, r.APIReader, t, access.AccessObjects(t.Namespace, string(t.Spec.ClusterID)), onlyRepair)
 }
 
 // revokeAccess deletes the Tenant's Role and RoleBindings, then proves that its user can
@@ -21,7 +22,7 @@ func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant) (s
 	if err := r.deleteOwned(ctx, t); err != nil {
 		return "", err
 	}
-	left, err := cluster.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, cluster.TenantRules(t.Name))
+	left, err := cluster.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, access.TenantRules(t.Name))
 	if err != nil {
 		return "", err
 	}
@@ -31,5 +32,5 @@ func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant) (s
 // deleteOwned deletes the Tenant's Role and RoleBindings: those of its names that it
 // controls. An object of the same name controlled by anything else is left alone.
 func (r *Reconciler) deleteOwned(ctx context.Context, t *authv1beta1.Tenant) error {
-	return common.DeleteControlled(ctx, r.Client, r.APIReader, t, cluster.AccessObjects(t.Namespace, string(t.Spec.ClusterID)))
+	return common.DeleteControlled(ctx, r.Client, r.APIReader, t, access.AccessObjects(t.Namespace, string(t.Spec.ClusterID)))
 }

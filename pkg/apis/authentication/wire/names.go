@@ -135,3 +135,13 @@ const (
 	// TenantRecordLabel marks the ConfigMaps of the Liqo namespace that are tenant records.
 	TenantRecordLabel = "liqo.io/tenant-record"
 )
+
+// TenantRecordPrefix starts the name of every tenant record (a ConfigMap in the Liqo
+// namespace, this implementation's).
+const TenantRecordPrefix = "liqo-auth-tenant-"
+
+// TenantRecordName is the name of the record of remoteID in the Liqo namespace.
+func TenantRecordName(remoteID string) string { return TenantRecordPrefix + remoteID }
+
+// ManagedLabels are the labels of every object this project makes.
+func ManagedLabels() map[string]string { return map[string]string{ManagedByLabel: ManagedByValue} }

@@ -1,11 +1,8 @@
-package cluster
+package access
 
 import (
-	"strings"
-
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,19 +18,6 @@ const (
 	CreatorPolicyName = "liqo-auth-namespace-creator"
 )
 
-// NamespaceCreator returns who created ns, as the API server recorded it (ok false when it
-// did not: a namespace made before the policy, or without the labels).
-func NamespaceCreator(ns *corev1.Namespace) (user string, groups []string, ok bool) {
-	user, ok = ns.Annotations[wire.CreatedByAnnotation]
-	if !ok || user == "" {
-		return "", nil, false
-	}
-	if g := ns.Annotations[wire.CreatedByGroupsAnnotation]; g != "" {
-		groups = strings.Split(g, ",")
-	}
-	return user, groups, true
-}
-
 func admissionType(kind string) metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind}
 }
@@ -46,7 +30,7 @@ func admissionType(kind string) metav1.TypeMeta {
 // records). The mutating policy writes the annotations at creation; the validating one
 // refuses them written by anyone else, or changed.
 func ForgeCreatorPolicies() []client.Object {
-	meta := metav1.ObjectMeta{Name: CreatorPolicyName, Labels: managedLabels()}
+	meta := metav1.ObjectMeta{Name: CreatorPolicyName, Labels: wire.ManagedLabels()}
 	namespaces := func(ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
 		return &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: ops,

@@ -1,12 +1,13 @@
-package cluster
+package access
 
 import (
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // ManagerPolicyName is the ValidatingAdmissionPolicy (and its binding) that bounds what
@@ -31,13 +32,10 @@ func ManagerUser(ns string) string { return "system:serviceaccount:" + ns + ":" 
 // refused; one that is compromised still chooses the user name of its own requests (CEL
 // cannot read the request's subject), as docs/security.md says.
 func ForgeManagerPolicy(ns string) []client.Object {
-	typeMeta := func(kind string) metav1.TypeMeta {
-		return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind}
-	}
-	meta := metav1.ObjectMeta{Name: ManagerPolicyName, Labels: managedLabels()}
+	meta := metav1.ObjectMeta{Name: ManagerPolicyName, Labels: wire.ManagedLabels()}
 	ours := "has(object.metadata.labels) && object.metadata.labels['" + wire.ManagedByLabel + "'] == '" + wire.ManagedByValue + "' && '" + wire.TenantUIDLabel + "' in object.metadata.labels"
 	return append([]client.Object{
-		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: typeMeta("ValidatingAdmissionPolicy"), ObjectMeta: meta,
+		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: admissionType("ValidatingAdmissionPolicy"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
@@ -63,7 +61,7 @@ func ForgeManagerPolicy(ns string) []client.Object {
 						Message: "liqo-auth-manager's requests are for client certificates only"},
 				},
 			}},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: typeMeta("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: admissionType("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: ManagerPolicyName,
 				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
 	}, forgeManagerBindingPolicy(ns)...)
@@ -74,7 +72,7 @@ func ForgeManagerPolicy(ns string) []client.Object {
 // made): only in namespaces labelled as tenant namespaces, and its own binding only in
 // liqo-tenant-<id> whose creator the API server recorded.
 func forgeManagerBindingPolicy(ns string) []client.Object {
-	meta := metav1.ObjectMeta{Name: ManagerBindingPolicyName, Labels: managedLabels()}
+	meta := metav1.ObjectMeta{Name: ManagerBindingPolicyName, Labels: wire.ManagedLabels()}
 	labels := "(has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})"
 	annotations := "(has(namespaceObject.metadata.annotations) ? namespaceObject.metadata.annotations : {})"
 	return []client.Object{

@@ -1,22 +1,19 @@
-package cluster
+package access
 
 import (
 	"encoding/json"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // ManagerName names the manager's ServiceAccount, ClusterRole, leader-election Lease and
 // field manager.
 const ManagerName = "liqo-auth-manager"
-
-func managedLabels() map[string]string {
-	return map[string]string{wire.ManagedByLabel: wire.ManagedByValue}
-}
 
 // ControlPlaneRules are the permissions of a consumer's control-plane identity, granted
 // only inside its tenant namespace: the resources Liqo's control plane replicates into a
@@ -52,7 +49,7 @@ const (
 func ForgeControlPlaneClusterRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   rbacType("ClusterRole"),
-		ObjectMeta: metav1.ObjectMeta{Name: wire.ControlPlaneRoleName, Labels: mergeLabels(managedLabels(), map[string]string{AppNameLabel: ControlPlaneRoleAppName})},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ControlPlaneRoleName, Labels: managedWith(AppNameLabel, ControlPlaneRoleAppName)},
 		Rules:      ControlPlaneRules(),
 	}
 }
@@ -76,7 +73,7 @@ func ClusterWideRules() []rbacv1.PolicyRule {
 func ForgeClusterWideRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   rbacType("ClusterRole"),
-		ObjectMeta: metav1.ObjectMeta{Name: ClusterWideRoleName, Labels: mergeLabels(managedLabels(), map[string]string{AppNameLabel: ClusterWideRoleAppName})},
+		ObjectMeta: metav1.ObjectMeta{Name: ClusterWideRoleName, Labels: managedWith(AppNameLabel, ClusterWideRoleAppName)},
 		Rules:      ClusterWideRules(),
 	}
 }
@@ -160,8 +157,8 @@ func ManagerTenantRules() []rbacv1.PolicyRule {
 // and the one bound in each tenant namespace.
 func ForgeManagerClusterRoles() []client.Object {
 	return []client.Object{
-		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: managedLabels()}, Rules: ManagerRules()},
-		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: ManagerTenantRoleName, Labels: managedLabels()}, Rules: ManagerTenantRules()},
+		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: wire.ManagedLabels()}, Rules: ManagerRules()},
+		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: ManagerTenantRoleName, Labels: wire.ManagedLabels()}, Rules: ManagerTenantRules()},
 	}
 }
 
@@ -169,11 +166,11 @@ func ForgeManagerClusterRoles() []client.Object {
 // beside it (with a token: kubectl create token liqo-auth-manager -n <liqo namespace>),
 // with its ClusterRoleBinding and its Role and RoleBinding in the Liqo namespace.
 func ForgeManagerIdentity(liqoNS string) []client.Object {
-	meta := metav1.ObjectMeta{Name: ManagerName, Namespace: liqoNS, Labels: managedLabels()}
+	meta := metav1.ObjectMeta{Name: ManagerName, Namespace: liqoNS, Labels: wire.ManagedLabels()}
 	subjects := []rbacv1.Subject{ManagerSubject(liqoNS)}
 	return []client.Object{
 		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta},
-		&rbacv1.ClusterRoleBinding{TypeMeta: rbacType("ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: managedLabels()},
+		&rbacv1.ClusterRoleBinding{TypeMeta: rbacType("ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: wire.ManagedLabels()},
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerName}, Subjects: subjects},
 		&rbacv1.Role{TypeMeta: rbacType("Role"), ObjectMeta: meta, Rules: ManagerNamespaceRules()},
 		&rbacv1.RoleBinding{TypeMeta: rbacType("RoleBinding"), ObjectMeta: meta,
@@ -191,7 +188,7 @@ func ManagerSubject(liqoNS string) rbacv1.Subject {
 func ForgeManagerTenantBinding(liqoNS, ns string) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		TypeMeta:   rbacType("RoleBinding"),
-		ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Namespace: ns, Labels: managedLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Namespace: ns, Labels: wire.ManagedLabels()},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerTenantRoleName},
 		Subjects:   []rbacv1.Subject{ManagerSubject(liqoNS)},
 	}
@@ -302,4 +299,11 @@ func SliceGrant(role *rbacv1.Role) (corev1.ResourceList, bool) {
 		return nil, false
 	}
 	return l, true
+}
+
+// managedWith is the labels of an object this project makes, and k=v.
+func managedWith(k, v string) map[string]string {
+	l := wire.ManagedLabels()
+	l[k] = v
+	return l
 }

@@ -1,14 +1,15 @@
-package cluster
+package access
 
 import (
 	"strings"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // Names of the peering user: a provider's credential, handed to a consumer's
@@ -53,7 +54,7 @@ func PeeringUserTenantRules(consumerID string) []rbacv1.PolicyRule {
 // the manager's Lease and the tenant record of its consumer, by name.
 func PeeringUserLiqoRules(consumerID string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{wire.ClusterIDConfigMapName, TenantRecordName(consumerID)}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{wire.ClusterIDConfigMapName, wire.TenantRecordName(consumerID)}, Verbs: []string{"get"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{ManagerName}, Verbs: []string{"get"}},
 	}
 }
@@ -132,12 +133,9 @@ func peeringUserValidations() []admissionregistrationv1.Validation {
 // peering users create no Secret but a nonce: RBAC cannot restrict create to a name, and a
 // Secret created in a tenant namespace may be read by this cluster's controllers.
 func ForgePeeringUserPolicy() []client.Object {
-	typeMeta := func(kind string) metav1.TypeMeta {
-		return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind}
-	}
-	meta := metav1.ObjectMeta{Name: PeeringUserPolicyName, Labels: managedLabels()}
+	meta := metav1.ObjectMeta{Name: PeeringUserPolicyName, Labels: wire.ManagedLabels()}
 	return []client.Object{
-		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: typeMeta("ValidatingAdmissionPolicy"), ObjectMeta: meta,
+		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: admissionType("ValidatingAdmissionPolicy"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
@@ -151,7 +149,7 @@ func ForgePeeringUserPolicy() []client.Object {
 				}},
 				Validations: peeringUserValidations(),
 			}},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: typeMeta("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: admissionType("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: PeeringUserPolicyName,
 				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
 	}
