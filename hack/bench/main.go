@@ -15,14 +15,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/go-logr/logr"
 	"os"
 	"path/filepath"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )

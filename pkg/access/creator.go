@@ -1,11 +1,12 @@
 package access
 
 import (
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // Annotations the API server itself writes on a namespace created with the label of a

@@ -18,9 +18,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // fixedKey is a deterministic Ed25519 key for golden vectors.

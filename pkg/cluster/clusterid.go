@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // MaxClusterIDLength keeps liqo-tenant-<id> within the 63 characters of a namespace name.

@@ -3,8 +3,6 @@ package cluster
 import (
 	"regexp"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -13,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/access"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // ManagerImageRepository is where releases publish the liqo-auth-manager image, tagged

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // LiqoControllerManagerName is the Deployment of Liqo's controllers, in the Liqo

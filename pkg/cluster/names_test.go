@@ -4,11 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liqo-auth/liqo-auth/pkg/access"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 func TestValidateClusterID(t *testing.T) {

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liqo-auth/liqo-auth/pkg/access"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 func TestTenantRecordRoundTrip(t *testing.T) {

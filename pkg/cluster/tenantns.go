@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,6 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/access"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // TenantNamespaceLabels are the labels of the tenant namespace of a remote cluster.

@@ -3,9 +3,10 @@ package integration
 import (
 	"testing"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // TestResourceSlicesWithControllersInProcess: on a pair authenticated with in-process

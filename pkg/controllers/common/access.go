@@ -6,13 +6,14 @@ import (
 	"reflect"
 	"sync/atomic"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"golang.org/x/sync/errgroup"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // EnsureControlled creates or repairs objs (Roles and RoleBindings), controlled by owner:
