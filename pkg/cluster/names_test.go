@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
@@ -50,22 +49,6 @@ func TestNamesAndTenantNamespaceCheck(t *testing.T) {
 	assert.False(t, IsTenantNamespaceOf(ns(TenantNamespaceLabels("x")), "y"))
 	assert.False(t, IsTenantNamespaceOf(ns(map[string]string{wire.RemoteClusterIDLabel: "x"}), "x"), "the tenant label is required")
 	assert.False(t, IsTenantNamespaceOf(ns(TenantNamespaceLabels("")), ""), "an empty remote ID matches nothing")
-}
-
-func TestRulesAreLeastPrivilege(t *testing.T) {
-	for _, r := range append(access.ControlPlaneRules(), access.TenantReaderRules("x")...) {
-		for _, res := range r.Resources {
-			assert.NotContains(t, []string{"secrets", "*", "roles", "rolebindings", "pods"}, res)
-			if strings.HasSuffix(res, "/status") {
-				assert.Equal(t, []string{"get"}, r.Verbs, "status is read-only")
-			}
-		}
-		assert.NotContains(t, r.Verbs, "*")
-		assert.NotContains(t, r.Verbs, "escalate")
-		assert.NotContains(t, r.Verbs, "bind")
-		assert.NotContains(t, r.Verbs, "impersonate")
-	}
-	assert.Equal(t, []string{"x"}, access.TenantReaderRules("x")[0].ResourceNames)
 }
 
 func TestConfigMapRoundTrip(t *testing.T) {

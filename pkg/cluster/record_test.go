@@ -9,10 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
@@ -50,75 +48,6 @@ func TestTenantRecordRoundTrip(t *testing.T) {
 	assert.ErrorContains(t, err, "certificates")
 	var nilRec *TenantRecord
 	assert.Empty(t, nilRec.Valid(now))
-}
-
-func TestBindingString(t *testing.T) {
-	b := Binding{Kind: "RoleBinding", Namespace: "team", Name: "edit", RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "edit"}, Subject: rbacv1.Subject{Kind: rbacv1.UserKind, Name: "cl-a"}}
-	assert.Equal(t, `RoleBinding "edit" in namespace "team" (ClusterRole "edit" to User "cl-a")`, b.String())
-}
-
-// TestManagerRulesWriteNothingClusterWide: the one write the cluster-wide role has on these
-// resources is creating RoleBindings, which the admission policy access.ManagerBindingPolicyName
-// bounds to tenant namespaces.
-func TestManagerRulesWriteNothingClusterWide(t *testing.T) {
-	var bounded bool
-	for _, o := range access.ForgeManagerPolicy("liqo") {
-		bounded = bounded || o.GetName() == access.ManagerBindingPolicyName
-	}
-	require.True(t, bounded, "the RoleBindings the manager creates are bounded by an admission policy")
-	for _, r := range access.ManagerRules() {
-		for _, v := range r.Verbs {
-			if v == "create" || v == "update" || v == "patch" || v == "delete" {
-				for _, res := range r.Resources {
-					if res == "rolebindings" && v == "create" {
-						continue
-					}
-					assert.NotContains(t, []string{"secrets", "roles", "rolebindings", "leases", "configmaps", "clusterrolebindings", "clusterroles"}, res,
-						"the cluster-wide role may not write %s", res)
-				}
-			}
-		}
-	}
-}
-
-func TestDefaultManagerImage(t *testing.T) {
-	for v, want := range map[string]string{
-		"v1.2.3":       ManagerImageRepository + ":v1.2.3",
-		"1.2.3":        ManagerImageRepository + ":1.2.3",
-		"v1.2.3-rc.1":  ManagerImageRepository + ":v1.2.3-rc.1",
-		"dev":          "",
-		"600d733":      "",
-		"v1.2.3-dirty": ManagerImageRepository + ":v1.2.3-dirty",
-		"v1.2":         "",
-	} {
-		assert.Equal(t, want, DefaultManagerImage(v), v)
-	}
-}
-
-func TestManifestObjectsHoldNoSecrets(t *testing.T) {
-	objs, err := ManifestObjects(InstallOptions{Namespace: "liqo"}, "img:1")
-	require.NoError(t, err)
-	var kinds []string
-	for _, o := range objs {
-		switch obj := o.(type) {
-		case *corev1.Secret:
-			assert.Empty(t, obj.Data, "no key in a manifest")
-		case *corev1.ConfigMap:
-			if obj.Name == wire.ClusterIDConfigMapName {
-				assert.Empty(t, obj.Data[wire.ClusterIDKey], "no cluster ID in a release manifest: each cluster needs its own")
-			}
-		}
-		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind)
-	}
-	assert.Subset(t, kinds, []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "Deployment", "PodDisruptionBudget", "Secret", "ConfigMap"})
-	withID, err := ManifestObjects(InstallOptions{Namespace: "liqo", ClusterID: "cl-a"}, "")
-	require.NoError(t, err)
-	for _, o := range withID {
-		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == wire.ClusterIDConfigMapName {
-			assert.Equal(t, "cl-a", cm.Data[wire.ClusterIDKey])
-		}
-		assert.NotEqual(t, "Deployment", o.GetObjectKind().GroupVersionKind().Kind, "no manager without an image")
-	}
 }
 
 // TestTenantRecordStaysSmallWithManySlices: a tenant holding as many slices as a provider

@@ -23,6 +23,8 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/installer"
+	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
 // Peering user lifetimes: the certificate of a peering user expires; Liqo's never do.
@@ -92,7 +94,7 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 	pu := &PeeringUser{ConsumerID: consumerID, User: user, Namespace: tn, Serial: cert.SerialNumber.Text(16), NotAfter: cert.NotAfter}
 	for _, obj := range access.ForgePeeringUserAccess(p.Namespace, tn, consumerID, user) {
 		obj.SetAnnotations(map[string]string{wire.PeeringUserExpiresAnnotation: pu.NotAfter.UTC().Format(time.RFC3339), wire.PeeringUserSerialAnnotation: pu.Serial})
-		if err := cluster.Apply(ctx, p.Client, obj, cluster.FieldOwner); err != nil {
+		if err := installer.Apply(ctx, p.Client, obj, installer.FieldOwner); err != nil {
 			return nil, p.Explain(err, "granting the peering user its permissions")
 		}
 	}
@@ -213,13 +215,13 @@ func DeletePeeringUser(ctx context.Context, p *Side, consumerID string) (*Peerin
 	for _, u := range users {
 		var left []string
 		for ns, rules := range access.PeeringUserRules(p.Namespace, consumerID) {
-			allowed, err := cluster.AllowedActions(ctx, p.Client, u.User, cluster.RevocationGroups(), ns, rules)
+			allowed, err := revocation.AllowedActions(ctx, p.Client, u.User, revocation.RevocationGroups(), ns, rules)
 			if err != nil {
 				return nil, p.Explain(err, "verifying the revocation")
 			}
 			left = append(left, allowed...)
 		}
-		bindings, err := cluster.BindingsNaming(ctx, p.Client, u.User, nil)
+		bindings, err := revocation.BindingsNaming(ctx, p.Client, u.User, nil)
 		if err != nil {
 			return nil, p.Explain(err, "verifying the revocation")
 		}

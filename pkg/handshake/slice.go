@@ -16,7 +16,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // ForgeSlice builds the ResourceSlice a consumer asks provider providerID for, in its
@@ -38,7 +37,7 @@ func SliceDecision(rs *authv1beta1.ResourceSlice) string {
 	if _, denied := authv1beta1.SliceVerdict(rs.Status.Conditions); denied != nil {
 		return fmt.Sprintf("%s (%s): %s", denied.Reason, denied.Type, denied.Message)
 	}
-	return fmt.Sprintf("class %s, %s", rs.Status.Class, cluster.FormatResources(rs.Status.Resources))
+	return fmt.Sprintf("class %s, %s", rs.Status.Class, authv1beta1.FormatResources(rs.Status.Resources))
 }
 
 // WaitSlice waits until the provider decided the consumer's slice and, when it accepted

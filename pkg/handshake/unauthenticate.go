@@ -27,6 +27,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
 // ErrAccessNotRevoked means a permission of the consumer survived the teardown.
@@ -160,9 +161,9 @@ func (p *Pair) deleteTenantNamespaces(ctx context.Context, cTN, pTN string) erro
 func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 	pr, id := p.Provider, p.Consumer.ClusterID
 	rules := access.RevocationRules(id)
-	left, err := cluster.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, rules)
+	left, err := revocation.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, rules)
 	if apierrors.IsForbidden(err) {
-		left, err = cluster.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, rules)
+		left, err = revocation.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, rules)
 		switch {
 		case err == nil:
 			pr.Report.Warn("These credentials may not list the bindings of every namespace: the revocation is verified with SubjectAccessReviews only")
@@ -178,7 +179,7 @@ func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 	}
 	if len(left) > 0 {
 		return fmt.Errorf("(remote) %w: user %q (groups %s) may still: %s. Remove those grants, then run liqoctl unauthenticate again",
-			ErrAccessNotRevoked, id, strings.Join(append(cluster.RevocationGroups(), id), ", "), strings.Join(left, "; "))
+			ErrAccessNotRevoked, id, strings.Join(append(revocation.RevocationGroups(), id), ", "), strings.Join(left, "; "))
 	}
 	pr.Report.Info("Access revoked: verified")
 	return p.ReportValidCertificates(ctx)
@@ -324,7 +325,7 @@ func selfAllowed(ctx context.Context, cfg *rest.Config, ns string, rules []rbacv
 	eg, ctx := errgroup.WithContext(ctx)
 	eg.SetLimit(16)
 	for _, where := range []string{ns, ""} {
-		for _, a := range cluster.Actions(rules, where) {
+		for _, a := range revocation.Actions(rules, where) {
 			eg.Go(func() error {
 				review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}
 				if err := c.Create(ctx, review); err != nil {

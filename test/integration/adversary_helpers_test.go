@@ -24,8 +24,8 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -124,10 +124,10 @@ func assertNothingGranted(t *testing.T, p *site, id, ns string) {
 	for _, c := range csrs.Items {
 		assert.NotEqual(t, id, c.Labels[wire.RemoteClusterIDLabel], "no CSR may exist for %s", id)
 	}
-	bindings, err := cluster.BindingsNaming(ctx, p.client, id, nil)
+	bindings, err := revocation.BindingsNaming(ctx, p.client, id, nil)
 	require.NoError(t, err)
 	assert.Empty(t, bindings, "no binding anywhere may name %s", id)
-	allowed, err := cluster.AllowedActions(ctx, p.client, id, []string{wire.UserGroup}, ns, access.ControlPlaneRules())
+	allowed, err := revocation.AllowedActions(ctx, p.client, id, []string{wire.UserGroup}, ns, access.ControlPlaneRules())
 	require.NoError(t, err)
 	assert.Empty(t, allowed)
 }

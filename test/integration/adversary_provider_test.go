@@ -43,7 +43,7 @@ func TestAdversarialTenants(t *testing.T) {
 	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
 	subject := func(id string) pkix.Name {
-		return pkix.Name{CommonName: id, Organization: []string{authn.Organization}}
+		return pkix.Name{CommonName: id, Organization: []string{wire.UserGroup}}
 	}
 	u, _ := url.Parse("spiffe://evil/x")
 
@@ -67,7 +67,7 @@ func TestAdversarialTenants(t *testing.T) {
 			tn.Spec.CSR = badCSR(t, a, x509.CertificateRequest{Subject: subject("cl-honest")})
 		}},
 		{"extra organization", string(authn.ReasonCSROrganizationMismatch), func(t *testing.T, a *attacker, tn *authv1beta1.Tenant, _ string) {
-			tn.Spec.CSR = badCSR(t, a, x509.CertificateRequest{Subject: pkix.Name{CommonName: a.id, Organization: []string{authn.Organization, "system:masters"}}})
+			tn.Spec.CSR = badCSR(t, a, x509.CertificateRequest{Subject: pkix.Name{CommonName: a.id, Organization: []string{wire.UserGroup, "system:masters"}}})
 		}},
 		{"other organization", string(authn.ReasonCSROrganizationMismatch), func(t *testing.T, a *attacker, tn *authv1beta1.Tenant, _ string) {
 			tn.Spec.CSR = badCSR(t, a, x509.CertificateRequest{Subject: pkix.Name{CommonName: a.id, Organization: []string{"system:masters"}}})

@@ -23,6 +23,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+	"github.com/liqo-auth/liqo-auth/pkg/installer"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -47,7 +48,7 @@ func installSites(t testing.TB, cps []*testenv.ControlPlane, ids ...string) []*s
 	out := make([]*site, len(cps))
 	for i, cp := range cps {
 		c := newClient(t, cp.Config)
-		res, err := cluster.EnsureInstalled(ctx, c, cluster.InstallOptions{Namespace: wire.DefaultLiqoNamespace, ClusterID: ids[i]})
+		res, err := installer.EnsureInstalled(ctx, c, installer.InstallOptions{Namespace: wire.DefaultLiqoNamespace, ClusterID: ids[i]})
 		require.NoError(t, err)
 		require.Equal(t, ids[i], res.ClusterID)
 		out[i] = &site{cp: cp, id: ids[i], client: c}

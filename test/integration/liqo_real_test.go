@@ -19,7 +19,7 @@ import (
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/installer"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -63,7 +63,7 @@ func (l realLiqo) install(t *testing.T, cp *testenv.ControlPlane) *site {
 		require.NoError(t, err)
 		applyYAML(t, c, data)
 	}
-	require.NoError(t, cluster.WaitCRDsEstablished(ctx, c))
+	require.NoError(t, installer.WaitCRDsEstablished(ctx, c))
 	applyYAML(t, c, liqoFixture(t, "controlplane.yaml"))
 	s := &site{cp: cp, id: "cl-liqo", client: c}
 	l.run(t, s)

@@ -30,6 +30,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renew"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/installer"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -82,7 +83,7 @@ func TestInstallBesideLiqo(t *testing.T) {
 	c := newClient(t, cp.Config)
 	ctx := context.Background()
 	applyYAML(t, c, liqoFixture(t, "crds.yaml"))
-	require.NoError(t, cluster.WaitCRDsEstablished(ctx, c))
+	require.NoError(t, installer.WaitCRDsEstablished(ctx, c))
 	applyYAML(t, c, liqoFixture(t, "controlplane.yaml"))
 	rs, id := liqoObjects(t, c, "liqo-tenant-cl-liqo-peer")
 	crdsBefore := map[string]string{}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/installer"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -44,7 +45,7 @@ func TestReleaseManifestIdentityIsEnough(t *testing.T) {
 	for i, cp := range cps {
 		c := newClient(t, cp.Config)
 		applyYAML(t, c, releaseManifest(t))
-		require.NoError(t, cluster.WaitCRDsEstablished(ctx, c))
+		require.NoError(t, installer.WaitCRDsEstablished(ctx, c))
 		sites[i] = &site{cp: cp, client: c}
 	}
 	c, p := sites[0], sites[1]

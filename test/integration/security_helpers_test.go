@@ -16,7 +16,7 @@ import (
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/issuer"
 )
 
 // principal is a client acting as a user who holds exactly the rules granted to it:
@@ -89,7 +89,7 @@ func assertNoCSRApproved(t *testing.T, p *site, id string) {
 }
 
 func csrConditions(c *certificatesv1.CertificateSigningRequest) (approved, denied, failed bool) {
-	a, d, f := cluster.CSRState(c)
+	a, d, f := issuer.CSRState(c)
 	return a != nil, d != nil, f != nil
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -523,7 +524,7 @@ func TestStatusWritersCannotAcceptATenant(t *testing.T) {
 // its control-plane role.
 func assertTenantHasAccess(t *testing.T, p *site, tn *authv1beta1.Tenant) {
 	t.Helper()
-	allowed, err := cluster.AllowedActions(context.Background(), p.client, string(tn.Spec.ClusterID), []string{wire.UserGroup}, tn.Namespace, access.ControlPlaneRules())
+	allowed, err := revocation.AllowedActions(context.Background(), p.client, string(tn.Spec.ClusterID), []string{wire.UserGroup}, tn.Namespace, access.ControlPlaneRules())
 	require.NoError(t, err)
 	assert.NotEmpty(t, allowed, "the honest tenant keeps its access")
 }
@@ -620,7 +621,7 @@ func TestSquattedAccessObjectsAreReplaced(t *testing.T) {
 	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(squat), got))
 	assert.True(t, metav1.IsControlledBy(got, honest), "the reader Role is the Tenant's own")
 	assert.Equal(t, access.TenantReaderRules(a.id), got.Rules)
-	allowed, err := cluster.AllowedActions(ctx, p.client, a.id, []string{wire.UserGroup}, tn, []rbacv1.PolicyRule{rule("", "configmaps", "list")})
+	allowed, err := revocation.AllowedActions(ctx, p.client, a.id, []string{wire.UserGroup}, tn, []rbacv1.PolicyRule{rule("", "configmaps", "list")})
 	require.NoError(t, err)
 	assert.Empty(t, allowed, "the tenant's user may not list ConfigMaps: the squatter's rules are gone")
 }

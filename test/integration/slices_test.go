@@ -403,7 +403,7 @@ spec:
 	waitSliceDecided(t, c, rs)
 	ok, words := sliceAccepted(rs)
 	assert.True(t, ok, words)
-	assert.Equal(t, "cpu=4,memory=8Gi", cluster.FormatResources(rs.Status.Resources))
+	assert.Equal(t, "cpu=4,memory=8Gi", authv1beta1.FormatResources(rs.Status.Resources))
 	sliceKubeconfig(t, c, p, "mypool")
 }
 

@@ -228,7 +228,7 @@ func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
 	var out []Slice
 	for i := range list.Items {
 		rs := &list.Items[i]
-		e := Slice{Name: rs.Name, Namespace: rs.Namespace, Resources: cluster.FormatResources(rs.Spec.Resources), Expires: certExpiry(rs.Status.Certificate)}
+		e := Slice{Name: rs.Name, Namespace: rs.Namespace, Resources: authv1beta1.FormatResources(rs.Spec.Resources), Expires: certExpiry(rs.Status.Certificate)}
 		switch {
 		case rs.Labels[wire.ReplicationRequestedLabel] == "true":
 			e.Role, e.Cluster = "consumer", rs.Labels[wire.RemoteClusterIDLabel]
@@ -245,7 +245,7 @@ func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
 			e.State = "Denied: " + handshake.SliceDecision(rs)
 		case accepted:
 			e.State = "Accepted"
-			e.Resources = cluster.FormatResources(rs.Status.Resources)
+			e.Resources = authv1beta1.FormatResources(rs.Status.Resources)
 		default:
 			e.State = "Pending"
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/installer"
 	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
@@ -34,7 +35,7 @@ type Options struct {
 	Output              cli.OutputFlags
 	Timeout             cli.Timeout
 
-	install cluster.InstallOptions
+	install installer.InstallOptions
 }
 
 // NewCmd returns the install command.
@@ -70,7 +71,7 @@ With -o yaml, print the objects instead of applying them.`,
 	f.DurationVar(&o.NonceTTL, "nonce-ttl", 0, "how long a nonce may be used after it was created (default 15m)")
 	f.BoolVar(&o.WithManager, "with-manager", false, "also deploy liqo-auth-manager")
 	f.BoolVar(&o.TakeOver, "take-over", false, "apply this project's CRDs (a superset of Liqo's schema), namespace and ClusterRoles even where another installation (Liqo's Helm chart) manages them; without it those are kept as they are")
-	f.StringVar(&o.ManagerImage, "manager-image", "", "container image of liqo-auth-manager (with --with-manager; default: "+cluster.ManagerImageRepository+":<this liqoctl's version>)")
+	f.StringVar(&o.ManagerImage, "manager-image", "", "container image of liqo-auth-manager (with --with-manager; default: "+installer.ManagerImageRepository+":<this liqoctl's version>)")
 	o.Output.AddFlags(cmd, "")
 	o.Timeout.AddFlags(cmd)
 	return cmd
@@ -82,7 +83,7 @@ func (o *Options) Complete() error {
 	if o.TLSCompatibility {
 		alg = authn.RSA2048
 	}
-	o.install = cluster.InstallOptions{Namespace: o.Global.Local.Namespace, ClusterID: o.ClusterID, KeyAlgorithm: alg, TakeOver: o.TakeOver,
+	o.install = installer.InstallOptions{Namespace: o.Global.Local.Namespace, ClusterID: o.ClusterID, KeyAlgorithm: alg, TakeOver: o.TakeOver,
 		Config: cluster.Config{APIServerURL: o.APIServerURL, CertificateLifetime: o.CertificateLifetime, NonceTTL: o.NonceTTL}}
 	if o.APIServerCAFile != "" {
 		ca, err := os.ReadFile(o.APIServerCAFile)
@@ -118,7 +119,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--manager-image goes with --with-manager")
 	}
 	if o.WithManager && o.ManagerImage == "" {
-		if o.ManagerImage = cluster.DefaultManagerImage(version.Get().Version); o.ManagerImage == "" {
+		if o.ManagerImage = installer.DefaultManagerImage(version.Get().Version); o.ManagerImage == "" {
 			return fmt.Errorf("this liqoctl is a development build (version %q) and has no released image of liqo-auth-manager: pass --manager-image (make image builds one)", version.Get().Version)
 		}
 	}
@@ -140,7 +141,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.install.Config.APIServerURL != "" && len(o.install.Config.APIServerCA) == 0 {
 		o.install.Config.APIServerCA = s.Config.CAData
 	}
-	res, err := cluster.EnsureInstalled(ctx, s.Client, o.install)
+	res, err := installer.EnsureInstalled(ctx, s.Client, o.install)
 	if err != nil {
 		return s.Explain(err, "installing")
 	}
@@ -164,8 +165,8 @@ func (o *Options) Run(ctx context.Context) error {
 		return fmt.Errorf("not deploying liqo-auth-manager: another installation (Liqo) manages the authentication.liqo.io CRDs of this cluster, so its controllers handle Tenants and Identities here and a manager beside them would fight them; liqoctl acts as a client of Liqo's controllers on this cluster (or pass --take-over to make this installation the only one)")
 	}
 	if o.WithManager {
-		for _, obj := range cluster.ForgeManagerObjects(o.install.Namespace, o.ManagerImage, nil) {
-			if err := cluster.Apply(ctx, s.Client, obj, cluster.FieldOwner); err != nil {
+		for _, obj := range installer.ForgeManagerObjects(o.install.Namespace, o.ManagerImage, nil) {
+			if err := installer.Apply(ctx, s.Client, obj, installer.FieldOwner); err != nil {
 				return err
 			}
 		}
@@ -189,7 +190,7 @@ func (o *Options) print() error {
 	if o.WithManager {
 		image = o.ManagerImage
 	}
-	objs, err := cluster.ManifestObjects(o.install, image)
+	objs, err := installer.ManifestObjects(o.install, image)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
@@ -113,6 +114,6 @@ func (o *LimitOptions) Run(ctx context.Context) error {
 		s.Report.Info("No limit on the ResourceSlices of %s", o.ClusterID)
 		return nil
 	}
-	s.Report.Info("The ResourceSlices of %s may hold together at most %s", o.ClusterID, cluster.FormatResources(limits))
+	s.Report.Info("The ResourceSlices of %s may hold together at most %s", o.ClusterID, authv1beta1.FormatResources(limits))
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
 // FieldOwner is the field manager of the administrator's tenantCondition: another than
@@ -189,7 +190,7 @@ func (o *Options) drained(ctx context.Context, s *handshake.Side, t *authv1beta1
 		}
 		if s.Liqo != "" {
 			// Liqo's controllers write no condition: the bindings' removal is the answer.
-			still, err := cluster.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, access.RevocationRules(id))
+			still, err := revocation.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, access.RevocationRules(id))
 			return len(left) == 0 && len(still) == 0, err
 		}
 		c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionAccessGranted)
@@ -200,14 +201,14 @@ func (o *Options) drained(ctx context.Context, s *handshake.Side, t *authv1beta1
 	}
 	s.Report.Info("%d ResourceSlices deleted", len(slices))
 	var left []string
-	got, err := cluster.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, access.RevocationRules(id))
+	got, err := revocation.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, access.RevocationRules(id))
 	if err != nil {
 		return s.Explain(err, "verifying the revocation")
 	}
 	left = append(left, got...)
 	for _, rs := range slices {
 		user := authn.SliceUserName(rs.Name, id)
-		got, err := cluster.AllowedActions(ctx, s.Client, user, []string{id, "system:authenticated"}, t.Namespace, access.SliceRules(rs.Name))
+		got, err := revocation.AllowedActions(ctx, s.Client, user, []string{id, "system:authenticated"}, t.Namespace, access.SliceRules(rs.Name))
 		if err != nil {
 			return s.Explain(err, "verifying the revocation")
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/installer"
 )
 
 // Options of liqoctl uninstall.
@@ -72,8 +73,8 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	ns := s.Namespace
 	var objs []client.Object
-	objs = append(objs, cluster.ForgeManagerObjects(ns, "", nil)...)
-	installed, err := cluster.InstallObjects(cluster.InstallOptions{Namespace: ns})
+	objs = append(objs, installer.ForgeManagerObjects(ns, "", nil)...)
+	installed, err := installer.InstallObjects(installer.InstallOptions{Namespace: ns})
 	if err != nil {
 		return err
 	}
@@ -88,9 +89,9 @@ func (o *Options) Run(ctx context.Context) error {
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.ClusterIDConfigMapName}},
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.KeysSecretName}})
 	}
-	var kept []*cluster.Kept
+	var kept []*installer.Kept
 	for _, obj := range objs {
-		k, err := cluster.KeepOnUninstall(ctx, s.Client, obj, peers)
+		k, err := installer.KeepOnUninstall(ctx, s.Client, obj, peers)
 		if err != nil {
 			return s.Explain(err, "checking who else uses "+obj.GetName())
 		}
@@ -159,8 +160,8 @@ func (o *Options) removePeeringUsers(ctx context.Context, s *handshake.Side) err
 // removePeers refuses while Tenants, Identities, ResourceSlices or Renews exist; with
 // --force it deletes those of this project (in the tenant namespaces its records name)
 // and keeps the others, which another installation (Liqo) made. It returns them all.
-func (o *Options) removePeers(ctx context.Context, s *handshake.Side) ([]cluster.PeerObject, error) {
-	all, err := cluster.ListPeerObjects(ctx, s.Client, s.Namespace)
+func (o *Options) removePeers(ctx context.Context, s *handshake.Side) ([]installer.PeerObject, error) {
+	all, err := installer.ListPeerObjects(ctx, s.Client, s.Namespace)
 	if err != nil {
 		return nil, s.Explain(err, "listing Tenants, Identities, ResourceSlices and Renews")
 	}

@@ -29,7 +29,6 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // Subject is what a certificate is issued for: the accepted object and its request.
@@ -132,7 +131,7 @@ func (i *Issuer) Find(ctx context.Context, s Subject) (own *certificatesv1.Certi
 
 // Pending reports whether csr is neither approved, denied nor failed.
 func Pending(csr *certificatesv1.CertificateSigningRequest) bool {
-	approved, denied, failed := cluster.CSRState(csr)
+	approved, denied, failed := CSRState(csr)
 	return approved == nil && denied == nil && failed == nil
 }
 
@@ -155,7 +154,7 @@ func (i *Issuer) Ensure(ctx context.Context, s Subject, now time.Time, check fun
 			return nil, foreign, err
 		}
 	}
-	approved, denied, failed := cluster.CSRState(csr)
+	approved, denied, failed := CSRState(csr)
 	switch {
 	case denied != nil:
 		return &Issuance{Reason: authv1beta1.ReasonCSRDenied, Message: fmt.Sprintf("CertificateSigningRequest %s was denied: %s", csr.Name, denied.Message)}, foreign, nil

@@ -54,6 +54,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
 // DefaultClass is the class of a slice that names none.
@@ -259,7 +260,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		}
 		if !equality.Semantic.DeepEqual(mine, rs.Spec.Resources) {
 			r.deny(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied,
-				fmt.Sprintf("Tenant %s/%s is Cordoned: its slices keep what they were granted (%s)", t.Namespace, t.Name, cluster.FormatResources(mine)))
+				fmt.Sprintf("Tenant %s/%s is Cordoned: its slices keep what they were granted (%s)", t.Namespace, t.Name, authv1beta1.FormatResources(mine)))
 			return ctrl.Result{}, false, nil
 		}
 	}
@@ -428,7 +429,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 		if err := tenant.VerifySealed(t, r.Key.Public()); err != nil {
 			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: err.Error()}, nil
 		}
-		problems, err := cluster.UnexpectedPermissions(ctx, r.Client, user, []string{string(t.Spec.ClusterID)}, func(b cluster.Binding) bool {
+		problems, err := revocation.UnexpectedPermissions(ctx, r.Client, user, []string{string(t.Spec.ClusterID)}, func(b revocation.Binding) bool {
 			return b.Kind == "RoleBinding" && b.Namespace == rs.Namespace && b.Name == access.SliceAccessName(rs.Name) && b.ControllerUID == string(rs.UID)
 		})
 		if err != nil || len(problems) == 0 {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
 // ensureAccess creates or repairs the Tenant's Role and RoleBindings, owned by the Tenant.
@@ -22,7 +22,7 @@ func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant) (s
 	if err := r.deleteOwned(ctx, t); err != nil {
 		return "", err
 	}
-	left, err := cluster.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, access.TenantRules(t.Name))
+	left, err := revocation.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, access.TenantRules(t.Name))
 	if err != nil {
 		return "", err
 	}

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -136,7 +136,7 @@ func (o *Options) Run(ctx context.Context) error {
 	case err != nil:
 		return s.Explain(err, "creating the ResourceSlice")
 	default:
-		s.Report.Info("ResourceSlice %s/%s created, asking for %s", ns, o.Name, cluster.FormatResources(o.resources))
+		s.Report.Info("ResourceSlice %s/%s created, asking for %s", ns, o.Name, authv1beta1.FormatResources(o.resources))
 	}
 	got, err := handshake.WaitSlice(ctx, s, client.ObjectKeyFromObject(rs), undecidedAfter, undecided(remote, o.RemoteClusterID))
 	if err != nil {

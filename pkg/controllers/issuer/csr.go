@@ -1,4 +1,4 @@
-package cluster
+package issuer
 
 import (
 	certificatesv1 "k8s.io/api/certificates/v1"

@@ -1,4 +1,4 @@
-package cluster
+package installer
 
 import (
 	"regexp"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // ManagerImageRepository is where releases publish the liqo-auth-manager image, tagged
@@ -84,7 +85,7 @@ func ManifestObjects(o InstallOptions, managerImage string) ([]client.Object, er
 	if err != nil {
 		return nil, err
 	}
-	objs = append(objs, ForgeClusterIDConfigMap(o.Namespace, o.ClusterID), ForgeKeysSecret(o.Namespace))
+	objs = append(objs, cluster.ForgeClusterIDConfigMap(o.Namespace, o.ClusterID), cluster.ForgeKeysSecret(o.Namespace))
 	if managerImage != "" {
 		objs = append(objs, ForgeManagerObjects(o.Namespace, managerImage, nil)...)
 	}

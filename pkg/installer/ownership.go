@@ -1,4 +1,4 @@
-package cluster
+package installer
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // helmReleaseAnnotation is set by Helm on every object of a release.
@@ -108,7 +109,7 @@ func (p PeerObject) String() string {
 // each marked as this project's when it lives in a tenant namespace a record of the Liqo
 // namespace liqoNS names. A kind whose CRD is not installed has none.
 func ListPeerObjects(ctx context.Context, c client.Client, liqoNS string) ([]PeerObject, error) {
-	recs, err := ListTenantRecords(ctx, c, liqoNS)
+	recs, err := cluster.ListTenantRecords(ctx, c, liqoNS)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}

@@ -1,8 +1,9 @@
-package cluster
+package installer
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -20,6 +21,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/crds"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // InstallOptions are what liqoctl install sets up.
@@ -31,7 +33,7 @@ type InstallOptions struct {
 	// KeyAlgorithm of the cluster key pair, when it is created.
 	KeyAlgorithm authn.Algorithm
 	// Config is how this cluster presents itself to consumers.
-	Config Config
+	Config cluster.Config
 	// TakeOver applies the CRDs, namespace and roles even where another installation
 	// (Liqo's Helm chart, another tool) manages them. Without it they are kept as they are.
 	TakeOver bool
@@ -48,7 +50,10 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 	var objs []client.Object
 	for _, d := range defs {
 		d.TypeMeta = metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"}
-		d.Labels = mergeLabels(d.Labels, wire.ManagedLabels())
+		if d.Labels == nil {
+			d.Labels = map[string]string{}
+		}
+		maps.Copy(d.Labels, wire.ManagedLabels())
 		objs = append(objs, d)
 	}
 	objs = append(objs,
@@ -60,7 +65,7 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 	objs = append(objs, access.ForgeManagerPolicy(o.Namespace)...)
 	objs = append(objs, access.ForgeCreatorPolicies()...)
 	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 || o.Config.NonceTTL > 0 {
-		objs = append(objs, ForgeConfigMap(o.Namespace, o.Config))
+		objs = append(objs, cluster.ForgeConfigMap(o.Namespace, o.Config))
 	}
 	return objs, nil
 }
@@ -69,11 +74,13 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 // cluster key lives there, and nothing in it needs more than Kubernetes' restricted Pod
 // Security Standard (the manager passes it), so the API server refuses any pod that would.
 func liqoNamespaceLabels() map[string]string {
-	return mergeLabels(wire.ManagedLabels(), map[string]string{
+	l := wire.ManagedLabels()
+	maps.Copy(l, map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted",
 		"pod-security.kubernetes.io/audit":   "restricted",
 		"pod-security.kubernetes.io/warn":    "restricted",
 	})
+	return l
 }
 
 // InstallResult says what an installation holds.
@@ -104,7 +111,7 @@ func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) 
 		o.Namespace = wire.DefaultLiqoNamespace
 	}
 	if o.ClusterID != "" {
-		if err := ValidateClusterID(o.ClusterID); err != nil {
+		if err := cluster.ValidateClusterID(o.ClusterID); err != nil {
 			return nil, err
 		}
 	}
@@ -154,10 +161,10 @@ func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) 
 		return nil, err
 	}
 	res.PoliciesPending = !waitCreatorPolicies(ctx, c, len(res.Unsupported) > 0)
-	if res.ClusterID, res.CreatedID, err = EnsureClusterID(ctx, c, o.Namespace, o.ClusterID); err != nil {
+	if res.ClusterID, res.CreatedID, err = cluster.EnsureClusterID(ctx, c, o.Namespace, o.ClusterID); err != nil {
 		return nil, err
 	}
-	key, created, err := EnsureClusterKey(ctx, c, o.Namespace, o.KeyAlgorithm)
+	key, created, err := cluster.EnsureClusterKey(ctx, c, o.Namespace, o.KeyAlgorithm)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +256,7 @@ func waitCreatorPolicies(ctx context.Context, c client.Client, withoutMAP bool) 
 		if withoutMAP {
 			return true, nil
 		}
-		labelled := probe(TenantNamespaceLabels("liqo-auth-probe"))
+		labelled := probe(cluster.TenantNamespaceLabels("liqo-auth-probe"))
 		if err := c.Create(ctx, labelled, client.DryRunAll); err != nil {
 			return false, nil
 		}
