@@ -47,25 +47,12 @@ type Connection struct {
 	Mapper     meta.RESTMapper
 }
 
-// StartInProcess starts the selected controllers against cfg in the background and returns
-// once the cache holds every object of the kinds they watch, or with the reason the
-// manager stopped first. They stop when ctx ends or Stop is called. There is no leader
-// election, no metrics and no health server: the runner lives for one command.
-func StartInProcess(ctx context.Context, cfg *rest.Config, conn Connection, o Options, logger logr.Logger) (*Runner, error) {
-	r, err := StartInBackground(ctx, cfg, conn, o, logger)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.WaitSynced(ctx); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// StartInBackground is StartInProcess without the wait: it returns as soon as the
-// controllers are set up, while their caches fill; WaitSynced says when they are ready.
-// A command whose first steps need no controller overlaps them with the start.
-func StartInBackground(ctx context.Context, cfg *rest.Config, conn Connection, o Options, logger logr.Logger) (*Runner, error) {
+// Start starts the selected controllers against cfg in the background and returns as soon
+// as they are set up, while their caches fill; WaitSynced says when they are ready (a
+// command whose first steps need no controller overlaps them with the start). They stop
+// when ctx ends or Stop is called. There is no leader election, no metrics and no health
+// server: the runner lives for one command.
+func Start(ctx context.Context, cfg *rest.Config, conn Connection, o Options, logger logr.Logger) (*Runner, error) {
 	o.Scope = NewCacheScope(namespaceOr(o.Namespace))
 	opts := ctrl.Options{
 		Scheme: scheme.New(), Cache: CacheOptions(namespaceOr(o.Namespace), o.Scope), Logger: logger,

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"errors"
-	"k8s.io/client-go/rest"
 	osexec "os/exec"
 	"strings"
 	"testing"
@@ -12,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,41 +91,11 @@ func TestPrintData(t *testing.T) {
 	assert.Error(t, outputFlags(t, "", "name").PrintData(&bytes.Buffer{}, data))
 }
 
-func TestFormatRules(t *testing.T) {
-	out := FormatRules([]rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}},
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, ResourceNames: []string{"x"}, Verbs: []string{"get", "watch"}},
-	})
-	assert.Contains(t, out, "core/configmaps")
-	assert.Contains(t, out, "authentication.liqo.io/tenants")
-	assert.Contains(t, out, "get,watch (only x)")
-}
-
 func TestRequireRemote(t *testing.T) {
 	assert.Error(t, (&ClusterFlags{}).RequireRemote())
 	assert.NoError(t, (&ClusterFlags{kubeconfig: "k"}).RequireRemote())
 	assert.NoError(t, (&ClusterFlags{overrides: clientcmd.ConfigOverrides{CurrentContext: "c"}}).RequireRemote())
 	assert.NoError(t, (&ClusterFlags{overrides: clientcmd.ConfigOverrides{ClusterInfo: clientcmdapi.Cluster{Server: "https://p"}}}).RequireRemote())
-}
-
-func TestVersionSkew(t *testing.T) {
-	for _, tc := range []struct {
-		mine, manager string
-		skew          bool
-	}{
-		{"v1.2.3", "v1.2.3", false},
-		{"v1.2.3", "v1.2.4", true},
-		{"v1.2.3+meta", "v1.2.3_meta", false},
-		{"dev", "v1.2.3", false},
-		{"v1.2.3", "dev", false},
-		{"v1.2.3", "", false},
-	} {
-		got := VersionSkew(tc.mine, tc.manager)
-		assert.Equal(t, tc.skew, got != "", "%s vs %s: %q", tc.mine, tc.manager, got)
-		if tc.skew {
-			assert.Contains(t, got, "liqoctl install --with-manager")
-		}
-	}
 }
 
 func TestSanitize(t *testing.T) {

@@ -6,9 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -71,6 +73,20 @@ func (g *Global) Clock() time.Time {
 		return g.Now()
 	}
 	return time.Now()
+}
+
+// ControllerLogger is the logger of the controllers a command runs in-process: silent
+// unless -vv.
+func (g *Global) ControllerLogger() logr.Logger {
+	if g.Verbose > 1 {
+		return zap.New(zap.WriteTo(g.Streams.ErrOut))
+	}
+	return logr.Discard()
+}
+
+// Debugf prints a line at -v on the side named by scope ("" for none).
+func (g *Global) Debugf(scope, format string, args ...any) {
+	g.Printer().Scoped(scope).Debug(format, args...)
 }
 
 // LocalSide connects to the local cluster and reads its ID.

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -33,11 +32,11 @@ func (a *ProviderAccess) Given() bool { return a.Remote.RequireRemote() == nil }
 // Validate checks the controllers flags.
 func (a *ProviderAccess) Validate() error { return a.Controllers.Validate() }
 
-// Ensure makes sure the controllers a slice command needs run: the consumer's on local
-// (in-process when no manager runs there), and, when the flags name the provider
-// providerID, the provider's too. It returns the provider's side (nil when not named).
-// A kubeconfig naming another cluster than providerID, or the local one, is refused.
-func (a *ProviderAccess) Ensure(ctx context.Context, g *Global, local *handshake.Side, providerID string, ctrls *Controllers) (*handshake.Side, error) {
+// Connect connects to the provider when the flags name it (nil otherwise), refusing a
+// kubeconfig that reaches another cluster than providerID or the local one, and decides on
+// both sides whose controllers run there. The command then ensures the controllers of
+// each side it holds (authmanager.InProcess).
+func (a *ProviderAccess) Connect(ctx context.Context, g *Global, local *handshake.Side, providerID string) (*handshake.Side, error) {
 	var remote *handshake.Side
 	if a.Given() {
 		a.Remote.policy = g.PluginPolicy
@@ -58,31 +57,5 @@ func (a *ProviderAccess) Ensure(ctx context.Context, g *Global, local *handshake
 	var eg errgroup.Group
 	eg.Go(func() error { return ApplyControllers(ctx, local, a.Controllers.Local) })
 	eg.Go(func() error { return ApplyControllers(ctx, remote, a.Controllers.Remote) })
-	if err := eg.Wait(); err != nil {
-		return nil, err
-	}
-	sides := []struct {
-		s    *handshake.Side
-		role authmanager.Role
-	}{{local, authmanager.Consumer}, {remote, authmanager.Provider}}
-	started := make([]bool, len(sides))
-	eg = errgroup.Group{}
-	for i, sd := range sides {
-		if sd.s == nil {
-			continue
-		}
-		eg.Go(func() (err error) { started[i], err = ctrls.Start(ctx, g, sd.s, sd.role); return err })
-	}
-	if err := eg.Wait(); err != nil {
-		return nil, err
-	}
-	if err := ctrls.WaitSynced(ctx); err != nil {
-		return nil, err
-	}
-	for i, sd := range sides {
-		if started[i] {
-			ReportStarted(sd.s, sd.role)
-		}
-	}
-	return remote, nil
+	return remote, eg.Wait()
 }

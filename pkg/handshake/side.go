@@ -163,3 +163,11 @@ func (s *Side) TenantNamespace(ctx context.Context, remoteID string) (string, er
 	}
 	return cluster.GetTenantNamespace(ctx, s.Client, s.Namespace, remoteID)
 }
+
+// Scoped is how an error names a side: "(local) ", or nothing for a one-cluster command.
+func Scoped(scope string) string {
+	if scope == "" {
+		return ""
+	}
+	return "(" + scope + ") "
+}

@@ -73,8 +73,9 @@ func startControllers(t testing.TB, s *site, role authmanager.Role, mut ...func(
 		m(&o)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := authmanager.StartInProcess(ctx, s.cp.Config, authmanager.Connection{}, o, testLogger(t))
+	r, err := authmanager.Start(ctx, s.cp.Config, authmanager.Connection{}, o, testLogger(t))
 	require.NoError(t, err)
+	require.NoError(t, r.WaitSynced(ctx))
 	t.Cleanup(func() {
 		cancel()
 		_ = r.Stop()

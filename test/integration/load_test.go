@@ -93,7 +93,11 @@ func TestLoadConcurrentConsumers(t *testing.T) {
 	assert.Empty(t, tenantBindings(t, p.client, client.MatchingLabels{wire.ManagedByLabel: wire.ManagedByValue}), "no binding left")
 	var nonces corev1.SecretList
 	require.NoError(t, p.client.List(ctx, &nonces, client.MatchingLabels{wire.NonceLabel: "true"}))
-	assert.Empty(t, nonces.Items, "no nonce left")
+	// Nonces outlive their Tenant, as Liqo's re-run expects, bound to the key that used them.
+	assert.Len(t, nonces.Items, n, "each consumer's nonce is kept")
+	for _, s := range nonces.Items {
+		assert.Contains(t, s.Annotations, wire.NonceConsumedAtAnnotation, "nonce %s/%s is marked consumed", s.Namespace, s.Name)
+	}
 	for i, a := range consumers {
 		err := users[i].List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(wire.TenantNamespaceName(a.ID)))
 		assert.True(t, apierrors.IsForbidden(err), "%s lost its access: %v", a.ID, err)

@@ -4,13 +4,16 @@ package authenticate
 
 import (
 	"context"
-	"errors"
-	"sync"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
+	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
@@ -99,7 +102,7 @@ func (o *Options) Run(ctx context.Context) error {
 	debug := o.Global.Printer().Debug
 	debug("Clients ready")
 	var eg errgroup.Group
-	eg.Go(func() error { return cli.IdentifyPair(ctx, p) })
+	eg.Go(func() error { return p.Identify(ctx) })
 	eg.Go(func() error { return o.Controllers.Apply(ctx, p) })
 	if err := eg.Wait(); err != nil {
 		return err
@@ -110,31 +113,23 @@ func (o *Options) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return cli.PrintAuthenticatePlan(ctx, o.Global, p, st)
+		return printPlan(o.Global, p, st)
 	}
-	var ctrls cli.Controllers
+	ctrls := authmanager.NewInProcess(o.Global)
 	defer func() {
 		if ctrls.Stop() {
 			debug("In-process controllers stopped")
 		}
 	}()
-	var st *handshake.State
-	var started [2]bool
-	var errProvider error
-	eg.Go(func() (err error) { st, err = p.Inspect(ctx); return err })
-	eg.Go(func() (err error) { started[0], err = ctrls.Start(ctx, o.Global, c, authmanager.Consumer); return err })
-	var wg sync.WaitGroup
-	wg.Go(func() { started[1], errProvider = ctrls.Start(ctx, o.Global, p.Provider, authmanager.Provider) })
-	err := eg.Wait()
-	wg.Wait()
+	st, started, err := p.InspectStarting(ctx,
+		func(ctx context.Context, s *handshake.Side) (bool, error) {
+			return ctrls.Start(ctx, s, authmanager.Consumer)
+		},
+		func(ctx context.Context, s *handshake.Side) (bool, error) {
+			return ctrls.Start(ctx, s, authmanager.Provider)
+		})
 	if err != nil {
 		return err
-	}
-	// The provider's controllers are needed only while the Tenant is not accepted with a
-	// valid certificate: a pair that got that far completes without them (a peering user
-	// whose provider stopped its manager).
-	if errProvider != nil && !st.TenantAccepted {
-		return errProvider
 	}
 	debug("State of the pair read")
 	if st.Complete {
@@ -143,30 +138,56 @@ func (o *Options) Run(ctx context.Context) error {
 			st.Certificate.NotAfter.UTC().Format(time.RFC3339))
 		return nil
 	}
-	if started[0] {
-		cli.ReportStarted(c, authmanager.Consumer)
+	if started.Consumer {
+		authmanager.ReportStarted(c, authmanager.Consumer)
 	}
-	if started[1] {
-		cli.ReportStarted(p.Provider, authmanager.Provider)
+	if started.Provider {
+		authmanager.ReportStarted(p.Provider, authmanager.Provider)
 	}
-	// The handshake's first steps need no controller: the controllers fill their caches
-	// meanwhile. Should they fail to, the handshake is stopped with their reason.
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var syncErr error
-	synced := make(chan struct{})
-	go func() {
-		defer close(synced)
-		if syncErr = ctrls.WaitSynced(ctx); syncErr != nil {
-			stop()
+	return p.AuthenticateWhileSyncing(ctx, st, ctrls.WaitSynced)
+}
+
+// printPlan prints what authenticate would create on each cluster and the
+// permissions the consumer would get, without changing anything.
+func printPlan(g *cli.Global, p *handshake.Pair, st *handshake.State) error {
+	c, pr := p.Consumer, p.Provider
+	if st.Complete {
+		c.Report.Info("Already authenticated with cluster %q: nothing would change", pr.ClusterID)
+		return nil
+	}
+	cTN, pTN := wire.TenantNamespaceName(pr.ClusterID), wire.TenantNamespaceName(c.ClusterID)
+	c.Report.Info("Would ensure tenant namespace %s", cTN)
+	pr.Report.Info("Would ensure tenant namespace %s", pTN)
+	if !st.TenantAccepted {
+		pr.Report.Info("Would create Secret %s/%s with a fresh nonce", pTN, wire.NonceSecretName)
+		c.Report.Info("Would create Secret %s/%s and sign the nonce with this cluster's key", cTN, wire.SignedNonceSecretName)
+		pr.Report.Info("Would apply Tenant %s/%s with a CSR for user %q in group %q", pTN, c.ClusterID, c.ClusterID, wire.UserGroup)
+		pr.Report.Info("Would have the CSR signed by the client signer of %s", pr.Config.Host)
+	}
+	pr.Report.Info("Would bind ClusterRole %s and Role %s in namespace %s", wire.ControlPlaneRoleName, wire.TenantReaderName, pTN)
+	c.Report.Info("Would apply Identity %s/%s and write Secret %s/%s with the kubeconfig", cTN, wire.IdentityName(pr.ClusterID),
+		cTN, wire.KubeconfigSecretName(wire.IdentityName(pr.ClusterID)))
+	fmt.Fprintf(g.Streams.Out, "Permissions of user %q on cluster %q, in namespace %q only:\n", c.ClusterID, pr.ClusterID, pTN)
+	fmt.Fprint(g.Streams.Out, formatRules(access.TenantRules(c.ClusterID)))
+	return nil
+}
+
+// FormatRules renders RBAC rules as an indented list, one rule per line.
+func formatRules(rules []rbacv1.PolicyRule) string {
+	var b strings.Builder
+	for _, r := range rules {
+		groups := make([]string, len(r.APIGroups))
+		for i, g := range r.APIGroups {
+			if g == "" {
+				g = "core"
+			}
+			groups[i] = g
 		}
-	}()
-	_, err = p.Authenticate(ctx, st)
-	if err != nil {
-		stop()
-		if <-synced; syncErr != nil && !errors.Is(syncErr, context.Canceled) {
-			return syncErr
+		fmt.Fprintf(&b, "  %-45s %s", strings.Join(groups, ",")+"/"+strings.Join(r.Resources, ","), strings.Join(r.Verbs, ","))
+		if len(r.ResourceNames) > 0 {
+			fmt.Fprintf(&b, " (only %s)", strings.Join(r.ResourceNames, ","))
 		}
+		b.WriteString("\n")
 	}
-	return err
+	return b.String()
 }

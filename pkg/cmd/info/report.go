@@ -14,7 +14,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/version"
@@ -85,7 +84,7 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	case running != nil:
 		r.Manager = fmt.Sprintf("running (%s), version %s", running.Holder, running.Version)
 		r.ManagerVersion = running.Version
-		if skew := cli.VersionSkew(version.Get().Version, running.Version); skew != "" {
+		if skew := authmanager.VersionSkew(version.Get().Version, running.Version); skew != "" {
 			s.Report.Warn("%s", skew)
 		}
 	}

@@ -115,10 +115,10 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := cli.ApplyControllers(ctx, s, o.Controllers.Local); err != nil {
 		return err
 	}
-	var ctrls cli.Controllers
+	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
 	if t != nil {
-		if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Provider); err != nil {
+		if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Provider}); err != nil {
 			return err
 		}
 	}

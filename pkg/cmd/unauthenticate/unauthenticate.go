@@ -74,7 +74,7 @@ func (o *Options) Complete() (err error) {
 func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	if err := cli.IdentifyPair(ctx, o.pair); err != nil {
+	if err := o.pair.Identify(ctx); err != nil {
 		return err
 	}
 	if err := o.Controllers.Apply(ctx, o.pair); err != nil {
@@ -97,17 +97,17 @@ func (o *Options) Run(ctx context.Context) error {
 		return fmt.Errorf("(local) this cluster holds ResourceSlices from provider %q: %s; their identities would keep working until their certificates expire: delete them first (liqoctl delete resourceslice NAME --remote-cluster-id %s), or pass --delete-resourceslices",
 			pr.ClusterID, strings.Join(names, ", "), pr.ClusterID)
 	}
-	var ctrls cli.Controllers
+	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
 	if st.Tenant != nil || len(names) > 0 {
 		// The Tenant's finalizer and the slices' copies are handled by the provider's
 		// controllers.
-		if err := ctrls.Ensure(ctx, o.Global, pr, authmanager.Provider); err != nil {
+		if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: pr, Role: authmanager.Provider}); err != nil {
 			return err
 		}
 	}
 	if len(names) > 0 {
-		if err := ctrls.Ensure(ctx, o.Global, c, authmanager.Consumer); err != nil {
+		if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: c, Role: authmanager.Consumer}); err != nil {
 			return err
 		}
 		if err := handshake.DeleteSlices(ctx, c, slices[0].Namespace, pr.ClusterID, names...); err != nil {

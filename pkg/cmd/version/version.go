@@ -96,7 +96,7 @@ func (o *Options) managerVersion(ctx context.Context, v *Versions) {
 		return
 	}
 	v.Manager = &ManagerVersion{Version: running.Version, Holder: running.Holder}
-	if skew := cli.VersionSkew(version.Get().Version, running.Version); skew != "" {
+	if skew := authmanager.VersionSkew(version.Get().Version, running.Version); skew != "" {
 		p.Warn("%s", skew)
 	}
 }

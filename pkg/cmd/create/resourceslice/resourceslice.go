@@ -16,6 +16,7 @@ import (
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -123,10 +124,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if ns, err = s.TenantNamespace(ctx, o.RemoteClusterID); err != nil {
 		return fmt.Errorf("(local) no tenant namespace for provider %q: run liqoctl authenticate with it first (%w)", o.RemoteClusterID, err)
 	}
-	var ctrls cli.Controllers
+	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
-	remote, err := o.Provider.Ensure(ctx, o.Global, s, o.RemoteClusterID, &ctrls)
+	remote, err := o.Provider.Connect(ctx, o.Global, s, o.RemoteClusterID)
 	if err != nil {
+		return err
+	}
+	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Consumer}, authmanager.SideRole{Side: remote, Role: authmanager.Provider}); err != nil {
 		return err
 	}
 	rs := handshake.ForgeSlice(ns, o.Name, o.RemoteClusterID, o.Class, o.resources)

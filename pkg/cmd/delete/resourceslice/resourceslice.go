@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -70,9 +71,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("(local) no tenant namespace for provider %q (%w)", o.RemoteClusterID, err)
 	}
-	var ctrls cli.Controllers
+	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
-	if _, err := o.Provider.Ensure(ctx, o.Global, s, o.RemoteClusterID, &ctrls); err != nil {
+	remote, err := o.Provider.Connect(ctx, o.Global, s, o.RemoteClusterID)
+	if err != nil {
+		return err
+	}
+	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Consumer}, authmanager.SideRole{Side: remote, Role: authmanager.Provider}); err != nil {
 		return err
 	}
 	return handshake.DeleteSlices(ctx, s, ns, o.RemoteClusterID, o.Name)

@@ -81,9 +81,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: run liqoctl create nonce --remote-cluster-id %s, then apply the consumer's Tenant", err, o.RemoteClusterID)
 	}
-	var ctrls cli.Controllers
+	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
-	if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Provider); err != nil {
+	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Provider}); err != nil {
 		return err
 	}
 	t, err := handshake.WaitTenant(ctx, s, client.ObjectKey{Namespace: tn, Name: o.RemoteClusterID}, o.Global.Clock())

@@ -93,9 +93,9 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		s.Report.Info("Provider CA %s pinned", o.ExpectFingerprint)
 	}
-	var ctrls cli.Controllers
+	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
-	if err := ctrls.Ensure(ctx, o.Global, s, authmanager.Consumer); err != nil {
+	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Consumer}); err != nil {
 		return err
 	}
 	if err := handshake.EnsureSignedNonce(ctx, s, tn, o.RemoteClusterID, o.Nonce, nil); err != nil {
