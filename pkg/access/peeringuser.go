@@ -1,8 +1,6 @@
 package access
 
 import (
-	"strings"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,9 +28,6 @@ const (
 func PeeringUserName(consumerID, suffix string) string {
 	return PeeringUserPrefix + consumerID + "-" + suffix
 }
-
-// IsPeeringUser reports whether a user name is a peering user's.
-func IsPeeringUser(user string) bool { return strings.HasPrefix(user, PeeringUserPrefix) }
 
 // PeeringUserTenantRules are the peering user's permissions in the tenant namespace of its
 // consumer: the nonce, the consumer's Tenant, and reading the manager's binding.

@@ -143,11 +143,11 @@ func ManagerTenantRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: write},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: write},
-		// Binding the Roles it makes here (a tenant's reader, a slice's access) without
+		// Binding the Roles it makes here (a tenant's reader, a slice's access): without
 		// it, the API server checks that the manager holds every rule of the Role, with a
-		// consistent read that waits up to 100 ms for its cache: a tenth of a second per
-		// handshake. Only here: a tenant namespace holds only the Roles the manager made
-		// (a squatted name is replaced) or that an administrator put there.
+		// consistent read that waits for its cache. Only here: a tenant namespace holds
+		// only the Roles the manager made (a squatted name is replaced) or that an
+		// administrator put there.
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles"}, Verbs: []string{"bind"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"identities", "resourceslices"}, Verbs: []string{"create", "delete"}},
 	}

@@ -22,10 +22,7 @@ func ControllerConfig() config.Controller {
 }
 
 // Workers is how many objects each controller reconciles at once. A reconcile spends
-// nearly all its time waiting for a dozen API calls in sequence, so a provider's
-// throughput with many consumers is about Workers divided by that latency until the API
-// server runs out of CPU: with 4, a manager running as its ServiceAccount (whose
-// requests the API server authorizes, unlike an administrator's) managed 13 handshakes/s
-// on the benchmark machine with the CPUs a third idle; with 16, the CPUs are the limit
-// (docs/benchmarks.md).
+// nearly all its time waiting for API calls in sequence, so a provider's throughput with
+// many consumers is about Workers divided by that latency until the API server's CPUs are
+// the limit; Workers is chosen to reach that limit (measured in docs/benchmarks.md).
 const Workers = 16

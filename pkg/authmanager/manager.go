@@ -31,12 +31,12 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/consumerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/designation"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/issuer"
+	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncesigner"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/providerslice"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/renew"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewal"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewanswer"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewfollower"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
@@ -217,7 +217,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		setups = append(setups,
 			&noncecreator.Reconciler{Client: c, Placement: placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
 			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self},
-			&renew.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID},
+			&renewanswer.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID},
 			&providerslice.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID,
 				Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
 				Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout}})
@@ -228,7 +228,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			&identity.Reconciler{Client: c, Placement: placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
 			&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key})
 		if o.WatchRenewals {
-			setups = append(setups, &renewal.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Key: o.Key})
+			setups = append(setups, &renewfollower.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Key: o.Key})
 		}
 	}
 	for _, s := range setups {

@@ -255,7 +255,11 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 	}
 	nonce := n.Value
 	pr.Report.Info("Nonce secret ensured")
-	pr.Report.Info("Nonce generated successfully")
+	if n.Created {
+		pr.Report.Info("Nonce generated successfully")
+	} else {
+		pr.Report.Info("Nonce reused: the unused one created at %s", n.CreatedAt.UTC().Format(time.RFC3339))
+	}
 	pr.Report.Info("Nonce retrieved")
 	// Signed here, with the cluster key this command reads anyway to make the CSR: this
 	// project's controllers sign the same way and leave a nonce signed by that key alone,

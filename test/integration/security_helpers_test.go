@@ -16,7 +16,7 @@ import (
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/issuer"
+	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 )
 
 // principal is a client acting as a user who holds exactly the rules granted to it:

@@ -64,8 +64,7 @@ func ProviderConfig(ctx context.Context, c client.Reader, liqoNS string, key cry
 	}
 	// Not client-go's default of 5 requests/s, 10 at once: a controller keeps this client
 	// as long as the kubeconfig, and that default would pace every request once a few
-	// slices drained it (about 800 ms a slice). The provider's API server protects itself
-	// (priority and fairness).
+	// slices drained it. The provider's API server protects itself (priority and fairness).
 	cfg := &rest.Config{Host: info.Server, TLSClientConfig: rest.TLSClientConfig{CAData: info.CA, CertData: info.CertPEM, KeyData: info.KeyPEM},
 		QPS: 100, Burst: 200}
 	if info.ProxyURL != "" {

@@ -20,9 +20,8 @@ import (
 // WatchesRawSource. It behaves like controller-runtime's source.Kind (what the builder's
 // For, Owns and Watches use) with one difference: a controller waiting for it to sync is
 // released the moment its handler has received the objects the cache held, instead of at
-// the next round of client-go's WaitForCacheSync, which polls every 100 ms. For
-// controllers started by liqoctl for one command, those 100 ms were most of a handshake
-// step (docs/benchmarks.md).
+// the next round of client-go's WaitForCacheSync, which polls: controllers started by
+// liqoctl for one command must not wait for a polling period they do not need.
 //
 // It uses only exported, documented API: the cache's GetInformer (without blocking until
 // synced), the informer's AddEventHandlerWithOptions, the done channel of the handler

@@ -17,7 +17,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/issuer"
+	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 )
 
 // Annotations of the CertificateSigningRequests the provider creates.

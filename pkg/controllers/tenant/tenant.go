@@ -34,7 +34,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/issuer"
+	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 )
 
 // Options configure the provider side of the handshake.

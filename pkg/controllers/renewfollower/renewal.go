@@ -1,11 +1,11 @@
-// Package renewal is the consumer controller that picks up renewed certificates. For each
+// Package renewfollower is the consumer controller that picks up renewed certificates. For each
 // control-plane Identity it watches, through the identity itself, the consumer's own
 // Tenant on the provider (the only object its tenant-reader role lets it read), or, on a
 // provider that does not let it (Liqo), its Renew there: Liqo's renewal channel. When the
 // provider publishes a newer certificate, it checks it against this cluster's key and the
 // Identity's CA and puts it in the Identity, whose controller rewrites the kubeconfig. No
 // cross-cluster replication machinery is involved.
-package renewal
+package renewfollower
 
 import (
 	"bytes"
@@ -77,7 +77,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(r); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("renewal").
+	return ctrl.NewControllerManagedBy(mgr).Named("renewfollower").
 		WatchesRawSource(common.For(mgr, &authv1beta1.Identity{})).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &authv1beta1.Identity{}))).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.ConfigMap{}, common.OnTenantRecord(wire.IdentityName), common.HasLabel(wire.TenantRecordLabel, "true"))).

@@ -1,4 +1,4 @@
-// Package renew is the provider side of Liqo's Renew channel. A Liqo consumer (and this
+// Package renewanswer is the provider side of Liqo's Renew channel. A Liqo consumer (and this
 // project's consumer when it may not read its Tenant) keeps a Renew in its tenant
 // namespace on the provider; this controller answers it with the current authentication
 // parameters of the consumer's accepted Tenant, which the tenant controller renews at two
@@ -13,7 +13,7 @@
 // carries (older Liqo consumers send them) must be the accepted key and a CSR that passes
 // every rule for it. The answer is only ever the Tenant's own certificate, for the key the
 // provider accepted: no CSR is signed from a Renew, and nothing is granted.
-package renew
+package renewanswer
 
 import (
 	"bytes"
@@ -58,7 +58,7 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler: Renews, and the Tenants they answer from.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := ctrl.NewControllerManagedBy(mgr).Named("renew").
+	b := ctrl.NewControllerManagedBy(mgr).Named("renewanswer").
 		WatchesRawSource(common.For(mgr, &authv1beta1.Renew{})).
 		WatchesRawSource(common.Watch(mgr.GetCache(), &authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.RenewList { return &authv1beta1.RenewList{} }, nil))))
 	return common.WatchTenantNamespaces(b, mgr, common.Fixed(wire.IdentityName(r.ClusterID))).Complete(r)
