@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,10 +92,27 @@ func TestPrintData(t *testing.T) {
 }
 
 func TestRequireRemote(t *testing.T) {
+	parse := func(args ...string) *ClusterFlags {
+		var f ClusterFlags
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f.AddFlags(fs, "remote-", "remote")
+		require.NoError(t, fs.Parse(args))
+		return &f
+	}
 	assert.Error(t, (&ClusterFlags{}).RequireRemote())
-	assert.NoError(t, (&ClusterFlags{kubeconfig: "k"}).RequireRemote())
-	assert.NoError(t, (&ClusterFlags{overrides: clientcmd.ConfigOverrides{CurrentContext: "c"}}).RequireRemote())
-	assert.NoError(t, (&ClusterFlags{overrides: clientcmd.ConfigOverrides{ClusterInfo: clientcmdapi.Cluster{Server: "https://p"}}}).RequireRemote())
+	assert.Error(t, parse().RequireRemote())
+	assert.Error(t, parse("--remote-token", "x").RequireRemote(), "a token names no cluster")
+	assert.NoError(t, parse("--remote-kubeconfig", "k").RequireRemote())
+	assert.NoError(t, parse("--remote-context", "c").RequireRemote())
+	assert.NoError(t, parse("--remote-server", "https://p").RequireRemote())
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	(&ClusterFlags{}).AddFlags(fs, "remote-", "remote")
+	for _, name := range []string{"remote-kubeconfig", "remote-context", "remote-as", "remote-token", "remote-namespace", "remote-request-timeout"} {
+		assert.NotNil(t, fs.Lookup(name), name)
+	}
+	for _, name := range []string{"remote-username", "remote-password", "remote-cache-dir", "kubeconfig"} {
+		assert.Nil(t, fs.Lookup(name), name)
+	}
 }
 
 func TestSanitize(t *testing.T) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -17,22 +18,22 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
-// ClusterFlags select one cluster with kubectl's connection flags. The local cluster's are
-// cli-runtime's ConfigFlags (--kubeconfig, --context, --cluster, --user, --as, --as-group,
-// --as-uid, --token, --server, --certificate-authority, --client-certificate,
-// --client-key, --insecure-skip-tls-verify, --tls-server-name, --request-timeout...); the
-// remote cluster's are client-go's override flags with the remote- prefix
-// (--remote-kubeconfig, --remote-context, --remote-as, --remote-token...). Both load
+// ClusterFlags select one cluster with kubectl's connection flags, cli-runtime's
+// ConfigFlags (--kubeconfig, --context, --cluster, --user, --as, --as-group, --as-uid,
+// --token, --server, --certificate-authority, --client-certificate, --client-key,
+// --insecure-skip-tls-verify, --tls-server-name, --request-timeout...). The remote
+// cluster's are the same set renamed with the remote- prefix (--remote-kubeconfig,
+// --remote-context, --remote-as, --remote-token...), as Liqo's factory does. Both load
 // kubeconfigs as kubectl does (KUBECONFIG with several files, exec and OIDC credential
-// plugins). -n/--namespace (--remote-namespace) is the Liqo namespace, not the context's.
+// plugins, under the kuberc policy). -n/--namespace (--remote-namespace) is the Liqo
+// namespace, not the context's.
 type ClusterFlags struct {
 	// Namespace is the Liqo namespace.
 	Namespace string
 
-	local *genericclioptions.ConfigFlags
-	// kubeconfig and overrides are the remote cluster's flags.
-	kubeconfig string
-	overrides  clientcmd.ConfigOverrides
+	flags *genericclioptions.ConfigFlags
+	// remote is set for the other cluster of a two-cluster command.
+	remote bool
 	// policy is the credential plugin policy (kuberc) applied to the loaded kubeconfig
 	// (nil: kubectl's default, every plugin may run).
 	policy func() (clientcmdapi.PluginPolicy, error)
@@ -41,48 +42,49 @@ type ClusterFlags struct {
 // AddFlags registers the flags, with a prefix ("" for the local cluster, "remote-" for
 // the other one of a two-cluster command).
 func (f *ClusterFlags) AddFlags(fs *pflag.FlagSet, prefix, which string) {
+	f.flags = genericclioptions.NewConfigFlags(false)
+	// -n is the Liqo namespace; liqoctl keeps no discovery cache on disk.
+	f.flags.Namespace, f.flags.CacheDir = nil, nil
 	if prefix == "" {
-		f.local = genericclioptions.NewConfigFlags(false)
-		// -n is the Liqo namespace; liqoctl keeps no discovery cache on disk.
-		f.local.Namespace, f.local.CacheDir = nil, nil
-		f.local.AddFlags(fs)
+		f.flags.AddFlags(fs)
 		fs.StringVarP(&f.Namespace, "namespace", "n", wire.DefaultLiqoNamespace, "Liqo namespace of the "+which+" cluster")
 		return
 	}
-	names := clientcmd.RecommendedConfigOverrideFlags(prefix)
-	names.ContextOverrideFlags.Namespace = clientcmd.FlagInfo{} // the Liqo namespace, below
-	names.AuthOverrideFlags.Username, names.AuthOverrideFlags.Password = clientcmd.FlagInfo{}, clientcmd.FlagInfo{}
-	fs.StringVar(&f.kubeconfig, prefix+"kubeconfig", "", "path to the kubeconfig of the "+which+" cluster")
-	clientcmd.BindOverrideFlags(&f.overrides, fs, names)
+	f.remote = true
+	// Basic authentication is not offered for a cluster whose kubeconfig the other side
+	// may have written.
+	f.flags.Username, f.flags.Password = nil, nil
+	set := pflag.NewFlagSet(prefix, pflag.ContinueOnError)
+	f.flags.AddFlags(set)
+	set.VisitAll(func(fl *pflag.Flag) {
+		fl.Name, fl.Shorthand = prefix+fl.Name, ""
+		fl.Usage = strings.TrimSuffix(fl.Usage, ".") + ", for the " + which + " cluster"
+		fs.AddFlag(fl)
+	})
 	fs.StringVar(&f.Namespace, prefix+"namespace", wire.DefaultLiqoNamespace, "Liqo namespace of the "+which+" cluster")
 }
 
 // RequireRemote refuses remote flags that name no cluster: the default kubeconfig would
 // point at the local cluster.
 func (f *ClusterFlags) RequireRemote() error {
-	if f.kubeconfig == "" && f.overrides.CurrentContext == "" && f.overrides.ClusterInfo.Server == "" {
+	if f.flags == nil || (value(f.flags.KubeConfig) == "" && value(f.flags.Context) == "" && value(f.flags.APIServer) == "") {
 		return errors.New("say which cluster is the provider: --remote-kubeconfig, --remote-context or --remote-server")
 	}
 	return nil
 }
 
-// loader is the kubeconfig loading the flags select.
-func (f *ClusterFlags) loader() clientcmd.ClientConfig {
-	if f.local != nil {
-		return f.local.ToRawKubeConfigLoader()
+func value(s *string) string {
+	if s == nil {
+		return ""
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &f.overrides)
+	return *s
 }
 
+// loader is the kubeconfig loading the flags select.
+func (f *ClusterFlags) loader() clientcmd.ClientConfig { return f.flags.ToRawKubeConfigLoader() }
+
 // kubeconfigPath names the kubeconfig in messages.
-func (f *ClusterFlags) kubeconfigPath() string {
-	if f.local != nil && f.local.KubeConfig != nil {
-		return *f.local.KubeConfig
-	}
-	return f.kubeconfig
-}
+func (f *ClusterFlags) kubeconfigPath() string { return value(f.flags.KubeConfig) }
 
 // RESTConfig loads the client configuration the flags point at.
 func (f *ClusterFlags) RESTConfig() (*rest.Config, error) {
@@ -117,7 +119,7 @@ func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake
 	if cfg.ExecProvider != nil {
 		cfg.ExecProvider.PluginPolicy = policy
 	}
-	if f.local == nil {
+	if f.remote {
 		var warn func(string, ...any)
 		if report != nil {
 			warn = report.Warn
