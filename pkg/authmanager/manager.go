@@ -31,13 +31,13 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/consumerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/designation"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
-	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncesigner"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/providerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewanswer"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewfollower"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 )
 
 // Defaults of the provider side.

@@ -52,8 +52,8 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
-	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
