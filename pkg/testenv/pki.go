@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -47,36 +46,6 @@ func newCA(name string) (*CA, error) {
 		return nil, err
 	}
 	return &CA{Cert: cert, Key: key, CertPEM: pemEncode("CERTIFICATE", der)}, nil
-}
-
-// loadCA reads a CA written by writeCA.
-func loadCA(dir string) (*CA, error) {
-	certPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca.key"))
-	if err != nil {
-		return nil, err
-	}
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, fmt.Errorf("CA files in %s are not PEM", dir)
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	key, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	signer, ok := key.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Errorf("CA key in %s cannot sign", dir)
-	}
-	return &CA{Cert: cert, Key: signer, CertPEM: certPEM}, nil
 }
 
 func (ca *CA) write(dir string) error {

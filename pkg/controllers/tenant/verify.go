@@ -190,22 +190,6 @@ func VerifySealed(t *authv1beta1.Tenant, pub crypto.PublicKey) error {
 	return err
 }
 
-// handshakeChanged reports whether the key or CSR of an accepted Tenant changed since.
-func handshakeChanged(t *authv1beta1.Tenant) bool {
-	if t.Status.AcceptedKeyFingerprint == "" {
-		return false
-	}
-	if CSRDigest(t.Spec.CSR) != t.Status.AcceptedCSRDigest {
-		return true
-	}
-	pub, err := authn.ParsePublicKey(t.Spec.PublicKey)
-	if err != nil {
-		return true
-	}
-	fp, err := authn.Fingerprint(pub)
-	return err != nil || fp != t.Status.AcceptedKeyFingerprint
-}
-
 // checkNotSliceUser refuses a Tenant whose cluster ID is the user name of a ResourceSlice
 // identity on this provider (a slice <rs> of consumer C is user <rs>-<hash of C>, which any
 // string can equal): the grants of that cluster ID would be the slice identity's too. Both
