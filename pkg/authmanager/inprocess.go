@@ -120,7 +120,7 @@ func ReportStarted(s *handshake.Side, role Role) {
 // started controllers, which fill their caches in the background (WaitSynced), for a
 // caller that reports them itself (or stops them unused).
 func (c *InProcess) Start(ctx context.Context, s *handshake.Side, role Role) (started bool, err error) {
-	if s.Liqo != "" {
+	if s.Controllers().Liqo() {
 		return false, nil
 	}
 	// Everything the controllers need is read at once, while the Lease says whether they

@@ -72,11 +72,12 @@ func ApplyControllers(ctx context.Context, s *handshake.Side, mode string) error
 	if s == nil {
 		return nil
 	}
+	var evidence string
 	switch mode {
 	case ControllersLiqo:
-		s.Liqo = "--" + s.Scope + "-controllers=" + ControllersLiqo
+		evidence = "--" + s.Scope + "-controllers=" + ControllersLiqo
 		if s.Scope == "" {
-			s.Liqo = "--local-controllers=" + ControllersLiqo
+			evidence = "--local-controllers=" + ControllersLiqo
 		}
 	case ControllersAuto:
 		found, err := cluster.DetectLiqo(ctx, s.Client, s.Namespace)
@@ -88,10 +89,11 @@ func ApplyControllers(ctx context.Context, s *handshake.Side, mode string) error
 		if err != nil {
 			return s.Explain(err, "looking for Liqo's controllers")
 		}
-		s.Liqo = found
+		evidence = found
 	}
-	if s.Liqo != "" {
-		s.Report.Info("Liqo's controllers run in this cluster (%s): acting as their client", s.Liqo)
+	if evidence != "" {
+		s.SetControllers(handshake.LiqoControllers{Evidence: evidence})
+		s.Report.Info("Liqo's controllers run in this cluster (%s): acting as their client", evidence)
 	}
 	return nil
 }

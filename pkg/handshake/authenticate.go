@@ -81,16 +81,14 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 		}
 		return nil
 	})
-	if pr.Liqo == "" {
-		eg.Go(func() error {
-			rec, err := cluster.GetTenantRecord(ctx, pr.Client, pr.Namespace, c.ClusterID)
-			if err != nil && !apierrors.IsForbidden(err) {
-				return pr.Explain(err, "reading the tenant record")
-			}
-			st.ProviderRecord = rec
-			return nil
-		})
-	}
+	eg.Go(func() error {
+		rec, err := pr.Controllers().Record(ctx, pr, c.ClusterID)
+		if err != nil {
+			return pr.Explain(err, "reading the tenant record")
+		}
+		st.ProviderRecord = rec
+		return nil
+	})
 	eg.Go(func() error {
 		tn, err := c.TenantNamespace(ctx, pr.ClusterID)
 		if err != nil {
@@ -118,7 +116,7 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pr.Liqo != "" {
+	if pr.Controllers().Liqo() {
 		// Liqo's provider records no acceptance: its answer is the certificate itself.
 		cert, err := verifyPublished(st.Tenant, key.Public(), c.ClusterID, p.now())
 		if err == nil {
@@ -143,7 +141,7 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 			}
 		}
 	}
-	st.Complete = st.TenantAccepted && identityHolds(st.Identity, st.Tenant, st.Certificate, c.Liqo != "")
+	st.Complete = st.TenantAccepted && identityHolds(st.Identity, st.Tenant, st.Certificate, c.Controllers().Liqo())
 	return st, nil
 }
 
@@ -223,7 +221,7 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 		return nil, pr.Explain(err, "generating the Identity")
 	}
 	pr.Report.Info("Identity correctly generated")
-	if c.Liqo == "" {
+	if !c.Controllers().Liqo() {
 		// A Liqo consumer keeps no pin: this project's record is not its.
 		if err := PinProviderCA(ctx, c, pr.ClusterID, t.Status.AuthParams.CA); err != nil {
 			return nil, err
@@ -233,12 +231,7 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 		return nil, err
 	}
 	c.Report.Info("Identity correctly applied on consumer cluster")
-	if c.Liqo != "" {
-		id, err = WaitLiqoIdentity(ctx, c, client.ObjectKeyFromObject(id), t.Status.AuthParams.SignedCRT)
-	} else {
-		id, err = WaitIdentity(ctx, c, client.ObjectKeyFromObject(id), cert.SerialNumber.Text(16))
-	}
-	if err != nil {
+	if id, err = c.Controllers().WaitIdentity(ctx, c, client.ObjectKeyFromObject(id), t.Status.AuthParams.SignedCRT, cert.SerialNumber.Text(16)); err != nil {
 		return nil, err
 	}
 	c.Report.Info("Identity status is filled")
@@ -266,7 +259,7 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 	// so the handshake does not wait for them (in-process, for their caches to fill).
 	// Liqo's controllers sign their own.
 	var sig []byte
-	if c.Liqo == "" {
+	if !c.Controllers().Liqo() {
 		key, err := c.ClusterKey(ctx)
 		if err != nil {
 			return nil, err
@@ -309,14 +302,11 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 // waitTenant waits for the provider's answer to the Tenant: this project's acceptance
 // and certificate, or, from Liqo's controllers, a certificate for the consumer's key.
 func (p *Pair) waitTenant(ctx context.Context, key client.ObjectKey) (*authv1beta1.Tenant, error) {
-	if p.Provider.Liqo == "" {
-		return WaitTenant(ctx, p.Provider, key, p.now())
-	}
 	k, err := p.Consumer.ClusterKey(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return WaitLiqoTenant(ctx, p.Provider, key, k.Public(), p.Consumer.ClusterID, p.now())
+	return p.Provider.Controllers().WaitTenant(ctx, p.Provider, key, k.Public(), p.Consumer.ClusterID, p.now())
 }
 
 // checkAdminState refuses early what the provider's administrator decided, by the state in

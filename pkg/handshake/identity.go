@@ -82,7 +82,7 @@ func WaitLiqoIdentity(ctx context.Context, c *Side, key client.ObjectKey, signed
 			case !bytes.Equal(id.Spec.AuthParams.SignedCRT, signedCRT):
 				return false, "the Identity holds another certificate", nil
 			case id.Status.KubeconfigSecretRef == nil:
-				return false, fmt.Sprintf("no kubeconfigSecretRef yet (Liqo's controllers run there: %s)", c.Liqo), nil
+				return false, fmt.Sprintf("no kubeconfigSecretRef yet (%s run there)", c.Controllers()), nil
 			}
 			return true, "", nil
 		})

@@ -49,10 +49,9 @@ type Side struct {
 	// AdoptTenantNamespace lets EnsureTenantNamespace adopt an existing namespace this
 	// cluster has no record of (the administrator says it is theirs).
 	AdoptTenantNamespace bool
-	// Liqo, when set, says that Liqo's own controllers run on this side (and what showed
-	// it): the CLI acts as their client, starts no controller of its own there, keeps no
-	// record of its own, and waits only for what the wire contract promises.
-	Liqo string
+	// controllers is whose controllers handle the protocol on this side (nil: this
+	// project's).
+	controllers Controllers
 
 	keyMu sync.Mutex
 	key   crypto.Signer
@@ -135,33 +134,26 @@ func (s *Side) prefix() string {
 	return "(" + s.Scope + ") "
 }
 
-// EnsureTenantNamespace makes (or keeps) the tenant namespace of remoteID on this side and
-// records it in the Liqo namespace: the administrator's act that makes it one. Adopting a
-// namespace this cluster had not recorded (only with AdoptTenantNamespace) is said aloud.
+// Controllers says whose controllers handle the protocol on this side.
+func (s *Side) Controllers() Controllers {
+	if s.controllers == nil {
+		return LiqoAuthControllers{}
+	}
+	return s.controllers
+}
+
+// SetControllers says whose controllers handle the protocol on this side.
+func (s *Side) SetControllers(c Controllers) { s.controllers = c }
+
+// EnsureTenantNamespace makes (or keeps) the tenant namespace of remoteID on this side, as
+// its controllers expect it.
 func (s *Side) EnsureTenantNamespace(ctx context.Context, remoteID string) (string, error) {
-	if s.Liqo != "" {
-		tn, err := cluster.EnsureLiqoTenantNamespace(ctx, s.Client, remoteID)
-		if err != nil {
-			return "", s.Explain(err, "ensuring the tenant namespace")
-		}
-		return tn, nil
-	}
-	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, s.Namespace, remoteID, s.AdoptTenantNamespace)
-	if err != nil {
-		return "", s.Explain(err, "ensuring the tenant namespace")
-	}
-	if tn.Adopted {
-		s.Report.Warn("Namespace %s, which existed without this cluster's record, is adopted as the tenant namespace of %q", tn.Name, remoteID)
-	}
-	return tn.Name, nil
+	return s.Controllers().EnsureTenantNamespace(ctx, s, remoteID)
 }
 
 // TenantNamespace returns the tenant namespace of remoteID on this side.
 func (s *Side) TenantNamespace(ctx context.Context, remoteID string) (string, error) {
-	if s.Liqo != "" {
-		return cluster.FindLiqoTenantNamespace(ctx, s.Client, remoteID)
-	}
-	return cluster.GetTenantNamespace(ctx, s.Client, s.Namespace, remoteID)
+	return s.Controllers().TenantNamespace(ctx, s, remoteID)
 }
 
 // Scoped is how an error names a side: "(local) ", or nothing for a one-cluster command.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,11 +92,9 @@ func (s *Side) checkPublished(ctx context.Context, t *authv1beta1.Tenant) error 
 	if err != nil {
 		return fmt.Errorf("%w: %v", cluster.ErrNotPublished, err)
 	}
-	var rec *cluster.TenantRecord
-	if s.Liqo == "" {
-		if rec, err = cluster.GetTenantRecord(ctx, s.Client, s.Namespace, string(t.Spec.ClusterID)); err != nil && !apierrors.IsForbidden(err) {
-			return err
-		}
+	rec, err := s.Controllers().Record(ctx, s, string(t.Spec.ClusterID))
+	if err != nil {
+		return err
 	}
 	return s.checkPublishedBy(rec, t, cert)
 }
@@ -150,7 +147,7 @@ func WaitLiqoTenant(ctx context.Context, p *Side, key client.ObjectKey, pub cryp
 	return waitObject(ctx, p, key, &authv1beta1.TenantList{}, "Liqo's controllers on the provider to issue the Tenant's certificate", "waiting for the Tenant status",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
 			if _, err := verifyPublished(t, pub, consumerID, validAt); err != nil {
-				return false, fmt.Sprintf("%v (Liqo's controllers run there: %s)", err, p.Liqo), nil
+				return false, fmt.Sprintf("%v (%s run there)", err, p.Controllers()), nil
 			}
 			if err := p.checkTrustedCA(t.Status.AuthParams.CA); err != nil {
 				return false, err.Error(), nil

@@ -66,10 +66,7 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 		}
 		existed = false
 	}
-	finalizer := "its finalizer is handled by liqo-auth-manager (or liqoctl's in-process controllers)"
-	if pr.Liqo != "" {
-		finalizer = "its finalizer is handled by Liqo's controllers (" + pr.Liqo + ")"
-	}
+	finalizer := "its finalizer is handled by " + pr.Controllers().String()
 	if err := waitFor(ctx, pr.Client, client.ObjectKeyFromObject(t), &authv1beta1.TenantList{}, "the Tenant to be deleted",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
 			return t == nil, finalizer, nil
@@ -85,7 +82,7 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.NonceSecretName}},
 		&authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.IdentityName(pr.ClusterID)}})
 	csrLabels := client.MatchingLabels{wire.RemoteClusterIDLabel: c.ClusterID, wire.ManagedByLabel: wire.ManagedByValue}
-	if pr.Liqo != "" {
+	if pr.Controllers().Liqo() {
 		// Liqo's provider keeps its bindings, the certificate it issued and its
 		// CertificateSigningRequests, labelled with the consumer's cluster ID only.
 		leftovers = append(leftovers, access.LiqoAccessObjects(pTN, c.ClusterID)...)

@@ -188,7 +188,7 @@ func (o *Options) drained(ctx context.Context, s *handshake.Side, t *authv1beta1
 		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
 			return false, err
 		}
-		if s.Liqo != "" {
+		if s.Controllers().Liqo() {
 			// Liqo's controllers write no condition: the bindings' removal is the answer.
 			still, err := revocation.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, access.RevocationRules(id))
 			return len(left) == 0 && len(still) == 0, err

@@ -1,0 +1,131 @@
+package handshake
+
+import (
+	"context"
+	"crypto"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// Controllers is whose controllers handle the protocol on a side, and what the CLI does
+// differently because of it: this project's (liqo-auth-manager, or in-process), or
+// Liqo's own (liqo-controller-manager), of which liqoctl is only a client. A Side with no
+// Controllers has this project's.
+type Controllers interface {
+	// Liqo reports whether they are Liqo's: liqoctl then starts none of its own there,
+	// keeps no record of its own and waits only for what the wire contract promises.
+	Liqo() bool
+	// String says whose they are and what showed it, for messages.
+	String() string
+	// EnsureTenantNamespace makes (or keeps) the tenant namespace of remoteID on s.
+	EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error)
+	// TenantNamespace finds the tenant namespace of remoteID on s.
+	TenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error)
+	// Record is this cluster's tenant record of remoteID on s (nil: none, or Liqo's
+	// controllers, which keep none; also nil when the credentials may not read it).
+	Record(ctx context.Context, s *Side, remoteID string) (*cluster.TenantRecord, error)
+	// WaitTenant waits on provider s for the answer to the Tenant at key of consumer
+	// consumerID with public key pub: a certificate valid at validAt.
+	WaitTenant(ctx context.Context, s *Side, key client.ObjectKey, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error)
+	// WaitIdentity waits on consumer s until the Identity at key holds the certificate
+	// signedCRT (serial, hexadecimal) in a kubeconfig.
+	WaitIdentity(ctx context.Context, s *Side, key client.ObjectKey, signedCRT []byte, serial string) (*authv1beta1.Identity, error)
+}
+
+// LiqoAuthControllers are this project's controllers.
+type LiqoAuthControllers struct{}
+
+// LiqoControllers are Liqo's own; Evidence says what showed they run (the Deployment
+// found, or the flag that said so).
+type LiqoControllers struct{ Evidence string }
+
+var (
+	_ Controllers = LiqoAuthControllers{}
+	_ Controllers = LiqoControllers{}
+)
+
+// Liqo is false: these are this project's controllers.
+func (LiqoAuthControllers) Liqo() bool { return false }
+
+func (LiqoAuthControllers) String() string {
+	return "liqo-auth-manager (or liqoctl's in-process controllers)"
+}
+
+// EnsureTenantNamespace makes the namespace and records it in the Liqo namespace: the
+// administrator's act that makes it one. Adopting a namespace this cluster had not recorded
+// (only with AdoptTenantNamespace) is said aloud.
+func (LiqoAuthControllers) EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error) {
+	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, s.Namespace, remoteID, s.AdoptTenantNamespace)
+	if err != nil {
+		return "", s.Explain(err, "ensuring the tenant namespace")
+	}
+	if tn.Adopted {
+		s.Report.Warn("Namespace %s, which existed without this cluster's record, is adopted as the tenant namespace of %q", tn.Name, remoteID)
+	}
+	return tn.Name, nil
+}
+
+// TenantNamespace is the namespace the tenant record names.
+func (LiqoAuthControllers) TenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error) {
+	return cluster.GetTenantNamespace(ctx, s.Client, s.Namespace, remoteID)
+}
+
+// Record reads the tenant record.
+func (LiqoAuthControllers) Record(ctx context.Context, s *Side, remoteID string) (*cluster.TenantRecord, error) {
+	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, remoteID)
+	if apierrors.IsForbidden(err) {
+		return nil, nil
+	}
+	return rec, err
+}
+
+// WaitTenant waits for the acceptance and a certificate the provider's record says it
+// published.
+func (LiqoAuthControllers) WaitTenant(ctx context.Context, s *Side, key client.ObjectKey, _ crypto.PublicKey, _ string, validAt time.Time) (*authv1beta1.Tenant, error) {
+	return WaitTenant(ctx, s, key, validAt)
+}
+
+// WaitIdentity waits for the Identity's Ready condition and the certificate's serial.
+func (LiqoAuthControllers) WaitIdentity(ctx context.Context, s *Side, key client.ObjectKey, _ []byte, serial string) (*authv1beta1.Identity, error) {
+	return WaitIdentity(ctx, s, key, serial)
+}
+
+// Liqo is true.
+func (LiqoControllers) Liqo() bool { return true }
+
+func (l LiqoControllers) String() string { return "Liqo's controllers (" + l.Evidence + ")" }
+
+// EnsureTenantNamespace makes liqo-tenant-<remoteID> with the labels Liqo looks for.
+func (LiqoControllers) EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error) {
+	tn, err := cluster.EnsureLiqoTenantNamespace(ctx, s.Client, remoteID)
+	if err != nil {
+		return "", s.Explain(err, "ensuring the tenant namespace")
+	}
+	return tn, nil
+}
+
+// TenantNamespace finds the namespace as Liqo does, refusing more than one claimant.
+func (LiqoControllers) TenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error) {
+	return cluster.FindLiqoTenantNamespace(ctx, s.Client, remoteID)
+}
+
+// Record is nil: Liqo keeps no tenant record.
+func (LiqoControllers) Record(context.Context, *Side, string) (*cluster.TenantRecord, error) {
+	return nil, nil
+}
+
+// WaitTenant waits for a certificate for the consumer's key, chaining to the CA published
+// with it: all Liqo promises, since it writes no conditions.
+func (LiqoControllers) WaitTenant(ctx context.Context, s *Side, key client.ObjectKey, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error) {
+	return WaitLiqoTenant(ctx, s, key, pub, consumerID, validAt)
+}
+
+// WaitIdentity waits for status.kubeconfigSecretRef, all Liqo's controllers write.
+func (LiqoControllers) WaitIdentity(ctx context.Context, s *Side, key client.ObjectKey, signedCRT []byte, _ string) (*authv1beta1.Identity, error) {
+	return WaitLiqoIdentity(ctx, s, key, signedCRT)
+}
