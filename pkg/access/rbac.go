@@ -95,21 +95,14 @@ const ManagerTenantRoleName = ManagerName + "-tenant"
 // are granted only in the Liqo namespace (ManagerNamespaceRules) and in tenant namespaces
 // (ManagerTenantRules).
 func ManagerRules() []rbacv1.PolicyRule {
-	read := []string{"get", "list", "watch"}
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces", "secrets"}, Verbs: read},
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants", "identities"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants/status", "identities/status"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants/finalizers", "identities/finalizers"}, Verbs: []string{"update"}},
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"renews"}, Verbs: read},
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices/status"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices/finalizers"}, Verbs: []string{"update"}},
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"renews/status"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+	write := []string{"update", "patch"}
+	return append(watchRules(false), []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants", "identities", "resourceslices"}, Verbs: write},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants/status", "identities/status", "resourceslices/status", "renews/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants/finalizers", "identities/finalizers", "resourceslices/finalizers"}, Verbs: []string{"update"}},
+		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "delete"}},
 		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{"kubernetes.io/kube-apiserver-client"}, Verbs: []string{"approve"}},
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings", "roles", "clusterrolebindings"}, Verbs: read},
 		// Binding itself in a tenant namespace an administrator created with another tool
 		// (Liqo's liqoctl): the admission policy liqo-auth-manager-bindings lets it create
 		// RoleBindings only in tenant namespaces, and its own binding only in one whose
@@ -119,7 +112,7 @@ func ManagerRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
-	}
+	}...)
 }
 
 // ManagerNamespaceRules are liqo-auth-manager's permissions in the Liqo namespace: its
@@ -128,11 +121,11 @@ func ManagerRules() []rbacv1.PolicyRule {
 // cluster key Secret a manifest left empty. The only ConfigMaps it creates are tenant
 // records of namespaces designated by a principal who may create them itself.
 func ManagerNamespaceRules() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+	return append(watchRules(true), []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{wire.KeysSecretName}, Verbs: []string{"update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-	}
+	}...)
 }
 
 // ManagerTenantRules are liqo-auth-manager's permissions in a tenant namespace: the

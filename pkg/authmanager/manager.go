@@ -12,19 +12,15 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
-	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -118,26 +114,33 @@ func (o *Options) Complete() error {
 // kept whole: the content of Secrets and requests that are not the manager's is not kept
 // (CacheScope), and no object keeps managed fields or annotations not of this project.
 func CacheOptions(liqoNS string, scope *CacheScope) cache.Options {
-	remote, _ := labels.NewRequirement(wire.RemoteClusterIDLabel, selection.Exists, nil)
-	managed := labels.SelectorFromSet(labels.Set{wire.ManagedByLabel: wire.ManagedByValue})
 	transform := cache.TransformStripManagedFields()
 	if scope != nil {
 		transform = scope.transform
 	}
-	return cache.Options{
-		// No controller reads managed fields: without them, a cached Tenant is about half
-		// its size, which is most of a manager's memory with many consumers.
-		DefaultTransform: transform,
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:    {Label: labels.NewSelector().Add(*remote)},
-			&corev1.Namespace{}: {Label: labels.SelectorFromSet(labels.Set{wire.TenantNamespaceLabel: "true"})},
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{liqoNS: {}},
-				Label: labels.SelectorFromSet(labels.Set{wire.TenantRecordLabel: "true"})},
-			&rbacv1.RoleBinding{}:                       {Transform: stripBinding},
-			&rbacv1.ClusterRoleBinding{}:                {Transform: stripBinding},
-			&rbacv1.Role{}:                              {Label: managed},
-			&certificatesv1.CertificateSigningRequest{}: {Label: managed},
-		}}
+	byObject := map[client.Object]cache.ByObject{}
+	for _, w := range access.ManagerWatched() {
+		var by cache.ByObject
+		if w.Label != "" {
+			sel, err := labels.Parse(w.Label)
+			if err != nil {
+				panic(fmt.Sprintf("access.ManagerWatched: label %q of %s: %v", w.Label, w.Resource, err))
+			}
+			by.Label = sel
+		}
+		if w.InLiqoNamespace {
+			by.Namespaces = map[string]cache.Config{liqoNS: {}}
+		}
+		if w.Stripped {
+			by.Transform = stripBinding
+		}
+		if by.Label != nil || by.Namespaces != nil || by.Transform != nil {
+			byObject[w.Object] = by
+		}
+	}
+	// No controller reads managed fields: without them, a cached Tenant is about half its
+	// size, which is most of a manager's memory with many consumers.
+	return cache.Options{DefaultTransform: transform, ByObject: byObject}
 }
 
 // stripBinding keeps of a cached binding what the controllers read: not its managed fields
@@ -152,16 +155,9 @@ func stripBinding(obj any) (any, error) {
 
 // WatchedTypes are the kinds the selected controllers watch or read from the cache.
 func WatchedTypes(o Options) []client.Object {
-	objs := []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &corev1.ConfigMap{}}
-	if o.Role.Has(Provider) {
-		objs = append(objs, &authv1beta1.Tenant{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.Role{}, &certificatesv1.CertificateSigningRequest{},
-			&authv1beta1.Renew{}, &authv1beta1.ResourceSlice{})
-	}
-	if o.Role.Has(Consumer) {
-		objs = append(objs, &authv1beta1.Identity{})
-		if !o.Role.Has(Provider) {
-			objs = append(objs, &authv1beta1.ResourceSlice{})
-		}
+	var objs []client.Object
+	for _, w := range access.WatchedBy(o.Role) {
+		objs = append(objs, w.Object)
 	}
 	return objs
 }

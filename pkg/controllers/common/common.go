@@ -14,10 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -142,14 +140,6 @@ func OnTenantRecord(name func(remoteID string) string) handler.EventHandler {
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name(remote)}}}
 	})
-}
-
-// WatchTenantNamespaces adds to a controller the watches that keep its placement checks
-// (tenant records and namespaces) synced, enqueueing name(remoteID) on their changes.
-func WatchTenantNamespaces(b *builder.Builder, mgr manager.Manager, name func(remoteID string) string) *builder.Builder {
-	h := OnTenantRecord(name)
-	return b.WatchesRawSource(Watch(mgr.GetCache(), &corev1.ConfigMap{}, h, HasLabel(wire.TenantRecordLabel, "true"))).
-		WatchesRawSource(Watch(mgr.GetCache(), &corev1.Namespace{}, h))
 }
 
 // Fixed returns a name function that ignores the remote ID.

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -137,22 +136,3 @@ func (w *watch) WaitForSync(ctx context.Context) error {
 }
 
 func (w *watch) String() string { return fmt.Sprintf("watch source: %T", w.obj) }
-
-// For watches the objects a controller reconciles: each event enqueues the object itself,
-// like the builder's For.
-func For(mgr manager.Manager, obj client.Object, preds ...predicate.Predicate) source.SyncingSource {
-	return Watch(mgr.GetCache(), obj, &handler.EnqueueRequestForObject{}, preds...)
-}
-
-// Owns watches objects a controller creates: each event enqueues the owner of type owner
-// that controls the object, like the builder's Owns.
-func Owns(mgr manager.Manager, obj, owner client.Object) source.SyncingSource {
-	return Watch(mgr.GetCache(), obj, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner()))
-}
-
-// Reads keeps the cache's informer of obj's kind synced for a controller that reads that
-// kind without reconciling on its events: the controller starts once it is synced, so its
-// first read never waits for the cache.
-func Reads(mgr manager.Manager, obj client.Object) source.SyncingSource {
-	return Watch(mgr.GetCache(), obj, handler.Funcs{})
-}

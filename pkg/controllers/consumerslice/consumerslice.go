@@ -86,11 +86,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	b := ctrl.NewControllerManagedBy(mgr).Named("consumerslice").
-		WatchesRawSource(common.For(mgr, &authv1beta1.ResourceSlice{}, predicate.NewPredicateFuncs(IsRequest))).
-		WatchesRawSource(common.Owns(mgr, &authv1beta1.Identity{}, &authv1beta1.ResourceSlice{})).
-		WatchesRawSource(common.Reads(mgr, &corev1.Secret{}))
-	return common.WatchTenantNamespaces(b, mgr, common.Fixed("")).Complete(r)
+	b := common.NewController(mgr, "consumerslice", access.Consumer).
+		For(&authv1beta1.ResourceSlice{}, predicate.NewPredicateFuncs(IsRequest)).
+		Owns(&authv1beta1.Identity{}, &authv1beta1.ResourceSlice{}).
+		Reads(&corev1.Secret{})
+	return b.WatchTenantNamespaces(common.Fixed("")).Complete(r)
 }
 
 // Reconcile drives one slice.

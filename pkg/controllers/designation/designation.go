@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -47,9 +48,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: wire.TenantNamespaceName(remote)}}}
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("designation").
-		WatchesRawSource(common.For(mgr, &corev1.Namespace{})).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.ConfigMap{}, toNamespace, common.HasLabel(wire.TenantRecordLabel, "true"))).
+	return common.NewController(mgr, "designation", access.Provider).
+		For(&corev1.Namespace{}).
+		Watches(&corev1.ConfigMap{}, toNamespace, common.HasLabel(wire.TenantRecordLabel, "true")).
 		Complete(r)
 }
 

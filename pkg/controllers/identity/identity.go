@@ -63,12 +63,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	b := ctrl.NewControllerManagedBy(mgr).Named("identity").
-		WatchesRawSource(common.For(mgr, &authv1beta1.Identity{})).
+	b := common.NewController(mgr, "identity", access.Consumer).
+		For(&authv1beta1.Identity{}).
 		// The kubeconfig Secret by its name, owned or not: deleting a Secret that blocked
 		// the kubeconfig (KubeconfigSecretNotOwned) brings its Identity back.
-		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kubeconfigToIdentity)))
-	return common.WatchTenantNamespaces(b, mgr, wire.IdentityName).Complete(r)
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kubeconfigToIdentity))
+	return b.WatchTenantNamespaces(wire.IdentityName).Complete(r)
 }
 
 // kubeconfigToIdentity maps a kubeconfig Secret to the Identity it is named after.

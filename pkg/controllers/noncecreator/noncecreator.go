@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -33,9 +34,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	b := ctrl.NewControllerManagedBy(mgr).Named("noncecreator").
-		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(wire.NonceLabel, "true")))
-	return common.WatchTenantNamespaces(b, mgr, common.Fixed(wire.NonceSecretName)).Complete(r)
+	b := common.NewController(mgr, "noncecreator", access.Provider).
+		For(&corev1.Secret{}, common.HasLabel(wire.NonceLabel, "true"))
+	return b.WatchTenantNamespaces(common.Fixed(wire.NonceSecretName)).Complete(r)
 }
 
 // Reconcile fills the nonce of one Secret if it is empty and sits in the right place.

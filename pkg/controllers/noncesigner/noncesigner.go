@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -28,9 +29,9 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler for Secrets labelled liqo.io/signed-nonce=true.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := ctrl.NewControllerManagedBy(mgr).Named("noncesigner").
-		WatchesRawSource(common.For(mgr, &corev1.Secret{}, common.HasLabel(wire.SignedNonceLabel, "true")))
-	return common.WatchTenantNamespaces(b, mgr, common.Fixed(wire.SignedNonceSecretName)).Complete(r)
+	b := common.NewController(mgr, "noncesigner", access.Consumer).
+		For(&corev1.Secret{}, common.HasLabel(wire.SignedNonceLabel, "true"))
+	return b.WatchTenantNamespaces(common.Fixed(wire.SignedNonceSecretName)).Complete(r)
 }
 
 // Reconcile signs the nonce of one Secret, or re-signs it when the signature present

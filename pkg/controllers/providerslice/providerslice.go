@@ -114,26 +114,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	b := ctrl.NewControllerManagedBy(mgr).Named("providerslice").
-		WatchesRawSource(common.For(mgr, &authv1beta1.ResourceSlice{}, predicate.NewPredicateFuncs(isProviderCopy))).
-		WatchesRawSource(common.Owns(mgr, &rbacv1.RoleBinding{}, &authv1beta1.ResourceSlice{})).
-		WatchesRawSource(common.Owns(mgr, &rbacv1.Role{}, &authv1beta1.ResourceSlice{})).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToSlice),
-			common.HasLabel(wire.ManagedByLabel, wire.ManagedByValue))).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy)))).
-		WatchesRawSource(common.Reads(mgr, &rbacv1.ClusterRoleBinding{}))
+	b := common.NewController(mgr, "providerslice", access.Provider).
+		For(&authv1beta1.ResourceSlice{}, predicate.NewPredicateFuncs(isProviderCopy)).
+		Owns(&rbacv1.RoleBinding{}, &authv1beta1.ResourceSlice{}).
+		Owns(&rbacv1.Role{}, &authv1beta1.ResourceSlice{}).
+		Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToSlice),
+			common.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
+		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy))).
+		Reads(&rbacv1.ClusterRoleBinding{})
 	// A tenant record's change (a namespace recorded, limits set) re-decides the slices of
 	// its tenant namespace.
 	inRecorded := common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy)
-	b = b.WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		cm, ok := o.(*corev1.ConfigMap)
 		if !ok || cm.Data["namespace"] == "" {
 			return nil
 		}
 		probe := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Data["namespace"]}}
 		return inRecorded(ctx, probe)
-	}), common.HasLabel(wire.TenantRecordLabel, "true"))).
-		WatchesRawSource(common.Reads(mgr, &corev1.Namespace{}))
+	}), common.HasLabel(wire.TenantRecordLabel, "true")).
+		Reads(&corev1.Namespace{})
 	return b.Complete(r)
 }
 

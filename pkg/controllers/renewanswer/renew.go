@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -58,10 +59,10 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler: Renews, and the Tenants they answer from.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := ctrl.NewControllerManagedBy(mgr).Named("renewanswer").
-		WatchesRawSource(common.For(mgr, &authv1beta1.Renew{})).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.RenewList { return &authv1beta1.RenewList{} }, nil))))
-	return common.WatchTenantNamespaces(b, mgr, common.Fixed(wire.IdentityName(r.ClusterID))).Complete(r)
+	b := common.NewController(mgr, "renewanswer", access.Provider).
+		For(&authv1beta1.Renew{}).
+		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.RenewList { return &authv1beta1.RenewList{} }, nil)))
+	return b.WatchTenantNamespaces(common.Fixed(wire.IdentityName(r.ClusterID))).Complete(r)
 }
 
 // Reconcile answers one Renew.

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -77,10 +78,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(r); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("renewfollower").
-		WatchesRawSource(common.For(mgr, &authv1beta1.Identity{})).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &authv1beta1.Identity{}))).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.ConfigMap{}, common.OnTenantRecord(wire.IdentityName), common.HasLabel(wire.TenantRecordLabel, "true"))).
+	return common.NewController(mgr, "renewfollower", access.Consumer).
+		For(&authv1beta1.Identity{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &authv1beta1.Identity{})).
+		Watches(&corev1.ConfigMap{}, common.OnTenantRecord(wire.IdentityName), common.HasLabel(wire.TenantRecordLabel, "true")).
 		Complete(r)
 }
 

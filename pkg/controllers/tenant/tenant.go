@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -87,16 +88,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	b := ctrl.NewControllerManagedBy(mgr).Named("tenant").
-		WatchesRawSource(common.For(mgr, &authv1beta1.Tenant{})).
-		WatchesRawSource(common.Owns(mgr, &rbacv1.RoleBinding{}, &authv1beta1.Tenant{})).
-		WatchesRawSource(common.Owns(mgr, &rbacv1.Role{}, &authv1beta1.Tenant{})).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToTenant),
-			common.HasLabel(wire.ManagedByLabel, wire.ManagedByValue))).
-		WatchesRawSource(common.Watch(mgr.GetCache(), &corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.TenantList { return &authv1beta1.TenantList{} }, nil)),
-			common.HasLabel(wire.NonceLabel, "true"))).
-		WatchesRawSource(common.Reads(mgr, &rbacv1.ClusterRoleBinding{}))
-	return common.WatchTenantNamespaces(b, mgr, func(remoteID string) string { return remoteID }).Complete(r)
+	b := common.NewController(mgr, "tenant", access.Provider).
+		For(&authv1beta1.Tenant{}).
+		Owns(&rbacv1.RoleBinding{}, &authv1beta1.Tenant{}).
+		Owns(&rbacv1.Role{}, &authv1beta1.Tenant{}).
+		Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToTenant),
+			common.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.TenantList { return &authv1beta1.TenantList{} }, nil)),
+			common.HasLabel(wire.NonceLabel, "true")).
+		Reads(&rbacv1.ClusterRoleBinding{})
+	return b.WatchTenantNamespaces(func(remoteID string) string { return remoteID }).Complete(r)
 }
 
 func csrToTenant(_ context.Context, o client.Object) []reconcile.Request {
