@@ -36,6 +36,9 @@ kubectl --kubeconfig "$C" get identities -A
 step "Provider: kubectl get tenants -A"
 kubectl --kubeconfig "$P" get tenants -A
 
+step "liqoctl verify: the identity works and holds exactly the tenant role"
+"$liqoctl" verify --kubeconfig "$C" --remote-kubeconfig "$P"
+
 step "Re-running authenticate is a no-op"
 "$liqoctl" authenticate --kubeconfig "$C" --remote-kubeconfig "$P"
 

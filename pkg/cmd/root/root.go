@@ -19,6 +19,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/tenantstate"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/unauthenticate"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/uninstall"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/verify"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/version"
 )
 
@@ -58,6 +59,7 @@ Tenant with a CSR, certificate signed by the provider's Kubernetes CA, Identity,
 		get.NewCmd(g),
 		generate.NewCmd(g),
 		info.NewCmd(g),
+		verify.NewCmd(g),
 		version.NewCmd(g),
 	)
 	cmd.AddCommand(tenantstate.NewCmds(g)...)
