@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
-	"github.com/liqo-auth/liqo-auth/pkg/installer"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // OutputFlags is -o/--output, through cli-runtime's PrintFlags, so that it behaves as in
@@ -64,7 +64,7 @@ func (o *OutputFlags) PrintObjects(w io.Writer, objs ...client.Object) error {
 	s := scheme.New()
 	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
 	for _, obj := range objs {
-		u, err := installer.ToUnstructured(obj, s)
+		u, err := cluster.ToUnstructured(obj, s)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/installer"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // ForgeIdentity builds the consumer's Identity from the provider's accepted Tenant, for
@@ -39,7 +39,7 @@ func readyMessage(conds []metav1.Condition) string {
 
 // ApplyIdentity server-side applies the Identity on the consumer.
 func ApplyIdentity(ctx context.Context, c *Side, id *authv1beta1.Identity) error {
-	if err := installer.Apply(ctx, c.Client, id, installer.FieldOwner); err != nil {
+	if err := cluster.Apply(ctx, c.Client, id, cluster.FieldOwner); err != nil {
 		return c.Explain(err, "applying the Identity")
 	}
 	return nil

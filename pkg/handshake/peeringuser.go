@@ -23,7 +23,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/installer"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
@@ -94,7 +93,7 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 	pu := &PeeringUser{ConsumerID: consumerID, User: user, Namespace: tn, Serial: cert.SerialNumber.Text(16), NotAfter: cert.NotAfter}
 	for _, obj := range access.ForgePeeringUserAccess(p.Namespace, tn, consumerID, user) {
 		obj.SetAnnotations(map[string]string{wire.PeeringUserExpiresAnnotation: pu.NotAfter.UTC().Format(time.RFC3339), wire.PeeringUserSerialAnnotation: pu.Serial})
-		if err := installer.Apply(ctx, p.Client, obj, installer.FieldOwner); err != nil {
+		if err := cluster.Apply(ctx, p.Client, obj, cluster.FieldOwner); err != nil {
 			return nil, p.Explain(err, "granting the peering user its permissions")
 		}
 	}

@@ -24,7 +24,7 @@ const helmReleaseAnnotation = "meta.helm.sh/release-name"
 
 // ourManagers are the field managers of this project, and those of the API server itself
 // (a CRD's status).
-var ourManagers = []string{FieldOwner, access.ManagerName, "kube-apiserver"}
+var ourManagers = []string{cluster.FieldOwner, access.ManagerName, "kube-apiserver"}
 
 // ForeignOwner says who, other than this project, manages an existing object: "" when it
 // is this project's. An object carries this project's managed-by label when liqoctl

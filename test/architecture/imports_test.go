@@ -49,8 +49,8 @@ func TestRoomsImportOnlyBelowThem(t *testing.T) {
 		{"pkg/cluster", []string{"pkg/controllers", "pkg/handshake", "pkg/cli", "pkg/installer", "pkg/authmanager", "pkg/revocation"}, "a cluster's own state"},
 		{"pkg/issuer", []string{"pkg/controllers", "pkg/handshake", "pkg/cli", "pkg/authmanager"}, "a library"},
 		{"pkg/controllers/", []string{"pkg/handshake", "pkg/cli", "pkg/authmanager", "pkg/cmd", "pkg/installer"}, "controllers know nothing of the CLI"},
-		{"pkg/handshake", []string{"pkg/controllers", "pkg/cli", "pkg/authmanager", "pkg/cmd"}, "the CLI's steps run no controller"},
-		{"pkg/cli", []string{"pkg/controllers", "pkg/authmanager", "pkg/cmd"}, "kubectl's cmdutil for liqoctl"},
+		{"pkg/handshake", []string{"pkg/controllers", "pkg/cli", "pkg/authmanager", "pkg/cmd", "pkg/installer"}, "the CLI's steps run no controller"},
+		{"pkg/cli", []string{"pkg/controllers", "pkg/authmanager", "pkg/cmd", "pkg/installer"}, "kubectl's cmdutil for liqoctl"},
 	}
 	for _, r := range rules {
 		for pkg, imps := range got {

@@ -166,7 +166,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if o.WithManager {
 		for _, obj := range installer.ForgeManagerObjects(o.install.Namespace, o.ManagerImage, nil) {
-			if err := installer.Apply(ctx, s.Client, obj, installer.FieldOwner); err != nil {
+			if err := cluster.Apply(ctx, s.Client, obj, cluster.FieldOwner); err != nil {
 				return err
 			}
 		}
