@@ -8,6 +8,7 @@ package designation
 import (
 	"context"
 	"fmt"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +37,14 @@ type Reconciler struct {
 	Live          client.Reader
 	LiqoNamespace string
 	Recorder      events.EventRecorder
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 }
+
+// Grace is how long a namespace made with the tenant labels is left to the liqoctl that
+// made it, which records it right after creating it, before this controller designates it:
+// racing liqoctl would only double the writes of every handshake.
+const Grace = 2 * time.Second
 
 // SetupWithManager registers the reconciler for namespaces labelled as tenant
 // namespaces, and for the records that name them.
@@ -74,6 +82,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if rec != nil && rec.Namespace == ns.Name && rec.NamespaceUID == ns.UID {
 		return ctrl.Result{}, nil // recorded already, by liqoctl or by this controller
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	if age := now().Sub(ns.CreationTimestamp.Time); age < Grace {
+		return ctrl.Result{RequeueAfter: Grace - age}, nil
 	}
 	// liqoctl records the namespaces it makes right after making them: the cache may
 	// not show it yet.
