@@ -191,7 +191,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if err := o.Scope.Follow(ctx, mgr.GetCache()); err != nil {
 			return err
 		}
-		c = liveWhenStripped{Client: c, live: reader, scope: o.Scope}
+		c = liveWhenStripped{Client: c, live: reader}
 	}
 	rec := common.ShortNotes(mgr.GetEventRecorder(access.ManagerName))
 	placement := common.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
@@ -276,17 +276,18 @@ func APIServerFrom(stored cluster.Config, cfg *rest.Config, url string, ca []byt
 // cached a moment before its record), is read live.
 type liveWhenStripped struct {
 	client.Client
-	live  client.Reader
-	scope *CacheScope
+	live client.Reader
 }
 
 // Get reads through the cache, and live when the cache kept a Secret the controllers may
-// use without its content.
+// use without its content. Whether the scope knows the namespace as recorded yet does not
+// matter: it follows the records a moment behind the controllers' placement check, and a
+// nonce read stripped would look empty, and be filled again under the consumer's signature.
 func (c liveWhenStripped) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	if s, ok := obj.(*corev1.Secret); ok && Stripped(s) && secretNamed(s.Name) && c.scope.recorded(s.Namespace) {
+	if s, ok := obj.(*corev1.Secret); ok && Stripped(s) && secretNamed(s.Name) {
 		return c.live.Get(ctx, key, obj, opts...)
 	}
 	return nil
