@@ -23,6 +23,32 @@ func admissionType(kind string) metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind}
 }
 
+// creates and updates matches the creates and updates of resources of group at version.
+func createsAndUpdates(group, version string, resources ...string) *admissionregistrationv1.MatchResources {
+	return &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: resources},
+		},
+	}}}
+}
+
+// denyingPolicy is the ValidatingAdmissionPolicy name, failing closed, that checks
+// validations on the requests match and conditions select, and the binding that makes
+// its failures deny.
+func denyingPolicy(name string, match *admissionregistrationv1.MatchResources, conditions []admissionregistrationv1.MatchCondition,
+	validations []admissionregistrationv1.Validation) []client.Object {
+	meta := metav1.ObjectMeta{Name: name, Labels: wire.ManagedLabels()}
+	return []client.Object{
+		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: admissionType("ValidatingAdmissionPolicy"), ObjectMeta: meta,
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: match, MatchConditions: conditions, Validations: validations}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: admissionType("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
+	}
+}
+
 // ForgeCreatorPolicies are the admission policies that record who created a tenant
 // namespace. A namespace's labels are the protocol's wire format, which anyone who may
 // create a namespace can set: the API server's own record of the creator lets this
@@ -42,7 +68,7 @@ func ForgeCreatorPolicies() []client.Object {
 		return "(has(" + obj + ".metadata.annotations) && '" + key + "' in " + obj + ".metadata.annotations ? " + obj + ".metadata.annotations['" + key + "'] : '')"
 	}
 	groups := "(has(request.userInfo.groups) ? request.userInfo.groups.join(',') : '')"
-	return []client.Object{
+	return append([]client.Object{
 		&admissionregistrationv1.MutatingAdmissionPolicy{TypeMeta: admissionType("MutatingAdmissionPolicy"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 				FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
@@ -56,22 +82,13 @@ func ForgeCreatorPolicies() []client.Object {
 			}},
 		&admissionregistrationv1.MutatingAdmissionPolicyBinding{TypeMeta: admissionType("MutatingAdmissionPolicyBinding"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: CreatorPolicyName}},
-		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: admissionType("ValidatingAdmissionPolicy"), ObjectMeta: meta,
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-				FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-				MatchConstraints: namespaces(admissionregistrationv1.Create, admissionregistrationv1.Update),
-				Validations: []admissionregistrationv1.Validation{
-					{Expression: "request.operation != 'CREATE' || " + annotation("object", wire.CreatedByAnnotation) + " in ['', request.userInfo.username]",
-						Message: wire.CreatedByAnnotation + " is written by the API server: it names who creates the namespace"},
-					{Expression: "request.operation != 'CREATE' || " + annotation("object", wire.CreatedByGroupsAnnotation) + " in ['', " + groups + "]",
-						Message: wire.CreatedByGroupsAnnotation + " is written by the API server: it names the groups of who creates the namespace"},
-					{Expression: "request.operation != 'UPDATE' || (" + annotation("object", wire.CreatedByAnnotation) + " == " + annotation("oldObject", wire.CreatedByAnnotation) +
-						" && " + annotation("object", wire.CreatedByGroupsAnnotation) + " == " + annotation("oldObject", wire.CreatedByGroupsAnnotation) + ")",
-						Message: "who created a namespace does not change"},
-				},
-			}},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: admissionType("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: CreatorPolicyName,
-				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
-	}
+	}, denyingPolicy(CreatorPolicyName, namespaces(admissionregistrationv1.Create, admissionregistrationv1.Update), nil, []admissionregistrationv1.Validation{
+		{Expression: "request.operation != 'CREATE' || " + annotation("object", wire.CreatedByAnnotation) + " in ['', request.userInfo.username]",
+			Message: wire.CreatedByAnnotation + " is written by the API server: it names who creates the namespace"},
+		{Expression: "request.operation != 'CREATE' || " + annotation("object", wire.CreatedByGroupsAnnotation) + " in ['', " + groups + "]",
+			Message: wire.CreatedByGroupsAnnotation + " is written by the API server: it names the groups of who creates the namespace"},
+		{Expression: "request.operation != 'UPDATE' || (" + annotation("object", wire.CreatedByAnnotation) + " == " + annotation("oldObject", wire.CreatedByAnnotation) +
+			" && " + annotation("object", wire.CreatedByGroupsAnnotation) + " == " + annotation("oldObject", wire.CreatedByGroupsAnnotation) + ")",
+			Message: "who created a namespace does not change"},
+	})...)
 }

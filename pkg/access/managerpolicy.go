@@ -3,8 +3,6 @@ package access
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -32,39 +30,24 @@ func ManagerUser(ns string) string { return "system:serviceaccount:" + ns + ":" 
 // refused; one that is compromised still chooses the user name of its own requests (CEL
 // cannot read the request's subject), as docs/security.md says.
 func ForgeManagerPolicy(ns string) []client.Object {
-	meta := metav1.ObjectMeta{Name: ManagerPolicyName, Labels: wire.ManagedLabels()}
 	ours := "has(object.metadata.labels) && object.metadata.labels['" + wire.ManagedByLabel + "'] == '" + wire.ManagedByValue + "' && '" + wire.TenantUIDLabel + "' in object.metadata.labels"
-	return append([]client.Object{
-		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: admissionType("ValidatingAdmissionPolicy"), ObjectMeta: meta,
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-						Rule: admissionregistrationv1.Rule{APIGroups: []string{certificatesv1.GroupName}, APIVersions: []string{"*"},
-							Resources: []string{"certificatesigningrequests", "certificatesigningrequests/approval"}},
-					},
-				}}},
-				MatchConditions: []admissionregistrationv1.MatchCondition{{
-					Name: "liqo-auth-manager", Expression: "request.userInfo.username == '" + ManagerUser(ns) + "'",
-				}},
-				Validations: []admissionregistrationv1.Validation{
-					{Expression: "object.spec.signerName == '" + certificatesv1.KubeAPIServerClientSignerName + "'",
-						Message: "liqo-auth-manager handles requests for the signer " + certificatesv1.KubeAPIServerClientSignerName + " only"},
-					{Expression: ours,
-						Message: "liqo-auth-manager handles only requests labelled " + wire.ManagedByLabel + "=" + wire.ManagedByValue + " with a " + wire.TenantUIDLabel},
-					{Expression: "request.subResource != 'approval' || object.spec.username == request.userInfo.username",
-						Message: "liqo-auth-manager approves only the requests it made itself"},
-					{Expression: "has(object.spec.expirationSeconds)",
-						Message: "liqo-auth-manager's requests carry an explicit lifetime"},
-					{Expression: "has(object.spec.usages) && object.spec.usages.all(u, u in ['digital signature', 'key encipherment', 'client auth'])",
-						Message: "liqo-auth-manager's requests are for client certificates only"},
-				},
-			}},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: admissionType("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: ManagerPolicyName,
-				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
-	}, forgeManagerBindingPolicy(ns)...)
+	return append(denyingPolicy(ManagerPolicyName,
+		createsAndUpdates(certificatesv1.GroupName, "*", "certificatesigningrequests", "certificatesigningrequests/approval"),
+		[]admissionregistrationv1.MatchCondition{{
+			Name: "liqo-auth-manager", Expression: "request.userInfo.username == '" + ManagerUser(ns) + "'",
+		}},
+		[]admissionregistrationv1.Validation{
+			{Expression: "object.spec.signerName == '" + certificatesv1.KubeAPIServerClientSignerName + "'",
+				Message: "liqo-auth-manager handles requests for the signer " + certificatesv1.KubeAPIServerClientSignerName + " only"},
+			{Expression: ours,
+				Message: "liqo-auth-manager handles only requests labelled " + wire.ManagedByLabel + "=" + wire.ManagedByValue + " with a " + wire.TenantUIDLabel},
+			{Expression: "request.subResource != 'approval' || object.spec.username == request.userInfo.username",
+				Message: "liqo-auth-manager approves only the requests it made itself"},
+			{Expression: "has(object.spec.expirationSeconds)",
+				Message: "liqo-auth-manager's requests carry an explicit lifetime"},
+			{Expression: "has(object.spec.usages) && object.spec.usages.all(u, u in ['digital signature', 'key encipherment', 'client auth'])",
+				Message: "liqo-auth-manager's requests are for client certificates only"},
+		}), forgeManagerBindingPolicy(ns)...)
 }
 
 // forgeManagerBindingPolicy bounds the RoleBindings the manager's ServiceAccount creates
@@ -72,31 +55,16 @@ func ForgeManagerPolicy(ns string) []client.Object {
 // made): only in namespaces labelled as tenant namespaces, and its own binding only in
 // liqo-tenant-<id> whose creator the API server recorded.
 func forgeManagerBindingPolicy(ns string) []client.Object {
-	meta := metav1.ObjectMeta{Name: ManagerBindingPolicyName, Labels: wire.ManagedLabels()}
 	labels := "(has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})"
 	annotations := "(has(namespaceObject.metadata.annotations) ? namespaceObject.metadata.annotations : {})"
-	return []client.Object{
-		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: admissionType("ValidatingAdmissionPolicy"), ObjectMeta: meta,
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"rbac.authorization.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"rolebindings"}},
-					},
-				}}},
-				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "liqo-auth-manager", Expression: "request.userInfo.username == '" + ManagerUser(ns) + "'"}},
-				Validations: []admissionregistrationv1.Validation{
-					{Expression: "'" + wire.TenantNamespaceLabel + "' in " + labels + " && " + labels + "['" + wire.TenantNamespaceLabel + "'] == 'true'",
-						Message: "liqo-auth-manager writes RoleBindings only in tenant namespaces"},
-					{Expression: "object.roleRef.name != '" + ManagerTenantRoleName + "' || (object.metadata.name == '" + ManagerName + "' && object.subjects.size() == 1 && object.subjects[0].kind == 'ServiceAccount' && " +
-						"object.subjects[0].name == '" + ManagerName + "' && object.subjects[0].namespace == '" + ns + "' && " +
-						"'" + wire.RemoteClusterIDLabel + "' in " + labels + " && namespaceObject.metadata.name == '" + wire.TenantNamespacePrefix + "' + " + labels + "['" + wire.RemoteClusterIDLabel + "'] && '" + wire.CreatedByAnnotation + "' in " + annotations + ")",
-						Message: "liqo-auth-manager binds " + ManagerTenantRoleName + " only to itself, in liqo-tenant-<id> namespaces whose creator the API server recorded"},
-				},
-			}},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: admissionType("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: ManagerBindingPolicyName,
-				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
-	}
+	return denyingPolicy(ManagerBindingPolicyName, createsAndUpdates("rbac.authorization.k8s.io", "*", "rolebindings"),
+		[]admissionregistrationv1.MatchCondition{{Name: "liqo-auth-manager", Expression: "request.userInfo.username == '" + ManagerUser(ns) + "'"}},
+		[]admissionregistrationv1.Validation{
+			{Expression: "'" + wire.TenantNamespaceLabel + "' in " + labels + " && " + labels + "['" + wire.TenantNamespaceLabel + "'] == 'true'",
+				Message: "liqo-auth-manager writes RoleBindings only in tenant namespaces"},
+			{Expression: "object.roleRef.name != '" + ManagerTenantRoleName + "' || (object.metadata.name == '" + ManagerName + "' && object.subjects.size() == 1 && object.subjects[0].kind == 'ServiceAccount' && " +
+				"object.subjects[0].name == '" + ManagerName + "' && object.subjects[0].namespace == '" + ns + "' && " +
+				"'" + wire.RemoteClusterIDLabel + "' in " + labels + " && namespaceObject.metadata.name == '" + wire.TenantNamespacePrefix + "' + " + labels + "['" + wire.RemoteClusterIDLabel + "'] && '" + wire.CreatedByAnnotation + "' in " + annotations + ")",
+				Message: "liqo-auth-manager binds " + ManagerTenantRoleName + " only to itself, in liqo-tenant-<id> namespaces whose creator the API server recorded"},
+		})
 }

@@ -4,7 +4,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -128,24 +127,7 @@ func peeringUserValidations() []admissionregistrationv1.Validation {
 // peering users create no Secret but a nonce: RBAC cannot restrict create to a name, and a
 // Secret created in a tenant namespace may be read by this cluster's controllers.
 func ForgePeeringUserPolicy() []client.Object {
-	meta := metav1.ObjectMeta{Name: PeeringUserPolicyName, Labels: wire.ManagedLabels()}
-	return []client.Object{
-		&admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: admissionType("ValidatingAdmissionPolicy"), ObjectMeta: meta,
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
-					},
-				}}},
-				MatchConditions: []admissionregistrationv1.MatchCondition{{
-					Name: "peering-user", Expression: "request.userInfo.username.startsWith('" + PeeringUserPrefix + "')",
-				}},
-				Validations: peeringUserValidations(),
-			}},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{TypeMeta: admissionType("ValidatingAdmissionPolicyBinding"), ObjectMeta: meta,
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: PeeringUserPolicyName,
-				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
-	}
+	return denyingPolicy(PeeringUserPolicyName, createsAndUpdates("", "v1", "secrets"), []admissionregistrationv1.MatchCondition{{
+		Name: "peering-user", Expression: "request.userInfo.username.startsWith('" + PeeringUserPrefix + "')",
+	}}, peeringUserValidations())
 }
