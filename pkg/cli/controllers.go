@@ -59,9 +59,14 @@ func (f *ControllersFlags) Validate() error {
 // Apply decides, for both sides of the pair, whether Liqo's controllers run there, and
 // says so on each side that runs them.
 func (f *ControllersFlags) Apply(ctx context.Context, p *handshake.Pair) error {
+	return f.apply(ctx, p.Consumer, p.Provider)
+}
+
+// apply decides, at once, whose controllers run on local and remote (either may be nil).
+func (f *ControllersFlags) apply(ctx context.Context, local, remote *handshake.Side) error {
 	var eg errgroup.Group
-	eg.Go(func() error { return ApplyControllers(ctx, p.Consumer, f.Local) })
-	eg.Go(func() error { return ApplyControllers(ctx, p.Provider, f.Remote) })
+	eg.Go(func() error { return ApplyControllers(ctx, local, f.Local) })
+	eg.Go(func() error { return ApplyControllers(ctx, remote, f.Remote) })
 	return eg.Wait()
 }
 

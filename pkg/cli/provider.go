@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -54,8 +53,5 @@ func (a *ProviderAccess) Connect(ctx context.Context, g *Global, local *handshak
 			return nil, err
 		}
 	}
-	var eg errgroup.Group
-	eg.Go(func() error { return ApplyControllers(ctx, local, a.Controllers.Local) })
-	eg.Go(func() error { return ApplyControllers(ctx, remote, a.Controllers.Remote) })
-	return remote, eg.Wait()
+	return remote, a.Controllers.apply(ctx, local, remote)
 }

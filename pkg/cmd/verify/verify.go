@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -99,7 +100,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if remote != nil {
 		// The other direction, when the remote cluster is also a consumer of this one.
-		if back, err := v.providers(ctx, remote); err == nil && contains(back, local.ClusterID) {
+		if back, err := v.providers(ctx, remote); err == nil && slices.Contains(back, local.ClusterID) {
 			r.Peers = append(r.Peers, v.verify(ctx, remote, local.ClusterID, local))
 		}
 	}
@@ -116,15 +117,6 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	return r.Err()
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // render prints one line per check.
