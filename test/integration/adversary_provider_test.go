@@ -163,11 +163,14 @@ func TestAdversarialTenants(t *testing.T) {
 		})
 		// The consumed nonce stays (Liqo's consumer presents it again after Liqo's
 		// unauthenticate). Another key signing it, in a re-created Tenant, is refused.
+		// Acting as the weakest principal that could try it: one allowed to write Tenants
+		// in that tenant namespace (as a peering user of that consumer is).
+		writer := principal(t, p, "tenant-writer-replay", ns, rule("authentication.liqo.io", "tenants", "create", "get", "delete"))
 		mallory := newAttacker(t, a.id)
 		stolen := mallory.honestTenant(t, ns, nonce)
-		require.NoError(t, p.client.Create(ctx, stolen))
+		require.NoError(t, writer.Create(ctx, stolen))
 		expectRefused(t, p, stolen, string(authv1beta1.ReasonNonceConsumed))
-		require.NoError(t, p.client.Delete(ctx, stolen))
+		require.NoError(t, writer.Delete(ctx, stolen))
 		eventually(t, 10*time.Second, "the refused Tenant is gone", func(ctx context.Context) (bool, error) {
 			return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(stolen), stolen)), nil
 		})
