@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -146,6 +147,9 @@ func run() error {
 		return err
 	}
 	f.opts.Scope = authmanager.NewCacheScope(f.opts.Namespace)
+	if f.metricsAddr != "0" {
+		f.opts.Metrics = ctrlmetrics.Registry
+	}
 	if f.opts.Role.Has(authmanager.Provider) {
 		var ca []byte
 		if f.apiServerCAFile != "" {

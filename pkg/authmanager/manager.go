@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewfollower"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
+	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 )
 
 // Defaults of the provider side.
@@ -74,6 +76,10 @@ type Options struct {
 	// MaxSlicesPerTenant bounds how many ResourceSlices a tenant may hold
 	// (providerslice.DefaultMaxPerTenant when 0).
 	MaxSlicesPerTenant int
+	// Metrics, when set, is where Setup registers the metrics of the controllers (the
+	// manager's metrics endpoint serves controller-runtime's metrics.Registry). The
+	// controllers liqoctl runs for one command leave it nil: nothing would scrape them.
+	Metrics prometheus.Registerer
 	// Scope is the CacheScope the manager's cache was made with (CacheOptions): Setup
 	// fills it and keeps it in step. Nil when the cache keeps everything whole.
 	Scope *CacheScope
@@ -193,6 +199,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		c = liveWhenStripped{Client: c, live: reader}
 	}
+	var counters *metrics.Metrics
+	if o.Metrics != nil {
+		counters = metrics.New()
+		if err := counters.Register(o.Metrics, mgr.GetCache(), o.ClusterID, o.Role.Has(Provider), o.Role.Has(Consumer), time.Now); err != nil {
+			return fmt.Errorf("registering the metrics: %w", err)
+		}
+	}
 	rec := common.ShortNotes(mgr.GetEventRecorder(access.ManagerName))
 	placement := common.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
@@ -212,9 +225,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		setups = append(setups,
 			&noncecreator.Reconciler{Client: c, Placement: placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
-			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self},
+			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self, Metrics: counters},
 			&renewanswer.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID},
-			&providerslice.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID,
+			&providerslice.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID, Metrics: counters,
 				Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
 				Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout}})
 	}

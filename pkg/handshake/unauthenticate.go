@@ -46,9 +46,28 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 		c.Report.Warn("%v: the revocation is proven without it", err)
 	}
 	p.consumerIdentity = cred
+	if err := RemoveIdentity(ctx, c, pr.ClusterID); err != nil {
+		return err
+	}
+	pTN := tenantNamespaceOrDefault(ctx, pr, c.ClusterID)
+	if err := RemoveTenant(ctx, pr, c.ClusterID); err != nil {
+		return err
+	}
+	if deleteNamespaces {
+		if err := p.deleteTenantNamespaces(ctx, cTN, pTN); err != nil {
+			return err
+		}
+	}
+	return p.VerifyRevoked(ctx, pTN)
+}
+
+// RemoveIdentity removes, on consumer c, the control-plane Identity it holds on provider
+// providerID, its kubeconfig and the signed nonce.
+func RemoveIdentity(ctx context.Context, c *Side, providerID string) error {
+	cTN := tenantNamespaceOrDefault(ctx, c, providerID)
 	for _, obj := range []client.Object{
-		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.IdentityName(pr.ClusterID)}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.KubeconfigSecretName(wire.IdentityName(pr.ClusterID))}},
+		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.IdentityName(providerID)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.KubeconfigSecretName(wire.IdentityName(providerID))}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.SignedNonceSecretName}},
 	} {
 		if err := deleteIgnoringAbsence(ctx, c.Client, obj); err != nil {
@@ -56,9 +75,15 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 		}
 	}
 	c.Report.Info("Identity, kubeconfig and signed nonce removed")
+	return nil
+}
 
-	pTN := tenantNamespaceOrDefault(ctx, pr, c.ClusterID)
-	t := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: c.ClusterID}}
+// RemoveTenant removes, on provider pr, the Tenant of consumer consumerID (its finalizer,
+// handled by pr's controllers, removes its bindings and requests), then what it may have
+// left: bindings, the nonce, the Renew and certificate requests.
+func RemoveTenant(ctx context.Context, pr *Side, consumerID string) error {
+	pTN := tenantNamespaceOrDefault(ctx, pr, consumerID)
+	t := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: consumerID}}
 	existed := true
 	if err := pr.Client.Delete(ctx, t); err != nil {
 		if !isAbsent(err) {
@@ -78,15 +103,15 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 	} else {
 		pr.Report.Info("No Tenant to delete")
 	}
-	leftovers := append(access.AccessObjects(pTN, c.ClusterID),
+	leftovers := append(access.AccessObjects(pTN, consumerID),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.NonceSecretName}},
 		&authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.IdentityName(pr.ClusterID)}})
-	csrLabels := client.MatchingLabels{wire.RemoteClusterIDLabel: c.ClusterID, wire.ManagedByLabel: wire.ManagedByValue}
+	csrLabels := client.MatchingLabels{wire.RemoteClusterIDLabel: consumerID, wire.ManagedByLabel: wire.ManagedByValue}
 	if pr.Controllers().Liqo() {
 		// Liqo's provider keeps its bindings, the certificate it issued and its
 		// CertificateSigningRequests, labelled with the consumer's cluster ID only.
-		leftovers = append(leftovers, access.LiqoAccessObjects(pTN, c.ClusterID)...)
-		csrLabels = client.MatchingLabels{wire.RemoteClusterIDLabel: c.ClusterID}
+		leftovers = append(leftovers, access.LiqoAccessObjects(pTN, consumerID)...)
+		csrLabels = client.MatchingLabels{wire.RemoteClusterIDLabel: consumerID}
 	}
 	// With credentials that may not delete them (a peering user), what the Tenant's
 	// finalizer removed is not checked again here: the proof below covers it.
@@ -99,13 +124,7 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 		return pr.Explain(err, "deleting leftover CertificateSigningRequests")
 	}
 	pr.Report.Info("Bindings, nonce and certificate requests removed")
-
-	if deleteNamespaces {
-		if err := p.deleteTenantNamespaces(ctx, cTN, pTN); err != nil {
-			return err
-		}
-	}
-	return p.VerifyRevoked(ctx, pTN)
+	return nil
 }
 
 // namespaceGone bounds the wait for a deleted tenant namespace to be gone: Kubernetes
@@ -156,7 +175,12 @@ func (p *Pair) deleteTenantNamespaces(ctx context.Context, cTN, pTN string) erro
 // or any other, and that no binding anywhere still names it; then it lists the
 // certificates that stay cryptographically valid, which Kubernetes cannot revoke.
 func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
-	pr, id := p.Provider, p.Consumer.ClusterID
+	return VerifyRevoked(ctx, p.Provider, p.Consumer.ClusterID, pTN, p.consumerIdentity, p.now())
+}
+
+// VerifyRevoked is Pair.VerifyRevoked on provider pr alone, for consumer id: cred, when
+// not nil, is the consumer's own credential, asked when pr's may not ask reviews.
+func VerifyRevoked(ctx context.Context, pr *Side, id, pTN string, cred *rest.Config, now time.Time) error {
 	rules := access.RevocationRules(id)
 	left, err := revocation.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, rules)
 	if apierrors.IsForbidden(err) {
@@ -164,11 +188,11 @@ func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 		switch {
 		case err == nil:
 			pr.Report.Warn("These credentials may not list the bindings of every namespace: the revocation is verified with SubjectAccessReviews only")
-		case apierrors.IsForbidden(err) && p.consumerIdentity != nil:
+		case apierrors.IsForbidden(err) && cred != nil:
 			// Nor may they ask SubjectAccessReviews (a peering user): ask the API server,
 			// with the consumer's own certificate, what that certificate may still do.
 			pr.Report.Info("These credentials may not ask SubjectAccessReviews: the consumer's own certificate asks instead")
-			left, err = selfAllowed(ctx, p.consumerIdentity, pTN, rules)
+			left, err = selfAllowed(ctx, cred, pTN, rules)
 		}
 	}
 	if err != nil {
@@ -179,13 +203,12 @@ func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 			ErrAccessNotRevoked, id, strings.Join(append(revocation.RevocationGroups(), id), ", "), strings.Join(left, "; "))
 	}
 	pr.Report.Info("Access revoked: verified")
-	return p.ReportValidCertificates(ctx)
+	return ReportValidCertificates(ctx, pr, id, now)
 }
 
-// ReportValidCertificates lists, from the provider's tenant record, the certificates issued
-// to the consumer that have not expired.
-func (p *Pair) ReportValidCertificates(ctx context.Context) error {
-	pr, id := p.Provider, p.Consumer.ClusterID
+// ReportValidCertificates lists, from provider pr's tenant record, the certificates issued
+// to consumer id that have not expired.
+func ReportValidCertificates(ctx context.Context, pr *Side, id string, now time.Time) error {
 	rec, err := cluster.GetTenantRecord(ctx, pr.Client, pr.Namespace, id)
 	if apierrors.IsForbidden(err) {
 		pr.Report.Warn("Cannot read the tenant record of %q with these credentials: the certificates still valid are not listed", id)
@@ -194,7 +217,7 @@ func (p *Pair) ReportValidCertificates(ctx context.Context) error {
 	if err != nil {
 		return pr.Explain(err, "reading the tenant record")
 	}
-	for _, c := range rec.Valid(p.now()) {
+	for _, c := range rec.Valid(now) {
 		if c.Slice != "" {
 			pr.Report.Warn("Certificate %s of ResourceSlice %s stays cryptographically valid until %s: it authorizes nothing now, but a new slice of that name for cluster ID %q would re-enable it until it expires",
 				c.Serial, c.Slice, c.NotAfter.UTC().Format(time.RFC3339), id)

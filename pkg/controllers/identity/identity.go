@@ -151,6 +151,9 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (c
 	}
 	id.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: wire.KubeconfigSecretName(id.Name)}
 	id.Status.CAFingerprint = caFP
+	if old := id.Status.Certificate; old != nil && old.SerialNumber != "" && old.SerialNumber != cert.SerialNumber.Text(16) {
+		id.Status.LastRenewal = &metav1.Time{Time: now.Truncate(time.Second)}
+	}
 	id.Status.Certificate = &authv1beta1.CertificateInfo{SerialNumber: cert.SerialNumber.Text(16),
 		NotBefore: ptr.To(metav1.NewTime(cert.NotBefore)), NotAfter: ptr.To(metav1.NewTime(cert.NotAfter))}
 	msg := fmt.Sprintf("kubeconfig %s for %s as user %q, certificate %s valid until %s", id.Status.KubeconfigSecretRef.Name,
@@ -292,5 +295,6 @@ func mergeMaps(dst, src map[string]string) map[string]string {
 func (r *Reconciler) refuse(id *authv1beta1.Identity, reason, msg string) {
 	if common.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, false, reason, msg, id.Generation) {
 		r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, reason, "WriteKubeconfig", "%s", msg)
+		id.Status.LastRefusal = &authv1beta1.Refusal{Reason: reason, Time: metav1.Time{Time: r.Now().Truncate(time.Second)}}
 	}
 }

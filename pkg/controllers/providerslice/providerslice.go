@@ -54,6 +54,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
+	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
@@ -96,7 +97,9 @@ type Reconciler struct {
 	ClusterID string
 	// Issuer has the slices' certificates signed.
 	Issuer *issuer.Issuer
-	Now    func() time.Time
+	// Metrics count the certificates issued, renewed and failed (nil: none).
+	Metrics *metrics.Metrics
+	Now     func() time.Time
 
 	// tenantLocks serializes the decisions of one tenant's slices, so that two slices
 	// decided at once cannot both fit in what is left of its limits.
@@ -178,6 +181,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !equality.Semantic.DeepEqual(before, &rs.Status) {
 		if err := r.Client.Status().Update(ctx, rs); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if now := rs.Status.Certificate; now != nil && (before.Certificate == nil || before.Certificate.SerialNumber != now.SerialNumber) {
+			outcome := metrics.OutcomeIssued
+			if before.Certificate != nil {
+				outcome = metrics.OutcomeRenewed
+			}
+			r.Metrics.Certificate(metrics.KindResourceSlice, outcome)
 		}
 	}
 	return res, nil
@@ -448,6 +458,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 	if is.Cert == nil {
 		if is.Reason != authv1beta1.ReasonCertificatePending {
 			r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, is.Reason, "IssueCertificate", "%s", is.Message)
+			r.Metrics.Certificate(metrics.KindResourceSlice, metrics.OutcomeFailed)
 		}
 		return ctrl.Result{RequeueAfter: max(is.RequeueAfter, 50*time.Millisecond)}, nil
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
+	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 )
 
 // Options configure the provider side of the handshake.
@@ -68,7 +69,9 @@ type Reconciler struct {
 	// Self is the identity the manager talks to the API server as: the only requester
 	// whose CertificateSigningRequests it approves.
 	Self authenticationv1.UserInfo
-	Now  func() time.Time
+	// Metrics count the handshakes decided and the certificates issued (nil: none).
+	Metrics *metrics.Metrics
+	Now     func() time.Time
 
 	issuerOnce sync.Once
 	iss        *issuer.Issuer
@@ -139,6 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if saved, err := common.SaveStatus(ctx, r.Client, t, !equality.Semantic.DeepEqual(before, &t.Status)); !saved || err != nil {
 		return ctrl.Result{}, err
 	}
+	r.count(before, &t.Status)
 	return res, r.afterStatus(ctx, t)
 }
 
@@ -239,6 +243,10 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 			r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, is.Reason, is.Message, evType)
 		} else if evType == corev1.EventTypeWarning {
 			r.Recorder.Eventf(t, nil, evType, is.Reason, "RenewCertificate", "%s", is.Message)
+			r.Metrics.Certificate(metrics.KindControlPlane, metrics.OutcomeFailed)
+			if t.Status.LastRefusal == nil || t.Status.LastRefusal.Reason != is.Reason {
+				r.noteRefusal(t, is.Reason)
+			}
 		}
 		return ctrl.Result{RequeueAfter: is.RequeueAfter}, nil
 	}
@@ -258,6 +266,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	reason := authv1beta1.ReasonCertificateIssued
 	if hasCert {
 		reason = authv1beta1.ReasonCertificateRenewed
+		t.Status.LastRenewal = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
 	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: r.Options.APIServer, CA: r.Options.CA, SignedCRT: is.PEM, ProxyURL: t.Spec.ProxyURL}
 	t.Status.Certificate = issuer.CertificateInfo(is.Cert, r.Options.RenewBefore)
@@ -369,8 +378,50 @@ func (r *Reconciler) refuse(t *authv1beta1.Tenant, err error) error {
 // setCondition sets a condition and, when it changed, records an Event of eventType for a
 // warning or a success ("" records none).
 func (r *Reconciler) setCondition(t *authv1beta1.Tenant, typ string, ok bool, reason, msg, eventType string) {
-	if common.SetCondition(&t.Status.Conditions, typ, ok, reason, msg, t.Generation) && eventType != "" && (eventType == corev1.EventTypeWarning || ok) {
+	if !common.SetCondition(&t.Status.Conditions, typ, ok, reason, msg, t.Generation) || eventType == "" {
+		return
+	}
+	if eventType == corev1.EventTypeWarning || ok {
 		r.Recorder.Eventf(t, nil, eventType, reason, typ, "%s", msg)
+	}
+	if eventType == corev1.EventTypeWarning && (typ == authv1beta1.ConditionAuthenticated || typ == authv1beta1.ConditionCertificateIssued) {
+		r.noteRefusal(t, reason)
+	}
+}
+
+// noteRefusal records in the status the last refusal of the handshake or a certificate.
+func (r *Reconciler) noteRefusal(t *authv1beta1.Tenant, reason string) {
+	t.Status.LastRefusal = &authv1beta1.Refusal{Reason: reason, Time: metav1.Time{Time: r.Now().Truncate(time.Second)}}
+}
+
+// notAFailure reports whether a reason of a False CertificateIssued is no failure to issue.
+func notAFailure(reason string) bool {
+	switch reason {
+	case authv1beta1.ReasonCertificatePending, authv1beta1.ReasonCordonedNoCertificate, authv1beta1.ReasonDrainedNoCertificate:
+		return true
+	}
+	return false
+}
+
+// count counts, once the status that says it is saved, a handshake decided (the
+// Authenticated condition changed) and a certificate published or failed.
+func (r *Reconciler) count(before, after *authv1beta1.TenantStatus) {
+	was := meta.FindStatusCondition(before.Conditions, authv1beta1.ConditionAuthenticated)
+	if c := meta.FindStatusCondition(after.Conditions, authv1beta1.ConditionAuthenticated); c != nil &&
+		(was == nil || was.Status != c.Status || was.Reason != c.Reason) {
+		r.Metrics.Handshake(c.Status == metav1.ConditionTrue, c.Reason)
+	}
+	if after.Certificate != nil && (before.Certificate == nil || before.Certificate.SerialNumber != after.Certificate.SerialNumber) {
+		outcome := metrics.OutcomeIssued
+		if c := meta.FindStatusCondition(after.Conditions, authv1beta1.ConditionCertificateIssued); c != nil && c.Reason == authv1beta1.ReasonCertificateRenewed {
+			outcome = metrics.OutcomeRenewed
+		}
+		r.Metrics.Certificate(metrics.KindControlPlane, outcome)
+	}
+	if c := meta.FindStatusCondition(after.Conditions, authv1beta1.ConditionCertificateIssued); c != nil && c.Status != metav1.ConditionTrue && !notAFailure(c.Reason) {
+		if was := meta.FindStatusCondition(before.Conditions, authv1beta1.ConditionCertificateIssued); was == nil || was.Reason != c.Reason {
+			r.Metrics.Certificate(metrics.KindControlPlane, metrics.OutcomeFailed)
+		}
 	}
 }
 

@@ -55,6 +55,14 @@ type CertificateInfo struct {
 	RenewAfter *metav1.Time `json:"renewAfter,omitempty"`
 }
 
+// Refusal is the last time a peer's credential was refused, and why.
+type Refusal struct {
+	// Reason is the machine-readable reason (that of the condition that refused it).
+	Reason string `json:"reason"`
+	// Time is when it was refused.
+	Time metav1.Time `json:"time"`
+}
+
 // Condition types shared by Tenant and Identity.
 const (
 	// ConditionReady is True when the handshake is complete and the credential usable.

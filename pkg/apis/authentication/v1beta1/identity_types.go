@@ -40,6 +40,10 @@ type IdentityStatus struct {
 	Certificate *CertificateInfo `json:"certificate,omitempty"`
 	// CAFingerprint is the fingerprint of the provider CA the kubeconfig trusts.
 	CAFingerprint string `json:"caFingerprint,omitempty"`
+	// LastRenewal is when the kubeconfig last took a certificate that replaced another.
+	LastRenewal *metav1.Time `json:"lastRenewal,omitempty"`
+	// LastRefusal is the last refusal of this Identity (its Ready condition), and why.
+	LastRefusal *Refusal `json:"lastRefusal,omitempty"`
 	// ObservedGeneration is the generation the status reflects.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions say whether the identity is usable, and why not.
@@ -55,6 +59,8 @@ type IdentityStatus struct {
 // +kubebuilder:printcolumn:name="KubeconfigSecret",type=string,JSONPath=`.status.kubeconfigSecretRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.certificate.notAfter`
+// +kubebuilder:printcolumn:name="Renewed",type=date,JSONPath=`.status.lastRenewal`
+// +kubebuilder:printcolumn:name="Refused",type=string,JSONPath=`.status.lastRefusal.reason`
 // +kubebuilder:printcolumn:name="Serial",type=string,JSONPath=`.status.certificate.serialNumber`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -102,6 +102,11 @@ type TenantStatus struct {
 	AcceptanceSeal []byte `json:"acceptanceSeal,omitempty"`
 	// Certificate describes the certificate currently published in AuthParams.
 	Certificate *CertificateInfo `json:"certificate,omitempty"`
+	// LastRenewal is when the provider last published a certificate that replaced
+	// another (not the first one).
+	LastRenewal *metav1.Time `json:"lastRenewal,omitempty"`
+	// LastRefusal is the last refusal of this tenant's handshake or certificate.
+	LastRefusal *Refusal `json:"lastRefusal,omitempty"`
 	// ObservedGeneration is the generation the status reflects.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions say whether the handshake is accepted, refused or pending, and why.
@@ -117,6 +122,8 @@ type TenantStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.certificate.notAfter`
+// +kubebuilder:printcolumn:name="Renewed",type=date,JSONPath=`.status.lastRenewal`
+// +kubebuilder:printcolumn:name="Refused",type=string,JSONPath=`.status.lastRefusal.reason`
 // +kubebuilder:printcolumn:name="Serial",type=string,JSONPath=`.status.certificate.serialNumber`,priority=1
 // +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.acceptedKeyFingerprint`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

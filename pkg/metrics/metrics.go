@@ -1,0 +1,251 @@
+// Package metrics is what liqo-auth-manager tells Prometheus about its peerings: counters
+// the controllers increment as they decide (handshakes accepted and refused, certificates
+// issued and renewed, renewals that failed), and gauges read from the manager's cache at
+// each scrape (certificate expiry and readiness per peer and slice, age of unused nonces).
+//
+// Who writes what the gauges read: Tenant and provider-side ResourceSlice status only the
+// manager (a tenant may read them, not write them); Identities the consumer's own
+// administrators; nonces the manager, or a peering user for its own. Label values are
+// cluster IDs and slice names, which the API schema bounds, and only objects this manager
+// accepted or created in a tenant namespace named for their peer are reported, so that no
+// namespace writer can add series.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+)
+
+// Names of the metrics, documented in docs/operations.md.
+const (
+	HandshakesName     = "liqo_auth_handshakes_total"
+	CertificatesName   = "liqo_auth_certificates_total"
+	ExpiryName         = "liqo_auth_certificate_expiry_timestamp_seconds"
+	ReadyName          = "liqo_auth_peer_ready"
+	NonceAgeName       = "liqo_auth_nonce_age_seconds"
+	ResultAccepted     = "accepted"
+	ResultRefused      = "refused"
+	OutcomeIssued      = "issued"
+	OutcomeRenewed     = "renewed"
+	OutcomeFailed      = "failed"
+	KindControlPlane   = "controlplane"
+	KindResourceSlice  = "resourceslice"
+	SideProvider       = "provider"
+	SideConsumer       = "consumer"
+	collectTimeout     = 5 * time.Second
+	unknownReasonLabel = "Unknown"
+)
+
+// Metrics are the counters of one manager. A nil *Metrics counts nothing: the controllers
+// that liqoctl runs for the length of one command serve no metrics.
+type Metrics struct {
+	handshakes   *prometheus.CounterVec
+	certificates *prometheus.CounterVec
+}
+
+// New returns the counters, registered with nothing yet.
+func New() *Metrics {
+	return &Metrics{
+		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: HandshakesName,
+			Help: "Handshakes the provider decided, by result (accepted, refused) and reason (the reason of the Tenant's Authenticated condition)."},
+			[]string{"result", "reason"}),
+		certificates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: CertificatesName,
+			Help: "Client certificates the provider issued for the first time, renewed, or failed to issue or renew, by kind (controlplane, resourceslice) and outcome (issued, renewed, failed)."},
+			[]string{"kind", "outcome"}),
+	}
+}
+
+// Handshake counts a decided handshake: accepted, or refused with reason.
+func (m *Metrics) Handshake(accepted bool, reason string) {
+	if m == nil {
+		return
+	}
+	result := ResultRefused
+	if accepted {
+		result = ResultAccepted
+	}
+	if reason == "" {
+		reason = unknownReasonLabel
+	}
+	m.handshakes.WithLabelValues(result, reason).Inc()
+}
+
+// Certificate counts a certificate of kind issued (renewed when it replaced one), or a
+// failure to issue or renew one.
+func (m *Metrics) Certificate(kind, outcome string) {
+	if m == nil {
+		return
+	}
+	m.certificates.WithLabelValues(kind, outcome).Inc()
+}
+
+// Register registers the counters and a collector of the gauges with reg. The gauges are
+// read from c, the manager's cache, at each scrape: as a provider (Tenants, the slices it
+// gave, its nonces) when provider is set, as a consumer (Identities) when consumer is.
+// Registering again in the same registry (several managers in one process) keeps the
+// first counters and adds nothing.
+func (m *Metrics) Register(reg prometheus.Registerer, c client.Reader, self string, provider, consumer bool, now func() time.Time) (err error) {
+	if m.handshakes, err = register(reg, m.handshakes); err != nil {
+		return err
+	}
+	if m.certificates, err = register(reg, m.certificates); err != nil {
+		return err
+	}
+	_, err = register(reg, prometheus.Collector(&gauges{reader: c, self: self, provider: provider, consumer: consumer, now: now}))
+	return err
+}
+
+// register registers col with reg, or returns the collector registered there already.
+func register[C prometheus.Collector](reg prometheus.Registerer, col C) (C, error) {
+	err := reg.Register(col)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return col, err
+}
+
+var (
+	expiryDesc = prometheus.NewDesc(ExpiryName,
+		"When the client certificate of a peering expires (Unix seconds): side is this cluster's (provider: it issued it; consumer: it holds it), peer the other cluster, kind controlplane or resourceslice, slice the ResourceSlice.",
+		[]string{"side", "peer", "kind", "slice"}, nil)
+	readyDesc = prometheus.NewDesc(ReadyName,
+		"1 when the peering's Ready condition is True (a Tenant on a provider, a control-plane Identity on a consumer), 0 otherwise.",
+		[]string{"side", "peer"}, nil)
+	nonceAgeDesc = prometheus.NewDesc(NonceAgeName,
+		"Age of a nonce this provider created that no handshake used yet, per consumer (seconds).",
+		[]string{"peer"}, nil)
+)
+
+// gauges reads the state of every peering from the cache at each scrape.
+type gauges struct {
+	reader             client.Reader
+	self               string
+	provider, consumer bool
+	now                func() time.Time
+}
+
+// Describe sends the descriptions of the gauges.
+func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- expiryDesc
+	ch <- readyDesc
+	ch <- nonceAgeDesc
+}
+
+// Collect reads the cache and sends one sample per peering, slice and unused nonce.
+func (g *gauges) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), collectTimeout)
+	defer cancel()
+	out := &emitter{ch: ch, seen: map[string]bool{}}
+	if g.provider {
+		g.collectProvider(ctx, out)
+	}
+	if g.consumer {
+		g.collectConsumer(ctx, out)
+	}
+}
+
+// emitter sends each series once: two objects that claim the same peer and slice (an
+// administrator's stray copy) must not fail the whole scrape with a duplicate.
+type emitter struct {
+	ch   chan<- prometheus.Metric
+	seen map[string]bool
+}
+
+func (e *emitter) emit(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+	key := d.String() + "\x00" + strings.Join(labels, "\x00")
+	if e.seen[key] {
+		return
+	}
+	e.seen[key] = true
+	e.ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
+}
+
+// ready is 1 when the Ready condition is True.
+func ready(conds []metav1.Condition) float64 {
+	for _, c := range conds {
+		if c.Type == authv1beta1.ConditionReady && c.Status == metav1.ConditionTrue {
+			return 1
+		}
+	}
+	return 0
+}
+
+func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
+	var tenants authv1beta1.TenantList
+	if err := g.reader.List(ctx, &tenants); err == nil {
+		for i := range tenants.Items {
+			t := &tenants.Items[i]
+			peer := string(t.Spec.ClusterID)
+			if peer == "" || t.Namespace != wire.TenantNamespaceName(peer) || t.Status.AcceptedKeyFingerprint == "" {
+				continue // not a tenant this provider accepted
+			}
+			out.emit(readyDesc, prometheus.GaugeValue, ready(t.Status.Conditions), SideProvider, peer)
+			if c := t.Status.Certificate; c != nil && c.NotAfter != nil {
+				out.emit(expiryDesc, prometheus.GaugeValue, float64(c.NotAfter.Unix()), SideProvider, peer, KindControlPlane, "")
+			}
+		}
+	}
+	var slices authv1beta1.ResourceSliceList
+	if err := g.reader.List(ctx, &slices); err == nil {
+		for i := range slices.Items {
+			rs := &slices.Items[i]
+			if rs.Spec.ProviderClusterID == nil || string(*rs.Spec.ProviderClusterID) != g.self || rs.Spec.ConsumerClusterID == nil {
+				continue
+			}
+			peer := string(*rs.Spec.ConsumerClusterID)
+			if c := rs.Status.Certificate; c != nil && c.NotAfter != nil && rs.Namespace == wire.TenantNamespaceName(peer) {
+				out.emit(expiryDesc, prometheus.GaugeValue, float64(c.NotAfter.Unix()), SideProvider, peer, KindResourceSlice, rs.Name)
+			}
+		}
+	}
+	var nonces corev1.SecretList
+	if err := g.reader.List(ctx, &nonces, client.MatchingLabels{wire.NonceLabel: "true"}); err == nil {
+		now := g.now()
+		for i := range nonces.Items {
+			s := &nonces.Items[i]
+			peer := s.Labels[wire.RemoteClusterIDLabel]
+			// A nonce the cache keeps stripped is outside the recorded tenant namespaces,
+			// and its annotations are not kept: it is not reported.
+			if peer == "" || s.Namespace != wire.TenantNamespaceName(peer) || s.Annotations[wire.NonceConsumedAtAnnotation] != "" || s.Annotations[wire.StrippedAnnotation] == "true" {
+				continue
+			}
+			out.emit(nonceAgeDesc, prometheus.GaugeValue, now.Sub(s.CreationTimestamp.Time).Seconds(), peer)
+		}
+	}
+}
+
+func (g *gauges) collectConsumer(ctx context.Context, out *emitter) {
+	var ids authv1beta1.IdentityList
+	if err := g.reader.List(ctx, &ids); err != nil {
+		return
+	}
+	for i := range ids.Items {
+		id := &ids.Items[i]
+		peer := string(id.Spec.ClusterID)
+		if peer == "" || id.Namespace != wire.TenantNamespaceName(peer) {
+			continue
+		}
+		kind, slice := KindControlPlane, ""
+		if id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
+			kind, slice = KindResourceSlice, id.Labels[wire.SliceNameLabel]
+		} else if id.Name == wire.IdentityName(peer) {
+			out.emit(readyDesc, prometheus.GaugeValue, ready(id.Status.Conditions), SideConsumer, peer)
+		}
+		if c := id.Status.Certificate; c != nil && c.NotAfter != nil {
+			out.emit(expiryDesc, prometheus.GaugeValue, float64(c.NotAfter.Unix()), SideConsumer, peer, kind, slice)
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/metrics"
+)
+
+// freeLoopbackAddr returns a loopback address with a port nothing listens on now.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// scrape reads a manager's metrics endpoint.
+func scrape(ctx context.Context, addr string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return string(body), err
+}
+
+// sample is the value of the series name{labels} in a scrape (ok false when absent): the
+// labels must be exactly those given.
+func sample(body, name string, labels ...string) (float64, bool) {
+	var pairs []string
+	for i := 0; i+1 < len(labels); i += 2 {
+		pairs = append(pairs, fmt.Sprintf("%s=%q", labels[i], labels[i+1]))
+	}
+	series := name
+	if len(pairs) > 0 {
+		series += "{" + strings.Join(pairs, ",") + "}"
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
+// waitSample waits until the series is present and cond holds on its value.
+func waitSample(t *testing.T, addr, what string, cond func(float64) bool, name string, labels ...string) string {
+	t.Helper()
+	var body string
+	eventuallyNoError(t, context.Background(), what, func(ctx context.Context) error {
+		var err error
+		if body, err = scrape(ctx, addr); err != nil {
+			return err
+		}
+		v, ok := sample(body, name, labels...)
+		if !ok || !cond(v) {
+			return fmt.Errorf("%s%v is %v (present: %v)", name, labels, v, ok)
+		}
+		return nil
+	})
+	return body
+}
+
+func atLeast(n float64) func(float64) bool { return func(v float64) bool { return v >= n } }
+
+// TestOperatingPeers covers what an operator watches after the join: the managers'
+// metrics, the status each side keeps per peer (last renewal, last refusal, and the
+// columns kubectl shows), and removing a peering when the other cluster is gone.
+func TestOperatingPeers(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	pAddr, cAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	// Certificates renewed 6 s after they are issued: the metrics and status see renewals.
+	startManager(t, provider, "--consumer=false", "--metrics-bind-address="+pAddr, "--certificate-lifetime=10m", "--renew-before=594s")
+	startManager(t, consumer, "--provider=false", "--metrics-bind-address="+cAddr)
+
+	// A nonce no handshake used yet is reported with its age.
+	mustCLI(t, "create", "nonce", "--kubeconfig", provider.cp.Kubeconfig, "--remote-cluster-id", "cl-later")
+	waitSample(t, pAddr, "the unused nonce's age", atLeast(0), metrics.NonceAgeName, "peer", "cl-later")
+
+	started := time.Now()
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	body := waitSample(t, pAddr, "the accepted handshake", atLeast(1), metrics.HandshakesName, "reason", authv1beta1.ReasonHandshakeAccepted, "result", metrics.ResultAccepted)
+	v, ok := sample(body, metrics.CertificatesName, "kind", metrics.KindControlPlane, "outcome", metrics.OutcomeIssued)
+	assert.True(t, ok && v >= 1, "issued certificates: %v", v)
+	waitSample(t, pAddr, "the tenant ready", func(v float64) bool { return v == 1 }, metrics.ReadyName, "peer", consumer.id, "side", metrics.SideProvider)
+	body = waitSample(t, pAddr, "the tenant's certificate expiry", atLeast(float64(started.Add(9*time.Minute).Unix())),
+		metrics.ExpiryName, "kind", metrics.KindControlPlane, "peer", consumer.id, "side", metrics.SideProvider, "slice", "")
+	v, _ = sample(body, metrics.ExpiryName, "kind", metrics.KindControlPlane, "peer", consumer.id, "side", metrics.SideProvider, "slice", "")
+	assert.LessOrEqual(t, v, float64(time.Now().Add(11*time.Minute).Unix()), "a 10-minute certificate")
+	_, ok = sample(body, metrics.NonceAgeName, "peer", consumer.id)
+	assert.False(t, ok, "the consumed nonce is no longer reported")
+	waitSample(t, cAddr, "the identity ready on the consumer", func(v float64) bool { return v == 1 }, metrics.ReadyName, "peer", provider.id, "side", metrics.SideConsumer)
+	waitSample(t, cAddr, "the identity's expiry on the consumer", atLeast(float64(started.Add(9*time.Minute).Unix())),
+		metrics.ExpiryName, "kind", metrics.KindControlPlane, "peer", provider.id, "side", metrics.SideConsumer, "slice", "")
+
+	// Renewals: counted, and the time of the last one is in the status on both sides.
+	waitSample(t, pAddr, "a renewal", atLeast(1), metrics.CertificatesName, "kind", metrics.KindControlPlane, "outcome", metrics.OutcomeRenewed)
+	pTN, cTN := wire.TenantNamespaceName(consumer.id), wire.TenantNamespaceName(provider.id)
+	eventuallyNoError(t, ctx, "the last renewal in both statuses", func(ctx context.Context) error {
+		var tn authv1beta1.Tenant
+		if err := provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: consumer.id}, &tn); err != nil {
+			return err
+		}
+		var id authv1beta1.Identity
+		if err := consumer.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(provider.id)}, &id); err != nil {
+			return err
+		}
+		if tn.Status.LastRenewal == nil || id.Status.LastRenewal == nil {
+			return fmt.Errorf("tenant %v, identity %v", tn.Status.LastRenewal, id.Status.LastRenewal)
+		}
+		return nil
+	})
+
+	// A refused handshake: counted by reason, and kept as the Tenant's last refusal.
+	later := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: wire.TenantNamespaceName("cl-later"), Name: "cl-later"},
+		Spec: authv1beta1.TenantSpec{ClusterID: "cl-later", PublicKey: []byte("not a key"), CSR: []byte("not a csr"), Signature: []byte("not a signature")}}
+	require.NoError(t, provider.client.Create(ctx, later))
+	var reason string
+	eventuallyNoError(t, ctx, "the refusal in the Tenant's status", func(ctx context.Context) error {
+		if err := provider.client.Get(ctx, client.ObjectKeyFromObject(later), later); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(later.Status.Conditions, authv1beta1.ConditionAuthenticated)
+		if c == nil || later.Status.LastRefusal == nil {
+			return fmt.Errorf("not refused yet: %+v", later.Status)
+		}
+		reason = c.Reason
+		if later.Status.LastRefusal.Reason != c.Reason {
+			return fmt.Errorf("last refusal %q, condition %q", later.Status.LastRefusal.Reason, c.Reason)
+		}
+		return nil
+	})
+	waitSample(t, pAddr, "the refusal counted", func(v float64) bool { return v == 1 }, metrics.HandshakesName, "reason", reason, "result", metrics.ResultRefused)
+
+	// kubectl shows them as columns.
+	if kubectl, err := exec.LookPath("kubectl"); err == nil {
+		out, err := exec.Command(kubectl, "--kubeconfig", provider.cp.Kubeconfig, "get", "tenants", "-A").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		lines := strings.Split(string(out), "\n")
+		assert.Regexp(t, `^NAMESPACE\s+NAME\s+CONDITION\s+READY\s+REASON\s+EXPIRES\s+RENEWED\s+REFUSED\s+AGE`, lines[0])
+		assert.Contains(t, string(out), reason)
+		out, err = exec.Command(kubectl, "--kubeconfig", consumer.cp.Kubeconfig, "get", "identities", "-A").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Regexp(t, `RENEWED\s+REFUSED`, string(out))
+	}
+
+	// The provider is unreachable: unauthenticate says how to clean this side only.
+	gone := filepath.Join(t.TempDir(), "gone.kubeconfig")
+	data, err := os.ReadFile(provider.cp.Kubeconfig)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(gone, []byte(strings.ReplaceAll(string(data), provider.cp.Config.Host, "https://"+freeLoopbackAddr(t))), 0o600))
+	_, _, err = runCLI(t, "unauthenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-kubeconfig", gone, "--timeout", "10s")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot reach the API server")
+	assert.Contains(t, err.Error(), "liqoctl unauthenticate --remote-cluster-id ID")
+	_, _, err = runCLI(t, "unauthenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-kubeconfig", gone, "--remote-cluster-id", provider.id)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "goes without --remote-kubeconfig")
+	_, _, err = runCLI(t, "unauthenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", consumer.id)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "this cluster's own ID")
+
+	// The consumer cleans its side alone, and is told what stays on the provider.
+	_, errOut := mustCLI(t, "unauthenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id)
+	assert.Contains(t, errOut, "Identity, kubeconfig and signed nonce removed")
+	assert.Contains(t, errOut, "Left on cluster cl-provider, as provider: the Tenant cl-consumer, its bindings; the certificate it issued to cl-consumer stays valid until")
+	assert.Contains(t, errOut, "runs there: liqoctl unauthenticate --remote-cluster-id cl-consumer")
+	err = consumer.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(provider.id)}, &authv1beta1.Identity{})
+	assert.True(t, apierrors.IsNotFound(err), "the Identity is gone: %v", err)
+	require.NoError(t, provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: consumer.id}, &authv1beta1.Tenant{}), "the provider was not touched")
+
+	// The provider's administrator does the same on its side: the Tenant goes, and the
+	// revocation is proven there.
+	_, errOut = mustCLI(t, "unauthenticate", "--kubeconfig", provider.cp.Kubeconfig, "--remote-cluster-id", consumer.id)
+	assert.Contains(t, errOut, "Tenant deleted")
+	assert.Contains(t, errOut, "Access revoked: verified")
+	assert.Contains(t, errOut, "Left on cluster cl-consumer, as consumer: the Identity controlplane-cl-provider")
+	err = provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: consumer.id}, &authv1beta1.Tenant{})
+	assert.True(t, apierrors.IsNotFound(err), "the Tenant is gone: %v", err)
+	_, ok = sample(waitSample(t, pAddr, "the nonce of cl-later still reported", atLeast(0), metrics.NonceAgeName, "peer", "cl-later"),
+		metrics.ReadyName, "peer", consumer.id, "side", metrics.SideProvider)
+	assert.False(t, ok, "a removed tenant is no longer reported")
+
+	// Run again, nothing is left: it says so and succeeds.
+	_, errOut = mustCLI(t, "unauthenticate", "--kubeconfig", provider.cp.Kubeconfig, "--remote-cluster-id", consumer.id, "--delete-namespaces")
+	assert.Contains(t, errOut, `No Identity, Tenant or ResourceSlice of cluster "cl-consumer" here`)
+	assert.Contains(t, errOut, "Tenant namespace "+pTN+" deleted")
+}
