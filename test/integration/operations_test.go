@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,7 @@ import (
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 )
 
@@ -163,6 +165,37 @@ func TestOperatingPeers(t *testing.T) {
 		return nil
 	})
 	waitSample(t, pAddr, "the refusal counted", func(v float64) bool { return v == 1 }, metrics.HandshakesName, "reason", reason, "result", metrics.ResultRefused)
+
+	// liqoctl info -o json: the documented schema, with the same status per peer.
+	out, _ := mustCLI(t, "info", "--kubeconfig", provider.cp.Kubeconfig, "-o", "json")
+	assert.NotContains(t, out, "null", "no null lists or fields")
+	var pr info.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &pr))
+	assert.Equal(t, info.SchemaVersion, pr.APIVersion)
+	assert.Equal(t, info.ManagerRunning, pr.Manager.State)
+	byCluster := map[string]info.Entry{}
+	for _, e := range pr.Tenants {
+		byCluster[e.Cluster] = e
+	}
+	require.Contains(t, byCluster, consumer.id)
+	assert.Equal(t, "Active", byCluster[consumer.id].State)
+	assert.True(t, byCluster[consumer.id].Ready)
+	assert.NotNil(t, byCluster[consumer.id].LastRenewal)
+	require.NotNil(t, byCluster["cl-later"].LastRefusal)
+	assert.Equal(t, reason, byCluster["cl-later"].LastRefusal.Reason)
+	assert.Equal(t, reason, byCluster["cl-later"].Reason)
+	require.NotEmpty(t, pr.Certificates)
+	assert.True(t, pr.Certificates[len(pr.Certificates)-1].Authorizes, "the tenant's access is granted")
+	assert.NotNil(t, pr.PeeringUsers)
+	out, _ = mustCLI(t, "info", "--kubeconfig", consumer.cp.Kubeconfig, "-o", "json")
+	assert.NotContains(t, out, "null")
+	var cr info.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &cr))
+	require.Len(t, cr.Identities, 1)
+	assert.Equal(t, info.Entry{Namespace: cTN, Cluster: provider.id, Type: "ControlPlane", State: "Valid", Ready: true, Reason: "KubeconfigReady",
+		Serial: cr.Identities[0].Serial, Expires: cr.Identities[0].Expires, LastRenewal: cr.Identities[0].LastRenewal}, cr.Identities[0])
+	assert.NotNil(t, cr.Identities[0].LastRenewal)
+	assert.Empty(t, cr.Tenants)
 
 	// kubectl shows them as columns.
 	if kubectl, err := exec.LookPath("kubectl"); err == nil {

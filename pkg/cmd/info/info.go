@@ -67,7 +67,7 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 func render(out io.Writer, r *Report) error {
-	fmt.Fprintf(out, "Cluster ID:  %s\nCluster key: %s\nManager:     %s\n", r.ClusterID, r.KeyFingerprint, r.Manager)
+	fmt.Fprintf(out, "Cluster ID:  %s\nCluster key: %s\nManager:     %s\n", r.ClusterID, r.KeyFingerprint, r.Manager.detail)
 	for _, sec := range []struct {
 		title   string
 		entries []Entry
@@ -78,17 +78,13 @@ func render(out io.Writer, r *Report) error {
 			continue
 		}
 		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(w, "  CLUSTER\tNAMESPACE\tSTATE\tREADY\tEXPIRES\tNEXT")
+		fmt.Fprintln(w, "  CLUSTER\tNAMESPACE\tSTATE\tREADY\tEXPIRES\tRENEWED\tREFUSED\tNEXT")
 		for _, e := range sec.entries {
-			exp := "-"
-			if e.Expires != nil {
-				exp = e.Expires.Format(time.RFC3339)
+			refused := "-"
+			if e.LastRefusal != nil {
+				refused = e.LastRefusal.Reason + " " + e.LastRefusal.Time.UTC().Format(time.RFC3339)
 			}
-			next := e.Next
-			if next == "" {
-				next = "-"
-			}
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%t\t%s\t%s\n", e.Cluster, e.Namespace, e.State, e.Ready, exp, next)
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", e.Cluster, e.Namespace, e.State, e.Ready, orDash(e.Expires), orDash(e.LastRenewal), refused, or(e.next, "-"))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -110,11 +106,7 @@ func render(out io.Writer, r *Report) error {
 		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(w, "  NAME\tROLE\tCLUSTER\tRESOURCES\tEXPIRES\tSTATE")
 		for _, rs := range r.ResourceSlices {
-			exp := "-"
-			if rs.Expires != nil {
-				exp = rs.Expires.Format(time.RFC3339)
-			}
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", rs.Name, rs.Role, rs.Cluster, rs.Resources, exp, rs.State)
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", rs.Name, rs.Role, rs.Cluster, rs.Resources, orDash(rs.Expires), or(rs.decision, rs.State))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -125,9 +117,25 @@ func render(out io.Writer, r *Report) error {
 		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(w, "  CLUSTER\tSERIAL\tEXPIRES\tAUTHORIZES")
 		for _, c := range r.Certificates {
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Cluster, c.Serial, c.Expires.Format(time.RFC3339), c.Authorizes)
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Cluster, c.Serial, c.Expires.Format(time.RFC3339), c.words)
 		}
 		return w.Flush()
 	}
 	return nil
+}
+
+// orDash is a time in RFC 3339, or "-".
+func orDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}
+
+// or is s, or def when s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -19,34 +19,58 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
+// SchemaVersion names the schema of liqoctl info -o json|yaml (docs/operations.md). Within
+// a version, fields are only added: every list is present (empty rather than null), and
+// every field is a value, a time (RFC 3339) or a reason; the sentences are the table's.
+const SchemaVersion = "info.liqo-auth.io/v1"
+
 // Report is what liqoctl info says about a cluster.
 type Report struct {
+	APIVersion     string  `json:"apiVersion"`
 	ClusterID      string  `json:"clusterID"`
 	KeyFingerprint string  `json:"keyFingerprint"`
-	Manager        string  `json:"manager"`
-	ManagerVersion string  `json:"managerVersion,omitempty"`
-	Tenants        []Entry `json:"tenants"`
-	Identities     []Entry `json:"identities"`
+	Manager        Manager `json:"manager"`
+	// Tenants are this cluster's consumers; Identities the providers it consumes.
+	Tenants    []Entry `json:"tenants"`
+	Identities []Entry `json:"identities"`
 	// Certificates are those this cluster, as a provider, issued and that have not
 	// expired: Kubernetes cannot revoke them, so they are listed until they expire.
-	Certificates []Certificate `json:"certificates,omitempty"`
+	Certificates []Certificate `json:"certificates"`
 	// PeeringUsers are those this cluster, as a provider, issued to consumers.
-	PeeringUsers []handshake.PeeringUser `json:"peeringUsers,omitempty"`
+	PeeringUsers []handshake.PeeringUser `json:"peeringUsers"`
 	// ResourceSlices are the slices this cluster asked of providers and those consumers
 	// asked of it.
-	ResourceSlices []Slice `json:"resourceSlices,omitempty"`
+	ResourceSlices []Slice `json:"resourceSlices"`
+}
+
+// States of the manager in Report.
+const (
+	ManagerRunning = "Running"
+	ManagerAbsent  = "Absent"
+	ManagerUnknown = "Unknown"
+)
+
+// Manager says whether a liqo-auth-manager runs for this cluster (holds its Lease).
+type Manager struct {
+	State   string `json:"state"`
+	Holder  string `json:"holder,omitempty"`
+	Version string `json:"version,omitempty"`
+	detail  string
 }
 
 // Slice is one ResourceSlice, asked of a provider (Role consumer) or given to a consumer
 // (Role provider).
 type Slice struct {
-	Name      string     `json:"name"`
-	Namespace string     `json:"namespace"`
-	Role      string     `json:"role"`
-	Cluster   string     `json:"cluster"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Role      string `json:"role"`
+	Cluster   string `json:"cluster"`
+	// State is Accepted, Denied or Pending; Reason the reason of a denial.
 	State     string     `json:"state"`
+	Reason    string     `json:"reason,omitempty"`
 	Resources string     `json:"resources"`
 	Expires   *time.Time `json:"expires,omitempty"`
+	decision  string
 }
 
 // Certificate is an unexpired client certificate this provider issued.
@@ -54,23 +78,37 @@ type Certificate struct {
 	Cluster        string    `json:"cluster"`
 	Serial         string    `json:"serial"`
 	KeyFingerprint string    `json:"keyFingerprint,omitempty"`
+	Slice          string    `json:"slice,omitempty"`
 	Expires        time.Time `json:"expires"`
-	Authorizes     string    `json:"authorizes"`
+	// Authorizes says whether it authorizes anything now: the tenant's access is granted
+	// (a slice's while the slice exists).
+	Authorizes bool `json:"authorizes"`
+	words      string
 }
 
 // Entry is one peer: a Tenant (a consumer of this cluster) or an Identity (a provider).
 type Entry struct {
-	Namespace string     `json:"namespace"`
-	Cluster   string     `json:"cluster"`
-	State     string     `json:"state"`
-	Ready     bool       `json:"ready"`
-	Serial    string     `json:"serial,omitempty"`
-	Expires   *time.Time `json:"expires,omitempty"`
-	Next      string     `json:"next,omitempty"`
+	Namespace string `json:"namespace"`
+	Cluster   string `json:"cluster"`
+	// Type is an Identity's (ControlPlane or ResourceSlice); empty for a Tenant.
+	Type string `json:"type,omitempty"`
+	// State is a Tenant's administrative state in force (Active, Cordoned, Drained), an
+	// Identity's Valid or Expired, or the step a half-done handshake waits at
+	// (NonceIssued, TenantGenerated).
+	State string `json:"state"`
+	Ready bool   `json:"ready"`
+	// Reason is the reason of the Ready condition ("" before any controller wrote it).
+	Reason      string               `json:"reason,omitempty"`
+	Serial      string               `json:"serial,omitempty"`
+	Expires     *time.Time           `json:"expires,omitempty"`
+	LastRenewal *time.Time           `json:"lastRenewal,omitempty"`
+	LastRefusal *authv1beta1.Refusal `json:"lastRefusal,omitempty"`
+	next        string
 }
 
 func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, error) {
-	r := &Report{ClusterID: s.ClusterID, Manager: "not running: the controllers run only inside liqoctl commands, and certificates are not renewed"}
+	r := &Report{APIVersion: SchemaVersion, ClusterID: s.ClusterID, Manager: Manager{State: ManagerAbsent, detail: "not running: the controllers run only inside liqoctl commands, and certificates are not renewed"},
+		Tenants: []Entry{}, Identities: []Entry{}, Certificates: []Certificate{}, ResourceSlices: []Slice{}}
 	key, err := s.ClusterKey(ctx)
 	if err != nil {
 		return nil, err
@@ -80,10 +118,9 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	}
 	switch running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, now); {
 	case err != nil:
-		r.Manager = fmt.Sprintf("unknown: its Lease %s/%s cannot be read: %v", s.Namespace, authmanager.LeaseName, err)
+		r.Manager = Manager{State: ManagerUnknown, detail: fmt.Sprintf("unknown: its Lease %s/%s cannot be read: %v", s.Namespace, authmanager.LeaseName, err)}
 	case running != nil:
-		r.Manager = fmt.Sprintf("running (%s), version %s", running.Holder, running.Version)
-		r.ManagerVersion = running.Version
+		r.Manager = Manager{State: ManagerRunning, Holder: running.Holder, Version: running.Version, detail: fmt.Sprintf("running (%s), version %s", running.Holder, running.Version)}
 		if skew := authmanager.VersionSkew(version.Get().Version, running.Version); skew != "" {
 			s.Report.Warn("%s", skew)
 		}
@@ -107,14 +144,17 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		seen["i/"+id.Namespace] = true
 		r.Identities = append(r.Identities, identityEntry(id, now))
 	}
+	if r.ResourceSlices, err = slices(ctx, s); err != nil {
+		return nil, err
+	}
 	if err := issued(ctx, s, r, tenants.Items, now); err != nil {
 		return nil, err
 	}
 	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s); err != nil {
 		return nil, err
 	}
-	if r.ResourceSlices, err = slices(ctx, s); err != nil {
-		return nil, err
+	if r.PeeringUsers == nil {
+		r.PeeringUsers = []handshake.PeeringUser{}
 	}
 	return r, halfDone(ctx, s, r, seen)
 }
@@ -122,25 +162,32 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 // issued lists the unexpired certificates of the tenant records, and whether a Tenant's
 // access makes them authorize anything now.
 func issued(ctx context.Context, s *handshake.Side, r *Report, tenants []authv1beta1.Tenant, now time.Time) error {
+	sliceExists := map[string]bool{}
+	for _, rs := range r.ResourceSlices {
+		if rs.Role == "provider" && rs.State == sliceAccepted {
+			sliceExists[rs.Namespace+"/"+rs.Name] = true
+		}
+	}
 	records, err := cluster.ListTenantRecords(ctx, s.Client, s.Namespace)
 	if err != nil {
 		return s.Explain(err, "reading the tenant records")
 	}
 	for _, rec := range records {
-		authorizes := fmt.Sprintf("nothing now; a new handshake for cluster ID %q would re-enable it until it expires", rec.RemoteID)
+		authorizes, granted := fmt.Sprintf("nothing now; a new handshake for cluster ID %q would re-enable it until it expires", rec.RemoteID), false
 		for i := range tenants {
 			t := &tenants[i]
 			if string(t.Spec.ClusterID) == rec.RemoteID && t.Namespace == rec.Namespace &&
 				meta.IsStatusConditionTrue(t.Status.Conditions, authv1beta1.ConditionAccessGranted) {
-				authorizes = fmt.Sprintf("the access of Tenant %s/%s (user %q)", t.Namespace, t.Name, rec.RemoteID)
+				authorizes, granted = fmt.Sprintf("the access of Tenant %s/%s (user %q)", t.Namespace, t.Name, rec.RemoteID), true
 			}
 		}
 		for _, c := range rec.Valid(now) {
-			words := authorizes
+			cert := Certificate{Cluster: rec.RemoteID, Serial: c.Serial, KeyFingerprint: c.KeyFingerprint, Slice: c.Slice, Expires: c.NotAfter.UTC(), Authorizes: granted, words: authorizes}
 			if c.Slice != "" {
-				words = fmt.Sprintf("what ResourceSlice %s/%s grants (user %q), while it exists", rec.Namespace, c.Slice, authn.SliceUserName(c.Slice, rec.RemoteID))
+				cert.words = fmt.Sprintf("what ResourceSlice %s/%s grants (user %q), while it exists", rec.Namespace, c.Slice, authn.SliceUserName(c.Slice, rec.RemoteID))
+				cert.Authorizes = sliceExists[rec.Namespace+"/"+c.Slice]
 			}
-			r.Certificates = append(r.Certificates, Certificate{Cluster: rec.RemoteID, Serial: c.Serial, KeyFingerprint: c.KeyFingerprint, Expires: c.NotAfter.UTC(), Authorizes: words})
+			r.Certificates = append(r.Certificates, cert)
 		}
 	}
 	return nil
@@ -153,17 +200,20 @@ func tenantEntry(t *authv1beta1.Tenant, now time.Time) Entry {
 	}
 	e, expired := entry(t.Namespace, string(t.Spec.ClusterID), string(state), t.Status.Conditions, t.Status.Certificate, now)
 	if expired {
-		e.Next = "the consumer's certificate expired: it must run liqoctl authenticate again"
+		e.next = "the consumer's certificate expired: it must run liqoctl authenticate again"
 	}
+	e.LastRenewal, e.LastRefusal = timeOf(t.Status.LastRenewal), t.Status.LastRefusal
 	return e
 }
 
 func identityEntry(id *authv1beta1.Identity, now time.Time) Entry {
-	e, expired := entry(id.Namespace, string(id.Spec.ClusterID), string(id.Spec.Type), id.Status.Conditions, id.Status.Certificate, now)
+	e, expired := entry(id.Namespace, string(id.Spec.ClusterID), identityValid, id.Status.Conditions, id.Status.Certificate, now)
+	e.Type = string(id.Spec.Type)
 	if expired {
-		e.Ready = false
-		e.Next = fmt.Sprintf("EXPIRED at %s: run liqoctl authenticate --remote-kubeconfig <provider> again", e.Expires.Format(time.RFC3339))
+		e.Ready, e.State = false, identityExpired
+		e.next = fmt.Sprintf("EXPIRED at %s: run liqoctl authenticate --remote-kubeconfig <provider> again", e.Expires.Format(time.RFC3339))
 	}
+	e.LastRenewal, e.LastRefusal = timeOf(id.Status.LastRenewal), id.Status.LastRefusal
 	return e
 }
 
@@ -171,6 +221,9 @@ func identityEntry(id *authv1beta1.Identity, now time.Time) Entry {
 // condition when it is not ready; expired says its certificate has expired.
 func entry(ns, cluster, state string, conds []metav1.Condition, cert *authv1beta1.CertificateInfo, now time.Time) (e Entry, expired bool) {
 	e = Entry{Namespace: ns, Cluster: cluster, State: state, Ready: meta.IsStatusConditionTrue(conds, authv1beta1.ConditionReady)}
+	if c := meta.FindStatusCondition(conds, authv1beta1.ConditionReady); c != nil {
+		e.Reason = c.Reason
+	}
 	if cert != nil {
 		e.Serial, e.Expires = cert.SerialNumber, timeOf(cert.NotAfter)
 	}
@@ -178,7 +231,7 @@ func entry(ns, cluster, state string, conds []metav1.Condition, cert *authv1beta
 		return e, true
 	}
 	if !e.Ready {
-		e.Next = conditionHint(conds)
+		e.next = conditionHint(conds)
 	}
 	return e, false
 }
@@ -201,10 +254,10 @@ func halfDone(ctx context.Context, s *handshake.Side, r *Report, seen map[string
 		switch {
 		case sec.Name == wire.NonceSecretName && sec.Labels[wire.NonceLabel] == "true" && !seen["t/"+sec.Namespace]:
 			r.Tenants = append(r.Tenants, Entry{Namespace: sec.Namespace, Cluster: remote, State: "NonceIssued",
-				Next: fmt.Sprintf("waiting for the consumer's Tenant: on %s, liqoctl generate tenant --remote-cluster-id %s --nonce <nonce>, then kubectl apply it here", remote, r.ClusterID)})
+				next: fmt.Sprintf("waiting for the consumer's Tenant: on %s, liqoctl generate tenant --remote-cluster-id %s --nonce <nonce>, then kubectl apply it here", remote, r.ClusterID)})
 		case sec.Name == wire.SignedNonceSecretName && sec.Labels[wire.SignedNonceLabel] == "true" && !seen["i/"+sec.Namespace]:
 			r.Identities = append(r.Identities, Entry{Namespace: sec.Namespace, Cluster: remote, State: "TenantGenerated",
-				Next: fmt.Sprintf("waiting for the provider's Identity: on %s, kubectl apply the Tenant and liqoctl generate identity --remote-cluster-id %s, then kubectl apply it here", remote, r.ClusterID)})
+				next: fmt.Sprintf("waiting for the provider's Identity: on %s, kubectl apply the Tenant and liqoctl generate identity --remote-cluster-id %s, then kubectl apply it here", remote, r.ClusterID)})
 		}
 	}
 	return nil
@@ -224,7 +277,7 @@ func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
 	if err := s.Client.List(ctx, &list); err != nil {
 		return nil, err
 	}
-	var out []Slice
+	out := []Slice{}
 	for i := range list.Items {
 		rs := &list.Items[i]
 		e := Slice{Name: rs.Name, Namespace: rs.Namespace, Resources: authv1beta1.FormatResources(rs.Spec.Resources), Expires: certExpiry(rs.Status.Certificate)}
@@ -241,17 +294,26 @@ func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
 		}
 		switch accepted, denied := authv1beta1.SliceVerdict(rs.Status.Conditions); {
 		case denied != nil:
-			e.State = "Denied: " + handshake.SliceDecision(rs)
+			e.State, e.Reason, e.decision = sliceDenied, denied.Reason, "Denied: "+handshake.SliceDecision(rs)
 		case accepted:
-			e.State = "Accepted"
+			e.State = sliceAccepted
 			e.Resources = authv1beta1.FormatResources(rs.Status.Resources)
 		default:
-			e.State = "Pending"
+			e.State = slicePending
 		}
 		out = append(out, e)
 	}
 	return out, nil
 }
+
+// States of an Identity, and of a ResourceSlice, in Report.
+const (
+	identityValid   = "Valid"
+	identityExpired = "Expired"
+	sliceAccepted   = "Accepted"
+	sliceDenied     = "Denied"
+	slicePending    = "Pending"
+)
 
 func certExpiry(c *authv1beta1.CertificateInfo) *time.Time {
 	if c == nil || c.NotAfter == nil {
