@@ -69,6 +69,8 @@ func parse(args []string) (*flags, error) {
 	fs.BoolVar(&f.opts.DisableDefaultSliceClass, "disable-default-resource-slice-class", false, "deny ResourceSlices of the default class")
 	fs.BoolVar(&f.opts.HonorNoHandshake, "honor-tolerate-no-handshake", false, "let a Tenant's authzPolicy TolerateNoHandshake skip the key match of its ResourceSlices (whoever may write the Tenant may set that policy)")
 	fs.IntVar(&f.opts.MaxSlicesPerTenant, "max-resource-slices-per-tenant", providerslice.DefaultMaxPerTenant, "how many ResourceSlices one tenant may hold; later ones are denied")
+	fs.DurationVar(&f.opts.PeerGoneAfter, "peer-gone-after", 0, "provider side: delete the Tenant and slices of a consumer that has not renewed its presence Lease for this long (0: never). Consumers renew it every --presence-interval while their liqo-auth-manager runs; Liqo's controllers and liqoctl alone do not")
+	fs.DurationVar(&f.opts.PresenceInterval, "presence-interval", 0, "consumer side: how often to renew this cluster's presence on each provider (default 1m)")
 	fs.BoolVar(&f.provider, "provider", true, "run the provider side")
 	fs.BoolVar(&f.consumer, "consumer", true, "run the consumer side")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas through the Lease liqo-auth-manager; without it, the manager still holds that Lease while no other manager does, so that liqoctl sees it")

@@ -79,10 +79,13 @@ func ForgeClusterWideRole() *rbacv1.ClusterRole {
 }
 
 // TenantReaderRules let a consumer read and watch exactly its own Tenant, to pick up
-// renewed certificates.
+// renewed certificates, and renew (never create nor delete) its presence Lease, which the
+// provider's manager creates when it collects consumers that are gone.
 func TenantReaderRules(tenantName string) []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"},
-		ResourceNames: []string{tenantName}, Verbs: []string{"get", "list", "watch"}}}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, ResourceNames: []string{tenantName}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{wire.PresenceLeaseName}, Verbs: []string{"get", "update", "patch"}},
+	}
 }
 
 // ManagerTenantRoleName is the ClusterRole that liqo-auth-manager holds in each tenant
@@ -143,6 +146,12 @@ func ManagerTenantRules() []rbacv1.PolicyRule {
 		// administrator put there.
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles"}, Verbs: []string{"bind"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"identities", "resourceslices"}, Verbs: []string{"create", "delete"}},
+		// Collecting a consumer that is gone (--peer-gone-after): its presence Lease, and
+		// its Tenant. Holding the consumer's rights on the Lease lets the manager grant them
+		// in the tenant's Role (RBAC refuses to create a Role with rules one does not hold).
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{wire.PresenceLeaseName}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, Verbs: []string{"delete"}},
 	}
 }
 

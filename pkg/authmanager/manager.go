@@ -30,6 +30,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncesigner"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/peergc"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/providerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewanswer"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewfollower"
@@ -64,8 +65,15 @@ type Options struct {
 	// Tenant configures the provider side.
 	Tenant tenant.Options
 	// WatchRenewals makes the consumer side follow its Tenants on the providers to pick up
-	// renewed certificates: for a long-running manager, not for a single command.
+	// renewed certificates, and renew its presence there: for a long-running manager, not
+	// for a single command.
 	WatchRenewals bool
+	// PresenceInterval is how often the consumer side renews its presence on each provider
+	// (renewfollower.DefaultPresenceInterval when 0).
+	PresenceInterval time.Duration
+	// PeerGoneAfter, when set, makes the provider side delete the Tenant (and slices) of a
+	// consumer that has not renewed its presence for that long.
+	PeerGoneAfter time.Duration
 	// SliceClasses are the ResourceSlice classes the provider offers besides the default
 	// one; DisableDefaultSliceClass denies the default class.
 	SliceClasses             []string
@@ -104,6 +112,9 @@ func (o *Options) Complete() error {
 	}
 	if o.Tenant.CertificateLifetime < MinCertificateLifetime {
 		return fmt.Errorf("the certificate lifetime %s is shorter than the %s the CertificateSigningRequest API accepts", o.Tenant.CertificateLifetime, MinCertificateLifetime)
+	}
+	if o.PeerGoneAfter < 0 || o.PresenceInterval < 0 {
+		return errors.New("the presence interval and the grace period of a consumer that is gone cannot be negative")
 	}
 	if o.Tenant.RenewBefore >= o.Tenant.CertificateLifetime {
 		return fmt.Errorf("renewing %s before expiry is not possible with a certificate lifetime of %s", o.Tenant.RenewBefore, o.Tenant.CertificateLifetime)
@@ -230,6 +241,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			&providerslice.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID, Metrics: counters,
 				Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
 				Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout}})
+		if o.PeerGoneAfter > 0 {
+			setups = append(setups, &peergc.Reconciler{Client: c, Live: reader, Placement: placement, Recorder: rec, GoneAfter: o.PeerGoneAfter})
+		}
 	}
 	if o.Role.Has(Consumer) {
 		setups = append(setups,
@@ -237,7 +251,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			&identity.Reconciler{Client: c, Placement: placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
 			&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key})
 		if o.WatchRenewals {
-			setups = append(setups, &renewfollower.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Key: o.Key})
+			setups = append(setups, &renewfollower.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Key: o.Key, PresenceInterval: o.PresenceInterval})
 		}
 	}
 	for _, s := range setups {

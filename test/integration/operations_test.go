@@ -17,14 +17,19 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/peergc"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 )
 
@@ -250,4 +255,67 @@ func TestOperatingPeers(t *testing.T) {
 	_, errOut = mustCLI(t, "unauthenticate", "--kubeconfig", provider.cp.Kubeconfig, "--remote-cluster-id", consumer.id, "--delete-namespaces")
 	assert.Contains(t, errOut, `No Identity, Tenant or ResourceSlice of cluster "cl-consumer" here`)
 	assert.Contains(t, errOut, "Tenant namespace "+pTN+" deleted")
+}
+
+// TestPeerGoneIsCollected: a provider whose administrator set --peer-gone-after keeps a
+// consumer while its manager renews its presence, and removes its Tenant and access once
+// it has been silent for that long. The consumer's identity may renew its own presence
+// Lease, and nothing else about Leases.
+func TestPeerGoneIsCollected(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	startManager(t, provider, "--consumer=false", "--peer-gone-after=6s")
+	cm := startManager(t, consumer, "--provider=false", "--presence-interval=1s")
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	joined := time.Now()
+	pTN := wire.TenantNamespaceName(consumer.id)
+	kc := kubeconfigOf(t, consumer, provider)
+
+	// Acting as the consumer's identity: renew its Lease, by name, and that is all.
+	assert.True(t, canI(t, kc, "update", "coordination.k8s.io", "leases", pTN, wire.PresenceLeaseName))
+	assert.True(t, canI(t, kc, "patch", "coordination.k8s.io", "leases", pTN, wire.PresenceLeaseName))
+	for _, tc := range []struct{ verb, ns, name string }{
+		{"create", pTN, ""}, {"delete", pTN, wire.PresenceLeaseName}, {"update", pTN, "another-lease"},
+		{"update", "kube-node-lease", wire.PresenceLeaseName}, {"list", pTN, ""},
+	} {
+		assert.False(t, canI(t, kc, tc.verb, "coordination.k8s.io", "leases", tc.ns, tc.name), "%s leases %s/%s", tc.verb, tc.ns, tc.name)
+	}
+
+	// Alive past the grace period: the consumer's manager renews the Lease.
+	tenantKey := client.ObjectKey{Namespace: pTN, Name: consumer.id}
+	eventuallyNoError(t, ctx, "the presence renewed past the grace period", func(ctx context.Context) error {
+		var lease coordinationv1.Lease
+		if err := provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.PresenceLeaseName}, &lease); err != nil {
+			return err
+		}
+		if err := provider.client.Get(ctx, tenantKey, &authv1beta1.Tenant{}); err != nil {
+			return fmt.Errorf("the Tenant of a live consumer: %w", err)
+		}
+		if lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Before(ptr.To(metav1.NewMicroTime(joined.Add(8*time.Second)))) {
+			return fmt.Errorf("renewed at %v", lease.Spec.RenewTime)
+		}
+		return nil
+	})
+
+	// The consumer goes away: after the grace period, its Tenant and access are gone.
+	cm.Stop()
+	eventuallyNoError(t, ctx, "the Tenant of the silent consumer deleted", func(ctx context.Context) error {
+		err := provider.client.Get(ctx, tenantKey, &authv1beta1.Tenant{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the Tenant is still there: %v", err)
+		}
+		return nil
+	})
+	assert.False(t, canI(t, kc, "get", "authentication.liqo.io", "tenants", pTN, consumer.id), "the access went with the Tenant")
+	assert.False(t, canI(t, kc, "create", "authentication.liqo.io", "resourceslices", pTN, ""))
+	var evs eventsv1.EventList
+	require.NoError(t, provider.client.List(ctx, &evs, client.InNamespace(pTN)))
+	found := false
+	for _, e := range evs.Items {
+		found = found || (e.Reason == peergc.ReasonPeerGone && strings.Contains(e.Note, "--peer-gone-after"))
+	}
+	assert.True(t, found, "a PeerGone Event says why")
+	rec, err := cluster.GetTenantRecord(ctx, provider.client, wire.DefaultLiqoNamespace, consumer.id)
+	require.NoError(t, err)
+	assert.NotNil(t, rec, "the tenant record, with the administrator's decisions, stays")
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -56,7 +57,10 @@ type Reconciler struct {
 	LiqoNamespace string
 	ClusterID     string
 	Key           crypto.Signer
-	Now           func() time.Time
+	// PresenceInterval is how often the consumer renews its presence Lease on each
+	// provider (DefaultPresenceInterval when 0).
+	PresenceInterval time.Duration
+	Now              func() time.Time
 
 	mu       sync.Mutex
 	ctx      context.Context
@@ -141,8 +145,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	wctx, cancel := context.WithCancel(r.ctx)
 	r.watchers[req.NamespacedName] = &watcher{kubeconfigHash: hash, cancel: cancel}
-	go r.watch(log.IntoContext(wctx, log.FromContext(ctx)), req.NamespacedName, cfg, ptr.Deref(id.Spec.Namespace, ""))
+	wctx = log.IntoContext(wctx, log.FromContext(ctx))
+	go r.watch(wctx, req.NamespacedName, cfg, ptr.Deref(id.Spec.Namespace, ""))
+	go r.renewPresence(wctx, cfg, ptr.Deref(id.Spec.Namespace, ""))
 	return ctrl.Result{}, nil
+}
+
+// DefaultPresenceInterval is how often a consumer renews its presence Lease on a provider.
+const DefaultPresenceInterval = time.Minute
+
+// renewPresence renews, with the identity itself, the consumer's presence Lease in its
+// tenant namespace ns on the provider until ctx ends. A provider that does not let it
+// (Liqo's controllers) is asked again ten intervals later; one that keeps no Lease (it does
+// not collect consumers that are gone) each interval, for it may start to.
+func (r *Reconciler) renewPresence(ctx context.Context, cfg *rest.Config, ns string) {
+	interval := r.PresenceInterval
+	if interval <= 0 {
+		interval = DefaultPresenceInterval
+	}
+	remote, err := client.New(cfg, client.Options{Scheme: r.Scheme})
+	if err != nil {
+		return
+	}
+	logger := log.FromContext(ctx).WithValues("lease", ns+"/"+wire.PresenceLeaseName)
+	for {
+		next := interval
+		lease := &coordinationv1.Lease{}
+		err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.PresenceLeaseName}, lease)
+		if err == nil {
+			orig := lease.DeepCopy()
+			lease.Spec.HolderIdentity = ptr.To(r.ClusterID)
+			lease.Spec.RenewTime = &metav1.MicroTime{Time: r.Now()}
+			err = remote.Patch(ctx, lease, client.MergeFrom(orig))
+		}
+		switch {
+		case apierrors.IsForbidden(err):
+			next = 10 * interval
+			logger.V(1).Info("the provider lets this consumer renew no presence Lease", "error", err.Error())
+		case apierrors.IsNotFound(err):
+			logger.V(1).Info("the provider keeps no presence Lease for this consumer (yet)")
+		case err != nil && ctx.Err() == nil:
+			logger.V(1).Info("renewing the presence Lease failed", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(next):
+		}
+	}
 }
 
 // restConfig builds the client configuration of an identity (common.ProviderConfig).

@@ -55,6 +55,10 @@ const (
 	// TenantReaderName is the Role and RoleBinding that let a consumer read its own Tenant
 	// (to pick up renewed certificates).
 	TenantReaderName = "liqo-tenant-reader"
+	// PresenceLeaseName is the Lease, in a consumer's tenant namespace on the provider,
+	// that the consumer's manager renews to say it is still there (the provider creates
+	// it; the consumer may only renew it).
+	PresenceLeaseName = "liqo-consumer-presence"
 
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedByValue = "liqo-auth"

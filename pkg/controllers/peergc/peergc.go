@@ -1,0 +1,147 @@
+// Package peergc is the provider controller that removes what a consumer that is gone left
+// behind, after a grace period its administrator sets (liqo-auth-manager
+// --peer-gone-after). For each accepted Tenant it creates a presence Lease
+// (wire.PresenceLeaseName) in the tenant namespace, which the consumer's manager renews
+// with its own identity; a Tenant whose consumer has not renewed it for the grace period
+// (counted from the acceptance when it never did) is deleted, with the slices given to
+// that consumer: their finalizers remove bindings and requests, as unauthenticate would.
+// The tenant record, with the administrator's decisions, stays.
+//
+// Who writes what it reads: the Tenant's status (acceptance time) only the manager; the
+// Lease the manager (creates it) and the consumer itself (renews it, by name; it may not
+// create or delete one). A consumer can only keep itself, not another tenant, alive, or
+// let itself be collected; a renewal time in the future counts as now. Consumers that do
+// not renew it (Liqo's controllers, or liqoctl without a manager) are collected too: the
+// controller runs only when the administrator asks for it.
+package peergc
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/liqo-auth/liqo-auth/pkg/access"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+)
+
+// ReasonPeerGone is the Event of a Tenant deleted because its consumer is gone.
+const ReasonPeerGone = "PeerGone"
+
+// Reconciler collects the Tenants of consumers that are gone.
+type Reconciler struct {
+	Client client.Client
+	// Live reads the presence Lease, which the manager does not cache.
+	Live      client.Reader
+	Placement common.Placement
+	Recorder  events.EventRecorder
+	// GoneAfter is the grace period: how long a consumer may stay silent.
+	GoneAfter time.Duration
+	Now       func() time.Time
+}
+
+// SetupWithManager registers the reconciler for Tenants.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return common.NewController(mgr, "peergc", access.Provider).
+		For(&authv1beta1.Tenant{}).
+		Complete(r)
+}
+
+// Reconcile keeps the presence Lease of one accepted Tenant and deletes the Tenant when its
+// consumer has been silent for longer than the grace period.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	t := &authv1beta1.Tenant{}
+	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if t.DeletionTimestamp != nil || t.Status.AcceptedAt == nil {
+		return ctrl.Result{}, nil
+	}
+	// A stray Tenant (misnamed, or outside its tenant namespace) caused nothing to collect.
+	if placed, err := r.placed(ctx, t); err != nil || !placed {
+		return ctrl.Result{}, err
+	}
+	now := r.Now()
+	last := t.Status.AcceptedAt.Time
+	lease := &coordinationv1.Lease{}
+	switch err := r.Live.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: wire.PresenceLeaseName}, lease); {
+	case apierrors.IsNotFound(err):
+		if err := r.createLease(ctx, t, now); err != nil {
+			return ctrl.Result{}, err
+		}
+	case err != nil:
+		return ctrl.Result{}, err
+	case lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(last):
+		last = lease.Spec.RenewTime.Time
+	}
+	if last.After(now) {
+		last = now // a renewal time in the future is no promise
+	}
+	if left := last.Add(r.GoneAfter).Sub(now); left > 0 {
+		return ctrl.Result{RequeueAfter: left + time.Second}, nil
+	}
+	return ctrl.Result{}, r.collect(ctx, t, last)
+}
+
+// createLease creates the presence Lease of an accepted Tenant, owned by it.
+func (r *Reconciler) createLease(ctx context.Context, t *authv1beta1.Tenant, now time.Time) error {
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: wire.PresenceLeaseName,
+			Labels: map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: string(t.Spec.ClusterID)}},
+		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To(int32(r.GoneAfter.Seconds()))},
+	}
+	if err := controllerutil.SetControllerReference(t, lease, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, lease); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the presence Lease: %w", err)
+	}
+	return nil
+}
+
+// collect deletes the Tenant of a consumer silent since last, and the slices given to it.
+func (r *Reconciler) collect(ctx context.Context, t *authv1beta1.Tenant, last time.Time) error {
+	var slices authv1beta1.ResourceSliceList
+	if err := r.Client.List(ctx, &slices, client.InNamespace(t.Namespace)); err != nil {
+		return err
+	}
+	for i := range slices.Items {
+		rs := &slices.Items[i]
+		if rs.Labels[wire.ReplicationStatusLabel] != "true" || rs.Spec.ConsumerClusterID == nil || *rs.Spec.ConsumerClusterID != t.Spec.ClusterID {
+			continue
+		}
+		if err := r.Client.Delete(ctx, rs); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting ResourceSlice %s of a consumer that is gone: %w", rs.Name, err)
+		}
+	}
+	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonPeerGone, "CollectTenant",
+		"consumer %q has not renewed its presence since %s, longer than the %s this provider waits (--peer-gone-after): its Tenant and slices are deleted; its tenant record stays",
+		t.Spec.ClusterID, last.UTC().Format(time.RFC3339), r.GoneAfter)
+	if err := r.Client.Delete(ctx, t, client.Preconditions{UID: &t.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting the Tenant of a consumer that is gone: %w", err)
+	}
+	return nil
+}
+
+// placed reports whether the Tenant is the one of its tenant namespace.
+func (r *Reconciler) placed(ctx context.Context, t *authv1beta1.Tenant) (bool, error) {
+	if t.Name != string(t.Spec.ClusterID) {
+		return false, nil
+	}
+	ok, _, err := r.Placement.Verify(ctx, t.Namespace, string(t.Spec.ClusterID))
+	return ok, err
+}
