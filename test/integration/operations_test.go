@@ -319,3 +319,36 @@ func TestPeerGoneIsCollected(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, rec, "the tenant record, with the administrator's decisions, stays")
 }
+
+// TestRenewNow: the provider's administrator renews a consumer's certificate ahead of
+// time; the consumer picks it up and verify passes with it.
+func TestRenewNow(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	_, _, err := runCLI(t, "renew", "tenant", consumer.id, "--kubeconfig", provider.cp.Kubeconfig)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `no tenant namespace for consumer "cl-consumer"`)
+
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	old := tenantSerial(t, consumer, provider)
+	_, errOut := mustCLI(t, "renew", "tenant", consumer.id, "--kubeconfig", provider.cp.Kubeconfig)
+	renewed := tenantSerial(t, consumer, provider)
+	require.NotEqual(t, old, renewed)
+	assert.Contains(t, errOut, "Renewal of certificate "+old+" requested")
+	assert.Contains(t, errOut, "Certificate "+renewed+" issued")
+	assert.Contains(t, errOut, "Certificate "+old+" stays cryptographically valid")
+	var tn authv1beta1.Tenant
+	require.NoError(t, provider.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(consumer.id), Name: consumer.id}, &tn))
+	assert.NotNil(t, tn.Status.LastRenewal)
+	rec, err := cluster.GetTenantRecord(ctx, provider.client, wire.DefaultLiqoNamespace, consumer.id)
+	require.NoError(t, err)
+	assert.Len(t, rec.Valid(time.Now()), 2, "both certificates are listed until they expire")
+
+	// Without a manager on the consumer, authenticate picks it up; verify passes with it.
+	// The provider's controllers it runs do not renew again: the request named the old
+	// serial.
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	assert.Equal(t, renewed, identitySerial(t, consumer, provider))
+	assert.Equal(t, renewed, tenantSerial(t, consumer, provider))
+	mustCLI(t, "verify", "--kubeconfig", consumer.cp.Kubeconfig)
+}

@@ -64,5 +64,6 @@ Tenant with a CSR, certificate signed by the provider's Kubernetes CA, Identity,
 	)
 	cmd.AddCommand(tenantstate.NewCmds(g)...)
 	cmd.AddCommand(tenantstate.NewLimitCmd(g))
+	cmd.AddCommand(tenantstate.NewRenewCmd(g))
 	return cmd
 }

@@ -213,6 +213,15 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	}
 	hasCert := t.Status.AuthParams.HasCertificate() && t.Status.Certificate != nil
 	due := !hasCert || (t.Status.Certificate.RenewAfter != nil && !now.Before(t.Status.Certificate.RenewAfter.Time))
+	if hasCert && !due {
+		// The administrator asked to replace this very certificate now (liqoctl renew
+		// tenant), in the tenant record, where the tenant cannot write.
+		rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		due = rec != nil && rec.RenewSerial != "" && rec.RenewSerial == t.Status.Certificate.SerialNumber
+	}
 	switch {
 	case state == authv1beta1.TenantConditionDrained:
 		if !hasCert {

@@ -1,0 +1,117 @@
+package tenantstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// RenewOptions of liqoctl renew tenant.
+type RenewOptions struct {
+	Global      *cli.Global
+	ClusterID   string
+	Timeout     cli.Timeout
+	Controllers cli.ControllersFlags
+}
+
+// NewRenewCmd returns the renew command group with its tenant subcommand.
+func NewRenewCmd(g *cli.Global) *cobra.Command {
+	o := &RenewOptions{Global: g}
+	sub := &cobra.Command{
+		Use:   "tenant CLUSTER_ID",
+		Short: "Renew a consumer's control-plane certificate now (provider)",
+		Long: `On the provider: issue the consumer a new control-plane certificate now, ahead of its
+renewal time (after a suspected leak of the old one's key material, before a planned
+outage, or to check that renewal works). The request is kept in this cluster's tenant
+record, where the consumer cannot write; the provider's controllers (liqo-auth-manager, or
+liqoctl's own for this command) renew it and publish it in the Tenant. The consumer's
+manager picks it up; without one, liqoctl authenticate on the consumer does. The old
+certificate stays valid until it expires: Kubernetes cannot revoke it.`,
+		Example:           "  liqoctl renew tenant cl-consumer",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: cli.RemoteClusterIDCompletion(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ClusterID = args[0]
+			if err := cli.ValidateClusterIDFlag("CLUSTER_ID", o.ClusterID); err != nil {
+				return err
+			}
+			if err := o.Controllers.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Timeout.AddFlags(sub)
+	o.Controllers.AddLocalFlag(sub)
+	group := &cobra.Command{Use: "renew", Short: sub.Short, Args: cobra.NoArgs}
+	group.AddCommand(sub)
+	return group
+}
+
+// Run asks for the renewal in the tenant record and waits for the new certificate.
+func (o *RenewOptions) Run(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	s, err := o.Global.LocalSide(ctx, "")
+	if err != nil {
+		return err
+	}
+	tn, err := s.TenantNamespace(ctx, o.ClusterID)
+	if err != nil {
+		return fmt.Errorf("no tenant namespace for consumer %q (%w)", o.ClusterID, err)
+	}
+	key := client.ObjectKey{Namespace: tn, Name: o.ClusterID}
+	t := &authv1beta1.Tenant{}
+	if err := s.Client.Get(ctx, key, t); err != nil {
+		return s.Explain(err, "reading the Tenant of "+o.ClusterID)
+	}
+	if t.Status.Certificate == nil || t.Status.Certificate.SerialNumber == "" {
+		return fmt.Errorf("Tenant %s/%s has no certificate to renew (its Ready condition says why: kubectl get tenant -n %s %s)", tn, o.ClusterID, tn, o.ClusterID)
+	}
+	if state := t.Status.TenantCondition; state == authv1beta1.TenantConditionDrained {
+		return fmt.Errorf("Tenant %s/%s is Drained: it gets no certificate (liqoctl uncordon tenant %s first)", tn, o.ClusterID, o.ClusterID)
+	}
+	old := t.Status.Certificate.SerialNumber
+	if err := cli.ApplyControllers(ctx, s, o.Controllers.Local); err != nil {
+		return err
+	}
+	ctrls := authmanager.NewInProcess(o.Global)
+	defer ctrls.Stop()
+	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Provider}); err != nil {
+		return err
+	}
+	if err := cluster.UpdateTenantRecord(ctx, s.Client, s.Client, s.Namespace, o.ClusterID, false, func(rec *cluster.TenantRecord) error {
+		rec.RenewSerial = old
+		return nil
+	}); err != nil {
+		return s.Explain(err, "recording the renewal request of "+o.ClusterID)
+	}
+	s.Report.Info("Renewal of certificate %s requested", old)
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := s.Client.Get(ctx, key, t); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return t.Status.Certificate != nil && t.Status.Certificate.SerialNumber != old, nil
+	})
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("timed out waiting for the new certificate of %q: %s runs the provider's controllers; the Tenant's CertificateIssued condition says what they wait for", o.ClusterID, s.Controllers())
+	}
+	if err != nil {
+		return s.Explain(err, "waiting for the new certificate")
+	}
+	c := t.Status.Certificate
+	s.Report.Info("Certificate %s issued, valid until %s, replacing %s", c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339), old)
+	s.Report.Info("The consumer's liqo-auth-manager picks it up; without one, liqoctl authenticate on the consumer does")
+	s.Report.Warn("Certificate %s stays cryptographically valid until it expires: Kubernetes cannot revoke it", old)
+	return nil
+}
