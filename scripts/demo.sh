@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh BIN DIR: two local clusters, liqoctl install on both, authenticate, look at the
-# identity and what it may do, ask for a resource slice and use its narrower identity,
-# cordon, give the slice back, unauthenticate, show the old credential refused, clean up.
+# identity and what it may do, verify it, ask for a resource slice and use its narrower
+# identity, cordon, renew now, show the peer status and metrics, give the slice back,
+# unauthenticate, show the old credential refused, clean up.
 set -euo pipefail
 bin=${1:-bin}; dir=${2:-.devclusters/demo}
 liqoctl="$bin/liqoctl"; devclusters="$bin/devclusters"
@@ -54,10 +55,12 @@ fi
 echo "Reading Secrets: refused, as it must be"
 
 step "Resource acquisition: liqo-auth-manager on both clusters, then a ResourceSlice"
-for k in "$C" "$P"; do
-  "$bin/liqo-auth-manager" --kubeconfig "$k" --health-probe-bind-address=0 >"$k.manager.log" 2>&1 &
-  managers+=("$!")
-done
+port=18080
+while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+"$bin/liqo-auth-manager" --kubeconfig "$C" --health-probe-bind-address=0 >"$C.manager.log" 2>&1 &
+managers+=("$!")
+"$bin/liqo-auth-manager" --kubeconfig "$P" --health-probe-bind-address=0 --metrics-bind-address "127.0.0.1:$port" >"$P.manager.log" 2>&1 &
+managers+=("$!")
 "$liqoctl" create resourceslice slice-a --kubeconfig "$C" --remote-cluster-id cl-provider --cpu 2 --memory 4Gi --timeout 60s
 kubectl --kubeconfig "$C" get resourceslices -n liqo-tenant-cl-provider
 sliceconf="$dir/slice.kubeconfig"
@@ -74,6 +77,19 @@ fi
 step "Give slice-a back: its identity loses its access, proven"
 "$liqoctl" delete resourceslice slice-a --kubeconfig "$C" --remote-cluster-id cl-provider
 "$liqoctl" delete resourceslice slice-b --kubeconfig "$C" --remote-cluster-id cl-provider
+
+step "Renew the consumer's certificate now (provider), then the status of the peer on both sides"
+"$liqoctl" renew tenant cl-consumer --kubeconfig "$P"
+kubectl --kubeconfig "$C" wait -n liqo-tenant-cl-provider identity/controlplane-cl-provider --for=jsonpath='{.status.lastRenewal}' --timeout=30s >/dev/null
+kubectl --kubeconfig "$P" get tenants -A
+kubectl --kubeconfig "$C" get identities -A
+"$liqoctl" verify --kubeconfig "$C"
+step "The provider's metrics (liqo-auth-manager --metrics-bind-address)"
+if command -v curl >/dev/null; then
+  curl -fsS "http://127.0.0.1:$port/metrics" | grep '^liqo_auth_'
+else
+  echo "(curl is not installed: http://127.0.0.1:$port/metrics not shown)"
+fi
 
 step "liqoctl info on both clusters"
 "$liqoctl" info --kubeconfig "$C"

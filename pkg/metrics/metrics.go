@@ -202,10 +202,14 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 	if err := g.reader.List(ctx, &slices); err == nil {
 		for i := range slices.Items {
 			rs := &slices.Items[i]
-			if rs.Spec.ProviderClusterID == nil || string(*rs.Spec.ProviderClusterID) != g.self || rs.Spec.ConsumerClusterID == nil {
+			// The provider's copy of a consumer's slice (replicated to it), for that consumer.
+			peer := rs.Labels[wire.RemoteClusterIDLabel]
+			if rs.Spec.ConsumerClusterID != nil {
+				peer = string(*rs.Spec.ConsumerClusterID)
+			}
+			if rs.Labels[wire.ReplicationStatusLabel] != "true" || peer == "" || peer == g.self {
 				continue
 			}
-			peer := string(*rs.Spec.ConsumerClusterID)
 			if c := rs.Status.Certificate; c != nil && c.NotAfter != nil && rs.Namespace == wire.TenantNamespaceName(peer) {
 				out.emit(expiryDesc, prometheus.GaugeValue, float64(c.NotAfter.Unix()), SideProvider, peer, KindResourceSlice, rs.Name)
 			}

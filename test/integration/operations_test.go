@@ -132,6 +132,14 @@ func TestOperatingPeers(t *testing.T) {
 	waitSample(t, cAddr, "the identity's expiry on the consumer", atLeast(float64(started.Add(9*time.Minute).Unix())),
 		metrics.ExpiryName, "kind", metrics.KindControlPlane, "peer", provider.id, "side", metrics.SideConsumer, "slice", "")
 
+	// A slice: its certificate is reported on both sides.
+	mustCLI(t, "create", "resourceslice", "slice-m", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id, "--cpu", "1")
+	waitSample(t, pAddr, "the slice certificate issued", atLeast(1), metrics.CertificatesName, "kind", metrics.KindResourceSlice, "outcome", metrics.OutcomeIssued)
+	waitSample(t, pAddr, "the slice's expiry on the provider", atLeast(float64(started.Add(9*time.Minute).Unix())),
+		metrics.ExpiryName, "kind", metrics.KindResourceSlice, "peer", consumer.id, "side", metrics.SideProvider, "slice", "slice-m")
+	waitSample(t, cAddr, "the slice's expiry on the consumer", atLeast(float64(started.Add(9*time.Minute).Unix())),
+		metrics.ExpiryName, "kind", metrics.KindResourceSlice, "peer", provider.id, "side", metrics.SideConsumer, "slice", "slice-m")
+
 	// Renewals: counted, and the time of the last one is in the status on both sides.
 	waitSample(t, pAddr, "a renewal", atLeast(1), metrics.CertificatesName, "kind", metrics.KindControlPlane, "outcome", metrics.OutcomeRenewed)
 	pTN, cTN := wire.TenantNamespaceName(consumer.id), wire.TenantNamespaceName(provider.id)
@@ -196,10 +204,17 @@ func TestOperatingPeers(t *testing.T) {
 	assert.NotContains(t, out, "null")
 	var cr info.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &cr))
-	require.Len(t, cr.Identities, 1)
+	require.Len(t, cr.Identities, 2, "the control plane's and the slice's")
+	cp := cr.Identities[0]
+	if cp.Type != "ControlPlane" {
+		cp = cr.Identities[1]
+	}
 	assert.Equal(t, info.Entry{Namespace: cTN, Cluster: provider.id, Type: "ControlPlane", State: "Valid", Ready: true, Reason: "KubeconfigReady",
-		Serial: cr.Identities[0].Serial, Expires: cr.Identities[0].Expires, LastRenewal: cr.Identities[0].LastRenewal}, cr.Identities[0])
-	assert.NotNil(t, cr.Identities[0].LastRenewal)
+		Serial: cp.Serial, Expires: cp.Expires, LastRenewal: cp.LastRenewal}, cp)
+	assert.NotNil(t, cp.LastRenewal)
+	require.Len(t, cr.ResourceSlices, 1)
+	assert.Equal(t, info.Slice{Name: "slice-m", Namespace: cTN, Role: "consumer", Cluster: provider.id, State: "Accepted", Resources: "cpu=1",
+		Expires: cr.ResourceSlices[0].Expires}, cr.ResourceSlices[0])
 	assert.Empty(t, cr.Tenants)
 
 	// kubectl shows them as columns.
@@ -230,10 +245,21 @@ func TestOperatingPeers(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "this cluster's own ID")
 
-	// The consumer cleans its side alone, and is told what stays on the provider.
-	_, errOut := mustCLI(t, "unauthenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id)
+	// The consumer cleans its side alone, and is told what stays on the provider; its
+	// slices only when it says so.
+	_, _, err = runCLI(t, "unauthenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "holds ResourceSlices from provider \"cl-provider\": slice-m; pass --delete-resourceslices")
+	_, errOut := mustCLI(t, "unauthenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id, "--delete-resourceslices")
+	assert.Contains(t, errOut, "ResourceSlice slice-m removed here; its provider was not told")
 	assert.Contains(t, errOut, "Identity, kubeconfig and signed nonce removed")
-	assert.Contains(t, errOut, "Left on cluster cl-provider, as provider: the Tenant cl-consumer, its bindings; the certificate it issued to cl-consumer stays valid until")
+	assert.Contains(t, errOut, "Left on cluster cl-provider, as provider: the Tenant cl-consumer, its bindings, ResourceSlices slice-m; the certificate it issued to cl-consumer stays valid until")
+	var left authv1beta1.ResourceSliceList
+	require.NoError(t, consumer.client.List(ctx, &left, client.InNamespace(cTN)))
+	assert.Empty(t, left.Items, "the slice is gone here")
+	var ids authv1beta1.IdentityList
+	require.NoError(t, consumer.client.List(ctx, &ids, client.InNamespace(cTN)))
+	assert.Empty(t, ids.Items, "and its Identity")
 	assert.Contains(t, errOut, "runs there: liqoctl unauthenticate --remote-cluster-id cl-consumer")
 	err = consumer.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(provider.id)}, &authv1beta1.Identity{})
 	assert.True(t, apierrors.IsNotFound(err), "the Identity is gone: %v", err)
@@ -242,6 +268,7 @@ func TestOperatingPeers(t *testing.T) {
 	// The provider's administrator does the same on its side: the Tenant goes, and the
 	// revocation is proven there.
 	_, errOut = mustCLI(t, "unauthenticate", "--kubeconfig", provider.cp.Kubeconfig, "--remote-cluster-id", consumer.id)
+	assert.Contains(t, errOut, "ResourceSlices slice-m deleted")
 	assert.Contains(t, errOut, "Tenant deleted")
 	assert.Contains(t, errOut, "Access revoked: verified")
 	assert.Contains(t, errOut, "Left on cluster cl-consumer, as consumer: the Identity controlplane-cl-provider")
