@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/verify"
 )
@@ -118,4 +120,33 @@ func TestVerify(t *testing.T) {
 	_, _, err = runCLI(t, "verify", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", "cl-nobody")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cl-consumer on cl-nobody: identity")
+}
+
+// TestVerifyTrustsOnlyThePinnedCA: whoever may write Identities in the consumer's tenant
+// namespace points the Identity at another API server, with that server's CA. verify
+// must not report the peering healthy from what that server answers.
+func TestVerifyTrustsOnlyThePinnedCA(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	cTN := wire.TenantNamespaceName(provider.id)
+	writer := principal(t, consumer, "identity-writer", cTN, rule("authentication.liqo.io", "identities", "get", "update", "patch"))
+	key := client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(provider.id)}
+	eventuallyNoError(t, ctx, "the Identity pointed elsewhere, as an Identity writer", func(ctx context.Context) error {
+		var id authv1beta1.Identity
+		if err := writer.Get(ctx, key, &id); err != nil {
+			return err
+		}
+		id.Spec.AuthParams.APIServer, id.Spec.AuthParams.CA = consumer.cp.Config.Host, consumer.cp.Config.CAData
+		return writer.Update(ctx, &id)
+	})
+	out, _, err := runCLI(t, "verify", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id, "-o", "json")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cl-consumer on cl-provider: ca-pin")
+	_, by := checksOf(t, out)
+	checks := by["cl-consumer>cl-provider"]
+	assert.Equal(t, verify.ResultFail, checks["ca-pin"].Result)
+	for _, name := range []string{"authentication", "permissions", "cluster-wide"} {
+		assert.NotEqual(t, verify.ResultPass, checks[name].Result, "%s passed through a server the pin does not vouch for: %s", name, checks[name].Detail)
+	}
 }

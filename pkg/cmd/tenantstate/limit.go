@@ -27,7 +27,6 @@ type LimitOptions struct {
 func NewLimitCmd(g *cli.Global) *cobra.Command {
 	o := &LimitOptions{Global: g}
 	sub := &cobra.Command{
-		Use:   "tenant CLUSTER_ID",
 		Short: "Cap what a consumer's ResourceSlices may hold together (provider)",
 		Long: `On the provider: set the most a consumer's ResourceSlices may hold together, resource by
 resource. A new slice (or a slice asking for more) that does not fit in what is left is
@@ -38,15 +37,6 @@ or when a consumer's create resourceslice runs them in-process; a slice denied f
 of room is decided again then.`,
 		Example: `  liqoctl limit tenant cl-consumer --cpu 8 --memory 16Gi --pods 110
   liqoctl limit tenant cl-consumer --clear`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: cli.RemoteClusterIDCompletion(g),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.ClusterID = args[0]
-			if err := cli.ValidateClusterIDFlag("CLUSTER_ID", o.ClusterID); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
 	}
 	f := sub.Flags()
 	f.StringVar(&o.CPU, "cpu", "", "most CPU the consumer's slices may hold together")
@@ -54,9 +44,7 @@ of room is decided again then.`,
 	f.StringVar(&o.Pods, "pods", "", "most pods the consumer's slices may hold together")
 	f.BoolVar(&o.Clear, "clear", false, "remove every limit")
 	o.Timeout.AddFlags(sub)
-	group := &cobra.Command{Use: "limit", Short: sub.Short, Args: cobra.NoArgs}
-	group.AddCommand(sub)
-	return group
+	return tenantGroup(g, "limit", sub, &o.ClusterID, o.Run)
 }
 
 // limits parses the flags into a resource list.

@@ -28,7 +28,6 @@ type RenewOptions struct {
 func NewRenewCmd(g *cli.Global) *cobra.Command {
 	o := &RenewOptions{Global: g}
 	sub := &cobra.Command{
-		Use:   "tenant CLUSTER_ID",
 		Short: "Renew a consumer's control-plane certificate now (provider)",
 		Long: `On the provider: issue the consumer a new control-plane certificate now, ahead of its
 renewal time (after a suspected leak of the old one's key material, before a planned
@@ -37,38 +36,20 @@ record, where the consumer cannot write; the provider's controllers (liqo-auth-m
 liqoctl's own for this command) renew it and publish it in the Tenant. The consumer's
 manager picks it up; without one, liqoctl authenticate on the consumer does. The old
 certificate stays valid until it expires: Kubernetes cannot revoke it.`,
-		Example:           "  liqoctl renew tenant cl-consumer",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: cli.RemoteClusterIDCompletion(g),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.ClusterID = args[0]
-			if err := cli.ValidateClusterIDFlag("CLUSTER_ID", o.ClusterID); err != nil {
-				return err
-			}
-			if err := o.Controllers.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		Example: "  liqoctl renew tenant cl-consumer",
 	}
 	o.Timeout.AddFlags(sub)
 	o.Controllers.AddLocalFlag(sub)
-	group := &cobra.Command{Use: "renew", Short: sub.Short, Args: cobra.NoArgs}
-	group.AddCommand(sub)
-	return group
+	return tenantGroup(g, "renew", sub, &o.ClusterID, o.Run, o.Controllers.Validate)
 }
 
 // Run asks for the renewal in the tenant record and waits for the new certificate.
 func (o *RenewOptions) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	s, err := o.Global.LocalSide(ctx, "")
+	s, tn, err := consumerNamespace(ctx, o.Global, o.ClusterID)
 	if err != nil {
 		return err
-	}
-	tn, err := s.TenantNamespace(ctx, o.ClusterID)
-	if err != nil {
-		return fmt.Errorf("no tenant namespace for consumer %q (%w)", o.ClusterID, err)
 	}
 	key := client.ObjectKey{Namespace: tn, Name: o.ClusterID}
 	t := &authv1beta1.Tenant{}

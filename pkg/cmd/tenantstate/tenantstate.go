@@ -60,31 +60,49 @@ uncordon gives access back without a new handshake.`, authv1beta1.TenantConditio
 	var out []*cobra.Command
 	for _, gr := range groups {
 		o := &Options{Global: g, State: gr.state}
-		sub := &cobra.Command{
-			Use:               "tenant CLUSTER_ID",
-			Short:             gr.short,
-			Long:              gr.long,
-			Example:           fmt.Sprintf("  liqoctl %s tenant cl-consumer", gr.verb),
-			Args:              cobra.ExactArgs(1),
-			ValidArgsFunction: cli.RemoteClusterIDCompletion(g),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				o.ClusterID = args[0]
-				if err := cli.ValidateClusterIDFlag("CLUSTER_ID", o.ClusterID); err != nil {
-					return err
-				}
-				if err := o.Controllers.Validate(); err != nil {
-					return err
-				}
-				return o.Run(cmd.Context())
-			},
-		}
+		sub := &cobra.Command{Short: gr.short, Long: gr.long, Example: fmt.Sprintf("  liqoctl %s tenant cl-consumer", gr.verb)}
 		o.Timeout.AddFlags(sub)
 		o.Controllers.AddLocalFlag(sub)
-		group := &cobra.Command{Use: gr.verb, Short: gr.short, Args: cobra.NoArgs}
-		group.AddCommand(sub)
-		out = append(out, group)
+		out = append(out, tenantGroup(g, gr.verb, sub, &o.ClusterID, o.Run, o.Controllers.Validate))
 	}
 	return out
+}
+
+// consumerNamespace connects to this cluster, the provider, and finds the tenant namespace
+// of consumer id.
+func consumerNamespace(ctx context.Context, g *cli.Global, id string) (*handshake.Side, string, error) {
+	s, err := g.LocalSide(ctx, "")
+	if err != nil {
+		return nil, "", err
+	}
+	tn, err := s.TenantNamespace(ctx, id)
+	if err != nil {
+		return nil, "", fmt.Errorf("no tenant namespace for consumer %q (%w)", id, err)
+	}
+	return s, tn, nil
+}
+
+// tenantGroup returns the command group verb with sub as its "tenant CLUSTER_ID"
+// subcommand: it takes the cluster ID, checks it and the flags (validate), then runs run.
+func tenantGroup(g *cli.Global, verb string, sub *cobra.Command, id *string, run func(context.Context) error, validate ...func() error) *cobra.Command {
+	sub.Use = "tenant CLUSTER_ID"
+	sub.Args = cobra.ExactArgs(1)
+	sub.ValidArgsFunction = cli.RemoteClusterIDCompletion(g)
+	sub.RunE = func(cmd *cobra.Command, args []string) error {
+		*id = args[0]
+		if err := cli.ValidateClusterIDFlag("CLUSTER_ID", *id); err != nil {
+			return err
+		}
+		for _, v := range validate {
+			if err := v(); err != nil {
+				return err
+			}
+		}
+		return run(cmd.Context())
+	}
+	group := &cobra.Command{Use: verb, Short: sub.Short, Args: cobra.NoArgs}
+	group.AddCommand(sub)
+	return group
 }
 
 // Run records the administrator's decision in the tenant record, where the tenant cannot
@@ -93,13 +111,9 @@ uncordon gives access back without a new handshake.`, authv1beta1.TenantConditio
 func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	s, err := o.Global.LocalSide(ctx, "")
+	s, tn, err := consumerNamespace(ctx, o.Global, o.ClusterID)
 	if err != nil {
 		return err
-	}
-	tn, err := s.TenantNamespace(ctx, o.ClusterID)
-	if err != nil {
-		return fmt.Errorf("no tenant namespace for consumer %q (%w)", o.ClusterID, err)
 	}
 	t := &authv1beta1.Tenant{}
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: o.ClusterID}, t); err != nil {
