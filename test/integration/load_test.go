@@ -22,22 +22,25 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
-// TestLoadConcurrentConsumers authenticates N consumers (50 unless LIQO_AUTH_LOAD_N says
-// otherwise) concurrently into one provider running liqo-auth-manager. A consumer is a
-// key pair without a control plane of its own: the provider side is the real one. Every
-// identity must work, none may reach another's namespace, and after all unauthenticate
-// nothing is left.
+// TestLoadConcurrentConsumers authenticates N consumers (200 unless LIQO_AUTH_LOAD_N says
+// otherwise: 1 in 200 was refused by the stripped-nonce bug) concurrently into one provider
+// running liqo-auth-manager. A consumer is a key pair without a control plane of its own:
+// the provider side is the real one. Every handshake is accepted at once (the manager's
+// metrics count no refusal), every identity works, none may reach another's namespace,
+// and after all unauthenticate nothing is left.
 func TestLoadConcurrentConsumers(t *testing.T) {
-	n := 50
+	n := 200
 	if v, err := strconv.Atoi(os.Getenv("LIQO_AUTH_LOAD_N")); err == nil && v > 0 {
 		n = v
 	}
 	p := installSites(t, testenv.New(t, "load-provider"), "cl-provider")[0]
-	startManager(t, p)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	addr := freeLoopbackAddr(t)
+	startManager(t, p, "--metrics-bind-address="+addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	consumers := make([]*testenv.VirtualConsumer, n)
 	users := make([]client.Client, n)
@@ -64,6 +67,9 @@ func TestLoadConcurrentConsumers(t *testing.T) {
 	}
 	require.NoError(t, eg.Wait())
 	t.Logf("%d consumers authenticated in %s", n, time.Since(start))
+	body := waitSample(t, addr, "every handshake accepted", func(v float64) bool { return v == float64(n) },
+		metrics.HandshakesName, "reason", authv1beta1.ReasonHandshakeAccepted, "result", metrics.ResultAccepted)
+	assert.NotContains(t, body, `result="refused"`, "no handshake refused, not even for a moment")
 
 	for i, a := range consumers {
 		own := wire.TenantNamespaceName(a.ID)
