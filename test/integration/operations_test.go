@@ -227,7 +227,8 @@ func TestOperatingPeers(t *testing.T) {
 		assert.Contains(t, string(out), reason)
 		out, err = exec.Command(kubectl, "--kubeconfig", consumer.cp.Kubeconfig, "get", "identities", "-A").CombinedOutput()
 		require.NoError(t, err, "%s", out)
-		assert.Regexp(t, `RENEWED\s+REFUSED`, string(out))
+		assert.Regexp(t, `READY\s+REASON\s+EXPIRES\s+RENEWED\s+REFUSED`, string(out))
+		assert.Contains(t, string(out), "KubeconfigReady")
 	}
 
 	// The provider is unreachable: unauthenticate says how to clean this side only.

@@ -58,6 +58,7 @@ type IdentityStatus struct {
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="KubeconfigSecret",type=string,JSONPath=`.status.kubeconfigSecretRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.certificate.notAfter`
 // +kubebuilder:printcolumn:name="Renewed",type=date,JSONPath=`.status.lastRenewal`
 // +kubebuilder:printcolumn:name="Refused",type=string,JSONPath=`.status.lastRefusal.reason`
