@@ -32,6 +32,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/peergc"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // freeLoopbackAddr returns a loopback address with a port nothing listens on now.
@@ -431,4 +432,31 @@ func TestRecoverAfterRestore(t *testing.T) {
 			assertTenantAccess(t, provider, consumer, kubeconfigOf(t, consumer, provider))
 		})
 	}
+}
+
+// TestMetricsSeriesComeOnlyFromPeers: someone who may create namespaces and Secrets, and
+// Tenants in them, makes objects that look like a peer's. The manager's metrics add no
+// series for them: only what the manager accepted or created in a recorded tenant
+// namespace is reported.
+func TestMetricsSeriesComeOnlyFromPeers(t *testing.T) {
+	p := installSites(t, testenv.New(t, "metrics-provider"), "cl-provider")[0]
+	addr := freeLoopbackAddr(t)
+	startManager(t, p, "--consumer=false", "--metrics-bind-address="+addr)
+	ctx := context.Background()
+	ns := wire.TenantNamespaceName("cl-forged")
+	forger := principal(t, p, "namespace-forger", "",
+		rule("", "namespaces", "create"), rule("", "secrets", "create"), rule("authentication.liqo.io", "tenants", "create"))
+	require.NoError(t, forger.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{wire.TenantNamespaceLabel: "true", wire.RemoteClusterIDLabel: "cl-forged"}}}))
+	for _, where := range []string{ns, "default"} {
+		require.NoError(t, forger.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: where, Name: wire.NonceSecretName,
+			Labels: map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: "cl-forged"}}, Data: map[string][]byte{wire.NonceField: []byte("x")}}))
+	}
+	require.NoError(t, forger.Create(ctx, &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cl-forged"},
+		Spec: authv1beta1.TenantSpec{ClusterID: "cl-forged"}, Status: authv1beta1.TenantStatus{AcceptedKeyFingerprint: "sha256:forged"}}))
+
+	// A real unused nonce, made by the administrator, is reported: the scrape sees the cache.
+	mustCLI(t, "create", "nonce", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", "cl-real")
+	body := waitSample(t, addr, "the real nonce", atLeast(0), metrics.NonceAgeName, "peer", "cl-real")
+	assert.NotContains(t, body, "cl-forged", "no series for the forged objects")
 }
