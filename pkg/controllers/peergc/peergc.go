@@ -33,7 +33,9 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
 // ReasonPeerGone is the Event of a Tenant deleted because its consumer is gone.
@@ -71,8 +73,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if t.DeletionTimestamp != nil || t.Status.AcceptedAt == nil {
 		return ctrl.Result{}, nil
 	}
-	// A stray Tenant (misnamed, or outside its tenant namespace) caused nothing to collect.
-	if placed, err := r.placed(ctx, t); err != nil || !placed {
+	// A stray Tenant (misnamed, mislabelled, or outside its tenant namespace) caused
+	// nothing to collect: the tenant controller's own placement check says so.
+	if err := tenant.CheckPlacement(ctx, r.Placement, t); err != nil {
+		if authn.ReasonOf(err) != "" {
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	now := r.Now()
@@ -80,7 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	lease := &coordinationv1.Lease{}
 	switch err := r.Live.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: wire.PresenceLeaseName}, lease); {
 	case apierrors.IsNotFound(err):
-		if err := r.createLease(ctx, t, now); err != nil {
+		if err := r.createLease(ctx, t); err != nil {
 			return ctrl.Result{}, err
 		}
 	case err != nil:
@@ -98,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // createLease creates the presence Lease of an accepted Tenant, owned by it.
-func (r *Reconciler) createLease(ctx context.Context, t *authv1beta1.Tenant, now time.Time) error {
+func (r *Reconciler) createLease(ctx context.Context, t *authv1beta1.Tenant) error {
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: wire.PresenceLeaseName,
 			Labels: map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: string(t.Spec.ClusterID)}},
@@ -135,13 +141,4 @@ func (r *Reconciler) collect(ctx context.Context, t *authv1beta1.Tenant, last ti
 		return fmt.Errorf("deleting the Tenant of a consumer that is gone: %w", err)
 	}
 	return nil
-}
-
-// placed reports whether the Tenant is the one of its tenant namespace.
-func (r *Reconciler) placed(ctx context.Context, t *authv1beta1.Tenant) (bool, error) {
-	if t.Name != string(t.Spec.ClusterID) {
-		return false, nil
-	}
-	ok, _, err := r.Placement.Verify(ctx, t.Namespace, string(t.Spec.ClusterID))
-	return ok, err
 }

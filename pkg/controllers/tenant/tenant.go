@@ -120,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if t.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.finalize(ctx, t)
 	}
-	placed := checkPlacement(ctx, r.Placement, t)
+	placed := CheckPlacement(ctx, r.Placement, t)
 	if placed != nil && authn.ReasonOf(placed) == "" {
 		return ctrl.Result{}, placed
 	}

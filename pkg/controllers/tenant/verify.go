@@ -23,10 +23,11 @@ func refusal(reason authn.Reason, format string, args ...any) *authn.Error {
 	return &authn.Error{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// checkPlacement verifies that the Tenant sits where the protocol says: name, label and
+// CheckPlacement verifies that the Tenant sits where the protocol says: name, label and
 // spec.clusterID agree, and its namespace is the tenant namespace of that cluster by this
-// cluster's own record, not by labels anyone creating a namespace can set.
-func checkPlacement(ctx context.Context, p common.Placement, t *authv1beta1.Tenant) error {
+// cluster's own record, not by labels anyone creating a namespace can set. A misplaced
+// Tenant is an error with a reason (authn.ReasonOf); any other error is transient.
+func CheckPlacement(ctx context.Context, p common.Placement, t *authv1beta1.Tenant) error {
 	id := string(t.Spec.ClusterID)
 	if err := cluster.ValidateClusterID(id); err != nil {
 		return refusal(authv1beta1.ReasonInvalidClusterID, "spec.clusterID: %v", err)
