@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
@@ -253,6 +254,17 @@ func LiqoAccessObjects(ns, clusterID string) []client.Object {
 // a provider, by this project or by Liqo: what unauthenticate proves revoked.
 func RevocationRules(clusterID string) []rbacv1.PolicyRule {
 	return append(TenantRules(clusterID), ClusterWideRules()...)
+}
+
+// SliceConsumer says whether rs is a provider's copy of a consumer's slice (the consumer
+// labels what it writes into a provider as replicated) and which consumer it says it is
+// from: its spec, or else its label.
+func SliceConsumer(rs *authv1beta1.ResourceSlice) (consumer string, providerCopy bool) {
+	consumer = rs.Labels[wire.RemoteClusterIDLabel]
+	if rs.Spec.ConsumerClusterID != nil {
+		consumer = string(*rs.Spec.ConsumerClusterID)
+	}
+	return consumer, rs.Labels[wire.ReplicationStatusLabel] == "true"
 }
 
 // SliceIdentityName is the consumer's Identity of ResourceSlice slice.

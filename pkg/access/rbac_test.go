@@ -6,6 +6,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // TestManagerRulesWriteNothingClusterWide: the one write the cluster-wide role has on these
@@ -46,4 +50,25 @@ func TestRulesAreLeastPrivilege(t *testing.T) {
 		assert.NotContains(t, r.Verbs, "impersonate")
 	}
 	assert.Equal(t, []string{"x"}, TenantReaderRules("x")[0].ResourceNames)
+}
+
+func TestSliceConsumer(t *testing.T) {
+	id := authv1beta1.ClusterID("cl-spec")
+	for _, tc := range []struct {
+		name         string
+		rs           authv1beta1.ResourceSlice
+		consumer     string
+		providerCopy bool
+	}{
+		{"the spec wins over the label", authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{wire.ReplicationStatusLabel: "true", wire.RemoteClusterIDLabel: "cl-label"}},
+			Spec: authv1beta1.ResourceSliceSpec{ConsumerClusterID: &id}}, "cl-spec", true},
+		{"the label without a spec", authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{wire.ReplicationStatusLabel: "true", wire.RemoteClusterIDLabel: "cl-label"}}}, "cl-label", true},
+		{"a consumer's own request is no provider copy", authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{wire.ReplicationRequestedLabel: "true", wire.RemoteClusterIDLabel: "cl-p"}}}, "cl-p", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			consumer, providerCopy := SliceConsumer(&tc.rs)
+			assert.Equal(t, tc.consumer, consumer)
+			assert.Equal(t, tc.providerCopy, providerCopy)
+		})
+	}
 }

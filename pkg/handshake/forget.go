@@ -63,11 +63,11 @@ func InspectPeer(ctx context.Context, s *Side, peerID string) (*PeerHere, error)
 	if err := s.Client.List(ctx, &list, client.InNamespace(h.TenantNamespace)); err != nil && !meta.IsNoMatchError(err) {
 		return nil, s.Explain(err, "listing the ResourceSlices")
 	}
-	for _, rs := range list.Items {
-		switch {
-		case rs.Labels[wire.RemoteClusterIDLabel] == peerID && rs.Labels[wire.ReplicationRequestedLabel] == "true":
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if rs.Labels[wire.RemoteClusterIDLabel] == peerID && rs.Labels[wire.ReplicationRequestedLabel] == "true" {
 			h.ConsumerSlices = append(h.ConsumerSlices, rs.Name)
-		case rs.Labels[wire.ReplicationStatusLabel] == "true" && rs.Spec.ConsumerClusterID != nil && string(*rs.Spec.ConsumerClusterID) == peerID:
+		} else if consumer, providerCopy := access.SliceConsumer(rs); providerCopy && consumer == peerID {
 			h.ProviderSlices = append(h.ProviderSlices, rs.Name)
 		}
 	}

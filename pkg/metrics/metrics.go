@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
@@ -202,12 +203,8 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 	if err := g.reader.List(ctx, &slices); err == nil {
 		for i := range slices.Items {
 			rs := &slices.Items[i]
-			// The provider's copy of a consumer's slice (replicated to it), for that consumer.
-			peer := rs.Labels[wire.RemoteClusterIDLabel]
-			if rs.Spec.ConsumerClusterID != nil {
-				peer = string(*rs.Spec.ConsumerClusterID)
-			}
-			if rs.Labels[wire.ReplicationStatusLabel] != "true" || peer == "" || peer == g.self {
+			peer, providerCopy := access.SliceConsumer(rs)
+			if !providerCopy || peer == "" || peer == g.self {
 				continue
 			}
 			if c := rs.Status.Certificate; c != nil && c.NotAfter != nil && rs.Namespace == wire.TenantNamespaceName(peer) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
@@ -281,14 +282,12 @@ func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
 	for i := range list.Items {
 		rs := &list.Items[i]
 		e := Slice{Name: rs.Name, Namespace: rs.Namespace, Resources: authv1beta1.FormatResources(rs.Spec.Resources), Expires: certExpiry(rs.Status.Certificate)}
+		consumer, providerCopy := access.SliceConsumer(rs)
 		switch {
 		case rs.Labels[wire.ReplicationRequestedLabel] == "true":
 			e.Role, e.Cluster = "consumer", rs.Labels[wire.RemoteClusterIDLabel]
-		case rs.Labels[wire.ReplicationStatusLabel] == "true":
-			e.Role, e.Cluster = "provider", rs.Labels[wire.RemoteClusterIDLabel]
-			if rs.Spec.ConsumerClusterID != nil {
-				e.Cluster = string(*rs.Spec.ConsumerClusterID)
-			}
+		case providerCopy:
+			e.Role, e.Cluster = "provider", consumer
 		default:
 			continue
 		}

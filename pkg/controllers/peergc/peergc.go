@@ -127,7 +127,7 @@ func (r *Reconciler) collect(ctx context.Context, t *authv1beta1.Tenant, last ti
 	}
 	for i := range slices.Items {
 		rs := &slices.Items[i]
-		if rs.Labels[wire.ReplicationStatusLabel] != "true" || rs.Spec.ConsumerClusterID == nil || *rs.Spec.ConsumerClusterID != t.Spec.ClusterID {
+		if consumer, providerCopy := access.SliceConsumer(rs); !providerCopy || consumer != string(t.Spec.ClusterID) {
 			continue
 		}
 		if err := r.Client.Delete(ctx, rs); client.IgnoreNotFound(err) != nil {

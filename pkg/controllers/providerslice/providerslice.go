@@ -148,22 +148,14 @@ func csrToSlice(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-// consumerOf is the consumer a slice says it is from.
-func consumerOf(rs *authv1beta1.ResourceSlice) string {
-	if rs.Spec.ConsumerClusterID != nil {
-		return string(*rs.Spec.ConsumerClusterID)
-	}
-	return rs.Labels[wire.RemoteClusterIDLabel]
-}
-
 // Reconcile decides one slice.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rs := &authv1beta1.ResourceSlice{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	id := consumerOf(rs)
-	if !isProviderCopy(rs) || id == r.ClusterID {
+	id, providerCopy := access.SliceConsumer(rs)
+	if !providerCopy || id == r.ClusterID {
 		return ctrl.Result{}, nil
 	}
 	if rs.DeletionTimestamp != nil {
@@ -501,7 +493,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 	if !controllerutil.ContainsFinalizer(rs, wire.ProviderSliceFinalizer) {
 		return nil
 	}
-	id := consumerOf(rs)
+	id, _ := access.SliceConsumer(rs)
 	if err := common.DeleteControlled(ctx, r.Client, r.APIReader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, authn.SliceUserName(rs.Name, id), id, nil)); err != nil {
 		return err
 	}
