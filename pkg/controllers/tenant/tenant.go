@@ -174,10 +174,13 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 	}
 	t.Status.TenantNamespace = t.Namespace
 	res := ctrl.Result{}
-	state, err := common.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
+	// The tenant record holds the administrator's decisions: the state and a renewal asked
+	// for now. Read once, here.
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
 	if err != nil {
 		return res, err
 	}
+	state := cluster.StateInForce(rec, t.Spec.TenantCondition)
 	t.Status.TenantCondition = state
 	switch state {
 	case authv1beta1.TenantConditionDrained:
@@ -202,25 +205,21 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonCordonedNoGrant, "the tenant is Cordoned: no new access is granted", corev1.EventTypeNormal)
 		}
 	}
-	res, err = r.reconcileCertificate(ctx, t, state, now)
+	res, err = r.reconcileCertificate(ctx, t, state, rec, now)
 	r.setReady(t)
 	return res, err
 }
 
-func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, now time.Time) (ctrl.Result, error) {
+func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, rec *cluster.TenantRecord, now time.Time) (ctrl.Result, error) {
 	if err := r.checkPublished(ctx, t); err != nil {
 		return ctrl.Result{}, err
 	}
 	hasCert := t.Status.AuthParams.HasCertificate() && t.Status.Certificate != nil
 	due := !hasCert || (t.Status.Certificate.RenewAfter != nil && !now.Before(t.Status.Certificate.RenewAfter.Time))
-	if hasCert && !due {
+	if hasCert && !due && rec != nil && rec.RenewSerial != "" {
 		// The administrator asked to replace this very certificate now (liqoctl renew
 		// tenant), in the tenant record, where the tenant cannot write.
-		rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		due = rec != nil && rec.RenewSerial != "" && rec.RenewSerial == t.Status.Certificate.SerialNumber
+		due = rec.RenewSerial == t.Status.Certificate.SerialNumber
 	}
 	switch {
 	case state == authv1beta1.TenantConditionDrained:
