@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -148,23 +149,28 @@ func ForgetPeer(ctx context.Context, s *Side, h *PeerHere, deleteSlices, deleteN
 
 // forgetConsumerSlice removes a slice this consumer asked of a provider it cannot reach:
 // the slice (without waiting for the provider, which its finalizer would), its Identity
-// and kubeconfig.
+// and kubeconfig. The slice is deleted before its finalizer is released: once it is being
+// deleted, no controller can put the finalizer back (a running manager would, between a
+// release and a deletion, and then wait for the provider).
 func forgetConsumerSlice(ctx context.Context, s *Side, ns, name string) error {
-	rs := &authv1beta1.ResourceSlice{}
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rs); err == nil {
-		if slices.Contains(rs.Finalizers, wire.ConsumerSliceFinalizer) {
-			patch := client.MergeFromWithOptions(rs.DeepCopy(), client.MergeFromWithOptimisticLock{})
-			controllerutil.RemoveFinalizer(rs, wire.ConsumerSliceFinalizer)
-			if err := s.Client.Patch(ctx, rs, patch); client.IgnoreNotFound(err) != nil {
-				return s.Explain(err, "releasing ResourceSlice "+name)
-			}
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	if err := deleteIgnoringAbsence(ctx, s.Client, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+		return s.Explain(err, "deleting ResourceSlice "+name)
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rs := &authv1beta1.ResourceSlice{}
+		if err := s.Client.Get(ctx, key, rs); err != nil || !slices.Contains(rs.Finalizers, wire.ConsumerSliceFinalizer) {
+			return client.IgnoreNotFound(err)
 		}
-	} else if !apierrors.IsNotFound(err) {
-		return s.Explain(err, "reading ResourceSlice "+name)
+		patch := client.MergeFromWithOptions(rs.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(rs, wire.ConsumerSliceFinalizer)
+		return client.IgnoreNotFound(s.Client.Patch(ctx, rs, patch))
+	})
+	if err != nil {
+		return s.Explain(err, "releasing ResourceSlice "+name)
 	}
 	idName := access.SliceIdentityName(name)
 	for _, obj := range []client.Object{
-		&authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
 		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: idName}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.KubeconfigSecretName(idName)}},
 	} {

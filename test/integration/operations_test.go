@@ -112,7 +112,7 @@ func TestOperatingPeers(t *testing.T) {
 	pAddr, cAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
 	// Certificates renewed 6 s after they are issued: the metrics and status see renewals.
 	startManager(t, provider, "--consumer=false", "--metrics-bind-address="+pAddr, "--certificate-lifetime=10m", "--renew-before=594s")
-	startManager(t, consumer, "--provider=false", "--metrics-bind-address="+cAddr)
+	cm := startManager(t, consumer, "--provider=false", "--metrics-bind-address="+cAddr)
 
 	// A nonce no handshake used yet is reported with its age.
 	mustCLI(t, "create", "nonce", "--kubeconfig", provider.cp.Kubeconfig, "--remote-cluster-id", "cl-later")
@@ -249,7 +249,9 @@ func TestOperatingPeers(t *testing.T) {
 	assert.Contains(t, err.Error(), "this cluster's own ID")
 
 	// The consumer cleans its side alone, and is told what stays on the provider; its
-	// slices only when it says so.
+	// slices only when it says so. Its manager stops first: with the provider really gone
+	// it could not reach it either, while here it would give the slice back there.
+	cm.Stop()
 	_, _, err = runCLI(t, "unauthenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "holds ResourceSlices from provider \"cl-provider\": slice-m; pass --delete-resourceslices")
