@@ -146,8 +146,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	wctx, cancel := context.WithCancel(r.ctx)
 	r.watchers[req.NamespacedName] = &watcher{kubeconfigHash: hash, cancel: cancel}
 	wctx = log.IntoContext(wctx, log.FromContext(ctx))
-	go r.watch(wctx, req.NamespacedName, cfg, ptr.Deref(id.Spec.Namespace, ""))
-	go r.renewPresence(wctx, cfg, ptr.Deref(id.Spec.Namespace, ""))
+	// One client to the provider, for following the Tenant and renewing the presence.
+	remote, err := client.NewWithWatch(cfg, client.Options{Scheme: r.Scheme})
+	if err != nil {
+		r.report(wctx, req.NamespacedName, fmt.Errorf("creating a client for the provider: %w", err))
+		return ctrl.Result{}, nil
+	}
+	go r.watch(wctx, req.NamespacedName, remote, ptr.Deref(id.Spec.Namespace, ""))
+	go r.renewPresence(wctx, remote, ptr.Deref(id.Spec.Namespace, ""))
 	return ctrl.Result{}, nil
 }
 
@@ -158,14 +164,10 @@ const DefaultPresenceInterval = time.Minute
 // tenant namespace ns on the provider until ctx ends. A provider that does not let it
 // (Liqo's controllers) is asked again ten intervals later; one that keeps no Lease (it does
 // not collect consumers that are gone) each interval, for it may start to.
-func (r *Reconciler) renewPresence(ctx context.Context, cfg *rest.Config, ns string) {
+func (r *Reconciler) renewPresence(ctx context.Context, remote client.Client, ns string) {
 	interval := r.PresenceInterval
 	if interval <= 0 {
 		interval = DefaultPresenceInterval
-	}
-	remote, err := client.New(cfg, client.Options{Scheme: r.Scheme})
-	if err != nil {
-		return
 	}
 	logger := log.FromContext(ctx).WithValues("lease", ns+"/"+wire.PresenceLeaseName)
 	for {
@@ -211,13 +213,8 @@ func (r *Reconciler) stop(key types.NamespacedName) {
 
 // watch follows the consumer's Tenant on the provider until ctx ends, reconnecting with
 // backoff on errors.
-func (r *Reconciler) watch(ctx context.Context, key types.NamespacedName, cfg *rest.Config, ns string) {
+func (r *Reconciler) watch(ctx context.Context, key types.NamespacedName, remote client.WithWatch, ns string) {
 	logger := log.FromContext(ctx).WithValues("identity", key)
-	remote, err := client.NewWithWatch(cfg, client.Options{Scheme: r.Scheme})
-	if err != nil {
-		r.report(ctx, key, fmt.Errorf("creating a client for the provider: %w", err))
-		return
-	}
 	sel := []client.ListOption{client.InNamespace(ns), client.MatchingFields{"metadata.name": r.ClusterID}}
 	const first, most = time.Second, 30 * time.Second
 	backoff, lastReported := first, ""
