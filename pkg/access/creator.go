@@ -1,6 +1,8 @@
 package access
 
 import (
+	"strings"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -67,7 +69,7 @@ func ForgeCreatorPolicies() []client.Object {
 	annotation := func(obj, key string) string {
 		return "(has(" + obj + ".metadata.annotations) && '" + key + "' in " + obj + ".metadata.annotations ? " + obj + ".metadata.annotations['" + key + "'] : '')"
 	}
-	groups := "(has(request.userInfo.groups) ? request.userInfo.groups.join(',') : '')"
+	recorded := creatorExpressions()
 	return append([]client.Object{
 		&admissionregistrationv1.MutatingAdmissionPolicy{TypeMeta: admissionType("MutatingAdmissionPolicy"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
@@ -77,18 +79,56 @@ func ForgeCreatorPolicies() []client.Object {
 					Expression: "has(object.metadata.labels) && '" + wire.TenantNamespaceLabel + "' in object.metadata.labels"}},
 				ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 				Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
-					ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{annotations: {'" +
-						wire.CreatedByAnnotation + "': request.userInfo.username, '" + wire.CreatedByGroupsAnnotation + "': " + groups + "}}}"}}},
+					ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{annotations: {" +
+						recordedAnnotations(recorded) + "}}}"}}},
 			}},
 		&admissionregistrationv1.MutatingAdmissionPolicyBinding{TypeMeta: admissionType("MutatingAdmissionPolicyBinding"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: CreatorPolicyName}},
-	}, denyingPolicy(CreatorPolicyName, namespaces(admissionregistrationv1.Create, admissionregistrationv1.Update), nil, []admissionregistrationv1.Validation{
-		{Expression: "request.operation != 'CREATE' || " + annotation("object", wire.CreatedByAnnotation) + " in ['', request.userInfo.username]",
-			Message: wire.CreatedByAnnotation + " is written by the API server: it names who creates the namespace"},
-		{Expression: "request.operation != 'CREATE' || " + annotation("object", wire.CreatedByGroupsAnnotation) + " in ['', " + groups + "]",
-			Message: wire.CreatedByGroupsAnnotation + " is written by the API server: it names the groups of who creates the namespace"},
-		{Expression: "request.operation != 'UPDATE' || (" + annotation("object", wire.CreatedByAnnotation) + " == " + annotation("oldObject", wire.CreatedByAnnotation) +
-			" && " + annotation("object", wire.CreatedByGroupsAnnotation) + " == " + annotation("oldObject", wire.CreatedByGroupsAnnotation) + ")",
-			Message: "who created a namespace does not change"},
-	})...)
+	}, denyingPolicy(CreatorPolicyName, namespaces(admissionregistrationv1.Create, admissionregistrationv1.Update), nil, creatorValidations(recorded, annotation))...)
+}
+
+// creatorAnnotation is one annotation of the creator record and the CEL expression of its
+// value, computed from the request's userInfo.
+type creatorAnnotation struct{ key, value string }
+
+// creatorExpressions are the creator record's annotations. Lists are encoded as
+// cluster.EncodeCreatorList and EncodeCreatorExtra do (each item escaped and terminated,
+// extra's keys sorted): a group such as "dev,system:masters" stays one group.
+func creatorExpressions() []creatorAnnotation {
+	escape := func(v string) string {
+		return v + ".replace('%', '%25').replace(',', '%2C').replace('=', '%3D').replace(';', '%3B')"
+	}
+	list := func(l, item string) string { return l + ".map(" + item + ", " + escape(item) + " + ',').join('')" }
+	extra := "request.userInfo.extra"
+	return []creatorAnnotation{
+		{wire.CreatedByAnnotation, "request.userInfo.username"},
+		{wire.CreatedByUIDAnnotation, "(has(request.userInfo.uid) ? request.userInfo.uid : '')"},
+		{wire.CreatedByGroupsAnnotation, "(has(request.userInfo.groups) ? " + list("request.userInfo.groups", "g") + " : '')"},
+		{wire.CreatedByExtraAnnotation, "(has(" + extra + ") ? " + extra + ".map(k, k).sort().map(k, " + escape("k") + " + '=' + " +
+			list(extra+"[k]", "v") + " + ';').join('') : '')"},
+	}
+}
+
+func recordedAnnotations(recorded []creatorAnnotation) string {
+	var fields []string
+	for _, a := range recorded {
+		fields = append(fields, "'"+a.key+"': "+a.value)
+	}
+	return strings.Join(fields, ", ")
+}
+
+// creatorValidations refuse, at creation, a creator annotation other than the API
+// server's, and any change of one afterwards.
+func creatorValidations(recorded []creatorAnnotation, annotation func(obj, key string) string) []admissionregistrationv1.Validation {
+	var out []admissionregistrationv1.Validation
+	unchanged := make([]string, 0, len(recorded))
+	for _, a := range recorded {
+		out = append(out, admissionregistrationv1.Validation{
+			Expression: "request.operation != 'CREATE' || " + annotation("object", a.key) + " in ['', " + a.value + "]",
+			Message:    a.key + " is written by the API server: it records who creates the namespace"})
+		unchanged = append(unchanged, annotation("object", a.key)+" == "+annotation("oldObject", a.key))
+	}
+	return append(out, admissionregistrationv1.Validation{
+		Expression: "request.operation != 'UPDATE' || (" + strings.Join(unchanged, " && ") + ")",
+		Message:    "who created a namespace does not change"})
 }

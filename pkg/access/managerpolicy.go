@@ -10,10 +10,13 @@ import (
 
 // ManagerPolicyName is the ValidatingAdmissionPolicy (and its binding) that bounds what
 // liqo-auth-manager's ServiceAccount may do with CertificateSigningRequests, and
-// ManagerBindingPolicyName the one that bounds where it writes RoleBindings.
+// ManagerBindingPolicyName the one that bounds the RoleBindings it writes, and
+// ManagerTenantPolicyName the one that lets it write bindings, Roles and Leases only in a
+// namespace where it is bound as a tenant namespace's manager.
 const (
 	ManagerPolicyName        = "liqo-auth-manager-csrs"
 	ManagerBindingPolicyName = "liqo-auth-manager-bindings"
+	ManagerTenantPolicyName  = "liqo-auth-manager-tenant-writes"
 )
 
 // ManagerUser is the user name of liqo-auth-manager's ServiceAccount in Liqo namespace ns.
@@ -47,24 +50,5 @@ func ForgeManagerPolicy(ns string) []client.Object {
 				Message: "liqo-auth-manager's requests carry an explicit lifetime"},
 			{Expression: "has(object.spec.usages) && object.spec.usages.all(u, u in ['digital signature', 'key encipherment', 'client auth'])",
 				Message: "liqo-auth-manager's requests are for client certificates only"},
-		}), forgeManagerBindingPolicy(ns)...)
-}
-
-// forgeManagerBindingPolicy bounds the RoleBindings the manager's ServiceAccount creates
-// (RBAC lets it create them anywhere, to bind itself in a tenant namespace another tool
-// made): only in namespaces labelled as tenant namespaces, and its own binding only in
-// liqo-tenant-<id> whose creator the API server recorded.
-func forgeManagerBindingPolicy(ns string) []client.Object {
-	labels := "(has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})"
-	annotations := "(has(namespaceObject.metadata.annotations) ? namespaceObject.metadata.annotations : {})"
-	return denyingPolicy(ManagerBindingPolicyName, createsAndUpdates("rbac.authorization.k8s.io", "*", "rolebindings"),
-		[]admissionregistrationv1.MatchCondition{{Name: "liqo-auth-manager", Expression: "request.userInfo.username == '" + ManagerUser(ns) + "'"}},
-		[]admissionregistrationv1.Validation{
-			{Expression: "'" + wire.TenantNamespaceLabel + "' in " + labels + " && " + labels + "['" + wire.TenantNamespaceLabel + "'] == 'true'",
-				Message: "liqo-auth-manager writes RoleBindings only in tenant namespaces"},
-			{Expression: "object.roleRef.name != '" + ManagerTenantRoleName + "' || (object.metadata.name == '" + ManagerName + "' && object.subjects.size() == 1 && object.subjects[0].kind == 'ServiceAccount' && " +
-				"object.subjects[0].name == '" + ManagerName + "' && object.subjects[0].namespace == '" + ns + "' && " +
-				"'" + wire.RemoteClusterIDLabel + "' in " + labels + " && namespaceObject.metadata.name == '" + wire.TenantNamespacePrefix + "' + " + labels + "['" + wire.RemoteClusterIDLabel + "'] && '" + wire.CreatedByAnnotation + "' in " + annotations + ")",
-				Message: "liqo-auth-manager binds " + ManagerTenantRoleName + " only to itself, in liqo-tenant-<id> namespaces whose creator the API server recorded"},
-		})
+		}), forgeManagerTenantPolicies(ns)...)
 }

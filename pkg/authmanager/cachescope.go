@@ -126,9 +126,23 @@ func (s *CacheScope) isSelf(user string) bool {
 	return s.self != "" && s.self == user
 }
 
-// secretNames are the Secrets whose content the controllers read.
+// secretNamed says whether the controllers may read the content of a Secret of that name:
+// one the cache kept stripped is read live.
 func secretNamed(name string) bool {
 	return name == wire.NonceSecretName || name == wire.SignedNonceSecretName || strings.HasPrefix(name, wire.KubeconfigSecretName(""))
+}
+
+// keptWhole says whether the cache keeps the content of Secret s of a recorded tenant
+// namespace: the nonce and signed nonce by name, and a kubeconfig only when the Identity it
+// is named after controls it (one per Identity; any other kubeconfig-* a Secret writer
+// makes costs the manager its metadata only, and is read live if ever needed).
+func keptWhole(s *corev1.Secret) bool {
+	if s.Name == wire.NonceSecretName || s.Name == wire.SignedNonceSecretName {
+		return true
+	}
+	identity, ok := strings.CutPrefix(s.Name, wire.KubeconfigSecretName(""))
+	owner := metav1.GetControllerOf(s)
+	return ok && owner != nil && owner.Kind == "Identity" && owner.APIVersion == authv1beta1.GroupVersion.String() && owner.Name == identity
 }
 
 // transform trims an object on its way into the cache (cache.TransformFunc).
@@ -138,10 +152,12 @@ func (s *CacheScope) transform(obj any) (any, error) {
 		return obj, nil
 	}
 	o.SetManagedFields(nil)
+	// The stripped mark is the cache's own: written on the server by anyone, it would
+	// hide an object's content from what reads the cache.
 	o.SetAnnotations(ourAnnotations(o.GetAnnotations()))
 	switch x := o.(type) {
 	case *corev1.Secret:
-		if !s.recorded(x.Namespace) || !secretNamed(x.Name) {
+		if !s.recorded(x.Namespace) || !keptWhole(x) {
 			strip(x)
 			x.Data, x.StringData, x.OwnerReferences = nil, nil, nil
 		}
@@ -177,9 +193,12 @@ func ourLabels(l map[string]string) map[string]string {
 
 // ourAnnotations keeps the annotations of this project (liqo.io/), up to maxAnnotation
 // bytes each: nothing the controllers read is longer, and kubectl's last-applied
-// configuration alone doubles an object.
+// configuration alone doubles an object. The stripped mark is never kept from the server:
+// only strip writes it.
 func ourAnnotations(a map[string]string) map[string]string {
-	maps.DeleteFunc(a, func(k, v string) bool { return !strings.HasPrefix(k, "liqo.io/") || len(v) > maxAnnotation })
+	maps.DeleteFunc(a, func(k, v string) bool {
+		return !strings.HasPrefix(k, "liqo.io/") || len(v) > maxAnnotation || k == wire.StrippedAnnotation
+	})
 	if len(a) == 0 {
 		return nil
 	}

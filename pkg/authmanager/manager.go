@@ -213,7 +213,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	var counters *metrics.Metrics
 	if o.Metrics != nil {
 		counters = metrics.New()
-		if err := counters.Register(o.Metrics, mgr.GetCache(), o.ClusterID, o.Role.Has(Provider), o.Role.Has(Consumer), time.Now); err != nil {
+		if err := counters.Register(o.Metrics, mgr.GetCache(), o.Namespace, o.ClusterID, o.Role.Has(Provider), o.Role.Has(Consumer), time.Now); err != nil {
 			return fmt.Errorf("registering the metrics: %w", err)
 		}
 	}
@@ -242,7 +242,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 				Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
 				Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout}})
 		if o.PeerGoneAfter > 0 {
-			setups = append(setups, &peergc.Reconciler{Client: c, Live: reader, Placement: placement, Recorder: rec, GoneAfter: o.PeerGoneAfter})
+			setups = append(setups, &peergc.Reconciler{Client: c, Key: o.Key, Live: reader, Placement: placement, Recorder: rec, GoneAfter: o.PeerGoneAfter})
 		}
 	}
 	if o.Role.Has(Consumer) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -257,17 +256,4 @@ func EnsureManagerTenantBinding(ctx context.Context, c client.Client, liqoNS, ns
 		return err
 	}
 	return ensureManagerBinding(ctx, c, liqoNS, ns, binding)
-}
-
-// NamespaceCreator returns who created ns, as the API server recorded it (ok false when it
-// did not: a namespace made before the policy, or without the labels).
-func NamespaceCreator(ns *corev1.Namespace) (user string, groups []string, ok bool) {
-	user, ok = ns.Annotations[wire.CreatedByAnnotation]
-	if !ok || user == "" {
-		return "", nil, false
-	}
-	if g := ns.Annotations[wire.CreatedByGroupsAnnotation]; g != "" {
-		groups = strings.Split(g, ",")
-	}
-	return user, groups, true
 }

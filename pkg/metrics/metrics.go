@@ -25,6 +25,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // Names of the metrics, documented in docs/operations.md.
@@ -95,14 +96,14 @@ func (m *Metrics) Certificate(kind, outcome string) {
 // gave, its nonces) when provider is set, as a consumer (Identities) when consumer is.
 // Registering again in the same registry (several managers in one process) keeps the
 // first counters and adds nothing.
-func (m *Metrics) Register(reg prometheus.Registerer, c client.Reader, self string, provider, consumer bool, now func() time.Time) (err error) {
+func (m *Metrics) Register(reg prometheus.Registerer, c client.Reader, liqoNS, self string, provider, consumer bool, now func() time.Time) (err error) {
 	if m.handshakes, err = register(reg, m.handshakes); err != nil {
 		return err
 	}
 	if m.certificates, err = register(reg, m.certificates); err != nil {
 		return err
 	}
-	_, err = register(reg, prometheus.Collector(&gauges{reader: c, self: self, provider: provider, consumer: consumer, now: now}))
+	_, err = register(reg, prometheus.Collector(&gauges{reader: c, liqoNS: liqoNS, self: self, provider: provider, consumer: consumer, now: now}))
 	return err
 }
 
@@ -133,6 +134,7 @@ var (
 // gauges reads the state of every peering from the cache at each scrape.
 type gauges struct {
 	reader             client.Reader
+	liqoNS             string
 	self               string
 	provider, consumer bool
 	now                func() time.Time
@@ -213,19 +215,39 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 		}
 	}
 	var nonces corev1.SecretList
-	if err := g.reader.List(ctx, &nonces, client.MatchingLabels{wire.NonceLabel: "true"}); err == nil {
-		now := g.now()
-		for i := range nonces.Items {
-			s := &nonces.Items[i]
-			peer := s.Labels[wire.RemoteClusterIDLabel]
-			// A nonce the cache keeps stripped is outside the recorded tenant namespaces,
-			// and its annotations are not kept: it is not reported.
-			if peer == "" || s.Namespace != wire.TenantNamespaceName(peer) || s.Annotations[wire.NonceConsumedAtAnnotation] != "" || s.Annotations[wire.StrippedAnnotation] == "true" {
-				continue
-			}
-			out.emit(nonceAgeDesc, prometheus.GaugeValue, now.Sub(s.CreationTimestamp.Time).Seconds(), peer)
+	if err := g.reader.List(ctx, &nonces, client.MatchingLabels{wire.NonceLabel: "true"}); err != nil || len(nonces.Items) == 0 {
+		return
+	}
+	records, err := cluster.ListTenantRecords(ctx, g.reader, g.liqoNS)
+	if err != nil {
+		return
+	}
+	byPeer := make(map[string]*cluster.TenantRecord, len(records))
+	for _, r := range records {
+		byPeer[r.RemoteID] = r
+	}
+	now := g.now()
+	for i := range nonces.Items {
+		if peer, ok := unusedNonce(&nonces.Items[i], byPeer); ok {
+			out.emit(nonceAgeDesc, prometheus.GaugeValue, now.Sub(nonces.Items[i].CreationTimestamp.Time).Seconds(), peer)
 		}
 	}
+}
+
+// unusedNonce says whether s is the nonce of a peer that no handshake used yet, and of
+// which peer: the Secret liqo-nonce in the tenant namespace named for the peer and
+// recorded as its, holding a nonce the record does not list as consumed. The record,
+// which no tenant writes, decides, not the Secret's annotations: a Secret writer there
+// may write any (the consumed-at mark, the cache's stripped mark), and the cache keeps a
+// Secret's data only in recorded tenant namespaces.
+func unusedNonce(s *corev1.Secret, records map[string]*cluster.TenantRecord) (string, bool) {
+	peer := s.Labels[wire.RemoteClusterIDLabel]
+	rec := records[peer]
+	nonce := string(s.Data[wire.NonceField])
+	if peer == "" || rec == nil || s.Name != wire.NonceSecretName || s.Namespace != wire.TenantNamespaceName(peer) || rec.Namespace != s.Namespace || nonce == "" {
+		return "", false
+	}
+	return peer, rec.ConsumedNonce == nil || rec.ConsumedNonce.Digest != cluster.NonceDigest(nonce)
 }
 
 func (g *gauges) collectConsumer(ctx context.Context, out *emitter) {

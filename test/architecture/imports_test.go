@@ -48,7 +48,7 @@ func TestRoomsImportOnlyBelowThem(t *testing.T) {
 		{"pkg/revocation", []string{"pkg/cluster", "pkg/controllers", "pkg/handshake", "pkg/cli", "pkg/installer", "pkg/authmanager"}, "proofs stand alone"},
 		{"pkg/cluster", []string{"pkg/controllers", "pkg/handshake", "pkg/cli", "pkg/installer", "pkg/authmanager", "pkg/revocation"}, "a cluster's own state"},
 		{"pkg/issuer", []string{"pkg/controllers", "pkg/handshake", "pkg/cli", "pkg/authmanager"}, "a library"},
-		{"pkg/metrics", []string{"pkg/cluster", "pkg/controllers", "pkg/handshake", "pkg/cli", "pkg/installer", "pkg/authmanager"}, "metrics read the cache and decide nothing"},
+		{"pkg/metrics", []string{"pkg/controllers", "pkg/handshake", "pkg/cli", "pkg/installer", "pkg/authmanager"}, "metrics read the cache (and the tenant records, through cluster) and decide nothing"},
 		{"pkg/controllers/", []string{"pkg/handshake", "pkg/cli", "pkg/authmanager", "pkg/cmd", "pkg/installer"}, "controllers know nothing of the CLI"},
 		{"pkg/handshake", []string{"pkg/controllers", "pkg/cli", "pkg/authmanager", "pkg/cmd", "pkg/installer"}, "the CLI's steps run no controller"},
 		{"pkg/cli", []string{"pkg/controllers", "pkg/authmanager", "pkg/cmd", "pkg/installer"}, "kubectl's cmdutil for liqoctl"},

@@ -10,6 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,11 +40,27 @@ func restrictedKubeconfig(t *testing.T, s *site) string {
 // handshake, renewal watching and teardown work with exactly those permissions.
 func TestManagerRBACIsEnough(t *testing.T) {
 	c, p := cliSites(t)
+	ctx := context.Background()
 	cm := startManager(t, c, "--kubeconfig", restrictedKubeconfig(t, c))
-	pm := startManager(t, p, "--kubeconfig", restrictedKubeconfig(t, p), "--api-server-url", p.cp.URL)
+	pm := startManager(t, p, "--kubeconfig", restrictedKubeconfig(t, p), "--api-server-url", p.cp.URL, "--peer-gone-after=1h")
 	_, errOut := mustCLI(t, pairArgs("authenticate", c, p)...)
 	assertInOrder(t, errOut, publishedSteps)
 	assertTenantAccess(t, p, c, kubeconfigOf(t, c, p))
+	pTN := wire.TenantNamespaceName(c.id)
+	// What the admission policies bound, as the manager makes it: the presence Lease, a
+	// slice's Role and binding, and its own binding in a namespace it designates.
+	eventuallyNoError(t, ctx, "the presence Lease created by the manager", func(ctx context.Context) error {
+		return p.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.PresenceLeaseName}, &coordinationv1.Lease{})
+	})
+	mustCLI(t, "create", "resourceslice", "slice-r", "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id, "--cpu", "1")
+	var role rbacv1.Role
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: access.SliceAccessName("slice-r")}, &role), "the slice's Role")
+	designated := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName("cl-liqo-made"), Labels: cluster.TenantNamespaceLabels("cl-liqo-made")}}
+	require.NoError(t, p.client.Create(ctx, designated))
+	eventuallyNoError(t, ctx, "the manager bound itself in the namespace it designated", func(ctx context.Context) error {
+		return p.client.Get(ctx, client.ObjectKey{Namespace: designated.Name, Name: access.ManagerName}, &rbacv1.RoleBinding{})
+	})
+	mustCLI(t, "delete", "resourceslice", "slice-r", "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id)
 	_, errOut = mustCLI(t, pairArgs("unauthenticate", c, p)...)
 	assert.Contains(t, errOut, "Access revoked: verified")
 	for _, m := range []*testenv.Manager{cm, pm} {

@@ -461,4 +461,19 @@ func TestMetricsSeriesComeOnlyFromPeers(t *testing.T) {
 	mustCLI(t, "create", "nonce", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", "cl-real")
 	body := waitSample(t, addr, "the real nonce", atLeast(0), metrics.NonceAgeName, "peer", "cl-real")
 	assert.NotContains(t, body, "cl-forged", "no series for the forged objects")
+
+	// A Secret writer of the real tenant namespace marks the unused nonce as consumed, and
+	// as kept stripped by the cache: the tenant record, not the Secret, says it is unused.
+	realNS := wire.TenantNamespaceName("cl-real")
+	writer := principal(t, p, "tenant-secret-writer", realNS, rule("", "secrets", "get", "update", "patch"))
+	var nonce corev1.Secret
+	require.NoError(t, writer.Get(ctx, client.ObjectKey{Namespace: realNS, Name: wire.NonceSecretName}, &nonce))
+	nonce.Annotations = map[string]string{wire.StrippedAnnotation: "true", wire.NonceConsumedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}
+	require.NoError(t, writer.Update(ctx, &nonce))
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		body, err := scrape(ctx, addr)
+		require.NoError(t, err)
+		_, ok := sample(body, metrics.NonceAgeName, "peer", "cl-real")
+		require.True(t, ok, "a Secret writer's annotations do not hide the unused nonce")
+	}
 }

@@ -450,7 +450,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		err = manager.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}, Subjects: self,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: access.ManagerTenantRoleName}})
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "only in tenant namespaces")
+		assert.Contains(t, err.Error(), "only in liqo-tenant-<id> namespaces")
 		err = manager.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "look-alike", Name: access.ManagerName}, Subjects: self,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: access.ManagerTenantRoleName}})
 		require.Error(t, err, "a labelled namespace not named liqo-tenant-<id>, with no creator recorded")

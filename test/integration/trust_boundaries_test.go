@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -352,9 +353,10 @@ func TestTenantNamespaceDesignatedByItsCreator(t *testing.T) {
 	mine := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-mallory", Labels: cluster.TenantNamespaceLabels("cl-mallory")}}
 	require.NoError(t, creator.Create(ctx, mine))
 	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(mine), mine))
-	user, _, ok := cluster.NamespaceCreator(mine)
+	creatorOf, ok, err := cluster.NamespaceCreator(mine)
 	require.True(t, ok)
-	assert.Equal(t, "namespace-creator", user)
+	require.NoError(t, err)
+	assert.Equal(t, "namespace-creator", creatorOf.User)
 	mine.Annotations[wire.CreatedByAnnotation] = "kubernetes-admin"
 	err = creator.Update(ctx, mine)
 	require.Error(t, err)
@@ -383,4 +385,41 @@ func TestTenantNamespaceDesignatedByItsCreator(t *testing.T) {
 		err := p.client.Get(ctx, client.ObjectKey{Namespace: theirs.Name, Name: wire.NonceSecretName}, &s)
 		return err == nil && len(s.Data[wire.NonceField]) > 0, err
 	})
+}
+
+// TestDesignationReadsTheCreatorLosslessly acts as a namespace creator whose identity
+// provider sends a group holding a comma ("dev,system:masters", which OIDC allows): the
+// creator record keeps it one group, and the review asks about exactly that creator, with
+// its UID and extra, so the namespace is not designated.
+func TestDesignationReadsTheCreatorLosslessly(t *testing.T) {
+	p := installSites(t, testenv.New(t, "designation-lossless"), "cl-provider")[0]
+	startControllers(t, p, authmanager.Provider)
+	ctx := context.Background()
+	const user = "oidc:dev"
+	groups := []string{"dev,system:masters", "team=a;b%2C"}
+	extra := map[string][]string{"scopes.example.com": {"ns:create", "x,y"}}
+	principal(t, p, user, "", rule("", "namespaces", "create", "get"))
+	cfg := rest.CopyConfig(p.cp.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, UID: "uid-42", Groups: groups, Extra: extra}
+	creator := newClient(t, cfg)
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-comma", Labels: cluster.TenantNamespaceLabels("cl-comma")}}
+	require.NoError(t, creator.Create(ctx, ns))
+	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(ns), ns))
+	got, ok, err := cluster.NamespaceCreator(ns)
+	require.True(t, ok)
+	require.NoError(t, err, "annotations %v", ns.Annotations)
+	assert.Equal(t, user, got.User)
+	assert.Equal(t, "uid-42", got.UID)
+	assert.Subset(t, got.Groups, groups, "each group kept whole")
+	assert.NotContains(t, got.Groups, "system:masters")
+	assert.Equal(t, extra["scopes.example.com"], got.Extra["scopes.example.com"])
+
+	waitEvent(t, p, metav1.NamespaceDefault, ns.Name, "TenantNamespaceNotDesignated")
+	rec, err := cluster.GetTenantRecord(ctx, p.client, wire.DefaultLiqoNamespace, "cl-comma")
+	require.NoError(t, err)
+	assert.Nil(t, rec, "a group named dev,system:masters is not system:masters")
+	var binding rbacv1.RoleBinding
+	assert.True(t, apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: access.ManagerName}, &binding)),
+		"the manager did not bind itself there")
 }

@@ -30,8 +30,11 @@ func NewRenewCmd(g *cli.Global) *cobra.Command {
 	sub := &cobra.Command{
 		Short: "Renew a consumer's control-plane certificate now (provider)",
 		Long: `On the provider: issue the consumer a new control-plane certificate now, ahead of its
-renewal time (after a suspected leak of the old one's key material, before a planned
-outage, or to check that renewal works). The request is kept in this cluster's tenant
+renewal time (before a planned outage, after a change of this cluster's CA or API server,
+or to check that renewal works). It is no answer to a leak: the new certificate certifies
+the same key, and whoever holds the old certificate and that key reads the new one from
+the Tenant's status. After a leak of the consumer's key, remove the peering (liqoctl
+drain tenant, then unauthenticate) until the key is replaced. The request is kept in this cluster's tenant
 record, where the consumer cannot write; the provider's controllers (liqo-auth-manager, or
 liqoctl's own for this command) renew it and publish it in the Tenant. The consumer's
 manager picks it up; without one, liqoctl authenticate on the consumer does. The old
@@ -94,5 +97,6 @@ func (o *RenewOptions) Run(ctx context.Context) error {
 	s.Report.Info("Certificate %s issued, valid until %s, replacing %s", c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339), old)
 	s.Report.Info("The consumer's liqo-auth-manager picks it up; without one, liqoctl authenticate on the consumer does")
 	s.Report.Warn("Certificate %s stays cryptographically valid until it expires: Kubernetes cannot revoke it", old)
+	s.Report.Warn("Renewal certifies the same key: it does not answer a leak of that key (drain the tenant until the key is replaced)")
 	return nil
 }

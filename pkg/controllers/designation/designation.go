@@ -72,8 +72,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ns.DeletionTimestamp != nil || !cluster.IsTenantNamespaceOf(ns, remote) || ns.Name != wire.TenantNamespaceName(remote) {
 		return ctrl.Result{}, nil
 	}
-	user, groups, ok := cluster.NamespaceCreator(ns)
+	creator, ok, err := cluster.NamespaceCreator(ns)
 	if !ok {
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, ReasonNotDesignated, "Designate",
+			"not a tenant namespace: its creator cannot be read exactly (%v); this cluster's administrator makes one with liqoctl authenticate, create nonce or generate tenant", err)
 		return ctrl.Result{}, nil
 	}
 	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.LiqoNamespace, remote)
@@ -95,13 +100,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rec, err = cluster.GetTenantRecord(ctx, r.Live, r.LiqoNamespace, remote); err != nil || rec != nil && rec.Namespace == ns.Name && rec.NamespaceUID == ns.UID {
 		return ctrl.Result{}, err
 	}
-	allowed, err := r.mayRecord(ctx, user, groups)
+	allowed, err := r.mayRecord(ctx, creator)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !allowed {
 		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, ReasonNotDesignated, "Designate",
-			"not a tenant namespace: its creator %q may not make tenant records in namespace %q; this cluster's administrator makes one with liqoctl authenticate, create nonce or generate tenant", user, r.LiqoNamespace)
+			"not a tenant namespace: its creator %q may not make tenant records in namespace %q; this cluster's administrator makes one with liqoctl authenticate, create nonce or generate tenant", creator.User, r.LiqoNamespace)
 		return ctrl.Result{}, nil
 	}
 	if err := cluster.UpdateTenantRecord(ctx, r.Client, r.Live, r.LiqoNamespace, remote, true, func(rec *cluster.TenantRecord) error {
@@ -114,17 +119,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, ReasonDesignated, "Designate",
-		"tenant namespace of cluster %q: created by %q, who may make tenant records", remote, user)
+		"tenant namespace of cluster %q: created by %q, who may make tenant records", remote, creator.User)
 	return ctrl.Result{}, nil
 }
 
-// mayRecord asks the API server whether user, with groups, may create the ConfigMaps of
-// the Liqo namespace: make a tenant record itself.
-func (r *Reconciler) mayRecord(ctx context.Context, user string, groups []string) (bool, error) {
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups,
+// mayRecord asks the API server whether the creator, with every attribute it was
+// authenticated with (UID, groups, extra), may create the ConfigMaps of the Liqo
+// namespace: make a tenant record itself.
+func (r *Reconciler) mayRecord(ctx context.Context, c cluster.Creator) (bool, error) {
+	var extra map[string]authorizationv1.ExtraValue
+	if len(c.Extra) > 0 {
+		extra = make(map[string]authorizationv1.ExtraValue, len(c.Extra))
+		for k, v := range c.Extra {
+			extra[k] = v
+		}
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: c.User, UID: c.UID, Groups: c.Groups, Extra: extra,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: r.LiqoNamespace, Verb: "create", Resource: "configmaps"}}}
 	if err := r.Client.Create(ctx, sar); err != nil {
-		return false, fmt.Errorf("asking whether %q may make tenant records: %w", user, err)
+		return false, fmt.Errorf("asking whether %q may make tenant records: %w", c.User, err)
 	}
 	return sar.Status.Allowed, nil
 }

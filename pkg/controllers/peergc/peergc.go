@@ -3,20 +3,26 @@
 // --peer-gone-after). For each accepted Tenant it creates a presence Lease
 // (wire.PresenceLeaseName) in the tenant namespace, which the consumer's manager renews
 // with its own identity; a Tenant whose consumer has not renewed it for the grace period
-// (counted from the acceptance when it never did) is deleted, with the slices given to
-// that consumer: their finalizers remove bindings and requests, as unauthenticate would.
-// The tenant record, with the administrator's decisions, stays.
+// (counted from the Lease's creation when it never did) is deleted, with the slices given
+// to that consumer: their finalizers remove bindings and requests, as unauthenticate
+// would. The tenant record, with the administrator's decisions, stays.
 //
-// Who writes what it reads: the Tenant's status (acceptance time) only the manager; the
-// Lease the manager (creates it) and the consumer itself (renews it, by name; it may not
-// create or delete one). A consumer can only keep itself, not another tenant, alive, or
-// let itself be collected; a renewal time in the future counts as now. Consumers that do
-// not renew it (Liqo's controllers, or liqoctl without a manager) are collected too: the
-// controller runs only when the administrator asks for it.
+// Who writes what it reads, and why a deletion never rests on a field a weaker principal
+// wrote: the Tenant is collected only when its acceptance is sealed by this provider's key
+// (a status writer cannot forge one); the time counted from is the Lease's, never the
+// Tenant status (whose acceptedAt a status writer may back-date): the Lease's
+// creationTimestamp (the API server's), the acquireTime the manager writes when it gives
+// the Lease to a new Tenant, and the renewTime the consumer writes. Only the manager
+// creates the Lease, and only the consumer itself renews it (by name; it may not create or
+// delete one): a consumer can keep itself, not another tenant, alive, or let itself be
+// collected; a time in the future counts as now. Consumers that do not renew it (Liqo's
+// controllers, or liqoctl without a manager) are collected too: the controller runs only
+// when the administrator asks for it.
 package peergc
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"time"
 
@@ -44,6 +50,8 @@ const ReasonPeerGone = "PeerGone"
 // Reconciler collects the Tenants of consumers that are gone.
 type Reconciler struct {
 	Client client.Client
+	// Key is this cluster's key, whose seal says a Tenant was accepted.
+	Key crypto.Signer
 	// Live reads the presence Lease, which the manager does not cache.
 	Live      client.Reader
 	Placement common.Placement
@@ -70,37 +78,73 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if t.DeletionTimestamp != nil || t.Status.AcceptedAt == nil {
+	if t.DeletionTimestamp != nil || t.Status.AcceptedKeyFingerprint == "" {
 		return ctrl.Result{}, nil
 	}
 	// A stray Tenant (misnamed, mislabelled, or outside its tenant namespace) caused
-	// nothing to collect: the tenant controller's own placement check says so.
+	// nothing to collect: the tenant controller's own placement check says so. Nor did
+	// one whose acceptance this provider did not seal.
 	if err := tenant.CheckPlacement(ctx, r.Placement, t); err != nil {
 		if authn.ReasonOf(err) != "" {
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	if tenant.VerifySealed(t, r.Key.Public()) != nil {
+		return ctrl.Result{}, nil
+	}
 	now := r.Now()
-	last := t.Status.AcceptedAt.Time
 	lease := &coordinationv1.Lease{}
-	switch err := r.Live.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: wire.PresenceLeaseName}, lease); {
+	err := r.Live.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: wire.PresenceLeaseName}, lease)
+	switch {
 	case apierrors.IsNotFound(err):
-		if err := r.createLease(ctx, t); err != nil {
-			return ctrl.Result{}, err
-		}
+		return r.requeue(r.createLease(ctx, t))
 	case err != nil:
 		return ctrl.Result{}, err
-	case lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(last):
-		last = lease.Spec.RenewTime.Time
+	case !metav1.IsControlledBy(lease, t):
+		// The Lease of an earlier Tenant of this consumer: its times are not this one's.
+		return r.requeue(r.adoptLease(ctx, t, lease, now))
 	}
-	if last.After(now) {
-		last = now // a renewal time in the future is no promise
-	}
+	last := LastSignOfLife(lease, now)
 	if left := last.Add(r.GoneAfter).Sub(now); left > 0 {
 		return ctrl.Result{RequeueAfter: left + time.Second}, nil
 	}
 	return ctrl.Result{}, r.collect(ctx, t, last)
+}
+
+// requeue looks again after a grace period counted from now.
+func (r *Reconciler) requeue(err error) (ctrl.Result, error) {
+	return ctrl.Result{RequeueAfter: r.GoneAfter + time.Second}, err
+}
+
+// LastSignOfLife is the latest of the presence Lease's creation (written by the API
+// server), the time the manager gave it to its Tenant and the consumer's last renewal;
+// a time in the future counts as now.
+func LastSignOfLife(lease *coordinationv1.Lease, now time.Time) time.Time {
+	last := lease.CreationTimestamp.Time
+	for _, t := range []*metav1.MicroTime{lease.Spec.AcquireTime, lease.Spec.RenewTime} {
+		if t != nil && t.After(last) {
+			last = t.Time
+		}
+	}
+	if last.After(now) {
+		last = now // a time in the future is no promise
+	}
+	return last
+}
+
+// adoptLease gives the Lease an earlier Tenant of the same consumer left to t, counting
+// from now.
+func (r *Reconciler) adoptLease(ctx context.Context, t *authv1beta1.Tenant, lease *coordinationv1.Lease, now time.Time) error {
+	lease.OwnerReferences = nil
+	if err := controllerutil.SetControllerReference(t, lease, r.Client.Scheme()); err != nil {
+		return err
+	}
+	lease.Spec.AcquireTime, lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(now)), nil
+	if err := r.Client.Update(ctx, lease); err != nil {
+		return fmt.Errorf("giving the presence Lease to the Tenant: %w", err)
+	}
+	return nil
 }
 
 // createLease creates the presence Lease of an accepted Tenant, owned by it.

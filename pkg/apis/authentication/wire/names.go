@@ -121,11 +121,18 @@ const (
 	// ReplicationDestinationLabel names, on a slice the consumer asks for, the provider it is
 	// for (Liqo's replicator's label).
 	ReplicationDestinationLabel = "liqo.io/remoteID"
-	// CreatedByAnnotation and CreatedByGroupsAnnotation record, on a namespace created with
-	// the tenant labels, the user and groups the API server authenticated as its creator
+	// CreatedByAnnotation, CreatedByUIDAnnotation, CreatedByGroupsAnnotation and
+	// CreatedByExtraAnnotation record, on a namespace created with the tenant labels, the
+	// user the API server authenticated as its creator: name, UID, groups and extra
 	// (written by the admission policy liqo-auth-namespace-creator, never by a client).
+	// Groups and extra are lists whose items may hold any character, so each item is
+	// escaped ('%', ',', '=' and ';' as %25, %2C, %3D and %3B) and terminated: groups as
+	// "g1,g2,", extra as "key=v1,v2,;key2=;" with keys sorted. Nothing is split on a
+	// character an item may contain.
 	CreatedByAnnotation       = "liqo.io/created-by"
+	CreatedByUIDAnnotation    = "liqo.io/created-by-uid"
 	CreatedByGroupsAnnotation = "liqo.io/created-by-groups"
+	CreatedByExtraAnnotation  = "liqo.io/created-by-extra"
 	// GrantedResourcesAnnotation records, on a slice's Role, the resources the provider
 	// granted the slice (JSON). The Role is the provider's own record of the grant: the
 	// tenant may write its slices and their status, never a Role.

@@ -1,0 +1,127 @@
+package access
+
+import (
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+)
+
+// CEL expressions about the namespace of the request, as the tenant namespace of the peer
+// its label names.
+const (
+	nsLabels      = "(has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})"
+	nsAnnotations = "(has(namespaceObject.metadata.annotations) ? namespaceObject.metadata.annotations : {})"
+	// nsPeer is the peer the namespace's label names ('' when none).
+	nsPeer = "(('" + wire.RemoteClusterIDLabel + "' in " + nsLabels + ") ? " + nsLabels + "['" + wire.RemoteClusterIDLabel + "'] : '')"
+	// sliceOf is the slice a liqo-resourceslice-<slice> object is named for.
+	sliceOf = "object.metadata.name.substring(" + "size('liqo-resourceslice-'))"
+	// placeholders stand, in the rules forged with a name, for that name's expression.
+	peerPlaceholder  = "\x00peer"
+	slicePlaceholder = "\x00slice"
+)
+
+// forgeManagerTenantPolicies bound what liqo-auth-manager's ServiceAccount writes in tenant
+// namespaces to exactly what its controllers make there. RBAC cannot: it lets the manager
+// create RoleBindings anywhere (to bind itself in a tenant namespace another tool made),
+// bind any Role of a tenant namespace and create Leases of any name there.
+//
+//   - liqo-auth-manager-bindings: every RoleBinding it writes is one of four, in a
+//     liqo-tenant-<id> labelled for <id> whose creator the API server recorded: its own
+//     (liqo-auth-manager-tenant to its ServiceAccount), the tenant's control-plane and
+//     reader bindings (to user <id>), a slice's (Role liqo-resourceslice-<slice> to user
+//     <slice>-<hash>).
+//   - liqo-auth-manager-tenant-writes: outside the Liqo namespace, it writes those
+//     bindings, the Roles they name (with exactly their rules) and the presence Lease only
+//     where its own binding exists: in a namespace this cluster's administrator (liqoctl)
+//     or designation gave it. The policy asks the authorizer whether the manager may
+//     create Identities there, which only that binding grants it.
+func forgeManagerTenantPolicies(liqoNS string) []client.Object {
+	isManager := []admissionregistrationv1.MatchCondition{{Name: "liqo-auth-manager", Expression: "request.userInfo.username == '" + ManagerUser(liqoNS) + "'"}}
+	own := "object.metadata.name == '" + ManagerName + "' && " + roleRef("ClusterRole", "'"+ManagerTenantRoleName+"'") + " && " +
+		subjectIs("ServiceAccount", "'"+ManagerName+"'", "'"+liqoNS+"'")
+	controlPlane := "object.metadata.name == '" + wire.ControlPlaneBindingName + "' && " + roleRef("ClusterRole", "'"+wire.ControlPlaneRoleName+"'") + " && " + subjectIs("User", nsPeer, "")
+	reader := "object.metadata.name == '" + wire.TenantReaderName + "' && " + roleRef("Role", "'"+wire.TenantReaderName+"'") + " && " + subjectIs("User", nsPeer, "")
+	slice := "object.metadata.name.startsWith('liqo-resourceslice-') && " + roleRef("Role", "object.metadata.name") + " && " +
+		subjectIs("User", "", "") + " && object.subjects[0].name.startsWith(" + sliceOf + " + '-')"
+	bindings := denyingPolicy(ManagerBindingPolicyName, createsAndUpdates(rbacv1.GroupName, "*", "rolebindings"), isManager,
+		[]admissionregistrationv1.Validation{
+			{Expression: "'" + wire.TenantNamespaceLabel + "' in " + nsLabels + " && " + nsLabels + "['" + wire.TenantNamespaceLabel + "'] == 'true' && " + nsPeer + " != '' && " +
+				"namespaceObject.metadata.name == '" + wire.TenantNamespacePrefix + "' + " + nsPeer + " && '" + wire.CreatedByAnnotation + "' in " + nsAnnotations,
+				Message: "liqo-auth-manager writes RoleBindings only in liqo-tenant-<id> namespaces labelled for <id> whose creator the API server recorded"},
+			{Expression: "(" + own + ") || (" + controlPlane + ") || (" + reader + ") || (" + slice + ")",
+				Message: "liqo-auth-manager writes only its own binding, the tenant's control-plane and reader bindings to the namespace's peer, and a slice's binding to its user"},
+		})
+
+	tenantWrites := createsAndUpdates(rbacv1.GroupName, "*", "rolebindings", "roles")
+	tenantWrites.ResourceRules = append(tenantWrites.ResourceRules, createsAndUpdates("coordination.k8s.io", "*", "leases").ResourceRules...)
+	notRole, notLease := "request.resource.resource != 'roles'", "request.resource.resource != 'leases'"
+	// Only its binding liqo-auth-manager-tenant gives the manager the creation of
+	// Identities in a namespace: the authorizer's answer says it is bound there.
+	bound := "authorizer.group('" + authv1beta1.GroupVersion.Group + "').resource('identities').namespace(request.namespace).check('create').allowed()"
+	tenantPolicy := denyingPolicy(ManagerTenantPolicyName, tenantWrites, append(isManager,
+		admissionregistrationv1.MatchCondition{Name: "outside-liqo-namespace", Expression: "request.namespace != '" + liqoNS + "'"},
+		admissionregistrationv1.MatchCondition{Name: "not-its-own-binding", Expression: "request.resource.resource != 'rolebindings' || object.metadata.name != '" + ManagerName + "'"}),
+		[]admissionregistrationv1.Validation{
+			{Expression: bound,
+				Message: "liqo-auth-manager writes in a namespace only where it is bound as a tenant namespace's manager (RoleBinding " + ManagerName + ")"},
+			{Expression: notRole + " || (object.metadata.name == '" + wire.TenantReaderName + "' && " + rulesAre(TenantReaderRules(peerPlaceholder)) + ") || " +
+				"(object.metadata.name.startsWith('liqo-resourceslice-') && " + rulesAre(SliceRules(slicePlaceholder)) + ")",
+				Message: "liqo-auth-manager writes only the tenant's reader Role and slices' Roles, with exactly their rules"},
+			{Expression: notLease + " || object.metadata.name == '" + wire.PresenceLeaseName + "'",
+				Message: "liqo-auth-manager creates only the Lease " + wire.PresenceLeaseName + " in a tenant namespace"},
+		})
+	return append(bindings, tenantPolicy...)
+}
+
+// roleRef is the CEL test that the binding refers to the role of kind named by the
+// expression name.
+func roleRef(kind, name string) string {
+	return "object.roleRef.apiGroup == '" + rbacv1.GroupName + "' && object.roleRef.kind == '" + kind + "' && object.roleRef.name == " + name
+}
+
+// subjectIs is the CEL test that the binding has exactly one subject, of kind, named by
+// the expression name (any name when empty), in namespace ns (an expression; none when
+// empty).
+func subjectIs(kind, name, ns string) string {
+	e := "has(object.subjects) && object.subjects.size() == 1 && object.subjects[0].kind == '" + kind + "'"
+	if name != "" {
+		e += " && object.subjects[0].name == " + name
+	}
+	if ns != "" {
+		e += " && object.subjects[0].namespace == " + ns
+	}
+	return e
+}
+
+// rulesAre is the CEL test that a Role's rules are exactly rules, in order, where the
+// placeholders stand for the namespace's peer and the slice the Role is named for.
+func rulesAre(rules []rbacv1.PolicyRule) string {
+	list := func(field string, items []string) string {
+		quoted := make([]string, 0, len(items))
+		for _, it := range items {
+			switch it {
+			case peerPlaceholder:
+				quoted = append(quoted, nsPeer)
+			case slicePlaceholder:
+				quoted = append(quoted, sliceOf)
+			default:
+				quoted = append(quoted, "'"+it+"'")
+			}
+		}
+		return "(has(r." + field + ") ? r." + field + " : []) == [" + strings.Join(quoted, ", ") + "]"
+	}
+	rs := "(has(object.rules) ? object.rules : [])"
+	out := []string{"size(" + rs + ") == " + strconv.Itoa(len(rules))}
+	for i, r := range rules {
+		checks := []string{list("apiGroups", r.APIGroups), list("resources", r.Resources), list("resourceNames", r.ResourceNames),
+			list("verbs", r.Verbs), list("nonResourceURLs", r.NonResourceURLs)}
+		out = append(out, "["+rs+"["+strconv.Itoa(i)+"]].all(r, "+strings.Join(checks, " && ")+")")
+	}
+	return "(" + strings.Join(out, " && ") + ")"
+}

@@ -1,0 +1,41 @@
+package metrics
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+func TestUnusedNonce(t *testing.T) {
+	ns := wire.TenantNamespaceName("cl-a")
+	records := map[string]*cluster.TenantRecord{
+		"cl-a":    {RemoteID: "cl-a", Namespace: ns},
+		"cl-used": {RemoteID: "cl-used", Namespace: wire.TenantNamespaceName("cl-used"), ConsumedNonce: &cluster.ConsumedNonce{Digest: cluster.NonceDigest("n")}},
+	}
+	nonce := func(ns, name, peer, value string, annotations map[string]string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations,
+			Labels: map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: peer}}, Data: map[string][]byte{wire.NonceField: []byte(value)}}
+	}
+	for _, tc := range []struct {
+		name   string
+		secret *corev1.Secret
+		want   bool
+	}{
+		{"an unused nonce", nonce(ns, wire.NonceSecretName, "cl-a", "n", nil), true},
+		{"marked consumed by a Secret writer", nonce(ns, wire.NonceSecretName, "cl-a", "n", map[string]string{wire.NonceConsumedAtAnnotation: "2026-01-01T00:00:00Z"}), true},
+		{"consumed, as the record says", nonce(wire.TenantNamespaceName("cl-used"), wire.NonceSecretName, "cl-used", "n", nil), false},
+		{"another name", nonce(ns, "liqo-nonce-2", "cl-a", "n", nil), false},
+		{"not yet filled", nonce(ns, wire.NonceSecretName, "cl-a", "", nil), false},
+		{"a peer with no record", nonce(wire.TenantNamespaceName("cl-b"), wire.NonceSecretName, "cl-b", "n", nil), false},
+		{"labelled for a peer, elsewhere", nonce("default", wire.NonceSecretName, "cl-a", "n", nil), false},
+		{"in a namespace named for another peer", nonce(ns, wire.NonceSecretName, "cl-used", "x", nil), false},
+	} {
+		if _, got := unusedNonce(tc.secret, records); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/access"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+)
+
+// TestPeerGCDecidesOnlyOnWhatTheManagerWrote acts as a status writer (tenants/status, as
+// another operator on the provider may hold) who back-dates a consumer's acceptance by
+// two days under a grace period of a day: the provider keeps the consumer, because
+// peergc counts from the presence Lease (the API server's and the manager's times), never
+// from the Tenant status.
+func TestPeerGCDecidesOnlyOnWhatTheManagerWrote(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	startManager(t, provider, "--consumer=false", "--peer-gone-after=24h")
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	pTN := wire.TenantNamespaceName(consumer.id)
+	key := client.ObjectKey{Namespace: pTN, Name: consumer.id}
+	eventuallyNoError(t, ctx, "the presence Lease created", func(ctx context.Context) error {
+		return provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.PresenceLeaseName}, &coordinationv1.Lease{})
+	})
+
+	writer := principal(t, provider, "tenant-status-writer", pTN,
+		rule(authv1beta1.GroupVersion.Group, "tenants", "get", "list"),
+		rule(authv1beta1.GroupVersion.Group, "tenants/status", "get", "update", "patch"))
+	var tn authv1beta1.Tenant
+	require.NoError(t, writer.Get(ctx, key, &tn))
+	tn.Status.AcceptedAt = &metav1.Time{Time: time.Now().Add(-48 * time.Hour)}
+	require.NoError(t, writer.Status().Update(ctx, &tn))
+
+	// The update is an event peergc reconciles at once; give it time to act on it.
+	for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		require.NoError(t, provider.client.Get(ctx, key, &authv1beta1.Tenant{}), "a consumer accepted seconds ago is not gone")
+	}
+}
+
+// TestManagerBindingsAreExact acts as liqo-auth-manager's ServiceAccount (its token, as a
+// thief would hold it): RBAC lets it create RoleBindings anywhere, bind the Roles of tenant
+// namespaces and create Leases there; admission lets it write exactly the bindings, Roles
+// and Lease its controllers make, for the namespace's own peer, and (but for its own
+// binding) only where it is bound already.
+func TestManagerBindingsAreExact(t *testing.T) {
+	p := installSites(t, testenv.New(t, "manager-bindings"), "cl-provider")[0]
+	ctx := context.Background()
+	liqo := wire.DefaultLiqoNamespace
+	tn := ensureTN(t, p.client, "cl-consumer")
+	creator := principal(t, p, "namespace-creator", "", rule("", "namespaces", "create"))
+	evil := wire.TenantNamespaceName("cl-evil")
+	require.NoError(t, creator.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: evil, Labels: cluster.TenantNamespaceLabels("cl-evil")}}))
+	saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, access.ManagerName)
+	require.NoError(t, err)
+	manager := newClient(t, saCfg)
+
+	user := func(name string) []rbacv1.Subject {
+		return []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}}
+	}
+	binding := func(ns, name, kind, role string, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: role}}
+	}
+	reader := func(name, peer string) *rbacv1.Role {
+		return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: name}, Rules: access.TenantReaderRules(peer)}
+	}
+	lease := func(name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: name}}
+	}
+	for _, tc := range []struct {
+		what    string
+		obj     client.Object
+		allowed bool
+	}{
+		{"its own ClusterRole to a user, in a labelled namespace", binding(evil, "x", "ClusterRole", access.ManagerName, user("mallory")), false},
+		{"its own ClusterRole to a user, in a tenant namespace", binding(tn, "x", "ClusterRole", access.ManagerName, user("mallory")), false},
+		{"its tenant role to a user", binding(tn, access.ManagerName, "ClusterRole", access.ManagerTenantRoleName, user("mallory")), false},
+		{"the control plane to another user", binding(tn, wire.ControlPlaneBindingName, "ClusterRole", wire.ControlPlaneRoleName, user("mallory")), false},
+		{"the control plane to the peer and another user", binding(tn, wire.ControlPlaneBindingName, "ClusterRole", wire.ControlPlaneRoleName,
+			append(user("cl-consumer"), user("mallory")...)), false},
+		{"the control plane to a group", binding(tn, wire.ControlPlaneBindingName, "ClusterRole", wire.ControlPlaneRoleName,
+			[]rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}}), false},
+		{"the control plane under another name", binding(tn, "x", "ClusterRole", wire.ControlPlaneRoleName, user("cl-consumer")), false},
+		{"another Role of the tenant namespace", binding(tn, "x", "Role", "x", user("cl-consumer")), false},
+		{"a slice binding to another slice's Role", binding(tn, "liqo-resourceslice-a", "Role", "liqo-resourceslice-b", user("a-0123")), false},
+		{"a slice binding to a user not of the slice", binding(tn, "liqo-resourceslice-a", "Role", "liqo-resourceslice-a", user("mallory")), false},
+		{"the control plane to the peer, where it is not bound", binding(evil, wire.ControlPlaneBindingName, "ClusterRole", wire.ControlPlaneRoleName, user("cl-evil")), false},
+		{"a reader Role with another peer's rules", reader(wire.TenantReaderName, "cl-other"), false},
+		{"a Role of another name", reader("x", "cl-consumer"), false},
+		{"a slice Role with the reader's rules", reader("liqo-resourceslice-a", "cl-consumer"), false},
+		{"a Lease of another name", lease("other"), false},
+		// What the controllers make is allowed.
+		{"the control plane to the peer", binding(tn, wire.ControlPlaneBindingName, "ClusterRole", wire.ControlPlaneRoleName, user("cl-consumer")), true},
+		{"the reader Role", reader(wire.TenantReaderName, "cl-consumer"), true},
+		{"the reader binding", binding(tn, wire.TenantReaderName, "Role", wire.TenantReaderName, user("cl-consumer")), true},
+		{"a slice Role", &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "liqo-resourceslice-a"}, Rules: access.SliceRules("a")}, true},
+		{"a slice binding", binding(tn, "liqo-resourceslice-a", "Role", "liqo-resourceslice-a", user("a-0123abcd")), true},
+		{"the presence Lease", lease(wire.PresenceLeaseName), true},
+	} {
+		err := manager.Create(ctx, tc.obj)
+		if tc.allowed {
+			assert.NoError(t, err, tc.what)
+		} else {
+			assert.Error(t, err, tc.what)
+			assert.NotContains(t, errString(err), "already exists", tc.what)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
