@@ -18,7 +18,10 @@ FUZZTIME     ?= 3s
 TEST_TIMEOUT ?= 40m
 DEMO_DIR     ?= .devclusters/demo
 UNIT_PKGS     = $(shell $(GO) list ./... | grep -v /test/)
-FUZZ_TARGETS  = FuzzParsePublicKey FuzzValidateCSR FuzzVerifyNonceSignature FuzzCheckNonce FuzzReadKubeconfig FuzzVerifyCertificate
+# FUZZ_TARGETS are package:Target pairs: every parser of untrusted input, and every
+# encoding that joins what it will split again.
+FUZZ_TARGETS  = $(addprefix ./pkg/authn:,FuzzParsePublicKey FuzzValidateCSR FuzzVerifyNonceSignature FuzzCheckNonce FuzzReadKubeconfig FuzzVerifyCertificate FuzzAcceptanceMessage) \
+                ./pkg/cluster:FuzzDecodeCreatorList
 # MANAGER_IMAGE is the image the committed release manifest names; a release writes its own
 # with the release tag (.goreleaser.yaml).
 MANAGER_IMAGE ?= ghcr.io/liqo-auth/liqo-auth-manager:latest
@@ -52,7 +55,7 @@ test-integration: ## Integration tests on real control planes (builds them on fi
 	$(CONTROLPLANE); $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
 fuzz-short: ## Run every fuzz target briefly (FUZZTIME each).
-	for t in $(FUZZ_TARGETS); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./pkg/authn || exit 1; done
+	for pt in $(FUZZ_TARGETS); do $(GO) test -run '^$$' -fuzz "^$${pt#*:}$$" -fuzztime $(FUZZTIME) "$${pt%%:*}" || exit 1; done
 
 fuzz: ## Fuzz longer: make fuzz FUZZTIME=5m.
 	$(MAKE) fuzz-short FUZZTIME=$(if $(filter 3s,$(FUZZTIME)),60s,$(FUZZTIME))

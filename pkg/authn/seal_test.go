@@ -38,7 +38,8 @@ func TestAcceptanceSeal(t *testing.T) {
 func TestSealIsNoNonceSignature(t *testing.T) {
 	key := mustKey(t, Ed25519)
 	a := Acceptance{TenantUID: "u", ClusterID: "c", KeyFingerprint: "f", CSRDigest: "d"}
-	msg := a.message()
+	msg, ok := a.message()
+	require.True(t, ok)
 	assert.Error(t, CheckNonce(string(msg)), "a sealed message is never a canonical nonce")
 	_, err := SignNonce(key, string(msg))
 	assert.Error(t, err, "the nonce signer refuses to sign a sealed message")
@@ -51,4 +52,23 @@ func TestSealIsNoNonceSignature(t *testing.T) {
 	require.NoError(t, err)
 	assert.Error(t, VerifyAcceptanceSeal(key.Public(), a, sig))
 	assert.NotEmpty(t, base64.StdEncoding.EncodeToString(seal))
+
+	_, err = SealAcceptance(key, Acceptance{TenantUID: "u", ClusterID: "c\nf", KeyFingerprint: "d"})
+	assert.Error(t, err, "a field holding a line break is not sealed")
+}
+
+// FuzzAcceptanceMessage checks that the sealed message names one acceptance only: two
+// acceptances that differ never give the same message, whatever their fields hold.
+func FuzzAcceptanceMessage(f *testing.F) {
+	f.Add("uid", "cl-a", "sha256:k", "d", "uid", "cl-a\nsha256:k", "d", "")
+	f.Add("u", "c", "k", "d", "u", "c", "k", "d")
+	f.Fuzz(func(t *testing.T, u1, c1, k1, d1, u2, c2, k2, d2 string) {
+		a := Acceptance{TenantUID: u1, ClusterID: c1, KeyFingerprint: k1, CSRDigest: d1}
+		b := Acceptance{TenantUID: u2, ClusterID: c2, KeyFingerprint: k2, CSRDigest: d2}
+		ma, okA := a.message()
+		mb, okB := b.message()
+		if okA && okB && a != b && string(ma) == string(mb) {
+			t.Fatalf("%+v and %+v are sealed as the same message", a, b)
+		}
+	})
 }
