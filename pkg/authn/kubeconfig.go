@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clientcmdlatest "k8s.io/client-go/tools/clientcmd/api/latest"
 )
 
 // KubeconfigParams is what a consumer needs to forge the kubeconfig of an identity.
@@ -53,7 +55,26 @@ func ForgeKubeconfig(p KubeconfigParams, now time.Time) ([]byte, error) {
 	cfg.AuthInfos[p.User] = &clientcmdapi.AuthInfo{ClientCertificateData: p.CertPEM, ClientKeyData: keyPEM}
 	cfg.Contexts[p.ClusterName] = &clientcmdapi.Context{Cluster: p.ClusterName, AuthInfo: p.User, Namespace: p.Namespace}
 	cfg.CurrentContext = p.ClusterName
-	return clientcmd.Write(*cfg)
+	return runtime.Encode(clientcmdlatest.Codec, cfg)
+}
+
+// loadKubeconfig decodes a kubeconfig as clientcmd.Load does, with the codec alone:
+// clientcmd's loader links a whole client (rest, transport, credential plugins), which the
+// protocol code does not need to read a file.
+func loadKubeconfig(data []byte) (*clientcmdapi.Config, error) {
+	cfg := clientcmdapi.NewConfig()
+	if len(data) == 0 {
+		return cfg, nil
+	}
+	decoded, _, err := clientcmdlatest.Codec.Decode(data, &schema.GroupVersionKind{Version: clientcmdlatest.Version, Kind: "Config"}, cfg)
+	if err != nil {
+		return nil, err
+	}
+	out, ok := decoded.(*clientcmdapi.Config)
+	if !ok {
+		return nil, fmt.Errorf("decoded %T, not a kubeconfig", decoded)
+	}
+	return out, nil
 }
 
 // KubeconfigInfo is what an identity kubeconfig holds: nothing but a server, its CA, an
@@ -77,7 +98,7 @@ func ReadKubeconfig(data []byte) (*KubeconfigInfo, error) {
 	if len(data) > 4*MaxCertificateSize {
 		return nil, refuse(ReasonKubeconfigInvalid, "the kubeconfig is too large", nil)
 	}
-	cfg, err := clientcmd.Load(data)
+	cfg, err := loadKubeconfig(data)
 	if err != nil {
 		return nil, refuse(ReasonKubeconfigInvalid, "the kubeconfig cannot be parsed", err)
 	}
