@@ -32,10 +32,10 @@ const (
 // bind any Role of a tenant namespace and create Leases of any name there.
 //
 //   - liqo-auth-manager-bindings: every RoleBinding it writes is one of four, in a
-//     liqo-tenant-<id> labelled for <id> whose creator the API server recorded: its own
-//     (liqo-auth-manager-tenant to its ServiceAccount), the tenant's control-plane and
-//     reader bindings (to user <id>), a slice's (Role liqo-resourceslice-<slice> to user
-//     <slice>-<hash>).
+//     liqo-tenant-<id> labelled for <id>: its own (liqo-auth-manager-tenant to its
+//     ServiceAccount, only where the API server recorded the namespace's creator), the
+//     tenant's control-plane and reader bindings (to user <id>), a slice's (Role
+//     liqo-resourceslice-<slice> to user <slice>-<hash>).
 //   - liqo-auth-manager-tenant-writes: outside the Liqo namespace, it writes those
 //     bindings, the Roles they name (with exactly their rules) and the presence Lease only
 //     where its own binding exists: in a namespace this cluster's administrator (liqoctl)
@@ -43,8 +43,10 @@ const (
 //     create Identities there, which only that binding grants it.
 func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 	isManager := []admissionregistrationv1.MatchCondition{{Name: "liqo-auth-manager", Expression: "request.userInfo.username == '" + ManagerUser(liqoNS) + "'"}}
+	// Its own binding it makes only where it designates: a namespace whose creator the API
+	// server recorded (liqoctl binds it in the namespaces it makes or adopts).
 	own := "object.metadata.name == '" + ManagerName + "' && " + roleRef("ClusterRole", "'"+ManagerTenantRoleName+"'") + " && " +
-		subjectIs("ServiceAccount", "'"+ManagerName+"'", "'"+liqoNS+"'")
+		subjectIs("ServiceAccount", "'"+ManagerName+"'", "'"+liqoNS+"'") + " && '" + wire.CreatedByAnnotation + "' in " + nsAnnotations
 	controlPlane := "object.metadata.name == '" + wire.ControlPlaneBindingName + "' && " + roleRef("ClusterRole", "'"+wire.ControlPlaneRoleName+"'") + " && " + subjectIs("User", nsPeer, "")
 	reader := "object.metadata.name == '" + wire.TenantReaderName + "' && " + roleRef("Role", "'"+wire.TenantReaderName+"'") + " && " + subjectIs("User", nsPeer, "")
 	slice := "object.metadata.name.startsWith('liqo-resourceslice-') && " + roleRef("Role", "object.metadata.name") + " && " +
@@ -52,10 +54,10 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 	bindings := denyingPolicy(ManagerBindingPolicyName, createsAndUpdates(rbacv1.GroupName, "*", "rolebindings"), isManager,
 		[]admissionregistrationv1.Validation{
 			{Expression: "'" + wire.TenantNamespaceLabel + "' in " + nsLabels + " && " + nsLabels + "['" + wire.TenantNamespaceLabel + "'] == 'true' && " + nsPeer + " != '' && " +
-				"namespaceObject.metadata.name == '" + wire.TenantNamespacePrefix + "' + " + nsPeer + " && '" + wire.CreatedByAnnotation + "' in " + nsAnnotations,
-				Message: "liqo-auth-manager writes RoleBindings only in liqo-tenant-<id> namespaces labelled for <id> whose creator the API server recorded"},
+				"namespaceObject.metadata.name == '" + wire.TenantNamespacePrefix + "' + " + nsPeer,
+				Message: "liqo-auth-manager writes RoleBindings only in liqo-tenant-<id> namespaces labelled for <id>"},
 			{Expression: "(" + own + ") || (" + controlPlane + ") || (" + reader + ") || (" + slice + ")",
-				Message: "liqo-auth-manager writes only its own binding, the tenant's control-plane and reader bindings to the namespace's peer, and a slice's binding to its user"},
+				Message: "liqo-auth-manager writes only its own binding (where the API server recorded the namespace's creator), the tenant's control-plane and reader bindings to the namespace's peer, and a slice's binding to its user"},
 		})
 
 	tenantWrites := createsAndUpdates(rbacv1.GroupName, "*", "rolebindings", "roles")

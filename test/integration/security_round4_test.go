@@ -64,6 +64,12 @@ func TestManagerBindingsAreExact(t *testing.T) {
 	creator := principal(t, p, "namespace-creator", "", rule("", "namespaces", "create"))
 	evil := wire.TenantNamespaceName("cl-evil")
 	require.NoError(t, creator.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: evil, Labels: cluster.TenantNamespaceLabels("cl-evil")}}))
+	// A namespace made before the creator policy (or by Liqo), adopted by the
+	// administrator: no creator recorded, the manager bound there by liqoctl.
+	old := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName("cl-old")}}
+	require.NoError(t, p.client.Create(ctx, old))
+	_, err := cluster.EnsureTenantNamespace(ctx, p.client, liqo, "cl-old", true)
+	require.NoError(t, err)
 	saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, access.ManagerName)
 	require.NoError(t, err)
 	manager := newClient(t, saCfg)
@@ -110,6 +116,7 @@ func TestManagerBindingsAreExact(t *testing.T) {
 		{"a slice Role", &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "liqo-resourceslice-a"}, Rules: access.SliceRules("a")}, true},
 		{"a slice binding", binding(tn, "liqo-resourceslice-a", "Role", "liqo-resourceslice-a", user("a-0123abcd")), true},
 		{"the presence Lease", lease(wire.PresenceLeaseName), true},
+		{"the control plane to the peer, in an adopted namespace", binding(old.Name, wire.ControlPlaneBindingName, "ClusterRole", wire.ControlPlaneRoleName, user("cl-old")), true},
 	} {
 		err := manager.Create(ctx, tc.obj)
 		if tc.allowed {

@@ -454,7 +454,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		err = manager.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "look-alike", Name: access.ManagerName}, Subjects: self,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: access.ManagerTenantRoleName}})
 		require.Error(t, err, "a labelled namespace not named liqo-tenant-<id>, with no creator recorded")
-		assert.Contains(t, err.Error(), "whose creator the API server recorded")
+		assert.Contains(t, err.Error(), "only in liqo-tenant-<id> namespaces")
 	})
 
 	// The rules in code are the rules installed, and the table in docs/security.md.
