@@ -36,6 +36,7 @@ const (
 	recordPubCAKey        = "publishedCAFingerprint"
 	recordPubServerKey    = "publishedAPIServer"
 	recordRenewKey        = "renewSerial"
+	recordPubCertKey      = "publishedCertificate"
 )
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
@@ -72,6 +73,10 @@ type TenantRecord struct {
 	// the provider itself published, and the serials of Certificates which certificates.
 	PublishedCAFingerprint string
 	PublishedAPIServer     string
+	// PublishedCertificate is, on a provider, the control-plane certificate (PEM) its
+	// manager last published in the Tenant's status: what it puts back, instead of issuing
+	// a new one, when a status writer replaces it.
+	PublishedCertificate string
 	// RenewSerial is, on a provider, the serial of the control-plane certificate its
 	// administrator asked to replace now (liqoctl renew tenant): the manager renews it
 	// ahead of time while the Tenant publishes that serial.
@@ -150,7 +155,8 @@ func (r *TenantRecord) AddCertificate(c IssuedCertificate, now time.Time) {
 func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, error) {
 	r := &TenantRecord{RemoteID: remoteID, Namespace: cm.Data[recordNamespaceKey],
 		NamespaceUID: types.UID(cm.Data[recordNamespaceUIDKey]), CAFingerprint: cm.Data[recordCAKey], State: cm.Data[recordStateKey],
-		PublishedCAFingerprint: cm.Data[recordPubCAKey], PublishedAPIServer: cm.Data[recordPubServerKey], RenewSerial: cm.Data[recordRenewKey]}
+		PublishedCAFingerprint: cm.Data[recordPubCAKey], PublishedAPIServer: cm.Data[recordPubServerKey], RenewSerial: cm.Data[recordRenewKey],
+		PublishedCertificate: cm.Data[recordPubCertKey]}
 	if v := cm.Data[recordCertsKey]; v != "" {
 		if err := json.Unmarshal([]byte(v), &r.Certificates); err != nil {
 			return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, recordCertsKey, err)
@@ -173,7 +179,7 @@ func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, 
 func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
 	cm.Labels = mergeLabels(cm.Labels, map[string]string{wire.TenantRecordLabel: "true", wire.RemoteClusterIDLabel: r.RemoteID, wire.ManagedByLabel: wire.ManagedByValue})
 	cm.Data = map[string]string{recordNamespaceKey: r.Namespace, recordNamespaceUIDKey: string(r.NamespaceUID), recordCAKey: r.CAFingerprint, recordStateKey: r.State,
-		recordPubCAKey: r.PublishedCAFingerprint, recordPubServerKey: r.PublishedAPIServer, recordRenewKey: r.RenewSerial}
+		recordPubCAKey: r.PublishedCAFingerprint, recordPubServerKey: r.PublishedAPIServer, recordRenewKey: r.RenewSerial, recordPubCertKey: r.PublishedCertificate}
 	if len(r.Certificates) > 0 {
 		b, err := json.Marshal(r.Certificates)
 		if err != nil {

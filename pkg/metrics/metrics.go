@@ -187,6 +187,16 @@ func ready(conds []metav1.Condition) float64 {
 }
 
 func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
+	// The tenant records say what this provider issued: the expiry series come from them,
+	// not from statuses a status writer may rewrite.
+	records, err := cluster.ListTenantRecords(ctx, g.reader, g.liqoNS)
+	if err != nil {
+		return
+	}
+	byPeer := make(map[string]*cluster.TenantRecord, len(records))
+	for _, r := range records {
+		byPeer[r.RemoteID] = r
+	}
 	var tenants authv1beta1.TenantList
 	if err := g.reader.List(ctx, &tenants); err == nil {
 		for i := range tenants.Items {
@@ -196,8 +206,8 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 				continue // not a tenant this provider accepted
 			}
 			out.emit(readyDesc, prometheus.GaugeValue, ready(t.Status.Conditions), SideProvider, peer)
-			if c := t.Status.Certificate; c != nil && c.NotAfter != nil {
-				out.emit(expiryDesc, prometheus.GaugeValue, float64(c.NotAfter.Unix()), SideProvider, peer, KindControlPlane, "")
+			if at, ok := lastIssued(byPeer[peer], ""); ok {
+				out.emit(expiryDesc, prometheus.GaugeValue, float64(at.Unix()), SideProvider, peer, KindControlPlane, "")
 			}
 		}
 	}
@@ -206,25 +216,17 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 		for i := range slices.Items {
 			rs := &slices.Items[i]
 			peer, providerCopy := access.SliceConsumer(rs)
-			if !providerCopy || peer == "" || peer == g.self {
+			if !providerCopy || peer == "" || peer == g.self || rs.Namespace != wire.TenantNamespaceName(peer) {
 				continue
 			}
-			if c := rs.Status.Certificate; c != nil && c.NotAfter != nil && rs.Namespace == wire.TenantNamespaceName(peer) {
-				out.emit(expiryDesc, prometheus.GaugeValue, float64(c.NotAfter.Unix()), SideProvider, peer, KindResourceSlice, rs.Name)
+			if at, ok := lastIssued(byPeer[peer], rs.Name); ok {
+				out.emit(expiryDesc, prometheus.GaugeValue, float64(at.Unix()), SideProvider, peer, KindResourceSlice, rs.Name)
 			}
 		}
 	}
 	var nonces corev1.SecretList
-	if err := g.reader.List(ctx, &nonces, client.MatchingLabels{wire.NonceLabel: "true"}); err != nil || len(nonces.Items) == 0 {
+	if err := g.reader.List(ctx, &nonces, client.MatchingLabels{wire.NonceLabel: "true"}); err != nil {
 		return
-	}
-	records, err := cluster.ListTenantRecords(ctx, g.reader, g.liqoNS)
-	if err != nil {
-		return
-	}
-	byPeer := make(map[string]*cluster.TenantRecord, len(records))
-	for _, r := range records {
-		byPeer[r.RemoteID] = r
 	}
 	now := g.now()
 	for i := range nonces.Items {
@@ -232,6 +234,21 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 			out.emit(nonceAgeDesc, prometheus.GaugeValue, now.Sub(nonces.Items[i].CreationTimestamp.Time).Seconds(), peer)
 		}
 	}
+}
+
+// lastIssued is when the latest certificate the record lists for slice ("" for the
+// control plane) expires: the one in use.
+func lastIssued(rec *cluster.TenantRecord, slice string) (time.Time, bool) {
+	var last time.Time
+	if rec == nil {
+		return last, false
+	}
+	for _, c := range rec.Certificates {
+		if c.Slice == slice && c.NotAfter.After(last) {
+			last = c.NotAfter
+		}
+	}
+	return last, !last.IsZero()
 }
 
 // unusedNonce says whether s is the nonce of a peer that no handshake used yet, and of

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,5 +38,24 @@ func TestUnusedNonce(t *testing.T) {
 		if _, got := unusedNonce(tc.secret, records); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestLastIssued(t *testing.T) {
+	at := func(h int) time.Time { return time.Date(2026, 11, 23, h, 0, 0, 0, time.UTC) }
+	rec := &cluster.TenantRecord{Certificates: []cluster.IssuedCertificate{
+		{Serial: "1", NotAfter: at(1)}, {Serial: "2", NotAfter: at(3)}, {Serial: "3", NotAfter: at(2), Slice: "s"},
+	}}
+	if got, ok := lastIssued(rec, ""); !ok || !got.Equal(at(3)) {
+		t.Errorf("control plane: %v %v", got, ok)
+	}
+	if got, ok := lastIssued(rec, "s"); !ok || !got.Equal(at(2)) {
+		t.Errorf("slice: %v %v", got, ok)
+	}
+	if _, ok := lastIssued(rec, "other"); ok {
+		t.Error("a slice with no certificate has no expiry")
+	}
+	if _, ok := lastIssued(nil, ""); ok {
+		t.Error("no record, no expiry")
 	}
 }

@@ -2,6 +2,12 @@ package integration
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
 	"testing"
 	"time"
 
@@ -18,6 +24,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
@@ -133,4 +140,52 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestStatusWriterCannotMakeTheProviderIssue acts as a status writer who replaces the
+// certificate a Tenant publishes: the provider puts back the one it published (the same
+// serial, from its tenant record), and issues nothing.
+func TestStatusWriterCannotMakeTheProviderIssue(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	startManager(t, provider, "--consumer=false")
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	pTN := wire.TenantNamespaceName(consumer.id)
+	key := client.ObjectKey{Namespace: pTN, Name: consumer.id}
+	serial := tenantSerial(t, consumer, provider)
+	require.NotEmpty(t, serial)
+	issued := func() int {
+		rec, err := cluster.GetTenantRecord(ctx, provider.client, wire.DefaultLiqoNamespace, consumer.id)
+		require.NoError(t, err)
+		return len(rec.Certificates)
+	}
+	before := issued()
+
+	writer := principal(t, provider, "tenant-status-writer", pTN,
+		rule(authv1beta1.GroupVersion.Group, "tenants", "get"),
+		rule(authv1beta1.GroupVersion.Group, "tenants/status", "get", "update", "patch"))
+	var tn authv1beta1.Tenant
+	require.NoError(t, writer.Get(ctx, key, &tn))
+	key2, err := authn.GenerateKey(authn.Ed25519)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(42), Subject: pkix.Name{CommonName: consumer.id, Organization: []string{wire.UserGroup}},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key2.Public(), key2)
+	require.NoError(t, err)
+	tn.Status.AuthParams.SignedCRT = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	require.NoError(t, writer.Status().Update(ctx, &tn))
+
+	eventuallyNoError(t, ctx, "the published certificate put back", func(ctx context.Context) error {
+		var got authv1beta1.Tenant
+		if err := provider.client.Get(ctx, key, &got); err != nil {
+			return err
+		}
+		cert, err := authn.ParseCertificate(got.Status.AuthParams.SignedCRT)
+		if err != nil || cert.SerialNumber.Text(16) != serial {
+			return fmt.Errorf("published %v (%v), want serial %s", cert, err, serial)
+		}
+		return nil
+	})
+	assert.Equal(t, serial, tenantSerial(t, consumer, provider))
+	assert.Equal(t, before, issued(), "no certificate issued")
 }

@@ -110,9 +110,11 @@ func SelfReviewer(ctx context.Context, c client.Client) (authenticationv1.UserIn
 // checkPublished compares what the Tenant's status publishes with what this provider
 // published: whoever may write tenants/status can rewrite the CA, the API server URL or
 // the certificate a consumer will trust. A certificate this provider did not issue for the
-// accepted key (by its record) is wiped, so that one is issued anew; a CA or URL that
-// differs from this provider's is put back, and the record says which ones it published.
-func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant) error {
+// accepted key (by its record) is replaced by the one the record says it published, or,
+// when the record has none that still fits, wiped so that one is issued anew: a status
+// writer cannot make the provider issue certificates at will. A CA or URL that differs
+// from this provider's is put back, and the record says which ones it published.
+func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, now time.Time) error {
 	ap := t.Status.AuthParams
 	if !ap.HasCertificate() {
 		return nil
@@ -122,6 +124,9 @@ func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant) 
 		return err
 	}
 	if rec == nil {
+		if restored, err := r.restorePublished(ctx, t, now); err != nil || restored {
+			return err
+		}
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
 			"the status published a certificate this provider did not issue for the accepted key: it is replaced by a new one")
 		t.Status.AuthParams, t.Status.Certificate = nil, nil
@@ -143,6 +148,34 @@ func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant) 
 		rec.PublishedCAFingerprint, rec.PublishedAPIServer = caFP, r.Options.APIServer
 		return nil
 	})
+}
+
+// restorePublished puts back, in a Tenant whose status was rewritten, the certificate the
+// record says this provider last published, when it still fits: recorded as issued for the
+// accepted key, not expired. It says whether it did.
+func (r *Reconciler) restorePublished(ctx context.Context, t *authv1beta1.Tenant, now time.Time) (bool, error) {
+	rec, err := cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
+	if err != nil || rec == nil || rec.PublishedCertificate == "" {
+		return false, err
+	}
+	pem := []byte(rec.PublishedCertificate)
+	cert, err := authn.ParseCertificate(pem)
+	if err != nil || !now.Before(cert.NotAfter) {
+		return false, nil
+	}
+	fp, err := authn.Fingerprint(cert.PublicKey)
+	serial := cert.SerialNumber.Text(16)
+	if err != nil || fp != t.Status.AcceptedKeyFingerprint ||
+		!slices.ContainsFunc(rec.Certificates, func(c cluster.IssuedCertificate) bool {
+			return c.Serial == serial && c.KeyFingerprint == fp && c.Slice == ""
+		}) {
+		return false, nil
+	}
+	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
+		"the status published a certificate this provider did not issue for the accepted key: the one it published, %s, is put back", serial)
+	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: r.Options.APIServer, CA: r.Options.CA, SignedCRT: pem, ProxyURL: t.Spec.ProxyURL}
+	t.Status.Certificate = issuer.CertificateInfo(cert, r.Options.RenewBefore)
+	return true, nil
 }
 
 // ReasonStatusTampered is the Warning Event of a Tenant whose status published what this

@@ -211,7 +211,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 }
 
 func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, rec *cluster.TenantRecord, now time.Time) (ctrl.Result, error) {
-	if err := r.checkPublished(ctx, t); err != nil {
+	if err := r.checkPublished(ctx, t, now); err != nil {
 		return ctrl.Result{}, err
 	}
 	hasCert := t.Status.AuthParams.HasCertificate() && t.Status.Certificate != nil
@@ -267,6 +267,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	if err := cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
 		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.Cert.SerialNumber.Text(16), NotAfter: is.Cert.NotAfter, KeyFingerprint: t.Status.AcceptedKeyFingerprint}, now)
 		rec.PublishedCAFingerprint, rec.PublishedAPIServer = caFP, r.Options.APIServer
+		rec.PublishedCertificate = string(is.PEM)
 		return nil
 	}); err != nil {
 		return ctrl.Result{}, err
