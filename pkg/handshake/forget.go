@@ -64,12 +64,15 @@ func InspectPeer(ctx context.Context, s *Side, peerID string) (*PeerHere, error)
 	if err := s.Client.List(ctx, &list, client.InNamespace(h.TenantNamespace)); err != nil && !meta.IsNoMatchError(err) {
 		return nil, s.Explain(err, "listing the ResourceSlices")
 	}
+	// The namespace is the peer's: a slice there is given to the peer (a provider's copy
+	// naming it as consumer), or else asked of it, whatever its labels say, which a slice
+	// writer may change to hide a slice whose certificate still works.
 	for i := range list.Items {
 		rs := &list.Items[i]
-		if rs.Labels[wire.RemoteClusterIDLabel] == peerID && rs.Labels[wire.ReplicationRequestedLabel] == "true" {
-			h.ConsumerSlices = append(h.ConsumerSlices, rs.Name)
-		} else if consumer, providerCopy := access.SliceConsumer(rs); providerCopy && consumer == peerID {
+		if consumer, providerCopy := access.SliceConsumer(rs); providerCopy && consumer == peerID {
 			h.ProviderSlices = append(h.ProviderSlices, rs.Name)
+		} else {
+			h.ConsumerSlices = append(h.ConsumerSlices, rs.Name)
 		}
 	}
 	return h, nil

@@ -189,3 +189,34 @@ func TestStatusWriterCannotMakeTheProviderIssue(t *testing.T) {
 	assert.Equal(t, serial, tenantSerial(t, consumer, provider))
 	assert.Equal(t, before, issued(), "no certificate issued")
 }
+
+// TestRelabelledSliceIsNotForgotten acts as a slice writer of the consumer's tenant
+// namespace who relabels a slice asked of the provider for another provider, and drops its
+// request label: unauthenticate --remote-cluster-id still finds it (the namespace names
+// the peer), refuses without --delete-resourceslices and removes it with it.
+func TestRelabelledSliceIsNotForgotten(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	mustCLI(t, "create", "resourceslice", "slice-h", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id, "--cpu", "1",
+		"--remote-kubeconfig", provider.cp.Kubeconfig)
+	cTN := wire.TenantNamespaceName(provider.id)
+	writer := principal(t, consumer, "slice-writer", cTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "get", "update", "patch"))
+	var rs authv1beta1.ResourceSlice
+	require.NoError(t, writer.Get(ctx, client.ObjectKey{Namespace: cTN, Name: "slice-h"}, &rs))
+	rs.Labels[wire.RemoteClusterIDLabel] = "cl-other"
+	delete(rs.Labels, wire.ReplicationRequestedLabel)
+	require.NoError(t, writer.Update(ctx, &rs))
+
+	_, _, err := runCLI(t, "unauthenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id)
+	require.Error(t, err, "a slice asked of the provider is still there")
+	assert.Contains(t, err.Error(), "slice-h")
+	mustCLI(t, "unauthenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id, "--delete-resourceslices")
+	eventuallyNoError(t, ctx, "the relabelled slice deleted", func(ctx context.Context) error {
+		err := consumer.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: "slice-h"}, &authv1beta1.ResourceSlice{})
+		if err == nil {
+			return fmt.Errorf("slice-h is still there")
+		}
+		return client.IgnoreNotFound(err)
+	})
+}
