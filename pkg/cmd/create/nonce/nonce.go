@@ -27,8 +27,9 @@ type Options struct {
 func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
-		Use:   "nonce",
-		Short: "Create the tenant namespace of a consumer and a nonce for it to sign (provider)",
+		Use:     "nonce",
+		Aliases: []string{"nonces"},
+		Short:   "Create the tenant namespace of a consumer and a nonce for it to sign (provider)",
 		Long: `On the provider: ensure the tenant namespace of the consumer and a fresh nonce in it.
 The nonce is printed on stderr; hand it to the consumer's administrator (liqoctl get nonce
 prints it bare on stdout). A young unused nonce is kept: re-running changes nothing.`,

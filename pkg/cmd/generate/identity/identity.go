@@ -31,8 +31,9 @@ type Options struct {
 func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
-		Use:   "identity",
-		Short: "Print the Identity of an accepted Tenant, to apply on the consumer (provider)",
+		Use:     "identity",
+		Aliases: []string{"identities"},
+		Short:   "Print the Identity of an accepted Tenant, to apply on the consumer (provider)",
 		Long: `On the provider, after kubectl apply of the consumer's Tenant: wait until the Tenant is
 accepted and its certificate issued, then print the Identity for the consumer's
 administrator to kubectl apply. The fingerprint of the CA it hands over is printed on

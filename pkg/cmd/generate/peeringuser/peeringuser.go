@@ -31,8 +31,9 @@ type Options struct {
 func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
-		Use:   "peering-user",
-		Short: "Print a kubeconfig with which a consumer's administrator authenticates to this cluster (provider)",
+		Use:     "peering-user",
+		Aliases: []string{"peering-users", "peeringuser"},
+		Short:   "Print a kubeconfig with which a consumer's administrator authenticates to this cluster (provider)",
 		Long: `On the provider: issue a peering user for one consumer and print its kubeconfig. The
 consumer's administrator, who holds no credential of this cluster, then runs liqoctl
 authenticate (and later unauthenticate) with it as --remote-kubeconfig.

@@ -31,8 +31,9 @@ type Options struct {
 func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
-		Use:   "tenant",
-		Short: "Sign the provider's nonce and print the Tenant to apply on the provider (consumer)",
+		Use:     "tenant",
+		Aliases: []string{"tenants"},
+		Short:   "Sign the provider's nonce and print the Tenant to apply on the provider (consumer)",
 		Long: `On the consumer: sign the provider's nonce with this cluster's key and print a Tenant
 (public key, CSR, signature) for the provider's administrator to kubectl apply.
 The fingerprint of the key it hands over is printed on stderr. With --expect-fingerprint,

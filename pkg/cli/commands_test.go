@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// TestExit: an interruption exits 130 saying to re-run, whatever error it caused on the
+// way (a wait cut short, a raw "context canceled", even a timeout message); any other
+// failure exits 1 with its own error.
+func TestExit(t *testing.T) {
+	failed := errors.New("forbidden")
+	timedOut := fmt.Errorf("timed out waiting for the Tenant: %w", context.DeadlineExceeded)
+	for _, tc := range []struct {
+		name        string
+		interrupted bool
+		err         error
+		code        int
+		want        error
+	}{
+		{"success", false, nil, 0, nil},
+		{"success after a signal", true, nil, 0, nil},
+		{"failure", false, failed, 1, failed},
+		{"timeout", false, timedOut, 1, timedOut},
+		{"interrupted wait", true, timedOut, 130, ErrInterrupted},
+		{"interrupted request", true, fmt.Errorf("(remote) applying the Tenant: %w", context.Canceled), 130, ErrInterrupted},
+		{"interrupted, said by a step", false, fmt.Errorf("step: %w", ErrInterrupted), 130, ErrInterrupted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, err := Exit(tc.interrupted, tc.err)
+			if code != tc.code || !errors.Is(err, tc.want) && err != tc.want {
+				t.Fatalf("Exit(%v, %v) = %d, %v; want %d, %v", tc.interrupted, tc.err, code, err, tc.code, tc.want)
+			}
+		})
+	}
+	if ErrInterrupted.Error() != "interrupted; re-run to resume" {
+		t.Fatalf("ErrInterrupted says %q", ErrInterrupted)
+	}
+}
