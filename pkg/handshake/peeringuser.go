@@ -97,7 +97,7 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 			return nil, p.Explain(err, "granting the peering user its permissions")
 		}
 	}
-	server, ca, err := advertisedServer(ctx, p)
+	server, ca, err := AdvertisedServer(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +109,9 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 	return pu, nil
 }
 
-// advertisedServer is the API server URL and CA a consumer reaches this cluster with: the
+// AdvertisedServer is the API server URL and CA a consumer reaches this cluster with: the
 // ones liqoctl install --api-server-url recorded, else the kubeconfig's.
-func advertisedServer(ctx context.Context, s *Side) (string, []byte, error) {
+func AdvertisedServer(ctx context.Context, s *Side) (string, []byte, error) {
 	cfg, err := cluster.GetConfig(ctx, s.Client, s.Namespace)
 	if err != nil {
 		return "", nil, s.Explain(err, "reading the cluster configuration")

@@ -89,7 +89,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if o.ExpectFingerprint != "" {
-		if err := handshake.PinCAFingerprint(ctx, s, o.RemoteClusterID, o.ExpectFingerprint); err != nil {
+		if err := handshake.PinCAFingerprint(ctx, s, o.RemoteClusterID, o.ExpectFingerprint, "--expect-fingerprint gives "+o.ExpectFingerprint); err != nil {
 			return err
 		}
 		s.Report.Info("Provider CA %s pinned", o.ExpectFingerprint)
