@@ -60,7 +60,7 @@ func TestCLIBadInputs(t *testing.T) {
 	fails([]string{"--remote-kubeconfig, --remote-context or --remote-server"}, "authenticate", "--kubeconfig", a)
 	fails([]string{"(remote)", "cannot reach the API server at https://127.0.0.1:1", "re-run"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", unreachable)
 	fails([]string{"(local) loading kubeconfig"}, "authenticate", "--kubeconfig", malformed, "--remote-kubeconfig", b)
-	fails([]string{"proxy URL"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", b, "--proxy-url", "ftp://x")
+	fails([]string{"proxy URL"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", b, "--tenant-proxy-url", "ftp://x")
 
 	fails([]string{"this cluster's own ID"}, "create", "nonce", "--kubeconfig", b, "--remote-cluster-id", "cl-b")
 	fails([]string{"--remote-cluster-id"}, "create", "nonce", "--kubeconfig", b, "--remote-cluster-id", "UPPER")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
@@ -122,4 +123,25 @@ func TestEveryCommandIsStrict(t *testing.T) {
 		}
 	}
 	walk(NewCmd(streams))
+}
+
+// TestNoFlagShadowsAGlobalOne: a command's own flag named like a global one (kubectl's
+// --proxy-url, say) would silently take its place on that command.
+func TestNoFlagShadowsAGlobalOne(t *testing.T) {
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	root := NewCmd(streams)
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+			if root.PersistentFlags().Lookup(f.Name) != nil {
+				t.Errorf("%s --%s hides the global --%s", c.CommandPath(), f.Name, f.Name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	for _, c := range root.Commands() {
+		walk(c)
+	}
 }

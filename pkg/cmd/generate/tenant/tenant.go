@@ -52,7 +52,7 @@ another CA is then refused.`,
 	cli.AddRemoteClusterIDFlag(cmd, g, &o.RemoteClusterID, "provider")
 	f.StringVar(&o.Nonce, "nonce", "", "the nonce printed by liqoctl get nonce on the provider")
 	f.StringVar(&o.RemoteTenantNamespace, "remote-tenant-namespace", "", "tenant namespace of this cluster on the provider (default liqo-tenant-<this cluster ID>)")
-	f.StringVar(&o.ProxyURL, "proxy-url", "", "proxy this cluster uses to reach the provider")
+	f.StringVar(&o.ProxyURL, "tenant-proxy-url", "", "proxy this cluster uses to reach the provider, carried by the Tenant (not --proxy-url: that is the proxy liqoctl reaches this cluster through)")
 	f.StringVar(&o.ExpectFingerprint, "expect-fingerprint", "", "fingerprint of the provider CA (sha256:...) to pin")
 	_ = cmd.MarkFlagRequired("nonce")
 	o.Output.AddFlags(cmd, "yaml")
@@ -75,7 +75,7 @@ func (o *Options) Validate() error {
 		}
 	}
 	if err := authn.ValidateProxyURL(o.ProxyURL); err != nil {
-		return fmt.Errorf("--proxy-url: %w", err)
+		return fmt.Errorf("--tenant-proxy-url: %w", err)
 	}
 	return o.Output.Validate()
 }
