@@ -145,3 +145,23 @@ func TestNoFlagShadowsAGlobalOne(t *testing.T) {
 		walk(c)
 	}
 }
+
+// TestClusterIDFlagsComplete: every flag that names a peer completes cluster IDs, never
+// file names (the shell's default).
+func TestClusterIDFlagsComplete(t *testing.T) {
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if strings.HasSuffix(f.Name, "cluster-id") && f.Name != "cluster-id" {
+				if _, ok := c.GetFlagCompletionFunc(f.Name); !ok {
+					t.Errorf("%s --%s completes file names", c.CommandPath(), f.Name)
+				}
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewCmd(streams))
+}
