@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +39,25 @@ func TestExit(t *testing.T) {
 	}
 	if ErrInterrupted.Error() != "interrupted; re-run to resume" {
 		t.Fatalf("ErrInterrupted says %q", ErrInterrupted)
+	}
+}
+
+// TestConfirm: only yes goes ahead; a stdin that is not a terminal is refused, saying
+// how to go ahead without a question.
+func TestConfirm(t *testing.T) {
+	for answer, ok := range map[string]bool{"y\n": true, "YES\n": true, " yes \n": true, "n\n": false, "\n": false, "": false, "sure\n": false} {
+		var out bytes.Buffer
+		err := confirm(strings.NewReader(answer), &out, true, "Remove everything.")
+		if ok != (err == nil) {
+			t.Errorf("answer %q: %v", answer, err)
+		}
+		if !strings.Contains(out.String(), "Remove everything.\nGo ahead? [y/N]: ") {
+			t.Errorf("prompt: %q", out.String())
+		}
+	}
+	var out bytes.Buffer
+	err := confirm(strings.NewReader("y\n"), &out, false, "Remove everything.")
+	if err == nil || !strings.Contains(err.Error(), "pass --skip-confirm") || out.Len() != 0 {
+		t.Fatalf("not a terminal: %v, %q", err, out.String())
 	}
 }

@@ -82,7 +82,7 @@ func TestCLIBadInputs(t *testing.T) {
 
 	// Uninstall refuses while a peer exists.
 	fails([]string{"unauthenticate", "--force"}, "uninstall", "--kubeconfig", b)
-	_, errOut = mustCLI(t, "uninstall", "--kubeconfig", b, "--force")
+	_, errOut = mustCLI(t, "uninstall", "--kubeconfig", b, "--force", "--skip-confirm")
 	assert.Contains(t, errOut, "lost access without notice")
 	_, err = cluster.GetClusterID(context.Background(), newClient(t, cps[1].Config), wire.DefaultLiqoNamespace)
 	assert.Error(t, err, "the identity is gone after uninstall")

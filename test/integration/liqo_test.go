@@ -116,7 +116,7 @@ func TestInstallBesideLiqo(t *testing.T) {
 	_, _, err = runCLI(t, "uninstall", "--kubeconfig", cp.Kubeconfig)
 	require.Error(t, err, "Liqo's objects exist")
 	assert.Contains(t, err.Error(), "ResourceSlice liqo-tenant-cl-liqo-peer/slice, which liqo-auth did not make")
-	_, errOut = mustCLI(t, "uninstall", "--kubeconfig", cp.Kubeconfig, "--force")
+	_, errOut = mustCLI(t, "uninstall", "--kubeconfig", cp.Kubeconfig, "--force", "--skip-confirm")
 	assert.Contains(t, errOut, "Kept Identity liqo-tenant-cl-liqo-peer/controlplane-cl-liqo-peer, ResourceSlice liqo-tenant-cl-liqo-peer/slice: liqo-auth did not make them")
 	for name, rv := range crdsBefore {
 		var crd apiextensionsv1.CustomResourceDefinition

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
@@ -175,7 +177,9 @@ func TestInterruptedAuthenticate(t *testing.T) {
 	assert.NotContains(t, all.String(), "timed out")
 	assert.NotContains(t, all.String(), "context canceled")
 
-	_, errOut := mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	// The re-run, told this time that the provider runs this project's controllers,
+	// adopts the tenant namespace the first run made for Liqo's (which keep no record).
+	_, errOut := mustCLI(t, pairArgs("authenticate", consumer, provider, "--adopt-tenant-namespace")...)
 	assert.Contains(t, errOut, "(local) Identity status is filled")
 	assertNoCSRLeft(t, provider, consumer.id)
 }
@@ -189,4 +193,37 @@ func assertNoCSRLeft(t *testing.T, p *site, consumerID string) {
 		}
 		return len(csrs.Items) == 0, nil
 	})
+}
+
+// TestUninstallAsksAndCleans: uninstall asks before destroying, refuses to guess when
+// stdin is no terminal, and removes the tenant namespaces it made, so that a re-install
+// authenticates again without --adopt-tenant-namespace.
+func TestUninstallAsksAndCleans(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	mustCLI(t, pairArgs("unauthenticate", consumer, provider)...)
+	tn := wire.TenantNamespaceName(provider.id)
+	require.NoError(t, consumer.client.Get(ctx, client.ObjectKey{Name: tn}, &corev1.Namespace{}), "unauthenticate keeps the tenant namespace")
+
+	_, _, err := runCLI(t, "uninstall", "--kubeconfig", consumer.cp.Kubeconfig)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "its cluster ID and key")
+	assert.Contains(t, err.Error(), "It deletes the tenant namespaces it made: "+tn)
+	assert.Contains(t, err.Error(), "stdin is not a terminal, so liqoctl cannot ask: pass --skip-confirm")
+	id, err := cluster.GetClusterID(ctx, consumer.client, wire.DefaultLiqoNamespace)
+	require.NoError(t, err, "nothing was removed without a yes")
+	assert.Equal(t, consumer.id, id)
+
+	_, errOut := mustCLI(t, "uninstall", "--kubeconfig", consumer.cp.Kubeconfig, "--skip-confirm")
+	assert.Contains(t, errOut, `Tenant namespace "`+tn+`" deleted`)
+	eventually(t, 60*time.Second, "the tenant namespace is gone", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(consumer.client.Get(ctx, client.ObjectKey{Name: tn}, &corev1.Namespace{})), nil
+	})
+	eventually(t, 60*time.Second, "the Liqo namespace is gone", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(consumer.client.Get(ctx, client.ObjectKey{Name: wire.DefaultLiqoNamespace}, &corev1.Namespace{})), nil
+	})
+	mustCLI(t, "install", "--kubeconfig", consumer.cp.Kubeconfig, "--cluster-id", consumer.id)
+	_, errOut = mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	assert.Contains(t, errOut, "(local) Identity status is filled", "no --adopt-tenant-namespace needed")
 }
