@@ -52,6 +52,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := handshake.CheckKnownPeer(ctx, s, o.ConsumerClusterID, "--consumer-cluster-id"); err != nil {
+		return err
+	}
 	_, err = handshake.DeletePeeringUser(ctx, s, o.ConsumerClusterID)
 	return err
 }

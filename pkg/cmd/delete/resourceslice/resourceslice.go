@@ -67,6 +67,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := handshake.CheckKnownPeer(ctx, s, o.RemoteClusterID, "--remote-cluster-id"); err != nil {
+		return err
+	}
 	ns, err := s.TenantNamespace(ctx, o.RemoteClusterID)
 	if err != nil {
 		return fmt.Errorf("(local) no tenant namespace for provider %q (%w)", o.RemoteClusterID, err)
