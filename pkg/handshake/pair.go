@@ -2,8 +2,8 @@ package handshake
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"sync"
 
 	"golang.org/x/sync/errgroup"

@@ -28,6 +28,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 var caFingerprintLine = regexp.MustCompile(`whose CA fingerprint is (sha256:[0-9a-f]{64})`)
@@ -226,4 +227,60 @@ func TestUninstallAsksAndCleans(t *testing.T) {
 	mustCLI(t, "install", "--kubeconfig", consumer.cp.Kubeconfig, "--cluster-id", consumer.id)
 	_, errOut = mustCLI(t, pairArgs("authenticate", consumer, provider)...)
 	assert.Contains(t, errOut, "(local) Identity status is filled", "no --adopt-tenant-namespace needed")
+}
+
+// TestOneRemovalRule: every removal follows one rule. What is already gone succeeds and
+// says there was nothing to remove; a peer this cluster never knew fails, listing the
+// known ones. A deleted peering user is named as such, with what to ask for.
+func TestOneRemovalRule(t *testing.T) {
+	consumer, provider := cliSites(t)
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+	_, errOut := mustCLI(t, pairArgs("unauthenticate", consumer, provider)...)
+	assert.Contains(t, errOut, "(local) Identity, kubeconfig and signed nonce removed")
+	_, errOut = mustCLI(t, pairArgs("unauthenticate", consumer, provider)...)
+	assert.Contains(t, errOut, "(local) No Identity, kubeconfig or signed nonce left: nothing to remove")
+	assert.Contains(t, errOut, "(remote) No binding, nonce or certificate request left: nothing to remove")
+	assert.NotContains(t, errOut, " removed\n", "a re-run claims no removal")
+
+	for _, args := range [][]string{
+		{"unauthenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", "cl-never-existed"},
+		{"delete", "resourceslice", "x", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", "cl-never-existed"},
+		{"delete", "peering-user", "--kubeconfig", provider.cp.Kubeconfig, "--consumer-cluster-id", "cl-never-existed"},
+	} {
+		_, _, err := runCLI(t, args...)
+		require.Error(t, err, "%v", args)
+		assert.Contains(t, err.Error(), `"cl-never-existed": unknown cluster: the peers this cluster knows are cl-`, "%v", args)
+	}
+	_, errOut = mustCLI(t, "delete", "resourceslice", "x", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id)
+	assert.Contains(t, errOut, "There is no ResourceSlice "+wire.TenantNamespaceName(provider.id)+"/x: nothing to remove")
+
+	out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", provider.cp.Kubeconfig, "--consumer-cluster-id", consumer.id)
+	pu := filepath.Join(t.TempDir(), "pu.kubeconfig")
+	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
+	mustCLI(t, "delete", "peering-user", "--kubeconfig", provider.cp.Kubeconfig, "--consumer-cluster-id", consumer.id)
+	_, errOut = mustCLI(t, "delete", "peering-user", "--kubeconfig", provider.cp.Kubeconfig, "--consumer-cluster-id", consumer.id)
+	assert.Contains(t, errOut, `Cluster "`+consumer.id+`" has no peering user: nothing to remove`)
+	_, _, err := runCLI(t, "authenticate", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-kubeconfig", pu)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "(remote) reading its cluster ID: peering user liqo-peer-user-"+consumer.id)
+	assert.Contains(t, err.Error(), "it was deleted (liqoctl delete peering-user)")
+	assert.Contains(t, err.Error(), "liqoctl generate peering-user --consumer-cluster-id "+consumer.id)
+}
+
+// TestInstallManagerReadiness: install --with-manager says plainly that the manager does
+// not run yet (these control planes have no node, so it never will); with --wait it waits
+// within --timeout and fails saying what its Pods wait for, as helm install --wait does.
+func TestInstallManagerReadiness(t *testing.T) {
+	cp := testenv.New(t, "manager-readiness")[0]
+	_, errOut := mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", "cl-m", "--with-manager", "--manager-image", "example.com/m:1")
+	assert.Contains(t, errOut, "liqo-auth-manager deployed with image example.com/m:1")
+	assert.Contains(t, errOut, "liqo-auth-manager is not running yet (0/2 replicas available")
+	assert.Contains(t, errOut, "kubectl -n liqo rollout status deployment/liqo-auth-manager")
+	start := time.Now()
+	_, _, err := runCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--with-manager", "--manager-image", "example.com/m:1", "--wait", "--timeout", "5s")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "liqo-auth-manager is not ready after 5s: 0/2 replicas available: ")
+	assert.Less(t, time.Since(start), 30*time.Second)
+	_, _, err = runCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--wait")
+	require.ErrorContains(t, err, "--wait goes with --with-manager")
 }
