@@ -49,6 +49,9 @@ func strict(c *cobra.Command) {
 		if !c.Runnable() {
 			c.Args = cobra.ArbitraryArgs
 			c.RunE = groupRunE
+			if !strings.Contains(c.Use, " ") {
+				c.Use += " COMMAND" // its usage line names what it needs, as kubectl's groups do
+			}
 		}
 		for _, sub := range c.Commands() {
 			strict(sub)
