@@ -165,3 +165,11 @@ func TestClusterIDFlagsComplete(t *testing.T) {
 	}
 	walk(NewCmd(streams))
 }
+
+// TestGroupsStillComplete: a group command completes its subcommands, and only them.
+func TestGroupsStillComplete(t *testing.T) {
+	out, _, err := run("__complete", "generate", "")
+	if err != nil || !strings.Contains(out, "tenant") || !strings.Contains(out, "peering-user") || strings.Contains(out, ".go") {
+		t.Fatalf("__complete generate: %v\n%s", err, out)
+	}
+}
