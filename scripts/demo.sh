@@ -62,7 +62,8 @@ managers+=("$!")
 "$bin/liqo-auth-manager" --kubeconfig "$P" --health-probe-bind-address=0 --metrics-bind-address "127.0.0.1:$port" >"$P.manager.log" 2>&1 &
 managers+=("$!")
 "$liqoctl" create resourceslice slice-a --kubeconfig "$C" --remote-cluster-id cl-provider --cpu 2 --memory 4Gi --timeout 60s
-kubectl --kubeconfig "$C" get resourceslices -n liqo-tenant-cl-provider
+# rslice: since Kubernetes 1.34, plain "resourceslices" is resource.k8s.io's (DRA)
+kubectl --kubeconfig "$C" get rslice -n liqo-tenant-cl-provider
 sliceconf="$dir/slice.kubeconfig"
 kubectl --kubeconfig "$C" -n liqo-tenant-cl-provider get secret kubeconfig-resourceslice-slice-a -o jsonpath='{.data.kubeconfig}' | base64 -d > "$sliceconf"
 step "With the slice's own identity: who am I, and what may I do?"

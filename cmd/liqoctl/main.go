@@ -16,15 +16,21 @@ import (
 
 func main() {
 	startup.Done()
-	if err := run(); err != nil {
-		cli.NewPrinter(os.Stderr, 0).Error(err)
-		os.Exit(1)
+	if code, err := run(); code != 0 {
+		if err != nil {
+			cli.NewPrinter(os.Stderr, 0).Error(err)
+		}
+		os.Exit(code)
 	}
 }
 
-func run() error {
+// run executes the command tree under a context that Ctrl-C or SIGTERM cancels, and
+// returns the exit code: 130 with "interrupted; re-run to resume" for an interruption,
+// whatever error it caused on the way.
+func run() (int, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	return root.NewCmd(streams).ExecuteContext(ctx)
+	err := root.NewCmd(streams).ExecuteContext(ctx)
+	return cli.Exit(ctx.Err() != nil, err)
 }

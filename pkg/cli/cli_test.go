@@ -163,3 +163,21 @@ func TestCredentialSources(t *testing.T) {
 		"reads its CA from the local file /etc/ca.crt"}, got)
 	assert.Error(t, guardRemote(&rest.Config{ExecProvider: &clientcmdapi.ExecConfig{Command: "aws"}}, clientcmdapi.PluginPolicy{}, nil), "completion never runs a remote plugin")
 }
+
+// TestDataOutputHasNoName: a command that prints a report neither advertises -o name nor
+// accepts it, and still takes kubectl's other formats.
+func TestDataOutputHasNoName(t *testing.T) {
+	var o OutputFlags
+	cmd := &cobra.Command{Use: "report"}
+	o.AddDataFlags(cmd, "")
+	if usage := cmd.Flag("output").Usage; strings.Contains(usage, "name") {
+		t.Fatalf("-o advertises name: %s", usage)
+	}
+	for format, ok := range map[string]bool{"name": false, "yaml": true, "json": true, "jsonpath={.a}": true} {
+		require.NoError(t, cmd.Flags().Set("output", format))
+		err := o.Validate()
+		if ok != (err == nil) {
+			t.Errorf("-o %s: %v", format, err)
+		}
+	}
+}

@@ -142,5 +142,9 @@ func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake
 	if err != nil {
 		return nil, fmt.Errorf("%screating a client for %s: %w", handshake.Scoped(scope), cfg.Host, err)
 	}
-	return &handshake.Side{Scope: scope, Client: c, Config: cfg, HTTPClient: hc, Mapper: mapper, Namespace: f.Namespace, Report: report}, nil
+	side := &handshake.Side{Scope: scope, Client: c, Config: cfg, HTTPClient: hc, Mapper: mapper, Namespace: f.Namespace, Report: report}
+	if f.remote {
+		side.DetectPeeringUser()
+	}
+	return side, nil
 }

@@ -35,6 +35,19 @@ func (o *OutputFlags) AddFlags(cmd *cobra.Command, def string) {
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.flags.AllowedFormats(), cobra.ShellCompDirectiveNoFileComp))
 }
 
+// AddDataFlags registers the flags of a command that prints a report or a value, not
+// Kubernetes objects (info, version, verify): kubectl's formats except name, which names
+// objects; it is neither advertised nor accepted.
+func (o *OutputFlags) AddDataFlags(cmd *cobra.Command, def string) {
+	o.flags = genericclioptions.NewPrintFlags("")
+	o.flags.NamePrintFlags = nil
+	if def != "" {
+		o.flags = o.flags.WithDefaultOutput(def)
+	}
+	o.flags.AddFlags(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.flags.AllowedFormats(), cobra.ShellCompDirectiveNoFileComp))
+}
+
 // Format is the chosen format, "" when none.
 func (o *OutputFlags) Format() string {
 	if o.flags == nil || o.flags.OutputFormat == nil {

@@ -463,3 +463,11 @@ func SliceUsers(ctx context.Context, c client.Reader, liqoNS string, now time.Ti
 	}
 	return out, nil
 }
+
+// UnpinCACommand is the command with which this cluster's administrator forgets the CA
+// pinned for provider providerID (the pin is in the tenant record in liqoNS), when the
+// provider's CA really changed: the next Identity or --expect-fingerprint pins anew.
+func UnpinCACommand(liqoNS, providerID string) string {
+	return fmt.Sprintf(`kubectl patch configmap -n %s %s --type=json -p '[{"op":"remove","path":"/data/%s"}]'`,
+		liqoNS, wire.TenantRecordName(providerID), recordCAKey)
+}

@@ -337,13 +337,16 @@ func PinProviderCA(ctx context.Context, c *Side, providerID string, ca []byte) e
 	if err != nil {
 		return fmt.Errorf("(remote) the provider's CA is not valid: %w", err)
 	}
-	return PinCAFingerprint(ctx, c, providerID, fp)
+	return PinCAFingerprint(ctx, c, providerID, fp, "the provider now presents CA "+fp)
 }
 
 // PinCAFingerprint records fp as the only CA fingerprint an Identity of provider
 // providerID may present on the consumer c. The pin lives in the tenant record in the
-// Liqo namespace, where only this cluster's administrator and its manager write.
-func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp string) error {
+// Liqo namespace, where only this cluster's administrator and its manager write. A
+// different pin already there is refused; source says where fp comes from ("the provider
+// now presents CA X", "--expect-fingerprint gives X"), and the error gives the command
+// that forgets the old pin, for when the provider's CA really changed.
+func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp, source string) error {
 	if err := authn.ValidateFingerprint(fp); err != nil {
 		return err
 	}
@@ -359,8 +362,8 @@ func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp string) error
 		return c.Explain(err, "pinning the provider CA")
 	}
 	if pinned != "" && pinned != fp {
-		return fmt.Errorf("(local) the provider presents CA %s, but this cluster pinned %s for provider %q (ConfigMap %s/%s, key caFingerprint): if the provider's CA really changed, remove that key and retry",
-			fp, pinned, providerID, c.Namespace, wire.TenantRecordName(providerID))
+		return fmt.Errorf("%sthis cluster pinned CA %s for provider %q at an earlier handshake, and %s: if the provider's CA really changed, forget the old pin with %s and re-run the command",
+			c.prefix(), pinned, providerID, source, cluster.UnpinCACommand(c.Namespace, providerID))
 	}
 	return nil
 }

@@ -97,7 +97,7 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 			return nil, p.Explain(err, "granting the peering user its permissions")
 		}
 	}
-	server, ca, err := advertisedServer(ctx, p)
+	server, ca, err := AdvertisedServer(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +109,9 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 	return pu, nil
 }
 
-// advertisedServer is the API server URL and CA a consumer reaches this cluster with: the
+// AdvertisedServer is the API server URL and CA a consumer reaches this cluster with: the
 // ones liqoctl install --api-server-url recorded, else the kubeconfig's.
-func advertisedServer(ctx context.Context, s *Side) (string, []byte, error) {
+func AdvertisedServer(ctx context.Context, s *Side) (string, []byte, error) {
 	cfg, err := cluster.GetConfig(ctx, s.Client, s.Namespace)
 	if err != nil {
 		return "", nil, s.Explain(err, "reading the cluster configuration")
@@ -198,14 +198,17 @@ func ListPeeringUsers(ctx context.Context, s *Side) ([]PeeringUser, error) {
 // DeletePeeringUser removes the peering user of consumerID and proves, with
 // SubjectAccessReviews and a scan of every binding, that its certificate authorizes
 // nothing any more; it then says until when that certificate stays cryptographically
-// valid. A new peering user gets another name: it never revives this one.
+// valid. A new peering user gets another name: it never revives this one. With none left,
+// it says so and returns nil: there is nothing to remove.
 func DeletePeeringUser(ctx context.Context, p *Side, consumerID string) (*PeeringUser, error) {
 	users, err := peeringUsers(ctx, p, consumerID)
 	if err != nil {
 		return nil, err
 	}
 	if len(users) == 0 {
-		return nil, fmt.Errorf("cluster %q has no peering user (liqoctl info lists them)", consumerID)
+		// Already gone (a re-run): the rule of every removal, CheckKnownPeer.
+		p.Report.Info("Cluster %q has no peering user: nothing to remove", consumerID)
+		return nil, nil
 	}
 	if err := deletePeeringUserAccess(ctx, p, consumerID); err != nil {
 		return nil, err

@@ -14,7 +14,9 @@ import (
 	"net/url"
 	"sync"
 	"syscall"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,6 +54,9 @@ type Side struct {
 	// controllers is whose controllers handle the protocol on this side (nil: this
 	// project's).
 	controllers Controllers
+	// peeringUser is the peering user the side's credentials are, if they are one: its
+	// refusals are explained as the peering user being gone or expired.
+	peeringUser *peeringUserCert
 
 	keyMu sync.Mutex
 	key   crypto.Signer
@@ -116,6 +121,8 @@ func (s *Side) Explain(err error, doing string) error {
 		return fmt.Errorf("%s%s: %w: run liqoctl install on this cluster first", s.prefix(), doing, err)
 	case meta.IsNoMatchError(err):
 		return fmt.Errorf("%s%s: the authentication.liqo.io CRDs are not installed: run liqoctl install on this cluster first", s.prefix(), doing)
+	case s.peeringUser != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)):
+		return fmt.Errorf("%s%s: %s", s.prefix(), doing, s.peeringUser.explain(err, time.Now()))
 	case Unreachable(err):
 		host := ""
 		if s.Config != nil {

@@ -76,7 +76,21 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := c.Client.Delete(ctx, rs); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("%sthere is no ResourceSlice %s/%s", c.prefix(), ns, name)
+			// Already gone (a re-run), or never there: the rule of every removal
+			// (CheckKnownPeer) is to say so and succeed, naming what there is.
+			var names []string
+			var list authv1beta1.ResourceSliceList
+			if c.Client.List(ctx, &list, client.InNamespace(ns)) == nil {
+				for _, rs := range list.Items {
+					names = append(names, rs.Name)
+				}
+			}
+			others := "there is none"
+			if len(names) > 0 {
+				others = "there are " + strings.Join(names, ", ")
+			}
+			c.Report.Info("There is no ResourceSlice %s/%s: nothing to remove (in that namespace %s)", ns, name, others)
+			return nil
 		}
 		return c.Explain(err, "deleting the ResourceSlice")
 	}

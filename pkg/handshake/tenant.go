@@ -143,6 +143,14 @@ func (s *Side) trustedCA() []byte {
 // that is valid at validAt and chains to the CA published with it, a CA the kubeconfig
 // reaching the provider trusts: all Liqo promises, since it writes no conditions.
 func WaitLiqoTenant(ctx context.Context, p *Side, key client.ObjectKey, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error) {
+	t, err := waitLiqoTenant(ctx, p, key, pub, consumerID, validAt)
+	if errors.Is(err, ErrTimeout) {
+		err = explainLiqoWait(p, key, consumerID, err)
+	}
+	return t, err
+}
+
+func waitLiqoTenant(ctx context.Context, p *Side, key client.ObjectKey, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error) {
 	return waitObject(ctx, p, key, &authv1beta1.TenantList{}, "Liqo's controllers on the provider to issue the Tenant's certificate", "waiting for the Tenant status",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
 			if _, err := verifyPublished(t, pub, consumerID, validAt); err != nil {

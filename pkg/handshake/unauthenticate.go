@@ -65,16 +65,21 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 // providerID, its kubeconfig and the signed nonce.
 func RemoveIdentity(ctx context.Context, c *Side, providerID string) error {
 	cTN := tenantNamespaceOrDefault(ctx, c, providerID)
-	for _, obj := range []client.Object{
+	var removed []string
+	for i, obj := range []client.Object{
 		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.IdentityName(providerID)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.KubeconfigSecretName(wire.IdentityName(providerID))}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.SignedNonceSecretName}},
 	} {
-		if err := deleteIgnoringAbsence(ctx, c.Client, obj); err != nil {
+		there, err := deleteIfPresent(ctx, c.Client, obj)
+		if err != nil {
 			return c.Explain(err, "deleting the identity")
 		}
+		if there {
+			removed = append(removed, []string{"Identity", "kubeconfig", "signed nonce"}[i])
+		}
 	}
-	c.Report.Info("Identity, kubeconfig and signed nonce removed")
+	removedOrNothing(c.Report, "Identity, kubeconfig or signed nonce", removed)
 	return nil
 }
 
@@ -115,16 +120,48 @@ func RemoveTenant(ctx context.Context, pr *Side, consumerID string) error {
 	}
 	// With credentials that may not delete them (a peering user), what the Tenant's
 	// finalizer removed is not checked again here: the proof below covers it.
+	var removed []string
 	for _, obj := range leftovers {
-		if err := deleteIgnoringAbsence(ctx, pr.Client, obj); err != nil && !apierrors.IsForbidden(err) {
+		there, err := deleteIfPresent(ctx, pr.Client, obj)
+		if err != nil && !apierrors.IsForbidden(err) {
 			return pr.Explain(err, "deleting what the Tenant left")
 		}
+		if there {
+			removed = append(removed, leftoverName(obj))
+		}
 	}
-	if err := pr.Client.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{}, csrLabels); err != nil && !apierrors.IsForbidden(err) {
-		return pr.Explain(err, "deleting leftover CertificateSigningRequests")
+	var csrs certificatesv1.CertificateSigningRequestList
+	if err := pr.Client.List(ctx, &csrs, csrLabels); err != nil && !apierrors.IsForbidden(err) {
+		return pr.Explain(err, "listing leftover CertificateSigningRequests")
 	}
-	pr.Report.Info("Bindings, nonce and certificate requests removed")
+	for i := range csrs.Items {
+		there, err := deleteIfPresent(ctx, pr.Client, &csrs.Items[i])
+		if err != nil && !apierrors.IsForbidden(err) {
+			return pr.Explain(err, "deleting leftover CertificateSigningRequests")
+		}
+		if there {
+			removed = append(removed, "CertificateSigningRequest "+csrs.Items[i].Name)
+		}
+	}
+	removedOrNothing(pr.Report, "binding, nonce or certificate request", removed)
 	return nil
+}
+
+// leftoverName names an object RemoveTenant deleted, for its report.
+func leftoverName(obj client.Object) string {
+	switch obj.(type) {
+	case *corev1.Secret:
+		return "nonce"
+	case *authv1beta1.Renew:
+		return "Renew"
+	case *rbacv1.RoleBinding:
+		return "RoleBinding " + obj.GetName()
+	case *rbacv1.ClusterRoleBinding:
+		return "ClusterRoleBinding " + obj.GetName()
+	case *rbacv1.Role:
+		return "Role " + obj.GetName()
+	}
+	return fmt.Sprintf("%T %s", obj, obj.GetName())
 }
 
 // namespaceGone bounds the wait for a deleted tenant namespace to be gone: Kubernetes
@@ -242,11 +279,34 @@ func tenantNamespaceOrDefault(ctx context.Context, s *Side, remoteID string) str
 }
 
 func deleteIgnoringAbsence(ctx context.Context, c client.Client, obj client.Object) error {
-	err := c.Delete(ctx, obj)
-	if err == nil || isAbsent(err) {
-		return nil
-	}
+	_, err := deleteIfPresent(ctx, c, obj)
 	return err
+}
+
+// deleteIfPresent deletes obj and reports whether it was there.
+func deleteIfPresent(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
+	err := c.Delete(ctx, obj)
+	switch {
+	case err == nil:
+		return true, nil
+	case isAbsent(err):
+		return false, nil
+	}
+	return false, err
+}
+
+// removedOrNothing is how a removal reports what it did: the names of what was there, or
+// that nothing was left to remove (a re-run converges and says so).
+func removedOrNothing(r Reporter, what string, removed []string) {
+	if len(removed) == 0 {
+		r.Info("No %s left: nothing to remove", what)
+		return
+	}
+	last := removed[len(removed)-1]
+	if len(removed) > 1 {
+		last = strings.Join(removed[:len(removed)-1], ", ") + " and " + last
+	}
+	r.Info("%s removed", last)
 }
 
 // IdentityCredential is the client configuration with which the consumer proves what one

@@ -101,7 +101,14 @@ func waitObject[T client.Object](ctx context.Context, s *Side, key client.Object
 // ErrTimeout is returned when a wait runs out of time.
 var ErrTimeout = errors.New("timed out")
 
+// timeoutOr explains err as the end of a wait when the wait's context is done: out of
+// time (ErrTimeout, with the state last seen), or cancelled (the user interrupted the
+// command: context.Canceled, never a timeout, which would send them looking for a
+// manager that is fine).
 func timeoutOr(ctx context.Context, err error, what, last string) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return fmt.Errorf("interrupted while waiting for %s: %w", what, context.Canceled)
+	}
 	if ctx.Err() != nil {
 		if last != "" {
 			return fmt.Errorf("%w waiting for %s (%s)", ErrTimeout, what, last)

@@ -60,7 +60,7 @@ func TestCLIBadInputs(t *testing.T) {
 	fails([]string{"--remote-kubeconfig, --remote-context or --remote-server"}, "authenticate", "--kubeconfig", a)
 	fails([]string{"(remote)", "cannot reach the API server at https://127.0.0.1:1", "re-run"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", unreachable)
 	fails([]string{"(local) loading kubeconfig"}, "authenticate", "--kubeconfig", malformed, "--remote-kubeconfig", b)
-	fails([]string{"proxy URL"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", b, "--proxy-url", "ftp://x")
+	fails([]string{"proxy URL"}, "authenticate", "--kubeconfig", a, "--remote-kubeconfig", b, "--tenant-proxy-url", "ftp://x")
 
 	fails([]string{"this cluster's own ID"}, "create", "nonce", "--kubeconfig", b, "--remote-cluster-id", "cl-b")
 	fails([]string{"--remote-cluster-id"}, "create", "nonce", "--kubeconfig", b, "--remote-cluster-id", "UPPER")
@@ -82,7 +82,7 @@ func TestCLIBadInputs(t *testing.T) {
 
 	// Uninstall refuses while a peer exists.
 	fails([]string{"unauthenticate", "--force"}, "uninstall", "--kubeconfig", b)
-	_, errOut = mustCLI(t, "uninstall", "--kubeconfig", b, "--force")
+	_, errOut = mustCLI(t, "uninstall", "--kubeconfig", b, "--force", "--skip-confirm")
 	assert.Contains(t, errOut, "lost access without notice")
 	_, err = cluster.GetClusterID(context.Background(), newClient(t, cps[1].Config), wire.DefaultLiqoNamespace)
 	assert.Error(t, err, "the identity is gone after uninstall")

@@ -86,13 +86,13 @@ func TestCLIRSACompatibility(t *testing.T) {
 	assertTenantAccess(t, p, c, kubeconfigOf(t, c, p))
 }
 
-// TestCLIProxyURLAndCompletion: --proxy-url reaches the Tenant, the Identity and the
+// TestCLIProxyURLAndCompletion: --tenant-proxy-url reaches the Tenant, the Identity and the
 // kubeconfig; completion lists contexts and known remote cluster IDs.
 func TestCLIProxyURLAndCompletion(t *testing.T) {
 	c, p := cliSites(t)
 	ctx := context.Background()
 	const proxy = "socks5://proxy.example.com:1080"
-	mustCLI(t, pairArgs("authenticate", c, p, "--proxy-url", proxy)...)
+	mustCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", proxy)...)
 	var tn authv1beta1.Tenant
 	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &tn))
 	assert.Equal(t, proxy, ptr.Deref(tn.Spec.ProxyURL, ""))

@@ -116,7 +116,7 @@ func TestInstallBesideLiqo(t *testing.T) {
 	_, _, err = runCLI(t, "uninstall", "--kubeconfig", cp.Kubeconfig)
 	require.Error(t, err, "Liqo's objects exist")
 	assert.Contains(t, err.Error(), "ResourceSlice liqo-tenant-cl-liqo-peer/slice, which liqo-auth did not make")
-	_, errOut = mustCLI(t, "uninstall", "--kubeconfig", cp.Kubeconfig, "--force")
+	_, errOut = mustCLI(t, "uninstall", "--kubeconfig", cp.Kubeconfig, "--force", "--skip-confirm")
 	assert.Contains(t, errOut, "Kept Identity liqo-tenant-cl-liqo-peer/controlplane-cl-liqo-peer, ResourceSlice liqo-tenant-cl-liqo-peer/slice: liqo-auth did not make them")
 	for name, rv := range crdsBefore {
 		var crd apiextensionsv1.CustomResourceDefinition
@@ -597,4 +597,44 @@ func TestAuthenticateFromLiqoConsumer(t *testing.T) {
 
 	_, errOut = mustCLI(t, pairArgs("authenticate", consumer, provider)...)
 	assert.Contains(t, errOut, "Already authenticated with cluster")
+}
+
+// TestLiqoProviderSaysWhyItWaits: Liqo's controllers write no status conditions; one that
+// will not complete a handshake says why only in a Warning Event on the Tenant (a
+// certificate it keeps for an older CSR, for one). authenticate's timeout carries it,
+// with the command that removes what Liqo kept.
+func TestLiqoProviderSaysWhyItWaits(t *testing.T) {
+	consumer, provider := cliSites(t)
+	applyYAML(t, provider.client, []byte(liqoDeployment))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		warned := map[string]bool{}
+		for ctx.Err() == nil {
+			var tenants authv1beta1.TenantList
+			if provider.client.List(ctx, &tenants) == nil {
+				for _, tn := range tenants.Items {
+					if warned[tn.Namespace] {
+						continue
+					}
+					ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: tn.Namespace, GenerateName: tn.Name + "."},
+						InvolvedObject: corev1.ObjectReference{Kind: "Tenant", APIVersion: authv1beta1.GroupVersion.String(), Namespace: tn.Namespace, Name: tn.Name, UID: tn.UID},
+						Type:           corev1.EventTypeWarning, Reason: "AuthParamsFailed", LastTimestamp: metav1.Now(),
+						Message: "the stored and the provided CSR for cluster " + tn.Name + " does not match"}
+					warned[tn.Namespace] = provider.client.Create(ctx, ev) == nil
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	_, _, err := runCLI(t, pairArgs("authenticate", consumer, provider, "--timeout", "8s")...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Liqo's controllers said, on the Tenant: AuthParamsFailed: the stored and the provided CSR for cluster cl-consumer does not match")
+	assert.Contains(t, err.Error(), "kubectl delete secret -n liqo-tenant-cl-consumer liqo-remote-certificate")
 }

@@ -6,12 +6,14 @@ import (
 	"testing"
 )
 
-// TestMain removes what the package built for itself (the liqo-auth-manager binary), even
-// when tests fail; each control plane cleans up after its own test.
+// TestMain removes what the package built for itself (the liqo-auth-manager and liqoctl
+// binaries), even when tests fail; each control plane cleans up after its own test.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if managerBinPath != "" {
-		_ = os.RemoveAll(filepath.Dir(managerBinPath))
+	for _, bin := range []string{managerBinPath, liqoctlBinPath} {
+		if bin != "" {
+			_ = os.RemoveAll(filepath.Dir(bin))
+		}
 	}
 	os.Exit(code)
 }

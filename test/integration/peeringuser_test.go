@@ -190,7 +190,7 @@ func TestPeeringUserNeedsTheManager(t *testing.T) {
 	_, _, err = runCLI(t, "uninstall", "--kubeconfig", p.cp.Kubeconfig)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "peering users exist")
-	_, errOut, err := runCLI(t, "uninstall", "--kubeconfig", p.cp.Kubeconfig, "--force")
+	_, errOut, err := runCLI(t, "uninstall", "--kubeconfig", p.cp.Kubeconfig, "--force", "--skip-confirm")
 	require.NoError(t, err, errOut)
 	assert.Contains(t, errOut, "revoked: verified")
 	var crbs rbacv1.ClusterRoleBindingList

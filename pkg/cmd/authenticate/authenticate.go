@@ -62,7 +62,9 @@ Re-running it on an authenticated pair changes nothing.`,
 	o.Remote.AddFlags(cmd.Flags(), "remote-", "remote (provider)")
 	o.Timeout.AddFlags(cmd)
 	o.Global.AddAdoptFlag(cmd)
-	cmd.Flags().StringVar(&o.ProxyURL, "proxy-url", "", "proxy the consumer uses to reach the provider (http, https or socks5)")
+	// Not --proxy-url: that is kubectl's flag, the proxy liqoctl reaches the local
+	// cluster through, and a flag of the same name here would hide it.
+	cmd.Flags().StringVar(&o.ProxyURL, "tenant-proxy-url", "", "proxy the consumer uses to reach the provider, carried by the Tenant, the Identity and the kubeconfig (http, https or socks5); --proxy-url and --remote-proxy-url are the proxies liqoctl itself uses")
 	o.Controllers.AddFlags(cmd)
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "show what would be created on each cluster and the permissions the consumer would get, changing nothing")
 	cli.RegisterClusterCompletions(cmd, &o.Remote, "remote-")

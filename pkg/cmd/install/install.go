@@ -4,11 +4,13 @@ package install
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -16,6 +18,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/installer"
 	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
@@ -30,10 +33,12 @@ type Options struct {
 	CertificateLifetime time.Duration
 	NonceTTL            time.Duration
 	WithManager         bool
-	ManagerImage        string
-	TakeOver            bool
-	Output              cli.OutputFlags
-	Timeout             cli.Timeout
+	// Wait, with WithManager, waits within Timeout until the manager is available.
+	Wait         bool
+	ManagerImage string
+	TakeOver     bool
+	Output       cli.OutputFlags
+	Timeout      cli.Timeout
 
 	install installer.InstallOptions
 }
@@ -70,6 +75,7 @@ With -o yaml, print the objects instead of applying them.`,
 	f.DurationVar(&o.CertificateLifetime, "certificate-lifetime", 0, "lifetime of the certificates issued to consumers (default 720h, at least 10m)")
 	f.DurationVar(&o.NonceTTL, "nonce-ttl", 0, "how long a nonce may be used after it was created (default 15m)")
 	f.BoolVar(&o.WithManager, "with-manager", false, "also deploy liqo-auth-manager")
+	f.BoolVar(&o.Wait, "wait", false, "with --with-manager, wait (within --timeout) until every replica of liqo-auth-manager is available, and fail if it is not, as helm install --wait does")
 	f.BoolVar(&o.TakeOver, "take-over", false, "apply this project's CRDs (a superset of Liqo's schema), namespace and ClusterRoles even where another installation (Liqo's Helm chart) manages them; without it those are kept as they are")
 	f.StringVar(&o.ManagerImage, "manager-image", "", "container image of liqo-auth-manager (with --with-manager; default: "+installer.ManagerImageRepository+":<this liqoctl's version>)")
 	o.Output.AddFlags(cmd, "")
@@ -114,6 +120,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CertificateLifetime != 0 && o.CertificateLifetime < authmanager.MinCertificateLifetime {
 		return fmt.Errorf("--certificate-lifetime must be at least %s, the shortest the CertificateSigningRequest API accepts", authmanager.MinCertificateLifetime)
+	}
+	if o.Wait && !o.WithManager {
+		return fmt.Errorf("--wait goes with --with-manager")
 	}
 	if o.ManagerImage != "" && !o.WithManager {
 		return fmt.Errorf("--manager-image goes with --with-manager")
@@ -171,8 +180,44 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 		}
 		p.Info("liqo-auth-manager deployed with image %s", o.ManagerImage)
+		return o.managerReady(ctx, s)
 	}
 	return nil
+}
+
+// managerReady says whether the manager runs: without --wait, once, plainly (a Deployment
+// just applied is seldom ready); with --wait, when it is, or fails at the timeout saying
+// what its Pods wait for.
+func (o *Options) managerReady(ctx context.Context, s *handshake.Side) error {
+	p := o.Global.Printer()
+	var r installer.ManagerReadiness
+	check := func(ctx context.Context) (bool, error) {
+		var err error
+		r, err = installer.GetManagerReadiness(ctx, s.Client, o.install.Namespace)
+		return r.Ready, err
+	}
+	rollout := fmt.Sprintf("kubectl -n %s rollout status deployment/%s", o.install.Namespace, access.ManagerName)
+	if !o.Wait {
+		if ready, err := check(ctx); err != nil {
+			return s.Explain(err, "reading the manager's Deployment")
+		} else if !ready {
+			p.Warn("liqo-auth-manager is not running yet (%s): until it is, liqoctl runs the controllers in-process for each command; %s follows it, or install --with-manager --wait waits for it", r, rollout)
+			return nil
+		}
+		p.Info("liqo-auth-manager is running (%s)", r)
+		return nil
+	}
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, check)
+	switch {
+	case err == nil:
+		p.Info("liqo-auth-manager is running (%s)", r)
+		return nil
+	case errors.Is(ctx.Err(), context.Canceled):
+		return fmt.Errorf("interrupted while waiting for liqo-auth-manager (%s): %w", r, context.Canceled)
+	case ctx.Err() != nil:
+		return fmt.Errorf("liqo-auth-manager is not ready after %s: %s; %s follows it", o.Timeout.Duration, r, rollout)
+	}
+	return s.Explain(err, "reading the manager's Deployment")
 }
 
 func keptOrCreated(created bool) string {

@@ -87,6 +87,9 @@ func (o *RenewOptions) Run(ctx context.Context) error {
 		}
 		return t.Status.Certificate != nil && t.Status.Certificate.SerialNumber != old, nil
 	})
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return fmt.Errorf("interrupted while waiting for the new certificate of %q (the renewal stays requested): %w", o.ClusterID, context.Canceled)
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("timed out waiting for the new certificate of %q: %s runs the provider's controllers; the Tenant's CertificateIssued condition says what they wait for", o.ClusterID, s.Controllers())
 	}

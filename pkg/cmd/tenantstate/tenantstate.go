@@ -86,6 +86,7 @@ func consumerNamespace(ctx context.Context, g *cli.Global, id string) (*handshak
 // subcommand: it takes the cluster ID, checks it and the flags (validate), then runs run.
 func tenantGroup(g *cli.Global, verb string, sub *cobra.Command, id *string, run func(context.Context) error, validate ...func() error) *cobra.Command {
 	sub.Use = "tenant CLUSTER_ID"
+	sub.Aliases = []string{"tenants"}
 	sub.Args = cobra.ExactArgs(1)
 	sub.ValidArgsFunction = cli.RemoteClusterIDCompletion(g)
 	sub.RunE = func(cmd *cobra.Command, args []string) error {

@@ -167,6 +167,9 @@ func (o *Options) RunLocal(ctx context.Context) error {
 	if err := cli.ApplyControllers(ctx, local, o.Controllers.Local); err != nil {
 		return err
 	}
+	if err := handshake.CheckKnownPeer(ctx, local, o.RemoteClusterID, "--remote-cluster-id"); err != nil {
+		return err
+	}
 	h, err := handshake.InspectPeer(ctx, local, o.RemoteClusterID)
 	if err != nil {
 		return err

@@ -27,7 +27,9 @@ type Options struct {
 	Global       *cli.Global
 	Force        bool
 	KeepIdentity bool
-	Timeout      cli.Timeout
+	// SkipConfirm goes ahead without asking.
+	SkipConfirm bool
+	Timeout     cli.Timeout
 }
 
 // NewCmd returns the uninstall command.
@@ -45,17 +47,27 @@ first, or pass --force.
 Nothing another installation manages is removed: CRDs, ClusterRoles, the namespace, the
 cluster ID and keys that Liqo's Helm chart (or any other field manager) owns are kept, and
 so are a CRD that objects liqo-auth did not make still use, and a ClusterRole that
-bindings liqo-auth did not make still refer to. --force never deletes those objects.`,
+bindings liqo-auth did not make still refer to. --force never deletes those objects.
+
+Unless --keep-identity, the tenant namespaces liqo-auth made (those its tenant records
+name) go too: the records go with the Liqo namespace, and a later install would refuse
+namespaces it has no record of. A tenant namespace holding another installation's objects
+is kept. With --keep-identity, records and tenant namespaces stay, for a re-install.
+
+It says what it will remove and asks before it does; --skip-confirm does not ask, and is
+needed when stdin is not a terminal.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.Run(cmd.Context()) },
 	}
 	cmd.Flags().BoolVar(&o.Force, "force", false, "uninstall even while Tenants, Identities, ResourceSlices or Renews exist (those of liqo-auth's tenant namespaces are deleted, others kept)")
-	cmd.Flags().BoolVar(&o.KeepIdentity, "keep-identity", false, "keep the cluster ID and key pair")
+	cmd.Flags().BoolVar(&o.KeepIdentity, "keep-identity", false, "keep the cluster ID and key pair, the tenant records and the tenant namespaces")
+	cmd.Flags().BoolVar(&o.SkipConfirm, "skip-confirm", false, "do not ask for confirmation (needed when stdin is not a terminal)")
 	o.Timeout.AddFlags(cmd)
 	return cmd
 }
 
-// Run uninstalls.
+// Run uninstalls: it checks what would block it, says what it will remove and asks, then
+// removes.
 func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
@@ -64,13 +76,123 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	peers, err := o.removePeers(ctx, s)
+	_ = s.Identify(ctx) // only to name the cluster in the question: a half-removed one has no ID
+	peers, err := o.checkPeers(ctx, s)
 	if err != nil {
 		return err
 	}
-	if err := o.removePeeringUsers(ctx, s); err != nil {
+	users, err := o.checkPeeringUsers(ctx, s)
+	if err != nil {
 		return err
 	}
+	var tenantNS []string
+	if !o.KeepIdentity {
+		if tenantNS, err = tenantNamespaces(ctx, s, peers); err != nil {
+			return err
+		}
+	}
+	if err := o.Global.Confirm(o.SkipConfirm, o.question(s, peers, users, tenantNS)); err != nil {
+		return err
+	}
+	if err := o.removePeers(ctx, s, peers); err != nil {
+		return err
+	}
+	if err := removePeeringUsers(ctx, s, users); err != nil {
+		return err
+	}
+	if err := o.removeInstalled(ctx, s, peers); err != nil {
+		return err
+	}
+	if o.KeepIdentity {
+		p.Info("Cluster ID, key, tenant records and tenant namespaces kept in namespace %q", s.Namespace)
+		return nil
+	}
+	for _, ns := range tenantNS {
+		if err := s.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
+			return s.Explain(err, "deleting tenant namespace "+ns)
+		}
+		p.Info("Tenant namespace %q deleted", ns)
+	}
+	var n corev1.Namespace
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: s.Namespace}, &n); err == nil && n.Labels[wire.ManagedByLabel] == wire.ManagedByValue {
+		if err := s.Client.Delete(ctx, &n); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		p.Info("Namespace %q deleted", s.Namespace)
+	}
+	p.Info("Cluster ID and key removed")
+	return nil
+}
+
+// question says what uninstall is about to remove.
+func (o *Options) question(s *handshake.Side, peers []installer.PeerObject, users []handshake.PeeringUser, tenantNS []string) string {
+	var b strings.Builder
+	who := "at " + s.Config.Host
+	if s.ClusterID != "" {
+		who = fmt.Sprintf("%q (%s)", s.ClusterID, s.Config.Host)
+	}
+	fmt.Fprintf(&b, "liqoctl uninstall removes liqo-auth from cluster %s: its CRDs, ClusterRoles, manager and configuration", who)
+	if o.KeepIdentity {
+		b.WriteString(", keeping its cluster ID, key, tenant records and tenant namespaces")
+	} else {
+		b.WriteString(", and its cluster ID and key: every peer must authenticate again with the new identity a later install makes")
+	}
+	var ours []string
+	for _, p := range peers {
+		if p.Ours {
+			ours = append(ours, p.String())
+		}
+	}
+	if len(ours) > 0 {
+		fmt.Fprintf(&b, ".\nIt deletes, without telling their peers: %s", strings.Join(ours, ", "))
+	}
+	if len(users) > 0 {
+		fmt.Fprintf(&b, ".\nIt deletes %d peering users", len(users))
+	}
+	if len(tenantNS) > 0 {
+		fmt.Fprintf(&b, ".\nIt deletes the tenant namespaces it made: %s", strings.Join(tenantNS, ", "))
+	}
+	b.WriteString(".")
+	return b.String()
+}
+
+// tenantNamespaces are the tenant namespaces this cluster's records name (liqo-auth made
+// or adopted them), still the same namespace (UID), and holding no object of another
+// installation.
+func tenantNamespaces(ctx context.Context, s *handshake.Side, peers []installer.PeerObject) ([]string, error) {
+	recs, err := cluster.ListTenantRecords(ctx, s.Client, s.Namespace)
+	if err != nil {
+		return nil, s.Explain(err, "reading the tenant records")
+	}
+	foreign := map[string]bool{}
+	for _, p := range peers {
+		if !p.Ours {
+			foreign[p.Object.GetNamespace()] = true
+		}
+	}
+	var out []string
+	for _, r := range recs {
+		if r.Namespace == "" || foreign[r.Namespace] {
+			continue
+		}
+		var ns corev1.Namespace
+		if err := s.Client.Get(ctx, client.ObjectKey{Name: r.Namespace}, &ns); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, s.Explain(err, "reading tenant namespace "+r.Namespace)
+		}
+		if r.NamespaceUID != "" && ns.UID != r.NamespaceUID {
+			continue
+		}
+		out = append(out, r.Namespace)
+	}
+	return out, nil
+}
+
+// removeInstalled deletes what install created, keeping what another installation uses.
+func (o *Options) removeInstalled(ctx context.Context, s *handshake.Side, peers []installer.PeerObject) error {
+	p := o.Global.Printer()
 	ns := s.Namespace
 	var objs []client.Object
 	objs = append(objs, installer.ForgeManagerObjects(ns, "", nil)...)
@@ -111,39 +233,29 @@ func (o *Options) Run(ctx context.Context) error {
 	} else {
 		p.Info("What liqo-auth alone used is removed; %d objects another installation uses are kept", len(kept))
 	}
-	if o.KeepIdentity {
-		p.Info("Cluster ID and key kept in namespace %q", ns)
-		return nil
-	}
-	var n corev1.Namespace
-	if err := s.Client.Get(ctx, client.ObjectKey{Name: ns}, &n); err == nil && n.Labels[wire.ManagedByLabel] == wire.ManagedByValue {
-		if err := s.Client.Delete(ctx, &n); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-		p.Info("Namespace %q deleted", ns)
-	}
-	p.Info("Cluster ID and key removed")
 	return nil
 }
 
-// removePeeringUsers refuses while peering users exist: their grants would outlive the
+// checkPeeringUsers refuses while peering users exist: their grants would outlive the
 // admission policy that keeps them to the nonce, which uninstall removes. With --force it
-// deletes them, each with its proof.
-func (o *Options) removePeeringUsers(ctx context.Context, s *handshake.Side) error {
+// returns them, to be deleted.
+func (o *Options) checkPeeringUsers(ctx context.Context, s *handshake.Side) ([]handshake.PeeringUser, error) {
 	users, err := handshake.ListPeeringUsers(ctx, s)
-	if err != nil {
-		return err
-	}
-	if len(users) == 0 {
-		return nil
+	if err != nil || len(users) == 0 {
+		return nil, err
 	}
 	if !o.Force {
 		var names []string
 		for _, u := range users {
 			names = append(names, fmt.Sprintf("%s (consumer %s)", u.User, u.ConsumerID))
 		}
-		return fmt.Errorf("peering users exist: %s; their grants would outlive the admission policy that keeps them to the nonce: run liqoctl delete peering-user --consumer-cluster-id ID for each, or pass --force to delete them", strings.Join(names, ", "))
+		return nil, fmt.Errorf("peering users exist: %s; their grants would outlive the admission policy that keeps them to the nonce: run liqoctl delete peering-user --consumer-cluster-id ID for each, or pass --force to delete them", strings.Join(names, ", "))
 	}
+	return users, nil
+}
+
+// removePeeringUsers deletes the peering users, each with its proof.
+func removePeeringUsers(ctx context.Context, s *handshake.Side, users []handshake.PeeringUser) error {
 	done := map[string]bool{}
 	for _, u := range users {
 		if done[u.ConsumerID] {
@@ -157,10 +269,9 @@ func (o *Options) removePeeringUsers(ctx context.Context, s *handshake.Side) err
 	return nil
 }
 
-// removePeers refuses while Tenants, Identities, ResourceSlices or Renews exist; with
-// --force it deletes those of this project (in the tenant namespaces its records name)
-// and keeps the others, which another installation (Liqo) made. It returns them all.
-func (o *Options) removePeers(ctx context.Context, s *handshake.Side) ([]installer.PeerObject, error) {
+// checkPeers refuses while Tenants, Identities, ResourceSlices or Renews exist, unless
+// --force. It returns them all.
+func (o *Options) checkPeers(ctx context.Context, s *handshake.Side) ([]installer.PeerObject, error) {
 	all, err := installer.ListPeerObjects(ctx, s.Client, s.Namespace)
 	if err != nil {
 		return nil, s.Explain(err, "listing Tenants, Identities, ResourceSlices and Renews")
@@ -186,6 +297,21 @@ func (o *Options) removePeers(ctx context.Context, s *handshake.Side) ([]install
 		}
 		return nil, fmt.Errorf("this cluster still has %s; pass --force to uninstall anyway", strings.Join(parts, "; and "))
 	}
+	return all, nil
+}
+
+// removePeers deletes, with --force, the peer objects of this project (in the tenant
+// namespaces its records name) and keeps the others, which another installation (Liqo)
+// made.
+func (o *Options) removePeers(ctx context.Context, s *handshake.Side, all []installer.PeerObject) error {
+	var ours, foreign []string
+	for _, p := range all {
+		if p.Ours {
+			ours = append(ours, p.String())
+		} else {
+			foreign = append(foreign, p.String())
+		}
+	}
 	for _, p := range all {
 		if !p.Ours {
 			continue
@@ -194,11 +320,11 @@ func (o *Options) removePeers(ctx context.Context, s *handshake.Side) ([]install
 			patch := client.MergeFrom(t.DeepCopy())
 			controllerutil.RemoveFinalizer(t, wire.TenantFinalizer)
 			if err := s.Client.Patch(ctx, t, patch); client.IgnoreNotFound(err) != nil {
-				return nil, err
+				return err
 			}
 		}
 		if err := s.Client.Delete(ctx, p.Object); client.IgnoreNotFound(err) != nil {
-			return nil, err
+			return err
 		}
 	}
 	if len(ours) > 0 {
@@ -207,5 +333,5 @@ func (o *Options) removePeers(ctx context.Context, s *handshake.Side) ([]install
 	if len(foreign) > 0 {
 		o.Global.Printer().Warn("Kept %s: liqo-auth did not make them", strings.Join(foreign, ", "))
 	}
-	return all, nil
+	return nil
 }

@@ -55,6 +55,7 @@ when the provider is also a consumer of this cluster. Exits non-zero naming each
 	}
 	o.Remote.AddFlags(cmd.Flags(), "remote-", "remote (provider)")
 	cmd.Flags().StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "verify only the identity on this provider")
+	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
 	cmd.Flags().DurationVar(&o.MaxClockSkew, "max-clock-skew", 30*time.Second, "largest difference between the clusters' clocks that passes")
 	o.Output.AddFlags(cmd, "")
 	o.Timeout.AddFlags(cmd)

@@ -52,7 +52,7 @@ running in the cluster the connection flags select, with a warning when they dif
 		},
 	}
 	cmd.Flags().BoolVar(&o.Client, "client", false, "print only liqoctl's version, without reaching any cluster")
-	o.Output.AddFlags(cmd, "")
+	o.Output.AddDataFlags(cmd, "")
 	return cmd
 }
 

@@ -220,8 +220,8 @@ func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity
 			rec.CAFingerprint = got
 		default:
 			reason = string(authn.ReasonCAFingerprintMismatch)
-			msg = fmt.Sprintf("the Identity presents CA %s, but this cluster pinned %s for provider %q (ConfigMap %s/%s): if the provider's CA really changed, remove %s there and apply the Identity again",
-				got, rec.CAFingerprint, provider, r.Placement.LiqoNamespace, wire.TenantRecordName(provider), "caFingerprint")
+			msg = fmt.Sprintf("the Identity presents CA %s, but this cluster pinned CA %s for provider %q: if the provider's CA really changed, forget the old pin with %s and apply the Identity again",
+				got, rec.CAFingerprint, provider, cluster.UnpinCACommand(r.Placement.LiqoNamespace, provider))
 		}
 		return nil
 	})

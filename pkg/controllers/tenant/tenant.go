@@ -2,7 +2,8 @@
 // handshake exactly once, consumes the nonce, has the consumer's CSR signed by the
 // cluster's client signer, binds the control-plane role in the tenant namespace, renews
 // the certificate before it expires, and follows the administrative state
-// (Active, Cordoned, Drained). A finalizer removes everything a Tenant caused.
+// (Active, Cordoned, Drained). An accepted Tenant gets a finalizer that removes
+// everything it caused; a refused one causes nothing and gets none.
 package tenant
 
 import (
@@ -124,15 +125,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if placed != nil && authn.ReasonOf(placed) == "" {
 		return ctrl.Result{}, placed
 	}
-	// Only a Tenant in its place gets the finalizer: a stray one causes nothing, so its
-	// deletion has nothing to clean up.
-	if placed == nil && !controllerutil.ContainsFinalizer(t, wire.TenantFinalizer) {
-		patch := client.MergeFrom(t.DeepCopy())
-		controllerutil.AddFinalizer(t, wire.TenantFinalizer)
-		if err := r.Client.Patch(ctx, t, patch); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 	before := t.Status.DeepCopy()
 	res, err := r.reconcile(ctx, t, placed)
 	if err != nil {
@@ -171,6 +163,12 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 		if err := r.accept(t, acc, now); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	// Accepted, the Tenant is about to cause something (bindings, a CSR): only now does it
+	// get the finalizer. A refused or stray Tenant causes nothing, and a finalizer nothing
+	// would remove would make kubectl delete hang for good where no manager runs.
+	if err := r.ensureFinalizer(ctx, t); err != nil {
+		return ctrl.Result{}, err
 	}
 	t.Status.TenantNamespace = t.Namespace
 	res := ctrl.Result{}
@@ -447,6 +445,24 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 		}
 	}
 	common.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, true, "Ready", "the consumer holds a valid certificate and its access", t.Generation)
+}
+
+// ensureFinalizer adds the finalizer to an accepted Tenant. The patch is made on a copy:
+// t carries the status being computed, which the answer of a metadata patch would wipe;
+// t takes only the finalizers and the resourceVersion, so that its status update follows.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, t *authv1beta1.Tenant) error {
+	if controllerutil.ContainsFinalizer(t, wire.TenantFinalizer) {
+		return nil
+	}
+	cp := &authv1beta1.Tenant{ObjectMeta: *t.ObjectMeta.DeepCopy()}
+	cp.TypeMeta = t.TypeMeta
+	patch := client.MergeFrom(cp.DeepCopy())
+	controllerutil.AddFinalizer(cp, wire.TenantFinalizer)
+	if err := r.Client.Patch(ctx, cp, patch); err != nil {
+		return err
+	}
+	t.Finalizers, t.ResourceVersion = cp.Finalizers, cp.ResourceVersion
+	return nil
 }
 
 // finalize removes everything the Tenant caused, and only that, then lets it go: the

@@ -3,6 +3,7 @@ package nonce
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
@@ -27,8 +29,9 @@ type Options struct {
 func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
-		Use:   "nonce",
-		Short: "Create the tenant namespace of a consumer and a nonce for it to sign (provider)",
+		Use:     "nonce",
+		Aliases: []string{"nonces"},
+		Short:   "Create the tenant namespace of a consumer and a nonce for it to sign (provider)",
 		Long: `On the provider: ensure the tenant namespace of the consumer and a fresh nonce in it.
 The nonce is printed on stderr; hand it to the consumer's administrator (liqoctl get nonce
 prints it bare on stdout). A young unused nonce is kept: re-running changes nothing.`,
@@ -82,7 +85,17 @@ func (o *Options) Run(ctx context.Context) error {
 		s.Report.Info("Nonce kept: the one in namespace %s was created %s ago and expires at %s (TTL %s)", tn, now.Sub(n.CreatedAt).Round(time.Second), expires, ttl)
 	}
 	s.Report.Info("Nonce retrieved: %s", n.Value)
-	s.Report.Info("Next, on the consumer, before %s: liqoctl generate tenant --remote-cluster-id %s --nonce <nonce>", expires, s.ClusterID)
+	// The consumer pins the CA it will be handed before any Identity exists: say it now.
+	server, ca, err := handshake.AdvertisedServer(ctx, s)
+	if err != nil {
+		return err
+	}
+	caFP, err := authn.CAFingerprint(ca)
+	if err != nil {
+		return fmt.Errorf("the CA of %s handed to consumers is not valid: %w", server, err)
+	}
+	s.Report.Info("Consumers reach %s, whose CA fingerprint is %s", server, caFP)
+	s.Report.Info("Next, on the consumer, before %s: liqoctl generate tenant --remote-cluster-id %s --nonce <nonce> --expect-fingerprint %s", expires, s.ClusterID, caFP)
 	if o.Output.Format() == "" {
 		return nil
 	}

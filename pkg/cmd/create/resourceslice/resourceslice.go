@@ -41,7 +41,7 @@ func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
 		Use:     "resourceslice NAME",
-		Aliases: []string{"rslice"},
+		Aliases: []string{"resourceslices", "rslice"},
 		Short:   "Ask a provider for a slice of resources and its own identity (consumer)",
 		Long: `On the consumer: create a ResourceSlice for the provider, and wait until the provider
 accepts or denies it. The consumer's controllers complete it (cluster IDs, a CSR of the

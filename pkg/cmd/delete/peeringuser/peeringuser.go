@@ -22,8 +22,9 @@ type Options struct {
 func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
-		Use:   "peering-user",
-		Short: "Remove the peering user of a consumer and prove it authorizes nothing (provider)",
+		Use:     "peering-user",
+		Aliases: []string{"peering-users", "peeringuser"},
+		Short:   "Remove the peering user of a consumer and prove it authorizes nothing (provider)",
 		Long: `On the provider: remove the roles and bindings of the peering user of a consumer, then
 prove with SubjectAccessReviews and a scan of every binding that its certificate authorizes
 nothing any more. Kubernetes cannot revoke the certificate itself: it stays
@@ -49,6 +50,9 @@ func (o *Options) Run(ctx context.Context) error {
 	defer cancel()
 	s, err := o.Global.LocalSide(ctx, "")
 	if err != nil {
+		return err
+	}
+	if err := handshake.CheckKnownPeer(ctx, s, o.ConsumerClusterID, "--consumer-cluster-id"); err != nil {
 		return err
 	}
 	_, err = handshake.DeletePeeringUser(ctx, s, o.ConsumerClusterID)

@@ -27,7 +27,7 @@ func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
 		Use:     "resourceslice NAME",
-		Aliases: []string{"rslice"},
+		Aliases: []string{"resourceslices", "rslice"},
 		Short:   "Give a slice back: remove it on both clusters and prove its identity lost its access (consumer)",
 		Long: `On the consumer: delete the ResourceSlice, wait until its copy on the provider is gone
 (the provider then removes the slice identity's Role, RoleBinding and certificate requests)
@@ -65,6 +65,9 @@ func (o *Options) Run(ctx context.Context) error {
 	defer cancel()
 	s, err := o.Global.LocalSide(ctx, "local")
 	if err != nil {
+		return err
+	}
+	if err := handshake.CheckKnownPeer(ctx, s, o.RemoteClusterID, "--remote-cluster-id"); err != nil {
 		return err
 	}
 	ns, err := s.TenantNamespace(ctx, o.RemoteClusterID)

@@ -31,8 +31,9 @@ type Options struct {
 func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
-		Use:   "identity",
-		Short: "Print the Identity of an accepted Tenant, to apply on the consumer (provider)",
+		Use:     "identity",
+		Aliases: []string{"identities"},
+		Short:   "Print the Identity of an accepted Tenant, to apply on the consumer (provider)",
 		Long: `On the provider, after kubectl apply of the consumer's Tenant: wait until the Tenant is
 accepted and its certificate issued, then print the Identity for the consumer's
 administrator to kubectl apply. The fingerprint of the CA it hands over is printed on
@@ -91,8 +92,10 @@ func (o *Options) Run(ctx context.Context) error {
 		return fmt.Errorf("%w (has the consumer's Tenant been applied in namespace %s?)", err, tn)
 	}
 	if o.ExpectFingerprint != "" && t.Status.AcceptedKeyFingerprint != o.ExpectFingerprint {
-		return fmt.Errorf("the Tenant was accepted for key %s, not the expected %s: do not hand over this Identity; delete the Tenant and start again",
-			t.Status.AcceptedKeyFingerprint, o.ExpectFingerprint)
+		// An accepted Tenant holds the finalizer of the provider's controllers: a plain
+		// kubectl delete waits for a manager to release it; unauthenticate runs them.
+		return fmt.Errorf("the Tenant was accepted for key %s, not the expected %s: do not hand over this Identity; remove the Tenant and what it was granted with liqoctl unauthenticate --remote-cluster-id %s, then start again",
+			t.Status.AcceptedKeyFingerprint, o.ExpectFingerprint, o.RemoteClusterID)
 	}
 	remoteTN := o.RemoteTenantNamespace
 	if remoteTN == "" {

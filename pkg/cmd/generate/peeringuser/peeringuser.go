@@ -31,8 +31,9 @@ type Options struct {
 func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
-		Use:   "peering-user",
-		Short: "Print a kubeconfig with which a consumer's administrator authenticates to this cluster (provider)",
+		Use:     "peering-user",
+		Aliases: []string{"peering-users", "peeringuser"},
+		Short:   "Print a kubeconfig with which a consumer's administrator authenticates to this cluster (provider)",
 		Long: `On the provider: issue a peering user for one consumer and print its kubeconfig. The
 consumer's administrator, who holds no credential of this cluster, then runs liqoctl
 authenticate (and later unauthenticate) with it as --remote-kubeconfig.
@@ -59,8 +60,8 @@ authorizes nothing any more.`,
 	f := cmd.Flags()
 	cli.AddClusterIDFlag(cmd, g, &o.ConsumerClusterID, "consumer-cluster-id", "consumer")
 	f.DurationVar(&o.TTL, "ttl", handshake.DefaultPeeringUserTTL, fmt.Sprintf("lifetime of the peering user's certificate (at least 10m, at most %s)", handshake.MaxPeeringUserTTL))
-	f.StringVarP(&o.Output, "output", "o", "kubeconfig", "output format: kubeconfig (YAML) or json")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"kubeconfig", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	f.StringVarP(&o.Output, "output", "o", "kubeconfig", "output format: kubeconfig or yaml (the same YAML kubeconfig), or json")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"kubeconfig", "yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	o.Timeout.AddFlags(cmd)
 	return cmd
 }
@@ -73,8 +74,10 @@ func (o *Options) Validate() error {
 	if o.TTL < 10*time.Minute || o.TTL > handshake.MaxPeeringUserTTL {
 		return fmt.Errorf("--ttl must be between 10m (the shortest certificate the CertificateSigningRequest API issues) and %s, not %s", handshake.MaxPeeringUserTTL, o.TTL)
 	}
-	if o.Output != "kubeconfig" && o.Output != "json" {
-		return fmt.Errorf("--output must be kubeconfig or json, not %q", o.Output)
+	switch o.Output {
+	case "kubeconfig", "yaml", "json":
+	default:
+		return fmt.Errorf("--output must be kubeconfig, yaml or json, not %q", o.Output)
 	}
 	return nil
 }

@@ -31,8 +31,9 @@ type Options struct {
 func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
-		Use:   "tenant",
-		Short: "Sign the provider's nonce and print the Tenant to apply on the provider (consumer)",
+		Use:     "tenant",
+		Aliases: []string{"tenants"},
+		Short:   "Sign the provider's nonce and print the Tenant to apply on the provider (consumer)",
 		Long: `On the consumer: sign the provider's nonce with this cluster's key and print a Tenant
 (public key, CSR, signature) for the provider's administrator to kubectl apply.
 The fingerprint of the key it hands over is printed on stderr. With --expect-fingerprint,
@@ -51,7 +52,7 @@ another CA is then refused.`,
 	cli.AddRemoteClusterIDFlag(cmd, g, &o.RemoteClusterID, "provider")
 	f.StringVar(&o.Nonce, "nonce", "", "the nonce printed by liqoctl get nonce on the provider")
 	f.StringVar(&o.RemoteTenantNamespace, "remote-tenant-namespace", "", "tenant namespace of this cluster on the provider (default liqo-tenant-<this cluster ID>)")
-	f.StringVar(&o.ProxyURL, "proxy-url", "", "proxy this cluster uses to reach the provider")
+	f.StringVar(&o.ProxyURL, "tenant-proxy-url", "", "proxy this cluster uses to reach the provider, carried by the Tenant (not --proxy-url: that is the proxy liqoctl reaches this cluster through)")
 	f.StringVar(&o.ExpectFingerprint, "expect-fingerprint", "", "fingerprint of the provider CA (sha256:...) to pin")
 	_ = cmd.MarkFlagRequired("nonce")
 	o.Output.AddFlags(cmd, "yaml")
@@ -74,7 +75,7 @@ func (o *Options) Validate() error {
 		}
 	}
 	if err := authn.ValidateProxyURL(o.ProxyURL); err != nil {
-		return fmt.Errorf("--proxy-url: %w", err)
+		return fmt.Errorf("--tenant-proxy-url: %w", err)
 	}
 	return o.Output.Validate()
 }
@@ -88,7 +89,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if o.ExpectFingerprint != "" {
-		if err := handshake.PinCAFingerprint(ctx, s, o.RemoteClusterID, o.ExpectFingerprint); err != nil {
+		if err := handshake.PinCAFingerprint(ctx, s, o.RemoteClusterID, o.ExpectFingerprint, "--expect-fingerprint gives "+o.ExpectFingerprint); err != nil {
 			return err
 		}
 		s.Report.Info("Provider CA %s pinned", o.ExpectFingerprint)

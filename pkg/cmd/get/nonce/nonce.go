@@ -25,6 +25,7 @@ func NewCmd(g *cli.Global) *cobra.Command {
 	o := &Options{Global: g}
 	cmd := &cobra.Command{
 		Use:     "nonce",
+		Aliases: []string{"nonces"},
 		Short:   "Print the nonce held for a consumer, bare on stdout (provider)",
 		Example: `  liqoctl get nonce --remote-cluster-id cl-consumer > nonce.txt`,
 		Args:    cobra.NoArgs,
