@@ -26,6 +26,9 @@ type Controllers interface {
 	EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error)
 	// TenantNamespace finds the tenant namespace of remoteID on s.
 	TenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error)
+	// TenantNamespaces are the designated tenant namespaces on s, each with its peer:
+	// what readers across the cluster (info, verify) keep objects from.
+	TenantNamespaces(ctx context.Context, s *Side) (cluster.TenantNamespaces, error)
 	// Record is this cluster's tenant record of remoteID on s (nil: none, or Liqo's
 	// controllers, which keep none; also nil when the credentials may not read it).
 	Record(ctx context.Context, s *Side, remoteID string) (*cluster.TenantRecord, error)
@@ -75,6 +78,11 @@ func (LiqoAuthControllers) TenantNamespace(ctx context.Context, s *Side, remoteI
 	return cluster.GetTenantNamespace(ctx, s.Client, s.Namespace, remoteID)
 }
 
+// TenantNamespaces are those the tenant records name, still the recorded namespaces.
+func (LiqoAuthControllers) TenantNamespaces(ctx context.Context, s *Side) (cluster.TenantNamespaces, error) {
+	return cluster.DesignatedTenantNamespaces(ctx, s.Client, s.Namespace)
+}
+
 // Record reads the tenant record.
 func (LiqoAuthControllers) Record(ctx context.Context, s *Side, remoteID string) (*cluster.TenantRecord, error) {
 	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, remoteID)
@@ -112,6 +120,11 @@ func (LiqoControllers) EnsureTenantNamespace(ctx context.Context, s *Side, remot
 // TenantNamespace finds the namespace as Liqo does, refusing more than one claimant.
 func (LiqoControllers) TenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error) {
 	return cluster.FindLiqoTenantNamespace(ctx, s.Client, remoteID)
+}
+
+// TenantNamespaces are the liqo-tenant-<id> namespaces labelled for <id>.
+func (LiqoControllers) TenantNamespaces(ctx context.Context, s *Side) (cluster.TenantNamespaces, error) {
+	return cluster.LiqoTenantNamespaces(ctx, s.Client)
 }
 
 // Record is nil: Liqo keeps no tenant record.

@@ -126,13 +126,24 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 			s.Report.Warn("%s", skew)
 		}
 	}
+	// Only objects in the designated tenant namespace of the peer they name are read:
+	// whoever may write in another namespace must not add a peer to this report.
+	in := &reader{}
+	if in.designated, err = s.Controllers().TenantNamespaces(ctx, s); err != nil {
+		return nil, s.Explain(err, "reading the tenant namespaces")
+	}
 	var tenants authv1beta1.TenantList
 	if err := s.Client.List(ctx, &tenants); err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
+	var placed []authv1beta1.Tenant
 	for i := range tenants.Items {
 		t := &tenants.Items[i]
+		if !in.keep(t.Namespace, string(t.Spec.ClusterID)) {
+			continue
+		}
+		placed = append(placed, *t)
 		seen["t/"+t.Namespace] = true
 		r.Tenants = append(r.Tenants, tenantEntry(t, now))
 	}
@@ -142,13 +153,16 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	}
 	for i := range ids.Items {
 		id := &ids.Items[i]
+		if !in.keep(id.Namespace, string(id.Spec.ClusterID)) {
+			continue
+		}
 		seen["i/"+id.Namespace] = true
 		r.Identities = append(r.Identities, identityEntry(id, now))
 	}
-	if r.ResourceSlices, err = slices(ctx, s); err != nil {
+	if r.ResourceSlices, err = slices(ctx, s, in); err != nil {
 		return nil, err
 	}
-	if err := issued(ctx, s, r, tenants.Items, now); err != nil {
+	if err := issued(ctx, s, r, placed, now); err != nil {
 		return nil, err
 	}
 	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s); err != nil {
@@ -157,7 +171,28 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	if r.PeeringUsers == nil {
 		r.PeeringUsers = []handshake.PeeringUser{}
 	}
-	return r, halfDone(ctx, s, r, seen)
+	if err := halfDone(ctx, s, r, seen, in); err != nil {
+		return nil, err
+	}
+	if in.ignored > 0 {
+		s.Report.Warn("%d objects naming a peer outside the tenant namespace this cluster designated for it were ignored (Tenants, Identities, ResourceSlices, nonce Secrets: whoever may write in another namespace can create them; only the tenant records decide)", in.ignored)
+	}
+	return r, nil
+}
+
+// reader keeps the objects of designated tenant namespaces and counts the others.
+type reader struct {
+	designated cluster.TenantNamespaces
+	ignored    int
+}
+
+// keep reports whether an object in ns naming remoteID is in remoteID's tenant namespace.
+func (in *reader) keep(ns, remoteID string) bool {
+	if in.designated.Holds(ns, remoteID) {
+		return true
+	}
+	in.ignored++
+	return false
 }
 
 // issued lists the unexpired certificates of the tenant records, and whether a Tenant's
@@ -245,13 +280,16 @@ func conditionHint(conds []metav1.Condition) string {
 }
 
 // halfDone reports tenant namespaces where a handshake started but did not finish.
-func halfDone(ctx context.Context, s *handshake.Side, r *Report, seen map[string]bool) error {
+func halfDone(ctx context.Context, s *handshake.Side, r *Report, seen map[string]bool, in *reader) error {
 	var secrets corev1.SecretList
 	if err := s.Client.List(ctx, &secrets, client.HasLabels{wire.RemoteClusterIDLabel}); err != nil {
 		return err
 	}
 	for _, sec := range secrets.Items {
 		remote := sec.Labels[wire.RemoteClusterIDLabel]
+		if (sec.Name != wire.NonceSecretName && sec.Name != wire.SignedNonceSecretName) || !in.keep(sec.Namespace, remote) {
+			continue
+		}
 		switch {
 		case sec.Name == wire.NonceSecretName && sec.Labels[wire.NonceLabel] == "true" && !seen["t/"+sec.Namespace]:
 			r.Tenants = append(r.Tenants, Entry{Namespace: sec.Namespace, Cluster: remote, State: "NonceIssued",
@@ -273,7 +311,7 @@ func timeOf(t *metav1.Time) *time.Time {
 }
 
 // slices lists the ResourceSlices of the cluster, on either side.
-func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
+func slices(ctx context.Context, s *handshake.Side, in *reader) ([]Slice, error) {
 	var list authv1beta1.ResourceSliceList
 	if err := s.Client.List(ctx, &list); err != nil {
 		return nil, err
@@ -289,6 +327,9 @@ func slices(ctx context.Context, s *handshake.Side) ([]Slice, error) {
 		case providerCopy:
 			e.Role, e.Cluster = "provider", consumer
 		default:
+			continue
+		}
+		if !in.keep(rs.Namespace, e.Cluster) {
 			continue
 		}
 		switch accepted, denied := authv1beta1.SliceVerdict(rs.Status.Conditions); {

@@ -47,12 +47,14 @@ type Peer struct {
 // Check is one property verified.
 type Check struct {
 	// Name is one of identity, certificate-key, ca-pin, expiry, authentication,
-	// permissions, cluster-wide, clock-skew.
+	// permissions, cluster-wide, every-namespace, clock-skew.
 	Name string `json:"name"`
 	// Result is pass, fail or skip.
 	Result string `json:"result"`
 	// Detail says what was found (free text, for people).
 	Detail string `json:"detail"`
+	// summary is Detail in one line, for the table, when Detail lists many items.
+	summary string
 }
 
 // Results of a check.
@@ -68,20 +70,30 @@ type verifier struct {
 	maxSkew time.Duration
 }
 
-// providers are the providers s holds a control-plane Identity on.
-func (v verifier) providers(ctx context.Context, s *handshake.Side) ([]string, error) {
+// providers are the providers s holds a control-plane Identity on, read only in the
+// designated tenant namespace of each provider; ignored counts the Identities elsewhere,
+// which whoever may write Identities in any namespace can create.
+func (v verifier) providers(ctx context.Context, s *handshake.Side) (out []string, ignored int, err error) {
+	designated, err := s.Controllers().TenantNamespaces(ctx, s)
+	if err != nil {
+		return nil, 0, s.Explain(err, "reading the tenant namespaces")
+	}
 	var ids authv1beta1.IdentityList
 	if err := s.Client.List(ctx, &ids); err != nil {
-		return nil, s.Explain(err, "listing Identities")
+		return nil, 0, s.Explain(err, "listing Identities")
 	}
-	var out []string
 	for _, id := range ids.Items {
-		if id.Spec.Type == authv1beta1.ControlPlaneIdentityType && id.Name == wire.IdentityName(string(id.Spec.ClusterID)) && !slices.Contains(out, string(id.Spec.ClusterID)) {
-			out = append(out, string(id.Spec.ClusterID))
+		remote := string(id.Spec.ClusterID)
+		if !designated.Holds(id.Namespace, remote) {
+			ignored++
+			continue
+		}
+		if id.Spec.Type == authv1beta1.ControlPlaneIdentityType && id.Name == wire.IdentityName(remote) && !slices.Contains(out, remote) {
+			out = append(out, remote)
 		}
 	}
 	sort.Strings(out)
-	return out, nil
+	return out, ignored, nil
 }
 
 // peer collects the checks of one direction.
@@ -90,6 +102,10 @@ type peer struct{ *Peer }
 func (p peer) add(name, result, format string, args ...any) {
 	p.Checks = append(p.Checks, Check{Name: name, Result: result, Detail: fmt.Sprintf(format, args...)})
 }
+
+// summarize gives the last check a one-line summary for the table (the detail, in -o
+// json|yaml, keeps every item).
+func (p peer) summarize(s string) { p.Checks[len(p.Checks)-1].summary = s }
 
 // verify checks the identity of consumer c on provider providerID; remote, when given, is
 // the provider reached with its own kubeconfig (for the CA it trusts and whose controllers
@@ -170,7 +186,9 @@ func (v verifier) verify(ctx context.Context, c *handshake.Side, providerID stri
 		return out
 	}
 	v.authentication(ctx, p, ic, c.ClusterID, cfg.Host)
-	v.permissions(ctx, p, ic, c.ClusterID, ptr.Deref(id.Spec.Namespace, wire.TenantNamespaceName(c.ClusterID)), remote != nil && remote.ClusterID == providerID && remote.Controllers().Liqo())
+	identityTN := ptr.Deref(id.Spec.Namespace, wire.TenantNamespaceName(c.ClusterID))
+	v.permissions(ctx, p, ic, c.ClusterID, identityTN, trusted != nil && trusted.Controllers().Liqo())
+	v.everyNamespace(ctx, p, trusted, c.ClusterID, identityTN)
 	v.clockSkew(ctx, p, c, cfg)
 	return out
 }
@@ -207,6 +225,7 @@ func (v verifier) permissions(ctx context.Context, p peer, ic client.Client, con
 			p.add("permissions", ResultPass, "exactly the tenant role's %d permissions in %s", len(want), tn)
 		} else {
 			p.add("permissions", ResultFail, "in %s, missing %s; extra %s", tn, list(missing), list(extra))
+			p.summarize(permissionsSummary(tn, len(want), missing, extra))
 		}
 	}
 	other, err := rulesIn(ctx, ic, metav1.NamespaceDefault)
@@ -215,8 +234,11 @@ func (v verifier) permissions(ctx context.Context, p peer, ic client.Client, con
 		p.add("cluster-wide", ResultFail, "SelfSubjectRulesReview in %s: %v", metav1.NamespaceDefault, err)
 	case len(other) > 0:
 		p.add("cluster-wide", ResultFail, "it may act outside its tenant namespace: %s", list(other))
+		if len(other) > summaryItems {
+			p.summarize(fmt.Sprintf("%d permissions outside %s (%s, … -o json lists them): likely a ClusterRoleBinding naming user %q or group %q", len(other), tn, strings.Join(other[:summaryItems], ", "), consumerID, wire.UserGroup))
+		}
 	default:
-		p.add("cluster-wide", ResultPass, "no permission outside %s", tn)
+		p.add("cluster-wide", ResultPass, "no permission granted in every namespace (SelfSubjectRulesReview in %s; other namespaces: %s)", metav1.NamespaceDefault, CheckEveryNamespace)
 	}
 }
 

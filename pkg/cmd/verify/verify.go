@@ -92,16 +92,18 @@ func (o *Options) Run(ctx context.Context) error {
 	case remote != nil:
 		providers = []string{remote.ClusterID}
 	default:
-		if providers, err = v.providers(ctx, local); err != nil {
+		var ignored int
+		if providers, ignored, err = v.providers(ctx, local); err != nil {
 			return err
 		}
+		warnIgnored(local, ignored)
 	}
 	for _, p := range providers {
 		r.Peers = append(r.Peers, v.verify(ctx, local, p, remote))
 	}
 	if remote != nil {
 		// The other direction, when the remote cluster is also a consumer of this one.
-		if back, err := v.providers(ctx, remote); err == nil && slices.Contains(back, local.ClusterID) {
+		if back, _, err := v.providers(ctx, remote); err == nil && slices.Contains(back, local.ClusterID) {
 			r.Peers = append(r.Peers, v.verify(ctx, remote, local.ClusterID, local))
 		}
 	}
@@ -120,17 +122,33 @@ func (o *Options) Run(ctx context.Context) error {
 	return r.Err()
 }
 
+// warnIgnored says, in one line, that Identities outside the designated tenant namespaces
+// were not verified.
+func warnIgnored(s *handshake.Side, n int) {
+	if n > 0 {
+		s.Report.Warn("%d Identities outside the tenant namespaces this cluster designated were ignored (whoever may write Identities in another namespace can create them; only the tenant records decide)", n)
+	}
+}
+
 // render prints one line per check.
 func render(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONSUMER\tPROVIDER\tCHECK\tRESULT\tDETAIL")
 	for _, p := range r.Peers {
 		for _, c := range p.Checks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Consumer, p.Provider, c.Name, c.Result, cli.Sanitize(c.Detail))
+			detail := c.Detail
+			if c.summary != "" {
+				detail = c.summary
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Consumer, p.Provider, c.Name, c.Result, cli.Sanitize(oneLine(detail)))
 		}
 	}
 	return tw.Flush()
 }
+
+// oneLine keeps a table cell on its line: a detail may quote the other cluster's
+// multi-line error.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Err names every failed check, nil when all passed.
 func (r *Report) Err() error {
