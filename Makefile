@@ -18,10 +18,11 @@ FUZZTIME     ?= 3s
 TEST_TIMEOUT ?= 40m
 DEMO_DIR     ?= .devclusters/demo
 UNIT_PKGS     = $(shell $(GO) list ./... | grep -v /test/)
-# FUZZ_TARGETS are package:Target pairs: every parser of untrusted input, and every
-# encoding that joins what it will split again.
+# FUZZ_TARGETS are package:Target pairs: every parser of untrusted input, every
+# encoding that joins what it will split again, and every printer of what a peer wrote.
 FUZZ_TARGETS  = $(addprefix ./pkg/authn:,FuzzParsePublicKey FuzzValidateCSR FuzzVerifyNonceSignature FuzzCheckNonce FuzzReadKubeconfig FuzzVerifyCertificate FuzzAcceptanceMessage) \
-                ./pkg/cluster:FuzzDecodeCreatorList
+                ./pkg/cluster:FuzzDecodeCreatorList \
+                ./pkg/cli:FuzzOutputEscapes ./pkg/cmd/info:FuzzInfoEscapes ./pkg/cmd/verify:FuzzVerifyEscapes
 # MANAGER_IMAGE is the image the committed release manifest names; a release writes its own
 # with the release tag (.goreleaser.yaml).
 MANAGER_IMAGE ?= ghcr.io/liqo-auth/liqo-auth-manager:latest

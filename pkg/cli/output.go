@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -81,6 +82,7 @@ func (o *OutputFlags) PrintObjects(w io.Writer, objs ...client.Object) error {
 		if err != nil {
 			return err
 		}
+		u.Object = SanitizeValue(u.Object).(map[string]any)
 		list.Items = append(list.Items, *u)
 	}
 	if len(list.Items) == 1 || o.Format() == "yaml" || o.Format() == "name" {
@@ -108,12 +110,45 @@ func (o *OutputFlags) PrintData(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(o.Format(), "jsonpath") || strings.Contains(o.Format(), "template") {
-		var m map[string]any
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return err
-		}
+	// Through the generic form, so that every string is escaped as the table escapes it.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return err
+	}
+	generic = SanitizeValue(generic)
+	if m, ok := generic.(map[string]any); ok && (strings.HasPrefix(o.Format(), "jsonpath") || strings.Contains(o.Format(), "template")) {
 		return p.PrintObj(&unstructured.Unstructured{Object: m}, w)
 	}
+	if raw, err = json.Marshal(generic); err != nil {
+		return err
+	}
 	return p.PrintObj(&runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}, w)
+}
+
+// SanitizeValue is v (decoded JSON: maps, lists, strings, numbers) with every string,
+// map keys included, passed through Sanitize. Every structured output (-o json, yaml,
+// jsonpath, templates, name) goes through it: what another cluster wrote (a slice's
+// resource names, a denial reason, a verify detail) never reaches the terminal raw. The
+// price is that such a string shows its escapes in data too, as in the table; liqoctl
+// refuses such strings at admission where a peer writes them (the CRD patterns), so only
+// objects forged around those rules show the difference.
+func SanitizeValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return Sanitize(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[Sanitize(k)] = SanitizeValue(e)
+		}
+		return out
+	case []any:
+		for i := range x {
+			x[i] = SanitizeValue(x[i])
+		}
+		return x
+	}
+	return v
 }
