@@ -11,12 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/verify"
+	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // TestVerifyChecksEveryNamespace (issue 32, item 4): the owner of a namespace other than
@@ -94,4 +97,48 @@ func TestReadersReadOnlyTenantNamespaces(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(errOut, "were ignored"), errOut)
 		assert.Contains(t, errOut, fmt.Sprintf("%d objects naming a peer outside", 1))
 	}
+}
+
+// TestPeerStringsRefusedAtAdmission (issue 32, item 5): the strings a peer writes and
+// liqoctl prints (a slice's resource names, a denial's reason and message, an Identity's
+// provider namespace) refuse control characters, C1 controls and bidirectional overrides
+// at admission, as the weakest principal that writes each; what Liqo writes (CamelCase
+// reasons, messages with newlines and accented letters) is still accepted.
+func TestPeerStringsRefusedAtAdmission(t *testing.T) {
+	cps := testenv.New(t, "admission")
+	_, _ = mustCLI(t, "install", "--kubeconfig", cps[0].Kubeconfig, "--cluster-id", "cl-admission")
+	s := &site{cp: cps[0], id: "cl-admission", client: newClient(t, cps[0].Config)}
+	ctx := context.Background()
+	require.NoError(t, s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-ns"}}))
+	tenant := principal(t, s, "slice-writer", "tenant-ns", rule("authentication.liqo.io", "resourceslices", "create"),
+		rule("authentication.liqo.io", "identities", "create"), rule("authentication.liqo.io", "resourceslices/status", "update"))
+
+	rs := func(name string, res corev1.ResourceList) *authv1beta1.ResourceSlice {
+		return &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant-ns"}, Spec: authv1beta1.ResourceSliceSpec{Resources: res}}
+	}
+	for _, bad := range []string{"cpu\u202e", "gpu\u009b31m", "mem\x1b[2J"} {
+		err := tenant.Create(ctx, rs("bad", corev1.ResourceList{corev1.ResourceName(bad): resource.MustParse("1")}))
+		require.Error(t, err, "%q", bad)
+		assert.Contains(t, err.Error(), "resource names are qualified names")
+	}
+	good := rs("good", corev1.ResourceList{"cpu": resource.MustParse("1"), "nvidia.com/gpu": resource.MustParse("1")})
+	require.NoError(t, tenant.Create(ctx, good))
+
+	for _, bad := range []authv1beta1.ResourceSliceCondition{
+		{Type: authv1beta1.ResourceSliceConditionAuthentication, Status: authv1beta1.ResourceSliceDenied, Reason: "Denied\u202eyppah"},
+		{Type: authv1beta1.ResourceSliceConditionAuthentication, Status: authv1beta1.ResourceSliceDenied, Reason: "Denied", Message: "see \u009b31mred"},
+		{Type: authv1beta1.ResourceSliceConditionAuthentication, Status: authv1beta1.ResourceSliceDenied, Reason: "Denied", Message: "bidi \u2066hidden"},
+	} {
+		cp := good.DeepCopy()
+		cp.Status.Conditions = []authv1beta1.ResourceSliceCondition{bad}
+		require.Error(t, tenant.Status().Update(ctx, cp), "%+v", bad)
+	}
+	cp := good.DeepCopy()
+	cp.Status.Conditions = []authv1beta1.ResourceSliceCondition{{Type: authv1beta1.ResourceSliceConditionAuthentication, Status: authv1beta1.ResourceSliceAccepted,
+		Reason: authv1beta1.ReasonSliceAuthenticationAccepted, Message: "accepté:\n\tcpu=1 — ok"}}
+	require.NoError(t, tenant.Status().Update(ctx, cp), "what Liqo writes is accepted")
+
+	err := tenant.Create(ctx, &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Name: "id", Namespace: "tenant-ns"},
+		Spec: authv1beta1.IdentitySpec{ClusterID: "cl-p", Type: authv1beta1.ControlPlaneIdentityType, Namespace: ptr.To("liqo-tenant\u202e")}})
+	require.Error(t, err)
 }

@@ -20,9 +20,11 @@ type AuthParams struct {
 	SignedCRT []byte `json:"signedCRT,omitempty"`
 	// APIServer is the URL of the provider API server.
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x08\x0b-\x1f\x7f-\x9f\x{061c}\x{200e}\x{200f}\x{202a}-\x{202e}\x{2066}-\x{2069}\x{fffd}]*$`
 	APIServer string `json:"apiServer,omitempty"`
 	// ProxyURL is the optional proxy the consumer uses to reach the provider.
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x08\x0b-\x1f\x7f-\x9f\x{061c}\x{200e}\x{200f}\x{202a}-\x{202e}\x{2066}-\x{2069}\x{fffd}]*$`
 	ProxyURL *string `json:"proxyURL,omitempty"`
 	// AwsConfig is what Liqo providers on EKS hand out instead of a certificate. This
 	// project never fills it and refuses an Identity that carries it; the field is in the
@@ -46,6 +48,8 @@ type AwsConfig struct {
 // itself, so it can be shown by kubectl without leaking anything.
 type CertificateInfo struct {
 	// SerialNumber of the certificate, in hex.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]*$`
 	SerialNumber string `json:"serialNumber,omitempty"`
 	// NotBefore is when the certificate becomes valid.
 	NotBefore *metav1.Time `json:"notBefore,omitempty"`
@@ -58,6 +62,8 @@ type CertificateInfo struct {
 // Refusal is the last time a peer's credential was refused, and why.
 type Refusal struct {
 	// Reason is the machine-readable reason (that of the condition that refused it).
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^([A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?)?$`
 	Reason string `json:"reason"`
 	// Time is when it was refused.
 	Time metav1.Time `json:"time"`

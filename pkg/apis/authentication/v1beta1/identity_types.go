@@ -29,6 +29,7 @@ type IdentitySpec struct {
 	// Namespace is the provider namespace where the identity operates.
 	// +kubebuilder:validation:Optional
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace *string `json:"namespace,omitempty"`
 }
 

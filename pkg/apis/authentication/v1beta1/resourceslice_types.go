@@ -20,9 +20,11 @@ type ResourceSliceSpec struct {
 	// would make room under the tenant's limits for the others).
 	// +kubebuilder:validation:MaxProperties=16
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="resources may not be negative"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="resource names are qualified names (no control or bidirectional characters)"
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 	// Class of the slice; immutable.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	Class ResourceSliceClass `json:"class,omitempty"`
 	// CSR is the consumer's certificate signing request for this slice (a provider refuses
 	// one over 8 KiB).
@@ -42,9 +44,11 @@ type ResourceSliceCondition struct {
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 	// Reason is a machine-readable cause.
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^([A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?)?$`
 	Reason string `json:"reason,omitempty"`
 	// Message is a human-readable explanation.
 	// +kubebuilder:validation:MaxLength=8192
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x08\x0b-\x1f\x7f-\x9f\x{061c}\x{200e}\x{200f}\x{202a}-\x{202e}\x{2066}-\x{2069}\x{fffd}]*$`
 	Message string `json:"message,omitempty"`
 }
 
@@ -54,9 +58,12 @@ type ResourceSliceStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []ResourceSliceCondition `json:"conditions,omitempty"`
 	// Class resolved by the provider.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	Class ResourceSliceClass `json:"class,omitempty"`
 	// Resources granted.
 	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="resource names are qualified names (no control or bidirectional characters)"
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 	// AuthParams of the identity for this slice.
 	AuthParams *AuthParams `json:"authParams,omitempty"`
@@ -145,6 +152,8 @@ func SetSliceCondition(conds *[]ResourceSliceCondition, typ, status, reason, msg
 // StorageType is a storage class a provider offers.
 type StorageType struct {
 	// StorageClassName is the name of the storage class.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	StorageClassName string `json:"storageClassName"`
 	// Default says it is the default storage class for offloaded workloads.
 	Default bool `json:"default,omitempty"`
@@ -153,6 +162,8 @@ type StorageType struct {
 // IngressType is an ingress class a provider offers.
 type IngressType struct {
 	// IngressClassName is the name of the ingress class.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	IngressClassName string `json:"ingressClassName"`
 	// Default says it is the default ingress class for offloaded workloads.
 	Default bool `json:"default,omitempty"`
@@ -161,6 +172,8 @@ type IngressType struct {
 // LoadBalancerType is a load balancer class a provider offers.
 type LoadBalancerType struct {
 	// LoadBalancerClassName is the name of the load balancer class.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	LoadBalancerClassName string `json:"loadBalancerClassName"`
 	// Default says it is the default load balancer class for offloaded workloads.
 	Default bool `json:"default,omitempty"`
