@@ -104,6 +104,10 @@ func Sanitize(s string) string {
 	return b.String()
 }
 
+// Unsafe is the index of the first rune of s that Sanitize escapes, -1 when none: for
+// tests that check a printer's output.
+func Unsafe(s string) int { return strings.IndexFunc(s, unsafeRune) }
+
 func unsafeRune(r rune) bool {
 	switch {
 	case r == '\n' || r == '\t':

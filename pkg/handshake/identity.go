@@ -87,3 +87,12 @@ func WaitLiqoIdentity(ctx context.Context, c *Side, key client.ObjectKey, signed
 			return true, "", nil
 		})
 }
+
+// KubeconfigSecret names the kubeconfig Secret of an Identity: the one its status names,
+// else the protocol's name.
+func KubeconfigSecret(id *authv1beta1.Identity) string {
+	if ref := id.Status.KubeconfigSecretRef; ref != nil && ref.Name != "" {
+		return ref.Name
+	}
+	return wire.KubeconfigSecretName(id.Name)
+}

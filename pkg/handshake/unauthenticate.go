@@ -254,7 +254,21 @@ func ReportValidCertificates(ctx context.Context, pr *Side, id string, now time.
 	if err != nil {
 		return pr.Explain(err, "reading the tenant record")
 	}
-	for _, c := range rec.Valid(now) {
+	valid := rec.Valid(now)
+	if len(valid) > 1 {
+		// One line, not one per certificate: renewals leave many, all alike.
+		serials, last := make([]string, 0, len(valid)), valid[0].NotAfter
+		for _, c := range valid {
+			serials = append(serials, c.Serial)
+			if c.NotAfter.After(last) {
+				last = c.NotAfter
+			}
+		}
+		pr.Report.Warn("%d certificates issued to cluster ID %q stay cryptographically valid, the last until %s (serials %s): they authorize nothing now, but a new handshake (or slice of the same name) for that cluster ID would re-enable them until they expire; likely cause: each handshake, renewal and slice issues one, and Kubernetes cannot revoke them (liqoctl info lists each)",
+			len(valid), id, last.UTC().Format(time.RFC3339), strings.Join(serials, ", "))
+		return nil
+	}
+	for _, c := range valid {
 		if c.Slice != "" {
 			pr.Report.Warn("Certificate %s of ResourceSlice %s stays cryptographically valid until %s: it authorizes nothing now, but a new slice of that name for cluster ID %q would re-enable it until it expires",
 				c.Serial, c.Slice, c.NotAfter.UTC().Format(time.RFC3339), id)

@@ -178,6 +178,7 @@ func TestCLIManualFlow(t *testing.T) {
 	require.ErrorContains(t, err, "not the expected")
 	identityYAML, errOut := mustCLI(t, args(P, "generate", "identity", "--remote-cluster-id", consumer.id, "--expect-fingerprint", fp)...)
 	assert.Contains(t, errOut, "It hands over CA sha256:")
+	assert.Contains(t, errOut, "Next, on the consumer: kubectl apply this Identity; its kubeconfig Secret is written by the consumer's liqo-auth-manager", "issue 38 4b: what comes next")
 	applyYAML(t, consumer.client, []byte(identityYAML))
 	id := &authv1beta1.Identity{}
 	eventually(t, 20*time.Second, "the consumer's manager writes the kubeconfig", func(ctx context.Context) (bool, error) {

@@ -6,17 +6,23 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/verify"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -141,4 +147,71 @@ func TestPeerStringsRefusedAtAdmission(t *testing.T) {
 	err := tenant.Create(ctx, &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Name: "id", Namespace: "tenant-ns"},
 		Spec: authv1beta1.IdentitySpec{ClusterID: "cl-p", Type: authv1beta1.ControlPlaneIdentityType, Namespace: ptr.To("liqo-tenant\u202e")}})
 	require.Error(t, err)
+}
+
+// TestReadersSayWhatIsMissing (issue 38, items 4b, 4c, 4e, 8, 9): an Identity without its
+// kubeconfig Secret fails verify and is not Valid in info; a manager's Lease that went
+// stale is named with its time by both; info shows the manager's Deployment readiness and
+// the CA fingerprint consumers pin; a permissions cell lists a summary, not every item.
+func TestReadersSayWhatIsMissing(t *testing.T) {
+	consumer, provider := cliSites(t)
+	ctx := context.Background()
+	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
+
+	// The state a manual flow leaves when no consumer controller runs: no kubeconfig Secret.
+	cTN := wire.TenantNamespaceName(provider.id)
+	require.NoError(t, consumer.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.KubeconfigSecretName(wire.IdentityName(provider.id))}}))
+	out, _, err := runCLI(t, "verify", "--kubeconfig", consumer.cp.Kubeconfig, "-o", "json")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cl-consumer on cl-provider: "+verify.CheckKubeconfig)
+	_, by := checksOf(t, out)
+	assert.Equal(t, verify.ResultFail, by["cl-consumer>cl-provider"][verify.CheckKubeconfig].Result)
+	assert.Contains(t, by["cl-consumer>cl-provider"][verify.CheckKubeconfig].Detail, "liqo-auth-manager")
+	out, _ = mustCLI(t, "info", "--kubeconfig", consumer.cp.Kubeconfig, "-o", "json")
+	var rep info.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.Identities, 1)
+	assert.NotEqual(t, "Valid", rep.Identities[0].State, "no kubeconfig Secret: not Valid")
+	assert.False(t, rep.Identities[0].Ready)
+	table, _ := mustCLI(t, "info", "--kubeconfig", consumer.cp.Kubeconfig)
+	assert.Contains(t, table, "no kubeconfig Secret "+cTN)
+
+	// A manager held the provider's Lease and stopped renewing it ten minutes ago.
+	renewed := metav1.NewMicroTime(time.Now().Add(-10 * time.Minute))
+	require.NoError(t, provider.client.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: authmanager.LeaseName},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-1"), RenewTime: &renewed, LeaseDurationSeconds: ptr.To[int32](15)}}))
+	// ... and its Deployment has no ready replica.
+	labels := map[string]string{"app": "m"}
+	require.NoError(t, provider.client.Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: access.ManagerName},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "m", Image: "none.invalid/m"}}}}}}))
+	out, errOut := mustCLI(t, "info", "--kubeconfig", provider.cp.Kubeconfig, "-o", "json")
+	rep = info.Report{}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.NotNil(t, rep.Manager.StaleSince)
+	assert.WithinDuration(t, renewed.Add(15*time.Second), *rep.Manager.StaleSince, time.Second)
+	assert.Contains(t, errOut, "went stale at "+rep.Manager.StaleSince.Format(time.RFC3339))
+	require.NotNil(t, rep.Manager.Deployment)
+	assert.Equal(t, int32(2), rep.Manager.Deployment.Replicas)
+	assert.Equal(t, int32(0), rep.Manager.Deployment.Ready)
+	caFP, err := authn.CAFingerprint(provider.cp.Config.CAData)
+	require.NoError(t, err)
+	assert.Equal(t, caFP, rep.CAFingerprint, "the fingerprint generate tenant --expect-fingerprint needs")
+	table, _ = mustCLI(t, "info", "--kubeconfig", provider.cp.Kubeconfig)
+	assert.Contains(t, table, "Cluster CA:  "+caFP)
+	assert.Contains(t, table, "0/2 ready")
+	_, errOut, _ = runCLI(t, pairArgs("verify", consumer, provider)...)
+	assert.Contains(t, errOut, "WARN (remote) liqo-auth-manager's Lease liqo/"+authmanager.LeaseName+", held by manager-1, went stale at")
+
+	// Every permission of the tenant role missing: one summary in the table, with the cause.
+	require.NoError(t, provider.client.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: wire.ControlPlaneBindingName, Namespace: wire.TenantNamespaceName(consumer.id)}}))
+	eventuallyNoError(t, ctx, "the permissions cell summarizes", func(context.Context) error {
+		out, _, _ := runCLI(t, "verify", "--kubeconfig", consumer.cp.Kubeconfig)
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, " permissions ") && strings.Contains(line, "missing, 0 extra") && strings.Contains(line, "likely the tenant's access is not granted") {
+				return nil
+			}
+		}
+		return fmt.Errorf("not yet: %s", out)
+	})
 }

@@ -53,21 +53,25 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out := o.Global.Streams.Out
-	if o.Output.Format() != "" {
-		return o.Output.PrintData(out, r)
+	return printReport(o.Global.Streams.Out, r, &o.Output)
+}
+
+// printReport writes the report as data (-o) or as the table; the table quotes conditions and
+// names others may have written, so it is printed sanitized, as data is.
+func printReport(out io.Writer, r *Report, output *cli.OutputFlags) error {
+	if output.Format() != "" {
+		return output.PrintData(out, r)
 	}
-	// The table quotes conditions that others may have written: printed sanitized.
 	var b bytes.Buffer
 	if err := render(&b, r); err != nil {
 		return err
 	}
-	_, err = io.WriteString(out, cli.Sanitize(b.String()))
+	_, err := io.WriteString(out, cli.Sanitize(b.String()))
 	return err
 }
 
 func render(out io.Writer, r *Report) error {
-	fmt.Fprintf(out, "Cluster ID:  %s\nCluster key: %s\nManager:     %s\n", r.ClusterID, r.KeyFingerprint, r.Manager.detail)
+	fmt.Fprintf(out, "Cluster ID:  %s\nCluster key: %s\nCluster CA:  %s (consumers reach %s)\nManager:     %s\n", r.ClusterID, r.KeyFingerprint, or(r.CAFingerprint, "-"), r.APIServer, r.Manager.detail)
 	for _, sec := range []struct {
 		title   string
 		entries []Entry

@@ -13,11 +13,9 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
-	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
 // SchemaVersion names the schema of liqoctl info -o json|yaml (docs/operations.md). Within
@@ -31,6 +29,11 @@ type Report struct {
 	ClusterID      string  `json:"clusterID"`
 	KeyFingerprint string  `json:"keyFingerprint"`
 	Manager        Manager `json:"manager"`
+	// APIServer and CAFingerprint are what consumers reach this cluster with: the CA
+	// fingerprint is what liqoctl generate tenant --expect-fingerprint pins (empty when
+	// the kubeconfig names no CA).
+	APIServer     string `json:"apiServer,omitempty"`
+	CAFingerprint string `json:"caFingerprint,omitempty"`
 	// Tenants are this cluster's consumers; Identities the providers it consumes.
 	Tenants    []Entry `json:"tenants"`
 	Identities []Entry `json:"identities"`
@@ -56,7 +59,12 @@ type Manager struct {
 	State   string `json:"state"`
 	Holder  string `json:"holder,omitempty"`
 	Version string `json:"version,omitempty"`
-	detail  string
+	// StaleSince is, when State is Absent but a manager held the Lease, when the Lease
+	// expired: the manager stopped renewing it then.
+	StaleSince *time.Time `json:"staleSince,omitempty"`
+	// Deployment is the manager's Deployment in the Liqo namespace, when there is one.
+	Deployment *Deployment `json:"deployment,omitempty"`
+	detail     string
 }
 
 // Slice is one ResourceSlice, asked of a provider (Role consumer) or given to a consumer
@@ -108,7 +116,7 @@ type Entry struct {
 }
 
 func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, error) {
-	r := &Report{APIVersion: SchemaVersion, ClusterID: s.ClusterID, Manager: Manager{State: ManagerAbsent, detail: "not running: the controllers run only inside liqoctl commands, and certificates are not renewed"},
+	r := &Report{APIVersion: SchemaVersion, ClusterID: s.ClusterID,
 		Tenants: []Entry{}, Identities: []Entry{}, Certificates: []Certificate{}, ResourceSlices: []Slice{}}
 	key, err := s.ClusterKey(ctx)
 	if err != nil {
@@ -117,14 +125,9 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	if r.KeyFingerprint, err = authn.Fingerprint(key.Public()); err != nil {
 		return nil, err
 	}
-	switch running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, now); {
-	case err != nil:
-		r.Manager = Manager{State: ManagerUnknown, detail: fmt.Sprintf("unknown: its Lease %s/%s cannot be read: %v", s.Namespace, authmanager.LeaseName, err)}
-	case running != nil:
-		r.Manager = Manager{State: ManagerRunning, Holder: running.Holder, Version: running.Version, detail: fmt.Sprintf("running (%s), version %s", running.Holder, running.Version)}
-		if skew := authmanager.VersionSkew(version.Get().Version, running.Version); skew != "" {
-			s.Report.Warn("%s", skew)
-		}
+	r.Manager = manager(ctx, s, now)
+	if r.APIServer, r.CAFingerprint, err = providerCA(ctx, s); err != nil {
+		return nil, err
 	}
 	// Only objects in the designated tenant namespace of the peer they name are read:
 	// whoever may write in another namespace must not add a peer to this report.
@@ -157,7 +160,11 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 			continue
 		}
 		seen["i/"+id.Namespace] = true
-		r.Identities = append(r.Identities, identityEntry(id, now))
+		e := identityEntry(id, now)
+		if err := noKubeconfig(ctx, s, id, &e); err != nil {
+			return nil, err
+		}
+		r.Identities = append(r.Identities, e)
 	}
 	if r.ResourceSlices, err = slices(ctx, s, in); err != nil {
 		return nil, err
@@ -251,6 +258,27 @@ func identityEntry(id *authv1beta1.Identity, now time.Time) Entry {
 	}
 	e.LastRenewal, e.LastRefusal = timeOf(id.Status.LastRenewal), id.Status.LastRefusal
 	return e
+}
+
+// noKubeconfig marks an Identity whose kubeconfig Secret does not exist: it is not usable
+// on this cluster, whatever its certificate says (after a manual flow with no consumer
+// controller running, nothing writes it).
+func noKubeconfig(ctx context.Context, s *handshake.Side, id *authv1beta1.Identity, e *Entry) error {
+	if e.State != identityValid {
+		return nil
+	}
+	name := handshake.KubeconfigSecret(id)
+	var sec corev1.Secret
+	err := s.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: name}, &sec)
+	if err == nil && len(sec.Data[wire.KubeconfigField]) > 0 {
+		return nil
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	e.State, e.Ready = identityNoKubeconfig, false
+	e.next = fmt.Sprintf("no kubeconfig Secret %s/%s: no consumer controller has processed the Identity; run liqo-auth-manager here (liqoctl install --with-manager), or liqoctl authenticate --remote-kubeconfig <provider>", id.Namespace, name)
+	return nil
 }
 
 // entry is a peer's line: its readiness and certificate, and the hint of its Ready
@@ -350,9 +378,12 @@ func slices(ctx context.Context, s *handshake.Side, in *reader) ([]Slice, error)
 const (
 	identityValid   = "Valid"
 	identityExpired = "Expired"
-	sliceAccepted   = "Accepted"
-	sliceDenied     = "Denied"
-	slicePending    = "Pending"
+	// identityNoKubeconfig: the Identity holds a certificate but no kubeconfig Secret
+	// was written for it.
+	identityNoKubeconfig = "NoKubeconfig"
+	sliceAccepted        = "Accepted"
+	sliceDenied          = "Denied"
+	slicePending         = "Pending"
 )
 
 func certExpiry(c *authv1beta1.CertificateInfo) *time.Time {

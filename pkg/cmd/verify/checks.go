@@ -47,7 +47,7 @@ type Peer struct {
 // Check is one property verified.
 type Check struct {
 	// Name is one of identity, certificate-key, ca-pin, expiry, authentication,
-	// permissions, cluster-wide, every-namespace, clock-skew.
+	// permissions, cluster-wide, every-namespace, clock-skew, kubeconfig.
 	Name string `json:"name"`
 	// Result is pass, fail or skip.
 	Result string `json:"result"`
@@ -130,6 +130,7 @@ func (v verifier) verify(ctx context.Context, c *handshake.Side, providerID stri
 		return out
 	}
 	p.add("identity", ResultPass, "Identity %s/%s, certificate %s for %s", tn, id.Name, cert.SerialNumber.Text(16), cert.Subject.CommonName)
+	v.kubeconfig(ctx, p, c, &id)
 	expires, renews := cert.NotAfter.UTC(), cert.NotBefore.Add(cert.NotAfter.Sub(cert.NotBefore)*2/3).UTC()
 	out.Expires, out.RenewsAt = &expires, &renews
 

@@ -68,8 +68,8 @@ func permissionsSummary(tn string, want int, missing, extra []string) string {
 	}
 	cause := "the tenant role differs: the provider runs another version of liqo-auth, or its administrator changed the role"
 	switch {
-	case len(missing) == want && len(extra) == 0:
-		cause = "the tenant's access is not granted: its RoleBinding in " + tn + " is gone (tenant drained or unauthenticated, or removed by hand; the provider's manager puts it back when it runs)"
+	case len(extra) == 0:
+		cause = "the tenant's access is not granted: a RoleBinding of the tenant in " + tn + " is gone (tenant drained or unauthenticated, or removed by hand; the provider's manager puts it back when it runs)"
 	case len(missing) == 0:
 		cause = "a RoleBinding in " + tn + " grants more than the tenant role"
 	}

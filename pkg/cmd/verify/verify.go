@@ -3,6 +3,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -83,6 +85,10 @@ func (o *Options) Run(ctx context.Context) error {
 			return fmt.Errorf("--remote-cluster-id %q is not the cluster the remote kubeconfig reaches (%q)", o.RemoteClusterID, remote.ClusterID)
 		}
 	}
+	warnStale(ctx, local, o.Global.Clock())
+	if remote != nil {
+		warnStale(ctx, remote, o.Global.Clock())
+	}
 	v := verifier{now: o.Global.Clock, maxSkew: o.MaxClockSkew}
 	r := &Report{Peers: []Peer{}}
 	var providers []string
@@ -110,16 +116,32 @@ func (o *Options) Run(ctx context.Context) error {
 	if len(r.Peers) == 0 {
 		return errors.New("this cluster holds no identity on any provider: nothing to verify (liqoctl authenticate first)")
 	}
-	out := o.Global.Streams.Out
-	if o.Output.Format() != "" {
-		err = o.Output.PrintData(out, r)
-	} else {
-		err = render(out, r)
-	}
-	if err != nil {
+	if err := printReport(o.Global.Streams.Out, r, &o.Output); err != nil {
 		return err
 	}
 	return r.Err()
+}
+
+// printReport writes the report as data (-o) or as the table.
+func printReport(out io.Writer, r *Report, output *cli.OutputFlags) error {
+	if output.Format() != "" {
+		return output.PrintData(out, r)
+	}
+	// Names, details and errors quote the other cluster: the table is printed sanitized.
+	var b bytes.Buffer
+	if err := render(&b, r); err != nil {
+		return err
+	}
+	_, err := io.WriteString(out, cli.Sanitize(b.String()))
+	return err
+}
+
+// warnStale says when a side's manager stopped renewing its Lease, and since when:
+// verify's checks may pass for a while after that, until a certificate is due.
+func warnStale(ctx context.Context, s *handshake.Side, now time.Time) {
+	if holder, since, err := authmanager.StaleLease(ctx, s.Client, s.Namespace, now); err == nil && since != nil {
+		s.Report.Warn("%s", authmanager.DescribeStale(s.Namespace, holder, *since, now))
+	}
 }
 
 // warnIgnored says, in one line, that Identities outside the designated tenant namespaces
@@ -140,7 +162,7 @@ func render(w io.Writer, r *Report) error {
 			if c.summary != "" {
 				detail = c.summary
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Consumer, p.Provider, c.Name, c.Result, cli.Sanitize(oneLine(detail)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Consumer, p.Provider, c.Name, c.Result, oneLine(detail))
 		}
 	}
 	return tw.Flush()

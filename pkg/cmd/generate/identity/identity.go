@@ -112,5 +112,8 @@ func (o *Options) Run(ctx context.Context) error {
 	s.Report.Info("Identity correctly generated for key %s: certificate %s valid until %s", t.Status.AcceptedKeyFingerprint,
 		t.Status.Certificate.SerialNumber, t.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
 	s.Report.Info("It hands over CA %s for %s", caFP, t.Status.AuthParams.APIServer)
+	// Applying the Identity is not the end: a consumer controller must turn it into the
+	// kubeconfig Secret workloads use, and with none running nothing does (issue 38).
+	s.Report.Info("Next, on the consumer: kubectl apply this Identity; its kubeconfig Secret is written by the consumer's liqo-auth-manager (liqoctl install --with-manager there), which must be running, else by liqoctl authenticate --remote-kubeconfig <this cluster>; liqoctl verify there checks it")
 	return o.Output.PrintObjects(o.Global.Streams.Out, id)
 }
