@@ -75,3 +75,10 @@ func TestSanitizeValue(t *testing.T) {
 	want := map[string]any{`k\u202e`: []any{`\u009b`, int64(1)}, "s": "ok"}
 	assert.Equal(t, want, got)
 }
+
+func TestSanitizeJSONKeepsOrderAndEscapes(t *testing.T) {
+	raw := []byte(`{"z":"\u202e","a":[1,"\u009b",{"k\u0007":null,"b":true}],"n":1.5e3}`)
+	got, err := sanitizeJSON(raw)
+	assert.NoError(t, err)
+	assert.Equal(t, `{"z":"\\u202e","a":[1,"\\u009b",{"k\\a":null,"b":true}],"n":1.5e3}`, string(got))
+}

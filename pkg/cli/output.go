@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -110,21 +111,70 @@ func (o *OutputFlags) PrintData(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	// Through the generic form, so that every string is escaped as the table escapes it.
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var generic any
-	if err := dec.Decode(&generic); err != nil {
+	// Every string escaped as the table escapes it, the fields kept in their order.
+	if raw, err = sanitizeJSON(raw); err != nil {
 		return err
 	}
-	generic = SanitizeValue(generic)
-	if m, ok := generic.(map[string]any); ok && (strings.HasPrefix(o.Format(), "jsonpath") || strings.Contains(o.Format(), "template")) {
+	if strings.HasPrefix(o.Format(), "jsonpath") || strings.Contains(o.Format(), "template") {
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
 		return p.PrintObj(&unstructured.Unstructured{Object: m}, w)
 	}
-	if raw, err = json.Marshal(generic); err != nil {
-		return err
-	}
 	return p.PrintObj(&runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}, w)
+}
+
+// sanitizeJSON re-encodes a JSON document token by token with every string, keys
+// included, passed through Sanitize: the value SanitizeValue would give, in the
+// document's own field order.
+func sanitizeJSON(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out bytes.Buffer
+	type level struct {
+		object bool
+		n      int
+	}
+	var stack []level
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return out.Bytes(), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			out.WriteRune(rune(d))
+			continue
+		}
+		if len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			switch {
+			case top.object && top.n%2 == 1:
+				out.WriteByte(':')
+			case top.n > 0:
+				out.WriteByte(',')
+			}
+			top.n++
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			stack = append(stack, level{object: t == '{'})
+			out.WriteRune(rune(t))
+		case string:
+			b, _ := json.Marshal(Sanitize(t))
+			out.Write(b)
+		default:
+			b, err := json.Marshal(t)
+			if err != nil {
+				return nil, err
+			}
+			out.Write(b)
+		}
+	}
 }
 
 // SanitizeValue is v (decoded JSON: maps, lists, strings, numbers) with every string,
