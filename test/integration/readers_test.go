@@ -23,6 +23,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/verify"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -214,4 +215,16 @@ func TestReadersSayWhatIsMissing(t *testing.T) {
 		}
 		return fmt.Errorf("not yet: %s", out)
 	})
+
+	// Sixteen more certificates still valid (renewals leave them): unauthenticate says so
+	// in one line, with the likely cause, not one line each.
+	require.NoError(t, cluster.UpdateTenantRecord(ctx, provider.client, provider.client, wire.DefaultLiqoNamespace, consumer.id, false, func(r *cluster.TenantRecord) error {
+		for i := range 16 {
+			r.AddCertificate(cluster.IssuedCertificate{Serial: fmt.Sprintf("%x", 0xa0+i), NotAfter: time.Now().Add(time.Hour), KeyFingerprint: "sha256:00"}, time.Now())
+		}
+		return nil
+	}))
+	_, errOut = mustCLI(t, pairArgs("unauthenticate", consumer, provider)...)
+	assert.Equal(t, 1, strings.Count(errOut, "cryptographically valid"), errOut)
+	assert.Regexp(t, `1[67] certificates issued to cluster ID "cl-consumer" stay cryptographically valid.*likely cause`, errOut)
 }

@@ -41,9 +41,15 @@ func NewCmd(g *cli.Global) *cobra.Command {
 --remote-cluster-id), that the identity reaches the provider and authenticates as this
 cluster, that its permissions there (SelfSubjectRulesReview) are exactly those the tenant
 role grants, that its certificate is for this cluster's key, chains to the CA pinned for
-that provider and is not expired (with its expiry and next renewal), and that the two
-clusters' clocks agree. With --remote-kubeconfig, the other direction is checked as well
-when the provider is also a consumer of this cluster. Exits non-zero naming each failure.`,
+that provider and is not expired (with its expiry and next renewal), that its kubeconfig
+Secret exists and holds that certificate, and that the two clusters' clocks agree.
+Identities are read only in the tenant namespaces this cluster designated.
+
+With --remote-kubeconfig (the provider's credentials), it also checks that nothing grants
+the identity anything in any other namespace (every-namespace: the provider's bindings
+and SubjectAccessReviews; the identity alone cannot see other namespaces), and the other
+direction when the provider is also a consumer of this cluster. Exits non-zero naming
+each failure.`,
 		Example: `  liqoctl verify --kubeconfig consumer.kubeconfig
   liqoctl verify --kubeconfig consumer.kubeconfig --remote-cluster-id cl-provider -o json
   liqoctl verify --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig`,
