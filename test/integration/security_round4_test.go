@@ -24,8 +24,8 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
-	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 )
 
 // TestPeerGCDecidesOnlyOnWhatTheManagerWrote acts as a status writer (tenants/status, as
