@@ -3,7 +3,6 @@ package info
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,7 +11,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
@@ -56,27 +54,12 @@ func manager(ctx context.Context, s *handshake.Side, now time.Time) Manager {
 }
 
 // providerCA is the API server URL and the fingerprint of the CA consumers reach this
-// cluster with, which liqoctl generate tenant --expect-fingerprint pins ahead of time:
-// those liqoctl install --api-server-url recorded, else the kubeconfig's.
+// cluster with (handshake.AdvertisedServer), which liqoctl generate tenant
+// --expect-fingerprint pins ahead of time; no fingerprint when no CA is known.
 func providerCA(ctx context.Context, s *handshake.Side) (server, fingerprint string, err error) {
-	cfg, err := cluster.GetConfig(ctx, s.Client, s.Namespace)
-	if err != nil {
-		return "", "", s.Explain(err, "reading the cluster configuration")
-	}
-	server, ca := cfg.APIServerURL, cfg.APIServerCA
-	if server == "" {
-		server = s.Config.Host
-	}
-	if len(ca) == 0 {
-		ca = s.Config.CAData
-		if len(ca) == 0 && s.Config.CAFile != "" {
-			if ca, err = os.ReadFile(s.Config.CAFile); err != nil {
-				return server, "", fmt.Errorf("reading the API server CA: %w", err)
-			}
-		}
-	}
-	if len(ca) == 0 {
-		return server, "", nil
+	server, ca, err := handshake.AdvertisedServer(ctx, s)
+	if err != nil || len(ca) == 0 {
+		return server, "", err
 	}
 	fingerprint, err = authn.CAFingerprint(ca)
 	return server, fingerprint, err
