@@ -170,6 +170,19 @@ func ThreatModel() []Threat {
 	return out
 }
 
+// principals are the principals in the order the threat model lists them.
+var principals = []Principal{NamespaceCreator, SecretWriter, TenantWriter, IdentityWriter, SliceWriter, RoleWriter,
+	StatusWriter, TheTenant, PeeringUser, CSRCreator, ClusterRoleBinder, LiqoNamespaceWriter}
+
+func rank(p Principal) int {
+	for i, x := range principals {
+		if x == p {
+			return i
+		}
+	}
+	return len(principals)
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -184,7 +197,7 @@ func ThreatModelTable() string {
 	var b strings.Builder
 	b.WriteString("| principal | what it may write | who reads it | the test that acts as it |\n|---|---|---|---|\n")
 	rows := ThreatModel()
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Principal < rows[j].Principal })
+	sort.SliceStable(rows, func(i, j int) bool { return rank(rows[i].Principal) < rank(rows[j].Principal) })
 	for _, r := range rows {
 		tests := "trusted: acts as the administrator, out of scope"
 		if !r.Trusted {
