@@ -134,7 +134,7 @@ func principalMatrix() []matrixCase {
 					setAnnotation(tn, wire.ReplacesAnnotation, "00")
 				})
 			}},
-		{resource: "tenants", principal: access.TenantWriter, name: "provider: the accepted Tenant's key, request and signature",
+		{resource: "tenants", principal: access.TenantWriter, name: "provider: the accepted Tenant's key, request and signature", disruptive: true,
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				a := newAttacker(t, m.c.id)
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
@@ -156,7 +156,7 @@ func principalMatrix() []matrixCase {
 				})
 				f.create(m.peeringUser, m.p.client, newAttacker(t, laterID).honestTenant(t, m.pTN, string(nonceData(t)[wire.NonceField])))
 			}},
-		{resource: "tenants", principal: access.StatusWriter, name: "provider: the accepted Tenant's acceptance time (peergc)", known: "issue 32 item 6",
+		{resource: "tenants", principal: access.StatusWriter, name: "provider: the accepted Tenant's acceptance time (peergc)", known: "issue 32 item 6", disruptive: true,
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
 				f.mutate(m.statusWriter, m.p.client, tn, true, func() { tn.Status.AcceptedAt = &metav1.Time{Time: time.Now().Add(-25 * time.Hour)} })
@@ -218,7 +218,7 @@ func principalMatrix() []matrixCase {
 				a := newAttacker(t, laterID)
 				f.create(m.theTenant, m.p.client, providerCopy(m.pTN, "matrix-claim", laterID, a.csr(t)))
 			}},
-		{resource: "resourceslices", principal: access.TheTenant, name: "provider: its slice's labels, annotations and resources",
+		{resource: "resourceslices", principal: access.TheTenant, name: "provider: its slice's labels, annotations and resources", disruptive: true,
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				rs := &authv1beta1.ResourceSlice{ObjectMeta: metaOf(m.pTN, sliceName)}
 				f.mutate(m.theTenant, m.p.client, rs, false, func() {
