@@ -18,8 +18,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,6 +57,11 @@ type matrixCase struct {
 	principal access.Principal
 	name      string
 	known     string
+	// lossOnly cases mutate an object their principal may also delete: a refusal, a
+	// revocation or a denial of that object is theirs to cause; nothing may be gained.
+	lossOnly bool
+	// finding, when set, is a finding not yet in issue 32: the case is skipped with it.
+	finding string
 	// disruptive cases may, when they find something, leave the peering broken: they run
 	// last in their phase.
 	disruptive bool
@@ -88,8 +95,13 @@ func TestPrincipalMatrix(t *testing.T) {
 				continue
 			}
 			t.Run(tc.resource+"/"+string(tc.principal)+"/"+tc.name, func(t *testing.T) {
-				if tc.known != "" && os.Getenv("LIQO_AUTH_MATRIX_KNOWN") == "" {
-					t.Skip("known finding: " + tc.known)
+				if os.Getenv("LIQO_AUTH_MATRIX_KNOWN") == "" {
+					if tc.known != "" {
+						t.Skip("known finding: " + tc.known)
+					}
+					if tc.finding != "" {
+						t.Skip("finding not yet in issue 32: " + tc.finding)
+					}
 				}
 				m.run(t, tc)
 			})
@@ -206,7 +218,8 @@ func newMatrix(t *testing.T) *matrix {
 		_ = p.client.Delete(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "matrix-empty"}})
 	})
 	m.crbWriter = principal(t, p, "matrix-crb-writer", "", rule("rbac.authorization.k8s.io", "clusterrolebindings", "create", "get", "delete"))
-	m.roleWriter = principal(t, p, "matrix-role-writer", m.pTN, rule("rbac.authorization.k8s.io", "roles", projectRW...))
+	// A Role writer holds the rules of the Roles it writes: a slice's (reading that slice).
+	m.roleWriter = principal(t, p, "matrix-role-writer", m.pTN, rule("rbac.authorization.k8s.io", "roles", projectRW...), rule(g, "resourceslices", "get", "list", "watch"))
 	m.identityWriter = principal(t, c, "matrix-identity-writer", m.cTN, rule(g, "identities", projectRW...))
 	m.cSliceWriter = principal(t, c, "matrix-slice-writer", m.cTN, rule(g, "resourceslices", projectRW...))
 	m.theTenant = newClient(t, restConfigFromKubeconfig(t, kubeconfigOf(t, c, p)))
@@ -306,6 +319,11 @@ func (f *forgery) mutate(writer, admin client.Client, obj client.Object, status 
 		return writer.Update(ctx, obj)
 	}), "mutating %s", objKey(obj))
 	f.changed[string(obj.GetUID())] = true
+	for i := range f.created {
+		if f.created[i].obj.GetUID() == obj.GetUID() {
+			f.created[i].as = grantOf(obj) // what the principal itself wrote
+		}
+	}
 	f.undo = append(f.undo, func() {
 		if err := restore(admin, original, status); err != nil {
 			f.t.Logf("undo: restoring %s: %v", objKey(original), err)
@@ -368,13 +386,24 @@ func (m *matrix) run(t *testing.T, tc matrixCase) {
 		for i := len(f.undo) - 1; i >= 0; i-- {
 			f.undo[i]()
 		}
+		m.heal(t)
 	}()
 	tc.forge(t, m, f)
 	time.Sleep(matrixSettle)
 	after := m.snapshot(t, f.changed)
 	before = m.without(before, f.changed)
-	if d := diffSnapshots(before, after); len(d) > 0 {
-		t.Errorf("acting as %s on %s (%s) changed what liqo-auth decides, reports or prints:\n%s", tc.principal, tc.resource, tc.name, strings.Join(d, "\n"))
+	var changed []string
+	for _, line := range diffSnapshots(before, after) {
+		switch {
+		case refusalCounted(line):
+		case tc.lossOnly && isLoss(line):
+			t.Logf("a loss the writer may cause (it may delete what it changed): %s", line)
+		default:
+			changed = append(changed, line)
+		}
+	}
+	if len(changed) > 0 {
+		t.Errorf("acting as %s on %s (%s) changed what liqo-auth decides, reports or prints:\n%s", tc.principal, tc.resource, tc.name, strings.Join(changed, "\n"))
 	}
 	for _, c := range f.created {
 		got := c.obj.DeepCopyObject().(client.Object)
@@ -383,6 +412,55 @@ func (m *matrix) run(t *testing.T, tc matrixCase) {
 		}
 		assert.Equal(t, c.as, grantOf(got), "%s, forged by %s, was granted something (filled, signed, accepted, answered or approved)", objKey(c.obj), tc.principal)
 	}
+}
+
+// refusalCounted is the count of refused handshakes, by reason: a refusal is no grant, its
+// reasons are a fixed set, and its count is what tells an operator that someone forges.
+func refusalCounted(line string) bool {
+	return strings.Contains(line, metrics.HandshakesName+"{") && strings.Contains(line, `result="refused"`)
+}
+
+// isLoss says whether a difference only takes away: something removed, a readiness or a
+// check turned off, a line printed not ready, not authorizing or denied, a slice denied.
+func isLoss(line string) bool {
+	switch {
+	case strings.HasPrefix(line, "  - "):
+		return true
+	case strings.HasPrefix(line, "  ~ "):
+		_, after, _ := strings.Cut(line, " -> ")
+		return after == "0" || after == "false" || after == "fail" || strings.Contains(after, "Denied")
+	case strings.HasPrefix(line, "  + "):
+		return strings.Contains(line, "info on ") && !strings.Contains(line, `"ready":true`) && !strings.Contains(line, `"authorizes":true`) && !strings.Contains(line, `"state":"Accepted"`)
+	}
+	return false
+}
+
+// heal brings the peering back after a case that broke it (a finding, or a loss the
+// writer may cause): the consumer authenticates again.
+func (m *matrix) heal(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) { return m.healthy(ctx), nil }) == nil {
+		return
+	}
+	t.Logf("the peering did not recover once the case was undone: authenticating again")
+	mustCLI(t, pairArgs("authenticate", m.c, m.p)...)
+	eventually(t, 30*time.Second, "the peering healthy again", func(ctx context.Context) (bool, error) { return m.healthy(ctx), nil })
+}
+
+// healthy: the Tenant and (once the consumer's manager runs) the Identity are Ready.
+func (m *matrix) healthy(ctx context.Context) bool {
+	var tn authv1beta1.Tenant
+	if m.p.client.Get(ctx, m.tenantKey, &tn) != nil || !meta.IsStatusConditionTrue(tn.Status.Conditions, authv1beta1.ConditionReady) {
+		return false
+	}
+	if !m.consumerUp {
+		return true
+	}
+	var id authv1beta1.Identity
+	return m.c.client.Get(ctx, client.ObjectKey{Namespace: m.cTN, Name: wire.IdentityName(m.p.id)}, &id) == nil &&
+		meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady)
 }
 
 // snapshot is everything the matrix compares, by key. Objects whose UID is in skip (what
@@ -421,7 +499,10 @@ func (m *matrix) snapshot(t *testing.T, skip map[string]bool) snapshot {
 		require.NoError(t, side.client.List(ctx, &tenants))
 		for i := range tenants.Items {
 			tn := &tenants.Items[i]
-			put(tn, tag+"Tenant "+tn.Namespace+"/"+tn.Name, map[string]any{"conditions": conditionsOf(tn.Status.Conditions), "state": tn.Status.TenantCondition,
+			for _, c := range tn.Status.Conditions {
+				put(tn, tag+"Tenant "+tn.Namespace+"/"+tn.Name+" condition "+c.Type, string(c.Status)+"/"+c.Reason)
+			}
+			put(tn, tag+"Tenant "+tn.Namespace+"/"+tn.Name, map[string]any{"state": tn.Status.TenantCondition,
 				"accepted": tn.Status.AcceptedKeyFingerprint, "acceptedAt": tn.Status.AcceptedAt, "sealed": len(tn.Status.AcceptanceSeal) > 0, "cert": tn.Status.Certificate,
 				"published": tn.Status.AuthParams != nil, "deleting": tn.DeletionTimestamp != nil})
 		}
@@ -440,7 +521,10 @@ func (m *matrix) snapshot(t *testing.T, skip map[string]bool) snapshot {
 		require.NoError(t, side.client.List(ctx, &ids))
 		for i := range ids.Items {
 			id := &ids.Items[i]
-			put(id, tag+"Identity "+id.Namespace+"/"+id.Name, map[string]any{"conditions": conditionsOf(id.Status.Conditions), "cert": id.Status.Certificate,
+			for _, c := range id.Status.Conditions {
+				put(id, tag+"Identity "+id.Namespace+"/"+id.Name+" condition "+c.Type, string(c.Status)+"/"+c.Reason)
+			}
+			put(id, tag+"Identity "+id.Namespace+"/"+id.Name, map[string]any{"cert": id.Status.Certificate,
 				"spec": digest(id.Spec), "deleting": id.DeletionTimestamp != nil})
 		}
 		var secrets corev1.SecretList
@@ -478,7 +562,7 @@ func (m *matrix) snapshot(t *testing.T, skip map[string]bool) snapshot {
 		require.NoError(t, side.client.List(ctx, &roles, client.MatchingLabels{wire.ManagedByLabel: wire.ManagedByValue}))
 		for i := range roles.Items {
 			r := &roles.Items[i]
-			put(r, tag+"Role "+r.Namespace+"/"+r.Name, r.Rules)
+			put(r, tag+"Role "+r.Namespace+"/"+r.Name, map[string]any{"rules": r.Rules, "granted": r.Annotations[wire.GrantedResourcesAnnotation]})
 		}
 		var csrs certificatesv1.CertificateSigningRequestList
 		require.NoError(t, side.client.List(ctx, &csrs))
@@ -524,15 +608,6 @@ func (m *matrix) snapshot(t *testing.T, skip map[string]bool) snapshot {
 		s["-|unauthenticate --remote-cluster-id "+peer.id+" on "+peer.side.ClusterID+" deletes"] = string(b)
 	}
 	return s
-}
-
-func conditionsOf(conds []metav1.Condition) []string {
-	var out []string
-	for _, c := range conds {
-		out = append(out, c.Type+"="+string(c.Status)+"/"+c.Reason)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (m *matrix) metricsInto(t *testing.T, s snapshot, side, addr string) {
