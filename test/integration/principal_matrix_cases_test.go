@@ -125,7 +125,7 @@ func principalMatrix() []matrixCase {
 				f.create(w, m.p.client, a.honestTenant(t, ns, string(nonce)))
 				f.create(m.own(t, m.p, ownNS, nil), m.p.client, m.replayedTenant(t, ownNS))
 			}},
-		{resource: "tenants", principal: access.TenantWriter, name: "provider: the accepted Tenant's labels and annotations", lossOnly: true,
+		{resource: "tenants", principal: access.TenantWriter, name: "provider: the accepted Tenant's labels and annotations", disruptive: true, lossOnly: true,
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
 				f.mutate(m.tenantWriter, m.p.client, tn, false, func() {
@@ -146,7 +146,7 @@ func principalMatrix() []matrixCase {
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				f.create(m.tenantWriter, m.p.client, newAttacker(t, laterID).honestTenant(t, m.pTN, string(nonceData(t)[wire.NonceField])))
 			}},
-		{resource: "tenants", principal: access.PeeringUser, name: "provider: the Tenant's metadata and state, as its peering user", lossOnly: true,
+		{resource: "tenants", principal: access.PeeringUser, name: "provider: the Tenant's metadata and state, as its peering user", disruptive: true, lossOnly: true,
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
 				f.mutate(m.peeringUser, m.p.client, tn, false, func() {
