@@ -397,7 +397,12 @@ func (m *matrix) run(t *testing.T, tc matrixCase) {
 	tc.forge(t, m, f)
 	time.Sleep(matrixSettle)
 	after := m.snapshot(t, f.changed)
-	before = m.without(before, f.changed)
+	before, dropped := m.without(before, f.changed)
+	for k := range after {
+		if _, name, _ := strings.Cut(k, "|"); dropped[name] {
+			delete(after, k) // what its owner put in place of what the case changed
+		}
+	}
 	var changed []string
 	for _, line := range diffSnapshots(before, after) {
 		switch {
@@ -484,15 +489,17 @@ func (m *matrix) healthy(ctx context.Context) bool {
 // are compared whole.
 type snapshot map[string]string
 
-func (m *matrix) without(s snapshot, skip map[string]bool) snapshot {
-	out := snapshot{}
+// without leaves out the objects whose UID is in skip, and returns their names.
+func (m *matrix) without(s snapshot, skip map[string]bool) (snapshot, map[string]bool) {
+	out, dropped := snapshot{}, map[string]bool{}
 	for k, v := range s {
-		if uid, _, ok := strings.Cut(k, "|"); ok && skip[uid] {
+		if uid, name, ok := strings.Cut(k, "|"); ok && skip[uid] {
+			dropped[name] = true
 			continue
 		}
 		out[k] = v
 	}
-	return out
+	return out, dropped
 }
 
 func (m *matrix) snapshot(t *testing.T, skip map[string]bool) snapshot {
@@ -686,20 +693,29 @@ func (m *matrix) verifyInto(t *testing.T, s snapshot) {
 	}
 }
 
-// diffSnapshots names every key added, removed or changed.
+// diffSnapshots names every entry added, removed or changed, by name: an object its owner
+// replaced (another UID) is the same entry.
 func diffSnapshots(before, after snapshot) []string {
+	byName := func(s snapshot) map[string]string {
+		out := map[string]string{}
+		for k, v := range s {
+			_, n, _ := strings.Cut(k, "|")
+			out[n] = v
+		}
+		return out
+	}
+	b, a := byName(before), byName(after)
 	var out []string
-	name := func(k string) string { _, n, _ := strings.Cut(k, "|"); return n }
-	for k, v := range after {
-		if w, ok := before[k]; !ok {
-			out = append(out, "  + "+name(k)+": "+v)
+	for k, v := range a {
+		if w, ok := b[k]; !ok {
+			out = append(out, "  + "+k+": "+v)
 		} else if w != v {
-			out = append(out, "  ~ "+name(k)+": "+w+" -> "+v)
+			out = append(out, "  ~ "+k+": "+w+" -> "+v)
 		}
 	}
-	for k, v := range before {
-		if _, ok := after[k]; !ok {
-			out = append(out, "  - "+name(k)+": "+v)
+	for k, v := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, "  - "+k+": "+v)
 		}
 	}
 	sort.Strings(out)
