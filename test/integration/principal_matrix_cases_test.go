@@ -17,6 +17,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 )
 
 // principalMatrix are the cases: one or more per writer of each kind in
@@ -231,6 +232,14 @@ func principalMatrix() []matrixCase {
 					setAnnotation(rs, wire.GrantedResourcesAnnotation, `{"cpu":"64"}`)
 				})
 			}},
+		{resource: "resourceslices", principal: access.TheTenant, name: "provider: its accepted slice's request, for another key", lossOnly: true, disruptive: true,
+			forge: func(t *testing.T, m *matrix, f *forgery) {
+				rs := &authv1beta1.ResourceSlice{ObjectMeta: metaOf(m.pTN, sliceName)}
+				f.mutate(m.theTenant, m.p.client, rs, false, func() {
+					a := newAttacker(t, m.c.id)
+					rs.Spec.CSR = sliceCSR(t, a.key, authn.SliceUserName(sliceName, m.c.id), m.c.id)
+				})
+			}},
 		{resource: "resourceslices", principal: access.NamespaceCreator, name: "provider: slices in a look-alike tenant namespace and elsewhere", known: "issue 32 item 7: info lists provider slices of every namespace; unauthenticate --remote-cluster-id cl-forged would delete matrix-slice from the undesignated liqo-tenant-cl-forged (not in issue 32)",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				w, ns := m.ownTenantNS(t, m.p)
@@ -273,7 +282,7 @@ func principalMatrix() []matrixCase {
 					rs.Status.Certificate.NotAfter = &metav1.Time{Time: time.Now().Add(10 * 365 * 24 * time.Hour).Truncate(time.Second)}
 				})
 			}},
-		{resource: "resourceslices", principal: access.StatusWriter, name: "consumer: the status of its slice", finding: "a local status writer's resources and certificate expiry on the consumer's slice are printed by info as is",
+		{resource: "resourceslices", principal: access.StatusWriter, name: "consumer: the status of its slice",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				rs := &authv1beta1.ResourceSlice{ObjectMeta: metaOf(m.cTN, sliceName)}
 				f.mutate(m.cStatusWriter, m.c.client, rs, true, func() {
@@ -302,6 +311,14 @@ func principalMatrix() []matrixCase {
 				f.mutate(m.identityWriter, m.c.client, id, false, func() {
 					setLabel(id, wire.RemoteClusterIDLabel, forgedID)
 					setAnnotation(id, wire.RemoteTenantNamespaceAnnotation, "kube-system")
+				})
+			}},
+		{resource: "identities", principal: access.IdentityWriter, name: "consumer: the Identity's API server and CA", lossOnly: true,
+			forge: func(t *testing.T, m *matrix, f *forgery) {
+				id := &authv1beta1.Identity{ObjectMeta: metaOf(m.cTN, wire.IdentityName(m.p.id))}
+				f.mutate(m.identityWriter, m.c.client, id, false, func() {
+					id.Spec.AuthParams.APIServer = "https://127.0.0.1:9"
+					id.Spec.AuthParams.CA = m.c.cp.CA.CertPEM
 				})
 			}},
 		{resource: "identities", principal: access.IdentityWriter, name: "consumer: an Identity of another provider in the tenant namespace", known: "issue 32 item 7: verify fails and info prints for an Identity of cl-forged found in the tenant namespace of cl-provider",
