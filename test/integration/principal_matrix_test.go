@@ -470,11 +470,19 @@ func (m *matrix) heal(t *testing.T) bool {
 	return false
 }
 
-// healthy: the Tenant and (once the consumer's manager runs) the Identity are Ready.
+// healthy: the Tenant and (once the consumer's manager runs) the Identity are Ready, and
+// the provider's copy of the slice, when accepted, holds its certificate (no issuance in
+// flight).
 func (m *matrix) healthy(ctx context.Context) bool {
 	var tn authv1beta1.Tenant
 	if m.p.client.Get(ctx, m.tenantKey, &tn) != nil || !meta.IsStatusConditionTrue(tn.Status.Conditions, authv1beta1.ConditionReady) {
 		return false
+	}
+	var rs authv1beta1.ResourceSlice
+	if err := m.p.client.Get(ctx, client.ObjectKey{Namespace: m.pTN, Name: sliceName}, &rs); err == nil {
+		if accepted, _ := authv1beta1.SliceVerdict(rs.Status.Conditions); accepted && rs.Status.Certificate == nil {
+			return false
+		}
 	}
 	if !m.consumerUp {
 		return true
