@@ -467,6 +467,15 @@ func (m *matrix) heal(t *testing.T) bool {
 		mustCLI(t, pairArgs("authenticate", m.c, m.p)...)
 	}
 	eventually(t, 30*time.Second, "the peering healthy again", func(ctx context.Context) (bool, error) { return m.healthy(ctx), nil })
+	// Until what the new handshake causes (records, slice certificates) has settled.
+	last := m.snapshot(t, nil)
+	eventually(t, 30*time.Second, "the healed peering settled", func(context.Context) (bool, error) {
+		time.Sleep(matrixSettle)
+		now := m.snapshot(t, nil)
+		settled := len(diffSnapshots(last, now)) == 0
+		last = now
+		return settled, nil
+	})
 	return false
 }
 
