@@ -132,9 +132,24 @@ func (tc matrixCase) phase() string {
 // assertMatrixCovers fails for each watched kind or command reader whose untrusted writer
 // has no case.
 func assertMatrixCovers(t *testing.T, cases []matrixCase) {
-	has := map[string]bool{}
+	has, declared := map[string]bool{}, map[string]bool{}
 	for _, tc := range cases {
 		has[tc.resource+"\x00"+string(tc.principal)] = true
+	}
+	for _, w := range access.ManagerWatched() {
+		for _, wr := range w.Writers {
+			declared[w.Resource+"\x00"+string(wr.Principal)] = true
+		}
+	}
+	for _, r := range access.CommandReads() {
+		for _, wr := range r.Writers {
+			declared[r.Resource+"\x00"+string(wr.Principal)] = true
+		}
+	}
+	for _, tc := range cases {
+		if !declared[tc.resource+"\x00"+string(tc.principal)] {
+			t.Errorf("case %q acts as %q on %s, a writer neither access.ManagerWatched nor access.CommandReads names: add it there", tc.name, tc.principal, tc.resource)
+		}
 	}
 	for _, w := range access.ManagerWatched() {
 		if len(w.Writers) == 0 {
