@@ -60,6 +60,11 @@ func principalMatrix() []matrixCase {
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				f.create(m.secretWriter, m.p.client, secret(m.pTN, "matrix-nonce", map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: m.c.id}, nonceData(t)))
 			}},
+		// The cache keeps kubeconfig-* Secrets of a tenant namespace whole (not stripped).
+		{resource: "secrets", principal: access.SecretWriter, name: "provider: a kubeconfig-named Secret labelled as the consumer's nonce", known: "issue 32 item 8: the collector does not check the Secret's name, and kubeconfig-* Secrets are cached whole: a nonce-age series for cl-consumer appears",
+			forge: func(t *testing.T, m *matrix, f *forgery) {
+				f.create(m.secretWriter, m.p.client, secret(m.pTN, wire.KubeconfigSecretName("matrix"), map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: m.c.id}, nonceData(t)))
+			}},
 		{resource: "secrets", principal: access.SecretWriter, name: "provider: the cache's stripped annotation on an unused nonce", known: "issue 32 item 8: the nonce-age series of cl-later disappears",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				s := &corev1.Secret{ObjectMeta: metaOf(m.laterTN, wire.NonceSecretName)}
