@@ -27,22 +27,39 @@ type Watched struct {
 	InLiqoNamespace bool
 	// Stripped says the cache keeps only what the binding scan needs (no annotations).
 	Stripped bool
+	// ReadBy names the controllers (and the metrics collector) that read the kind.
+	ReadBy string
+	// Writers are the weakest principals who may write objects of the kind that the
+	// controllers read: TestPrincipalMatrix acts as each, and docs/security.md's threat
+	// model lists them (ThreatModel).
+	Writers []Writer
 }
 
 // ManagerWatched are the kinds liqo-auth-manager's controllers watch.
 func ManagerWatched() []Watched {
 	return []Watched{
-		{Object: &corev1.Secret{}, Group: "", Resource: "secrets", Roles: Both, Label: wire.RemoteClusterIDLabel},
-		{Object: &corev1.Namespace{}, Group: "", Resource: "namespaces", Roles: Both, Label: wire.TenantNamespaceLabel + "=true"},
-		{Object: &corev1.ConfigMap{}, Group: "", Resource: "configmaps", Roles: Both, Label: wire.TenantRecordLabel + "=true", InLiqoNamespace: true},
-		{Object: &authv1beta1.Tenant{}, Group: authv1beta1.GroupVersion.Group, Resource: "tenants", Roles: Provider},
-		{Object: &authv1beta1.Renew{}, Group: authv1beta1.GroupVersion.Group, Resource: "renews", Roles: Provider},
-		{Object: &authv1beta1.ResourceSlice{}, Group: authv1beta1.GroupVersion.Group, Resource: "resourceslices", Roles: Both},
-		{Object: &authv1beta1.Identity{}, Group: authv1beta1.GroupVersion.Group, Resource: "identities", Roles: Consumer},
-		{Object: &rbacv1.RoleBinding{}, Group: rbacv1.GroupName, Resource: "rolebindings", Roles: Provider, Stripped: true},
-		{Object: &rbacv1.ClusterRoleBinding{}, Group: rbacv1.GroupName, Resource: "clusterrolebindings", Roles: Provider, Stripped: true},
-		{Object: &rbacv1.Role{}, Group: rbacv1.GroupName, Resource: "roles", Roles: Provider, Label: wire.ManagedByLabel + "=" + wire.ManagedByValue},
-		{Object: &certificatesv1.CertificateSigningRequest{}, Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Roles: Provider, Label: wire.ManagedByLabel + "=" + wire.ManagedByValue},
+		{Object: &corev1.Secret{}, Group: "", Resource: "secrets", Roles: Both, Label: wire.RemoteClusterIDLabel,
+			ReadBy: "noncecreator, tenant, noncesigner, identity, renewfollower, metrics", Writers: []Writer{nsCreatorSecrets, secretWriter, peeringUserNonce}},
+		{Object: &corev1.Namespace{}, Group: "", Resource: "namespaces", Roles: Both, Label: wire.TenantNamespaceLabel + "=true",
+			ReadBy: "designation, every placement check", Writers: []Writer{nsCreatorNS}},
+		{Object: &corev1.ConfigMap{}, Group: "", Resource: "configmaps", Roles: Both, Label: wire.TenantRecordLabel + "=true", InLiqoNamespace: true,
+			ReadBy: "every controller (placement, pins, the administrator's state)", Writers: []Writer{nsCreatorRecords, liqoNSWriter}},
+		{Object: &authv1beta1.Tenant{}, Group: authv1beta1.GroupVersion.Group, Resource: "tenants", Roles: Provider,
+			ReadBy: "tenant, peergc, providerslice, renewanswer, metrics", Writers: []Writer{nsCreatorTenants, tenantWriter, peeringUserTenant, statusTenants}},
+		{Object: &authv1beta1.Renew{}, Group: authv1beta1.GroupVersion.Group, Resource: "renews", Roles: Provider,
+			ReadBy: "renewanswer", Writers: []Writer{tenantRenews, nsCreatorRenews, statusRenews}},
+		{Object: &authv1beta1.ResourceSlice{}, Group: authv1beta1.GroupVersion.Group, Resource: "resourceslices", Roles: Both,
+			ReadBy: "providerslice, consumerslice, peergc, metrics", Writers: []Writer{tenantSlices, nsCreatorSlices, sliceWriter, statusSlices}},
+		{Object: &authv1beta1.Identity{}, Group: authv1beta1.GroupVersion.Group, Resource: "identities", Roles: Consumer,
+			ReadBy: "identity, renewfollower, consumerslice, metrics", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
+		{Object: &rbacv1.RoleBinding{}, Group: rbacv1.GroupName, Resource: "rolebindings", Roles: Provider, Stripped: true,
+			ReadBy: "tenant, providerslice (the binding scan)", Writers: []Writer{nsCreatorBindings}},
+		{Object: &rbacv1.ClusterRoleBinding{}, Group: rbacv1.GroupName, Resource: "clusterrolebindings", Roles: Provider, Stripped: true,
+			ReadBy: "tenant, providerslice (the binding scan)", Writers: []Writer{clusterRoleBinder}},
+		{Object: &rbacv1.Role{}, Group: rbacv1.GroupName, Resource: "roles", Roles: Provider, Label: wire.ManagedByLabel + "=" + wire.ManagedByValue,
+			ReadBy: "providerslice (grants judged from Roles)", Writers: []Writer{nsCreatorRoles, roleWriter}},
+		{Object: &certificatesv1.CertificateSigningRequest{}, Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Roles: Provider, Label: wire.ManagedByLabel + "=" + wire.ManagedByValue,
+			ReadBy: "tenant, providerslice (the requester check)", Writers: []Writer{csrCreator}},
 	}
 }
 

@@ -1,0 +1,213 @@
+package access
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Principal is someone weaker than a cluster administrator who may write an object that
+// liqo-auth reads. Each is acted as, by impersonation with exactly its rules, in the
+// integration test TestPrincipalMatrix.
+type Principal string
+
+// The principals of the threat model (docs/security.md), weakest first within a kind.
+const (
+	// NamespaceCreator may create namespaces with any labels (liqo-tenant-<id> and the
+	// tenant labels included) and write anything inside the namespaces it creates.
+	NamespaceCreator Principal = "namespace creator"
+	// SecretWriter may write Secrets in a tenant namespace (data, labels, annotations).
+	SecretWriter Principal = "Secret writer in a tenant namespace"
+	// TenantWriter may write Tenants in a tenant namespace (spec and metadata).
+	TenantWriter Principal = "Tenant writer in a tenant namespace"
+	// IdentityWriter may write Identities in a tenant namespace (spec and metadata).
+	IdentityWriter Principal = "Identity writer in a tenant namespace"
+	// SliceWriter may write ResourceSlices in a tenant namespace (spec and metadata).
+	SliceWriter Principal = "ResourceSlice writer in a tenant namespace"
+	// RoleWriter may write Roles in a tenant namespace (with rules it holds).
+	RoleWriter Principal = "Role writer in a tenant namespace"
+	// StatusWriter may write the status of this project's kinds in every namespace (another
+	// operator's ServiceAccount).
+	StatusWriter Principal = "status writer"
+	// TheTenant is the consumer's own identity on its provider (its certificate).
+	TheTenant Principal = "the tenant"
+	// PeeringUser is a provider's peering user of one consumer, held by that consumer's
+	// administrator.
+	PeeringUser Principal = "peering user"
+	// CSRCreator may create CertificateSigningRequests (bootstrap tokens, kubelets, many
+	// operators).
+	CSRCreator Principal = "CSR creator"
+	// ClusterRoleBinder may create ClusterRoleBindings of ClusterRoles whose rules it holds.
+	ClusterRoleBinder Principal = "ClusterRoleBinding writer"
+	// LiqoNamespaceWriter may write ConfigMaps and Leases in the Liqo namespace: the
+	// administrator or its deputy (a GitOps controller), trusted.
+	LiqoNamespaceWriter Principal = "ConfigMap or Lease writer in the Liqo namespace"
+)
+
+// Writer is a principal that may write objects of a kind, and what of them.
+type Writer struct {
+	Principal Principal
+	// Writes says which objects and fields, in words.
+	Writes string
+	// Trusted marks a writer that acts as the administrator: it is not an adversary, and
+	// no test acts as it.
+	Trusted bool
+	// Tests are the integration tests (test/integration) that act as this principal on
+	// this kind, besides TestPrincipalMatrix.
+	Tests []string
+}
+
+// Writers of the kinds, shared by ManagerWatched, CommandReads and the threat model.
+var (
+	nsCreatorSecrets  = Writer{Principal: NamespaceCreator, Writes: "Secrets with any name, labels and data in namespaces it creates (`liqo-tenant-<id>` with the tenant labels, or any other)", Tests: []string{"TestMetricsSeriesComeOnlyFromPeers", "TestManagerCacheKeepsOnlyWhatItOwns"}}
+	secretWriter      = Writer{Principal: SecretWriter, Writes: "the nonce, signed-nonce and kubeconfig Secrets of the tenant namespace, and any other there: data, labels, annotations", Tests: []string{"TestRevocationProofTrustsTheIdentity", "TestNonceStampsCannotExtendANonce", "TestKubeconfigSecretsAreNeverExecuted"}}
+	peeringUserNonce  = Writer{Principal: PeeringUser, Writes: "the nonce `liqo-nonce` of its consumer: data key `nonce`, its labels and annotations only (admission policy)", Tests: []string{"TestPeeringUser"}}
+	nsCreatorNS       = Writer{Principal: NamespaceCreator, Writes: "namespaces with any labels, `liqo-tenant-<id>` included; the creator annotations only by the API server", Tests: []string{"TestTenantNamespaceDesignatedByItsCreator", "TestLookAlikeNamespaces"}}
+	nsCreatorRecords  = Writer{Principal: NamespaceCreator, Writes: "ConfigMaps labelled as tenant records, outside the Liqo namespace"}
+	liqoNSWriter      = Writer{Principal: LiqoNamespaceWriter, Writes: "tenant records, the cluster ID, the manager's Lease: the administrator's decisions", Trusted: true}
+	nsCreatorTenants  = Writer{Principal: NamespaceCreator, Writes: "Tenants (spec, metadata) in namespaces it creates", Tests: []string{"TestMetricsSeriesComeOnlyFromPeers"}}
+	tenantWriter      = Writer{Principal: TenantWriter, Writes: "the Tenants of the tenant namespace: spec (key, CSR, signature, `tenantCondition`) and metadata"}
+	peeringUserTenant = Writer{Principal: PeeringUser, Writes: "the Tenant named after its consumer: spec and metadata", Tests: []string{"TestPeeringUserCannotUndoTheAdministrator"}}
+	statusTenants     = Writer{Principal: StatusWriter, Writes: "Tenant status in every namespace (acceptance, `acceptedAt`, conditions, certificate)", Tests: []string{"TestStatusWriterCannotHijackTheFirstHandshake", "TestStatusWritersCannotAcceptATenant"}}
+	tenantRenews      = Writer{Principal: TheTenant, Writes: "Renews in its tenant namespace: spec and metadata"}
+	nsCreatorRenews   = Writer{Principal: NamespaceCreator, Writes: "Renews in namespaces it creates"}
+	statusRenews      = Writer{Principal: StatusWriter, Writes: "Renew status in every namespace"}
+	tenantSlices      = Writer{Principal: TheTenant, Writes: "ResourceSlices in its tenant namespace (the provider's copies): spec and metadata", Tests: []string{"TestSliceUsersAndClusterIDsNeverMeet"}}
+	nsCreatorSlices   = Writer{Principal: NamespaceCreator, Writes: "ResourceSlices in namespaces it creates, claiming any consumer or provider"}
+	sliceWriter       = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestConsumerSliceOutsideTenantNamespace"}}
+	statusSlices      = Writer{Principal: StatusWriter, Writes: "ResourceSlice status in every namespace (verdict, resources, certificate)", Tests: []string{"TestResourceSliceStatusIsNotTrusted"}}
+	nsCreatorIDs      = Writer{Principal: NamespaceCreator, Writes: "Identities in namespaces it creates, naming any provider"}
+	identityWriter    = Writer{Principal: IdentityWriter, Writes: "the Identities of the tenant namespace: spec and metadata", Tests: []string{"TestAdversarialConsumer"}}
+	statusIDs         = Writer{Principal: StatusWriter, Writes: "Identity status in every namespace (conditions, certificate)"}
+	nsCreatorBindings = Writer{Principal: NamespaceCreator, Writes: "RoleBindings of the Roles it holds, in namespaces it creates, naming any user or group (`<C>`, `liqo.io`)"}
+	clusterRoleBinder = Writer{Principal: ClusterRoleBinder, Writes: "ClusterRoleBindings of ClusterRoles it holds, with any name, labels (a peering user's included) and subjects"}
+	nsCreatorRoles    = Writer{Principal: NamespaceCreator, Writes: "Roles labelled as this project's, in namespaces it creates"}
+	roleWriter        = Writer{Principal: RoleWriter, Writes: "Roles of the tenant namespace labelled as this project's, named like a slice's"}
+	csrCreator        = Writer{Principal: CSRCreator, Writes: "CertificateSigningRequests with any name, labels (this project's, a Tenant's UID) and request; never `spec.username`", Tests: []string{"TestCSRSquattingIsNeverApproved"}}
+)
+
+// CommandRead is an object a liqoctl command reads and decides or prints from.
+type CommandRead struct {
+	// Command is the liqoctl command line that reads it.
+	Command string
+	// Group and Resource name the kind, as in Watched.
+	Group, Resource string
+	// Where it reads them.
+	Where string
+	// Writers are those who may write what it reads.
+	Writers []Writer
+}
+
+// CommandReads are the objects liqoctl info, verify and unauthenticate --remote-cluster-id
+// read: what they print, and what the last deletes.
+func CommandReads() []CommandRead {
+	const g = "authentication.liqo.io"
+	return []CommandRead{
+		{Command: "info", Group: g, Resource: "tenants", Where: "every namespace", Writers: []Writer{nsCreatorTenants, tenantWriter, peeringUserTenant, statusTenants}},
+		{Command: "info", Group: g, Resource: "identities", Where: "every namespace", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
+		{Command: "info", Group: g, Resource: "resourceslices", Where: "every namespace", Writers: []Writer{tenantSlices, nsCreatorSlices, sliceWriter, statusSlices}},
+		{Command: "info", Group: "", Resource: "secrets", Where: "every namespace, labelled " + "liqo.io/remote-cluster-id", Writers: []Writer{nsCreatorSecrets, secretWriter, peeringUserNonce}},
+		{Command: "info", Group: "", Resource: "configmaps", Where: "tenant records in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
+		{Command: "info", Group: "coordination.k8s.io", Resource: "leases", Where: "the manager's Lease in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
+		{Command: "info", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings", Where: "labelled as a peering user's", Writers: []Writer{clusterRoleBinder}},
+		{Command: "verify", Group: g, Resource: "identities", Where: "every namespace, then the tenant namespace by name", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
+		{Command: "verify", Group: "", Resource: "configmaps", Where: "tenant records in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
+		{Command: "unauthenticate --remote-cluster-id", Group: "", Resource: "namespaces", Where: "the recorded tenant namespace, else `liqo-tenant-<id>`", Writers: []Writer{nsCreatorNS}},
+		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "identities", Where: "the tenant namespace, by name", Writers: []Writer{identityWriter, statusIDs}},
+		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "tenants", Where: "the tenant namespace, by name", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants}},
+		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "resourceslices", Where: "the tenant namespace", Writers: []Writer{tenantSlices, sliceWriter, statusSlices}},
+	}
+}
+
+// Threat is one row of the threat model: a principal, what it may write of one kind, who
+// reads it, and the tests that act as that principal.
+type Threat struct {
+	Principal Principal
+	Resource  string
+	Writes    string
+	ReadBy    []string
+	Trusted   bool
+	Tests     []string
+}
+
+// MatrixTest is the integration test that acts as every untrusted writer of every kind in
+// ManagerWatched and CommandReads.
+const MatrixTest = "TestPrincipalMatrix"
+
+// ThreatModel is the threat model of docs/security.md, derived from ManagerWatched and
+// CommandReads: one row per principal and kind, in the order of the tables.
+func ThreatModel() []Threat {
+	var out []Threat
+	at := map[string]int{}
+	add := func(w Writer, resource, reader string) {
+		key := string(w.Principal) + "\x00" + resource
+		i, ok := at[key]
+		if !ok {
+			i = len(out)
+			at[key] = i
+			th := Threat{Principal: w.Principal, Resource: resource, Writes: w.Writes, Trusted: w.Trusted}
+			if !w.Trusted {
+				th.Tests = append([]string{MatrixTest}, w.Tests...)
+			}
+			out = append(out, th)
+		}
+		for _, r := range strings.Split(reader, ", ") {
+			if r != "" && !contains(out[i].ReadBy, r) {
+				out[i].ReadBy = append(out[i].ReadBy, r)
+			}
+		}
+	}
+	for _, w := range ManagerWatched() {
+		for _, wr := range w.Writers {
+			add(wr, w.Resource, w.ReadBy)
+		}
+	}
+	for _, r := range CommandReads() {
+		for _, wr := range r.Writers {
+			add(wr, r.Resource, "liqoctl "+r.Command)
+		}
+	}
+	return out
+}
+
+// principals are the principals in the order the threat model lists them.
+var principals = []Principal{NamespaceCreator, SecretWriter, TenantWriter, IdentityWriter, SliceWriter, RoleWriter,
+	StatusWriter, TheTenant, PeeringUser, CSRCreator, ClusterRoleBinder, LiqoNamespaceWriter}
+
+func rank(p Principal) int {
+	for i, x := range principals {
+		if x == p {
+			return i
+		}
+	}
+	return len(principals)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ThreatModelTable renders ThreatModel as the Markdown table of docs/security.md.
+func ThreatModelTable() string {
+	var b strings.Builder
+	b.WriteString("| principal | what it may write | who reads it | the test that acts as it |\n|---|---|---|---|\n")
+	rows := ThreatModel()
+	sort.SliceStable(rows, func(i, j int) bool { return rank(rows[i].Principal) < rank(rows[j].Principal) })
+	for _, r := range rows {
+		tests := "trusted: acts as the administrator, out of scope"
+		if !r.Trusted {
+			quoted := make([]string, len(r.Tests))
+			for i, t := range r.Tests {
+				quoted[i] = "`" + t + "`"
+			}
+			tests = strings.Join(quoted, ", ")
+		}
+		fmt.Fprintf(&b, "| %s | **%s**: %s | %s | %s |\n", r.Principal, r.Resource, r.Writes, strings.Join(r.ReadBy, ", "), tests)
+	}
+	return b.String()
+}
