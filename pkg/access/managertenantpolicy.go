@@ -35,7 +35,7 @@ const (
 //     liqo-tenant-<id> labelled for <id> whose creator the API server recorded: its own
 //     (liqo-auth-manager-tenant to its ServiceAccount), the tenant's control-plane and
 //     reader bindings (to user <id>), a slice's (Role liqo-resourceslice-<slice> to user
-//     <slice>-<hash>).
+//     <slice>-<12 hex digits>).
 //   - liqo-auth-manager-tenant-writes: outside the Liqo namespace, it writes those
 //     bindings, the Roles they name (with exactly their rules) and the presence Lease only
 //     where its own binding exists: in a namespace this cluster's administrator (liqoctl)
@@ -48,7 +48,10 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 	controlPlane := "object.metadata.name == '" + wire.ControlPlaneBindingName + "' && " + roleRef("ClusterRole", "'"+wire.ControlPlaneRoleName+"'") + " && " + subjectIs("User", nsPeer, "")
 	reader := "object.metadata.name == '" + wire.TenantReaderName + "' && " + roleRef("Role", "'"+wire.TenantReaderName+"'") + " && " + subjectIs("User", nsPeer, "")
 	slice := "object.metadata.name.startsWith('liqo-resourceslice-') && " + roleRef("Role", "object.metadata.name") + " && " +
-		subjectIs("User", "", "") + " && object.subjects[0].name.startsWith(" + sliceOf + " + '-')"
+		subjectIs("User", "", "") + " && object.subjects[0].name.startsWith(" + sliceOf + " + '-') && " +
+		// exactly <slice>-<12 hex digits> (authn.SliceUserName): not the user of a slice
+		// whose name begins with <slice>-.
+		"size(object.subjects[0].name) == size(" + sliceOf + ") + 13 && object.subjects[0].name.substring(size(" + sliceOf + ") + 1).matches('^[0-9a-f]{12}$')"
 	bindings := denyingPolicy(ManagerBindingPolicyName, createsAndUpdates(rbacv1.GroupName, "*", "rolebindings"), isManager,
 		[]admissionregistrationv1.Validation{
 			{Expression: "'" + wire.TenantNamespaceLabel + "' in " + nsLabels + " && " + nsLabels + "['" + wire.TenantNamespaceLabel + "'] == 'true' && " + nsPeer + " != '' && " +
