@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,14 +16,20 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -201,5 +208,59 @@ func TestPresenceLeaseWriterCannotCollectALiveConsumer(t *testing.T) {
 			time.Since(last).Round(time.Second), grace) {
 			return
 		}
+	}
+}
+
+// TestForgedKubeconfigSecretsAreNotCachedWhole acts as a Secret writer of a recorded
+// tenant namespace (secrets create there, as a namespace operator may hold): it makes
+// kubeconfig-* Secrets of 256 KiB whose controller reference names a made-up Identity of
+// the Secret's name, with a finalizer of its own so that the garbage collector, which
+// deletes them as dangling, cannot remove them. The manager's cache must not keep their
+// data: each would cost the manager 256 KiB of memory, for as long as the writer wants.
+func TestForgedKubeconfigSecretsAreNotCachedWhole(t *testing.T) {
+	p := installSites(t, testenv.New(t, "cache-forged-kubeconfig"), "cl-provider")[0]
+	tn := ensureTN(t, p.client, "cl-consumer")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	scope := authmanager.NewCacheScope(wire.DefaultLiqoNamespace)
+	mgr, err := ctrl.NewManager(p.cp.Config, ctrl.Options{Scheme: scheme.New(), Cache: authmanager.CacheOptions(wire.DefaultLiqoNamespace, scope),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: testLogger(t)})
+	require.NoError(t, err)
+	require.NoError(t, authmanager.Setup(ctx, mgr, authmanager.Options{Role: authmanager.Provider, Scope: scope,
+		Tenant: tenant.Options{APIServer: p.cp.URL, CA: p.cp.CA.CertPEM}}))
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
+	cached := mgr.GetCache()
+
+	writer := principal(t, p, "secret-writer", tn, rule("", "secrets", "create", "get"))
+	big := []byte(strings.Repeat("x", 256<<10))
+	var names []string
+	for i := range 3 {
+		identity := fmt.Sprintf("made-up-%d", i)
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.KubeconfigSecretName(identity),
+			Finalizers: []string{"example.com/hold"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Identity", Name: identity,
+				UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-00000000000%d", i)), Controller: ptr.To(true)}}},
+			Data: map[string][]byte{wire.KubeconfigField: big}}
+		require.NoError(t, writer.Create(ctx, s))
+		names = append(names, s.Name)
+		t.Cleanup(func() { // let the control plane delete it
+			var live corev1.Secret
+			if p.client.Get(context.Background(), client.ObjectKeyFromObject(s), &live) == nil {
+				live.Finalizers = nil
+				_ = p.client.Update(context.Background(), &live)
+			}
+		})
+	}
+	// Past the garbage collector's turn: the Secrets stay, deleted or not, held by their finalizer.
+	time.Sleep(10 * time.Second)
+	for _, name := range names {
+		var live, s corev1.Secret
+		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: name}, &live))
+		t.Logf("%s: deletionTimestamp %v", name, live.DeletionTimestamp)
+		require.NoError(t, cached.Get(ctx, client.ObjectKey{Namespace: tn, Name: name}, &s))
+		assert.Empty(t, s.Data, "the cache keeps whole Secret %s, controlled by an Identity that does not exist", name)
 	}
 }
