@@ -264,3 +264,32 @@ func TestForgedKubeconfigSecretsAreNotCachedWhole(t *testing.T) {
 		assert.Empty(t, s.Data, "the cache keeps whole Secret %s, controlled by an Identity that does not exist", name)
 	}
 }
+
+// TestNamespaceUpdaterCannotRecordACreatorLater acts as a namespace updater (namespaces
+// update, no Liqo rights) on a liqo-tenant-<id> namespace an administrator made without
+// the tenant labels: it may label it as a tenant namespace, but the API server records no
+// creator on an update, the updater may not add one, and the namespace is not designated.
+func TestNamespaceUpdaterCannotRecordACreatorLater(t *testing.T) {
+	p := installSites(t, testenv.New(t, "creator-relabel"), "cl-provider")[0]
+	startControllers(t, p, authmanager.Provider)
+	ctx := context.Background()
+	const id = "cl-relabel"
+	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName(id)}}))
+	updater := principal(t, p, "ns-relabeller", "", rule("", "namespaces", "get", "update"))
+	ns := &corev1.Namespace{}
+	require.NoError(t, updater.Get(ctx, client.ObjectKey{Name: wire.TenantNamespaceName(id)}, ns))
+	ns.Labels = cluster.TenantNamespaceLabels(id)
+	require.NoError(t, updater.Update(ctx, ns), "labels are the updater's to write")
+	require.NoError(t, updater.Get(ctx, client.ObjectKeyFromObject(ns), ns))
+	assert.NotContains(t, ns.Annotations, wire.CreatedByAnnotation, "no creator recorded on an update")
+	ns.Annotations = forgedAdminCreator()
+	err := updater.Update(ctx, ns)
+	assert.Error(t, err, "the updater records a creator")
+	ns.Annotations = map[string]string{wire.CreatedByAnnotation: "ns-relabeller"}
+	assert.Error(t, updater.Update(ctx, ns), "the updater records itself as the creator")
+
+	time.Sleep(designationWait)
+	rec, err := cluster.GetTenantRecord(ctx, p.client, wire.DefaultLiqoNamespace, id)
+	require.NoError(t, err)
+	assert.Nil(t, rec, "a namespace labelled after its creation is designated")
+}
