@@ -198,9 +198,21 @@ func TestPresenceLeaseWriterCannotCollectALiveConsumer(t *testing.T) {
 	require.NoError(t, provider.client.Get(ctx, key, &authv1beta1.Tenant{}), "a consumer renewing its presence is kept")
 
 	writer := principal(t, provider, "lease-writer", pTN, rule("coordination.k8s.io", "leases", "get", "update"))
-	require.NoError(t, writer.Get(ctx, leaseKey, &lease))
-	lease.Spec.RenewTime, lease.Spec.AcquireTime = nil, nil
-	require.NoError(t, writer.Update(ctx, &lease), "the Lease writer clears the consumer's renewal")
+	for _, forge := range []struct {
+		what string
+		set  func(*coordinationv1.Lease)
+	}{
+		{"clears", func(l *coordinationv1.Lease) { l.Spec.RenewTime, l.Spec.AcquireTime = nil, nil }},
+		{"back-dates", func(l *coordinationv1.Lease) {
+			l.Spec.RenewTime, l.Spec.AcquireTime = &metav1.MicroTime{Time: l.CreationTimestamp.Time}, &metav1.MicroTime{Time: l.CreationTimestamp.Time}
+		}},
+	} {
+		require.NoError(t, writer.Get(ctx, leaseKey, &lease))
+		forge.set(&lease)
+		if err := writer.Update(ctx, &lease); err != nil {
+			t.Logf("the Lease writer %s the consumer's renewal: refused: %v", forge.what, err)
+		}
+	}
 
 	for deadline := last.Add(grace - 2*time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		err := provider.client.Get(ctx, key, &authv1beta1.Tenant{})
