@@ -305,3 +305,39 @@ func TestNamespaceUpdaterCannotRecordACreatorLater(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, rec, "a namespace labelled after its creation is designated")
 }
+
+// TestManagerWritesByUpdateAndApplyAreExact acts as liqo-auth-manager's ServiceAccount (its
+// token) writing by update and server-side apply what it may not create: a slice Role with
+// more verbs, a reader binding with a second subject, a Lease of another name.
+func TestManagerWritesByUpdateAndApplyAreExact(t *testing.T) {
+	p := installSites(t, testenv.New(t, "manager-updates"), "cl-provider")[0]
+	ctx := context.Background()
+	tn := ensureTN(t, p.client, "cl-consumer")
+	saCfg, err := p.cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, access.ManagerName)
+	require.NoError(t, err)
+	manager := newClient(t, saCfg)
+
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "liqo-resourceslice-b"}, Rules: access.SliceRules("b")}
+	require.NoError(t, manager.Create(ctx, role))
+	role.Rules[0].Verbs = append(role.Rules[0].Verbs, "update")
+	assert.Error(t, manager.Update(ctx, role), "update: a slice Role with more verbs")
+
+	reader := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.TenantReaderName},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "cl-consumer"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: wire.TenantReaderName}}
+	if err := manager.Create(ctx, reader); err != nil {
+		require.True(t, apierrors.IsAlreadyExists(err), "%v", err)
+		require.NoError(t, manager.Get(ctx, client.ObjectKeyFromObject(reader), reader))
+	}
+	reader.Subjects = append(reader.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "mallory"})
+	assert.Error(t, manager.Update(ctx, reader), "update: the reader binding to a second user")
+
+	applied := &rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "liqo-resourceslice-b"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "mallory"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "liqo-resourceslice-b"}}
+	assert.Error(t, manager.Patch(ctx, applied, client.Apply, client.FieldOwner("thief"), client.ForceOwnership), "apply: a slice binding to another user")
+	lease := &coordinationv1.Lease{TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "other"}}
+	assert.Error(t, manager.Patch(ctx, lease, client.Apply, client.FieldOwner("thief"), client.ForceOwnership), "apply: a Lease of another name")
+}
