@@ -252,7 +252,7 @@ func TestForgedKubeconfigSecretsAreNotCachedWhole(t *testing.T) {
 	for i := range 3 {
 		identity := fmt.Sprintf("made-up-%d", i)
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.KubeconfigSecretName(identity),
-			Finalizers: []string{"example.com/hold"},
+			Labels: map[string]string{wire.RemoteClusterIDLabel: "cl-consumer"}, Finalizers: []string{"example.com/hold"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Identity", Name: identity,
 				UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-00000000000%d", i)), Controller: ptr.To(true)}}},
 			Data: map[string][]byte{wire.KubeconfigField: big}}
@@ -272,7 +272,9 @@ func TestForgedKubeconfigSecretsAreNotCachedWhole(t *testing.T) {
 		var live, s corev1.Secret
 		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: name}, &live))
 		t.Logf("%s: deletionTimestamp %v", name, live.DeletionTimestamp)
-		require.NoError(t, cached.Get(ctx, client.ObjectKey{Namespace: tn, Name: name}, &s))
+		eventually(t, 10*time.Second, "the cache holds "+name, func(ctx context.Context) (bool, error) {
+			return cached.Get(ctx, client.ObjectKey{Namespace: tn, Name: name}, &s) == nil, nil
+		})
 		assert.Empty(t, s.Data, "the cache keeps whole Secret %s, controlled by an Identity that does not exist", name)
 	}
 }
