@@ -79,30 +79,34 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 			{Expression: notLease + " || object.metadata.name == '" + wire.PresenceLeaseName + "'",
 				Message: "liqo-auth-manager creates only the Lease " + wire.PresenceLeaseName + " in a tenant namespace"},
 		})
-	return append(append(bindings, tenantPolicy...), forgePresenceLeasePolicy(liqoNS)...)
+	return append(append(bindings, tenantPolicy...), forgePresenceLeasePolicy()...)
 }
 
 // PresenceLeasePolicyName is the ValidatingAdmissionPolicy (and its binding) that keeps the
-// presence Lease's times from going back for everyone but the manager.
+// presence Lease's last sign of life from going back.
 const PresenceLeasePolicyName = "liqo-auth-presence-lease"
 
-// forgePresenceLeasePolicy keeps the presence Lease's times monotonic for everyone but the
-// manager: peergc counts from the latest of its creation, acquireTime and renewTime, so a
-// Lease writer who cleared or back-dated them would have a consumer that renewed seconds
-// ago collected at once (TestPresenceLeaseWriterCannotCollectALiveConsumer). The consumer
-// moves renewTime forward; only the manager (adopting the Lease) writes acquireTime or
-// clears renewTime. Deleting the Lease gives no older time: the manager makes a new one.
-func forgePresenceLeasePolicy(liqoNS string) []client.Object {
+// forgePresenceLeasePolicy keeps the presence Lease's last sign of life (the latest of its
+// creation, acquireTime and renewTime, as peergc.LastSignOfLife reads it) from going back,
+// whoever writes: a Lease writer who cleared or back-dated those times would have a
+// consumer that renewed seconds ago collected at once
+// (TestPresenceLeaseWriterCannotCollectALiveConsumer). The consumer's renewals and the
+// manager's adoption (acquireTime now, renewTime cleared) move it forward; deleting the
+// Lease gives no older time, the manager makes a new one. It holds for the manager too,
+// whatever identity it runs as, and for administrators, who may delete the Tenant anyway.
+func forgePresenceLeasePolicy() []client.Object {
 	match := createsAndUpdates("coordination.k8s.io", "*", "leases")
 	match.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
+	last := func(o string) string {
+		renew, acquire := o+".spec.renewTime", o+".spec.acquireTime"
+		latest := "(has(" + acquire + ") && " + acquire + " > " + o + ".metadata.creationTimestamp ? " + acquire + " : " + o + ".metadata.creationTimestamp)"
+		return "(has(" + renew + ") && " + renew + " > " + latest + " ? " + renew + " : " + latest + ")"
+	}
 	return denyingPolicy(PresenceLeasePolicyName, match, []admissionregistrationv1.MatchCondition{
 		{Name: "presence-lease", Expression: "object.metadata.name == '" + wire.PresenceLeaseName + "'"},
-		{Name: "not-liqo-auth-manager", Expression: "request.userInfo.username != '" + ManagerUser(liqoNS) + "'"},
 	}, []admissionregistrationv1.Validation{
-		{Expression: "!has(oldObject.spec.renewTime) || (has(object.spec.renewTime) && object.spec.renewTime >= oldObject.spec.renewTime)",
-			Message: "the presence Lease's renewTime only moves forward: peergc counts from it"},
-		{Expression: "has(object.spec.acquireTime) == has(oldObject.spec.acquireTime) && (!has(object.spec.acquireTime) || object.spec.acquireTime == oldObject.spec.acquireTime)",
-			Message: "the presence Lease's acquireTime is written by liqo-auth-manager only: peergc counts from it"},
+		{Expression: last("object") + " >= " + last("oldObject"),
+			Message: "the presence Lease's last sign of life (the latest of its creation, acquireTime and renewTime) does not go back: peergc counts from it"},
 	})
 }
 
