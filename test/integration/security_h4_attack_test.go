@@ -242,7 +242,7 @@ func TestForgedKubeconfigSecretsAreNotCachedWhole(t *testing.T) {
 	t.Cleanup(cancel)
 	scope := authmanager.NewCacheScope(wire.DefaultLiqoNamespace)
 	mgr, err := ctrl.NewManager(p.cp.Config, ctrl.Options{Scheme: scheme.New(), Cache: authmanager.CacheOptions(wire.DefaultLiqoNamespace, scope),
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: testLogger(t)})
+		Controller: authmanager.ControllerConfig(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: testLogger(t)})
 	require.NoError(t, err)
 	require.NoError(t, authmanager.Setup(ctx, mgr, authmanager.Options{Role: authmanager.Provider, Scope: scope,
 		Tenant: tenant.Options{APIServer: p.cp.URL, CA: p.cp.CA.CertPEM}}))
