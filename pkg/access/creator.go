@@ -60,12 +60,16 @@ func denyingPolicy(name string, match *admissionregistrationv1.MatchResources, c
 // refuses them written by anyone else, or changed.
 func ForgeCreatorPolicies() []client.Object {
 	meta := metav1.ObjectMeta{Name: CreatorPolicyName, Labels: wire.ManagedLabels()}
-	namespaces := func(ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
+	namespaces := func(resources []string, ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
 		return &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: ops,
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}}},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: resources}},
 		}}}
 	}
+	// The API server lets a namespace's status and finalize subresources change its
+	// metadata (their strategies reset only spec, or only status): a writer of either
+	// must not change the record either.
+	namespaceWrites := []string{"namespaces", "namespaces/status", "namespaces/finalize"}
 	annotation := func(obj, key string) string {
 		return "(has(" + obj + ".metadata.annotations) && '" + key + "' in " + obj + ".metadata.annotations ? " + obj + ".metadata.annotations['" + key + "'] : '')"
 	}
@@ -74,7 +78,7 @@ func ForgeCreatorPolicies() []client.Object {
 		&admissionregistrationv1.MutatingAdmissionPolicy{TypeMeta: admissionType("MutatingAdmissionPolicy"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 				FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-				MatchConstraints: namespaces(admissionregistrationv1.Create),
+				MatchConstraints: namespaces([]string{"namespaces"}, admissionregistrationv1.Create),
 				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "tenant-namespace",
 					Expression: "has(object.metadata.labels) && '" + wire.TenantNamespaceLabel + "' in object.metadata.labels"}},
 				ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
@@ -84,7 +88,7 @@ func ForgeCreatorPolicies() []client.Object {
 			}},
 		&admissionregistrationv1.MutatingAdmissionPolicyBinding{TypeMeta: admissionType("MutatingAdmissionPolicyBinding"), ObjectMeta: meta,
 			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: CreatorPolicyName}},
-	}, denyingPolicy(CreatorPolicyName, namespaces(admissionregistrationv1.Create, admissionregistrationv1.Update), nil, creatorValidations(recorded, annotation))...)
+	}, denyingPolicy(CreatorPolicyName, namespaces(namespaceWrites, admissionregistrationv1.Create, admissionregistrationv1.Update), nil, creatorValidations(recorded, annotation))...)
 }
 
 // creatorAnnotation is one annotation of the creator record and the CEL expression of its

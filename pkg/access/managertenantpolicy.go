@@ -35,7 +35,7 @@ const (
 //     liqo-tenant-<id> labelled for <id>: its own (liqo-auth-manager-tenant to its
 //     ServiceAccount, only where the API server recorded the namespace's creator), the
 //     tenant's control-plane and reader bindings (to user <id>), a slice's (Role
-//     liqo-resourceslice-<slice> to user <slice>-<hash>).
+//     liqo-resourceslice-<slice> to user <slice>-<12 hex digits>).
 //   - liqo-auth-manager-tenant-writes: outside the Liqo namespace, it writes those
 //     bindings, the Roles they name (with exactly their rules) and the presence Lease only
 //     where its own binding exists: in a namespace this cluster's administrator (liqoctl)
@@ -50,7 +50,10 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 	controlPlane := "object.metadata.name == '" + wire.ControlPlaneBindingName + "' && " + roleRef("ClusterRole", "'"+wire.ControlPlaneRoleName+"'") + " && " + subjectIs("User", nsPeer, "")
 	reader := "object.metadata.name == '" + wire.TenantReaderName + "' && " + roleRef("Role", "'"+wire.TenantReaderName+"'") + " && " + subjectIs("User", nsPeer, "")
 	slice := "object.metadata.name.startsWith('liqo-resourceslice-') && " + roleRef("Role", "object.metadata.name") + " && " +
-		subjectIs("User", "", "") + " && object.subjects[0].name.startsWith(" + sliceOf + " + '-')"
+		subjectIs("User", "", "") + " && object.subjects[0].name.startsWith(" + sliceOf + " + '-') && " +
+		// exactly <slice>-<12 hex digits> (authn.SliceUserName): not the user of a slice
+		// whose name begins with <slice>-.
+		"size(object.subjects[0].name) == size(" + sliceOf + ") + 13 && object.subjects[0].name.substring(size(" + sliceOf + ") + 1).matches('^[0-9a-f]{12}$')"
 	bindings := denyingPolicy(ManagerBindingPolicyName, createsAndUpdates(rbacv1.GroupName, "*", "rolebindings"), isManager,
 		[]admissionregistrationv1.Validation{
 			{Expression: "'" + wire.TenantNamespaceLabel + "' in " + nsLabels + " && " + nsLabels + "['" + wire.TenantNamespaceLabel + "'] == 'true' && " + nsPeer + " != '' && " +
@@ -78,7 +81,35 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 			{Expression: notLease + " || object.metadata.name == '" + wire.PresenceLeaseName + "'",
 				Message: "liqo-auth-manager creates only the Lease " + wire.PresenceLeaseName + " in a tenant namespace"},
 		})
-	return append(bindings, tenantPolicy...)
+	return append(append(bindings, tenantPolicy...), forgePresenceLeasePolicy()...)
+}
+
+// PresenceLeasePolicyName is the ValidatingAdmissionPolicy (and its binding) that keeps the
+// presence Lease's last sign of life from going back.
+const PresenceLeasePolicyName = "liqo-auth-presence-lease"
+
+// forgePresenceLeasePolicy keeps the presence Lease's last sign of life (the latest of its
+// creation, acquireTime and renewTime, as peergc.LastSignOfLife reads it) from going back,
+// whoever writes: a Lease writer who cleared or back-dated those times would have a
+// consumer that renewed seconds ago collected at once
+// (TestPresenceLeaseWriterCannotCollectALiveConsumer). The consumer's renewals and the
+// manager's adoption (acquireTime now, renewTime cleared) move it forward; deleting the
+// Lease gives no older time, the manager makes a new one. It holds for the manager too,
+// whatever identity it runs as, and for administrators, who may delete the Tenant anyway.
+func forgePresenceLeasePolicy() []client.Object {
+	match := createsAndUpdates("coordination.k8s.io", "*", "leases")
+	match.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
+	last := func(o string) string {
+		renew, acquire := o+".spec.renewTime", o+".spec.acquireTime"
+		latest := "(has(" + acquire + ") && " + acquire + " > " + o + ".metadata.creationTimestamp ? " + acquire + " : " + o + ".metadata.creationTimestamp)"
+		return "(has(" + renew + ") && " + renew + " > " + latest + " ? " + renew + " : " + latest + ")"
+	}
+	return denyingPolicy(PresenceLeasePolicyName, match, []admissionregistrationv1.MatchCondition{
+		{Name: "presence-lease", Expression: "object.metadata.name == '" + wire.PresenceLeaseName + "'"},
+	}, []admissionregistrationv1.Validation{
+		{Expression: last("object") + " >= " + last("oldObject"),
+			Message: "the presence Lease's last sign of life (the latest of its creation, acquireTime and renewTime) does not go back: peergc counts from it"},
+	})
 }
 
 // roleRef is the CEL test that the binding refers to the role of kind named by the

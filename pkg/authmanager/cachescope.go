@@ -9,6 +9,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,11 +38,14 @@ type CacheScope struct {
 	namespaces map[string]int // recorded tenant namespaces, by how many records name them
 	records    map[string]string
 	self       string
+	// identities are the UIDs of the Identities the cache has seen, by namespace/name: a
+	// kubeconfig-* Secret is kept whole only when that very Identity controls it.
+	identities map[string]types.UID
 }
 
 // NewCacheScope returns the scope of a manager whose tenant records live in liqoNS.
 func NewCacheScope(liqoNS string) *CacheScope {
-	return &CacheScope{liqoNS: liqoNS, namespaces: map[string]int{}, records: map[string]string{}}
+	return &CacheScope{liqoNS: liqoNS, namespaces: map[string]int{}, records: map[string]string{}, identities: map[string]types.UID{}}
 }
 
 // Load reads, through c, the tenant records there are now: the cache fills with what it
@@ -120,6 +124,19 @@ func (s *CacheScope) recorded(ns string) bool {
 	return s.namespaces[ns] > 0
 }
 
+// setIdentity records the UID of the Identity ns/name, as the cache saw it.
+func (s *CacheScope) setIdentity(ns, name string, uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.identities[ns+"/"+name] = uid
+}
+
+func (s *CacheScope) identityUID(ns, name string) types.UID {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.identities[ns+"/"+name]
+}
+
 func (s *CacheScope) isSelf(user string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -135,14 +152,18 @@ func secretNamed(name string) bool {
 // keptWhole says whether the cache keeps the content of Secret s of a recorded tenant
 // namespace: the nonce and signed nonce by name, and a kubeconfig only when the Identity it
 // is named after controls it (one per Identity; any other kubeconfig-* a Secret writer
-// makes costs the manager its metadata only, and is read live if ever needed).
-func keptWhole(s *corev1.Secret) bool {
+// makes costs the manager its metadata only, and is read live if ever needed). The
+// controller reference must carry the UID of the Identity the cache saw: a Secret writer
+// may name a made-up Identity, which the garbage collector deletes the Secret for but a
+// finalizer of the writer's keeps (TestForgedKubeconfigSecretsAreNotCachedWhole).
+func (sc *CacheScope) keptWhole(s *corev1.Secret) bool {
 	if s.Name == wire.NonceSecretName || s.Name == wire.SignedNonceSecretName {
 		return true
 	}
 	identity, ok := strings.CutPrefix(s.Name, wire.KubeconfigSecretName(""))
 	owner := metav1.GetControllerOf(s)
-	return ok && owner != nil && owner.Kind == "Identity" && owner.APIVersion == authv1beta1.GroupVersion.String() && owner.Name == identity
+	return ok && owner != nil && owner.Kind == "Identity" && owner.APIVersion == authv1beta1.GroupVersion.String() && owner.Name == identity &&
+		owner.UID != "" && owner.UID == sc.identityUID(s.Namespace, identity)
 }
 
 // transform trims an object on its way into the cache (cache.TransformFunc).
@@ -157,10 +178,12 @@ func (s *CacheScope) transform(obj any) (any, error) {
 	o.SetAnnotations(ourAnnotations(o.GetAnnotations()))
 	switch x := o.(type) {
 	case *corev1.Secret:
-		if !s.recorded(x.Namespace) || !keptWhole(x) {
+		if !s.recorded(x.Namespace) || !s.keptWhole(x) {
 			strip(x)
 			x.Data, x.StringData, x.OwnerReferences = nil, nil, nil
 		}
+	case *authv1beta1.Identity:
+		s.setIdentity(x.Namespace, x.Name, x.UID)
 	case *authv1beta1.ResourceSlice:
 		// The tenant writes its slices: only this project's labels are read.
 		x.Labels = ourLabels(x.Labels)

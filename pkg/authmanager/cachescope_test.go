@@ -53,6 +53,8 @@ func TestCacheScopeTrustsNoMarkFromTheServer(t *testing.T) {
 		return []metav1.OwnerReference{{Kind: kind, APIVersion: apiVersion, Name: name, UID: "u", Controller: ptr.To(true)}}
 	}
 	identity := authv1beta1.GroupVersion.String()
+	_, err := s.transform(&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "controlplane-cl-a", UID: "u"}})
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name   string
 		secret *corev1.Secret
@@ -62,6 +64,8 @@ func TestCacheScopeTrustsNoMarkFromTheServer(t *testing.T) {
 			Annotations: map[string]string{wire.StrippedAnnotation: "true"}}}, true},
 		{"the Identity's kubeconfig", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeconfig-controlplane-cl-a",
 			OwnerReferences: owned("Identity", identity, "controlplane-cl-a")}}, true},
+		{"a kubeconfig-* controlled by a made-up Identity of its name", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeconfig-made-up",
+			OwnerReferences: owned("Identity", identity, "made-up")}}, false},
 		{"a kubeconfig-* nobody owns", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeconfig-big-1"}}, false},
 		{"a kubeconfig-* owned by another Identity", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeconfig-big-2",
 			OwnerReferences: owned("Identity", identity, "controlplane-cl-a")}}, false},

@@ -121,7 +121,7 @@ func TestManagerBindingsAreExact(t *testing.T) {
 		{"the reader Role", reader(wire.TenantReaderName, "cl-consumer"), true},
 		{"the reader binding", binding(tn, wire.TenantReaderName, "Role", wire.TenantReaderName, user("cl-consumer")), true},
 		{"a slice Role", &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "liqo-resourceslice-a"}, Rules: access.SliceRules("a")}, true},
-		{"a slice binding", binding(tn, "liqo-resourceslice-a", "Role", "liqo-resourceslice-a", user("a-0123abcd")), true},
+		{"a slice binding", binding(tn, "liqo-resourceslice-a", "Role", "liqo-resourceslice-a", user("a-0123456789ab")), true},
 		{"the presence Lease", lease(wire.PresenceLeaseName), true},
 		{"the control plane to the peer, in an adopted namespace", binding(old.Name, wire.ControlPlaneBindingName, "ClusterRole", wire.ControlPlaneRoleName, user("cl-old")), true},
 	} {
