@@ -61,7 +61,7 @@ func getDefaultTenantNamespace(ctx context.Context, c client.Reader, remoteID st
 		return "", fmt.Errorf("reading namespace %q: %w", wire.TenantNamespaceName(remoteID), err)
 	}
 	if !IsTenantNamespaceOf(&ns, remoteID) {
-		return "", fmt.Errorf("namespace %q is not labelled as tenant namespace of cluster %q", ns.Name, remoteID)
+		return "", fmt.Errorf("%w: namespace %q is not labelled as tenant namespace of cluster %q", ErrTenantNamespaceNotFound, ns.Name, remoteID)
 	}
 	return ns.Name, nil
 }

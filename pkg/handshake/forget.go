@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,6 +30,9 @@ type PeerHere struct {
 	TenantNamespace string
 	// Identity is s's control-plane Identity on the peer (nil: none).
 	Identity *authv1beta1.Identity
+	// Undesignated is set when no tenant namespace is designated for the peer here:
+	// TenantNamespace is only the name one would have, and nothing was read from it.
+	Undesignated bool
 	// ConsumerSlices are the slices s asked of the peer.
 	ConsumerSlices []string
 	// Tenant is the peer's Tenant on s (nil: none).
@@ -45,7 +49,18 @@ func (h *PeerHere) Provider() bool { return h.Tenant != nil || len(h.ProviderSli
 
 // InspectPeer reads what s holds of its peering with peerID, without reaching the peer.
 func InspectPeer(ctx context.Context, s *Side, peerID string) (*PeerHere, error) {
-	h := &PeerHere{PeerID: peerID, TenantNamespace: tenantNamespaceOrDefault(ctx, s, peerID)}
+	h := &PeerHere{PeerID: peerID}
+	tn, err := s.TenantNamespace(ctx, peerID)
+	switch {
+	case errors.Is(err, cluster.ErrTenantNamespaceNotFound):
+		// No namespace is designated for the peer: liqo-tenant-<id> may be anyone's (a
+		// namespace creator's look-alike), so nothing is read there, nor deleted.
+		h.TenantNamespace, h.Undesignated = wire.TenantNamespaceName(peerID), true
+		return h, nil
+	case err != nil:
+		return nil, s.Explain(err, "finding the tenant namespace")
+	}
+	h.TenantNamespace = tn
 	var id authv1beta1.Identity
 	switch err := s.Client.Get(ctx, client.ObjectKey{Namespace: h.TenantNamespace, Name: wire.IdentityName(peerID)}, &id); {
 	case err == nil:
@@ -138,7 +153,9 @@ func ForgetPeer(ctx context.Context, s *Side, h *PeerHere, deleteSlices, deleteN
 	if !h.Consumer() && !h.Provider() {
 		s.Report.Info("No Identity, Tenant or ResourceSlice of cluster %q here", h.PeerID)
 	}
-	if deleteNamespace {
+	if deleteNamespace && h.Undesignated {
+		s.Report.Warn("Namespace %s is not the designated tenant namespace of %q: it is left alone", h.TenantNamespace, h.PeerID)
+	} else if deleteNamespace {
 		if err := deleteIgnoringAbsence(ctx, s.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.TenantNamespace}}); err != nil {
 			return nil, s.Explain(err, "deleting the tenant namespace")
 		}

@@ -189,20 +189,16 @@ func ready(conds []metav1.Condition) float64 {
 func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 	// The tenant records say what this provider issued: the expiry series come from them,
 	// not from statuses a status writer may rewrite.
-	records, err := cluster.ListTenantRecords(ctx, g.reader, g.liqoNS)
+	byPeer, err := g.records(ctx)
 	if err != nil {
 		return
-	}
-	byPeer := make(map[string]*cluster.TenantRecord, len(records))
-	for _, r := range records {
-		byPeer[r.RemoteID] = r
 	}
 	var tenants authv1beta1.TenantList
 	if err := g.reader.List(ctx, &tenants); err == nil {
 		for i := range tenants.Items {
 			t := &tenants.Items[i]
 			peer := string(t.Spec.ClusterID)
-			if peer == "" || t.Namespace != wire.TenantNamespaceName(peer) || t.Status.AcceptedKeyFingerprint == "" {
+			if peer == "" || !designated(byPeer, peer, t.Namespace) || t.Status.AcceptedKeyFingerprint == "" {
 				continue // not a tenant this provider accepted
 			}
 			out.emit(readyDesc, prometheus.GaugeValue, ready(t.Status.Conditions), SideProvider, peer)
@@ -216,7 +212,7 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 		for i := range slices.Items {
 			rs := &slices.Items[i]
 			peer, providerCopy := access.SliceConsumer(rs)
-			if !providerCopy || peer == "" || peer == g.self || rs.Namespace != wire.TenantNamespaceName(peer) {
+			if !providerCopy || peer == "" || peer == g.self || !designated(byPeer, peer, rs.Namespace) {
 				continue
 			}
 			if at, ok := lastIssued(byPeer[peer], rs.Name); ok {
@@ -234,6 +230,27 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 			out.emit(nonceAgeDesc, prometheus.GaugeValue, now.Sub(nonces.Items[i].CreationTimestamp.Time).Seconds(), peer)
 		}
 	}
+}
+
+// records are the tenant records, by peer.
+func (g *gauges) records(ctx context.Context) (map[string]*cluster.TenantRecord, error) {
+	records, err := cluster.ListTenantRecords(ctx, g.reader, g.liqoNS)
+	if err != nil {
+		return nil, err
+	}
+	byPeer := make(map[string]*cluster.TenantRecord, len(records))
+	for _, r := range records {
+		byPeer[r.RemoteID] = r
+	}
+	return byPeer, nil
+}
+
+// designated says whether ns is the tenant namespace this cluster recorded for peer, and
+// named for it: only objects there are reported, so that no namespace creator adds a
+// series with a look-alike liqo-tenant-<peer>.
+func designated(records map[string]*cluster.TenantRecord, peer, ns string) bool {
+	rec := records[peer]
+	return rec != nil && rec.Namespace == ns && ns == wire.TenantNamespaceName(peer)
 }
 
 // lastIssued is when the latest certificate the record lists for slice ("" for the
@@ -261,7 +278,7 @@ func unusedNonce(s *corev1.Secret, records map[string]*cluster.TenantRecord) (st
 	peer := s.Labels[wire.RemoteClusterIDLabel]
 	rec := records[peer]
 	nonce := string(s.Data[wire.NonceField])
-	if peer == "" || rec == nil || s.Name != wire.NonceSecretName || s.Namespace != wire.TenantNamespaceName(peer) || rec.Namespace != s.Namespace || nonce == "" {
+	if peer == "" || !designated(records, peer, s.Namespace) || s.Name != wire.NonceSecretName || nonce == "" {
 		return "", false
 	}
 	return peer, rec.ConsumedNonce == nil || rec.ConsumedNonce.Digest != cluster.NonceDigest(nonce)
@@ -272,10 +289,14 @@ func (g *gauges) collectConsumer(ctx context.Context, out *emitter) {
 	if err := g.reader.List(ctx, &ids); err != nil {
 		return
 	}
+	byPeer, err := g.records(ctx)
+	if err != nil {
+		return
+	}
 	for i := range ids.Items {
 		id := &ids.Items[i]
 		peer := string(id.Spec.ClusterID)
-		if peer == "" || id.Namespace != wire.TenantNamespaceName(peer) {
+		if peer == "" || !designated(byPeer, peer, id.Namespace) {
 			continue
 		}
 		kind, slice := KindControlPlane, ""

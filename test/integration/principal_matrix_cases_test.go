@@ -44,13 +44,13 @@ func principalMatrix() []matrixCase {
 			}},
 
 		// Secrets.
-		{resource: "secrets", principal: access.NamespaceCreator, name: "provider: nonces in a look-alike tenant namespace and elsewhere", known: "issue 32 item 7: info lists a labelled liqo-nonce of every namespace as NonceIssued",
+		{resource: "secrets", principal: access.NamespaceCreator, name: "provider: nonces in a look-alike tenant namespace and elsewhere",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				w, ns := m.ownTenantNS(t, m.p)
 				f.create(w, m.p.client, secret(ns, wire.NonceSecretName, map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: forgedID}, nonceData(t)))
 				f.create(m.own(t, m.p, ownNS, nil), m.p.client, secret(ownNS, wire.NonceSecretName, map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: m.c.id}, nonceData(t)))
 			}},
-		{resource: "secrets", principal: access.NamespaceCreator, name: "consumer: nonces to sign in a look-alike tenant namespace and elsewhere", known: "issue 32 item 7: info lists a labelled liqo-signed-nonce of every namespace as TenantGenerated",
+		{resource: "secrets", principal: access.NamespaceCreator, name: "consumer: nonces to sign in a look-alike tenant namespace and elsewhere",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				w, ns := m.ownTenantNS(t, m.c)
 				f.create(w, m.c.client, secret(ns, wire.SignedNonceSecretName, map[string]string{wire.SignedNonceLabel: "true", wire.RemoteClusterIDLabel: forgedID}, nonceData(t)))
@@ -61,11 +61,11 @@ func principalMatrix() []matrixCase {
 				f.create(m.secretWriter, m.p.client, secret(m.pTN, "matrix-nonce", map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: m.c.id}, nonceData(t)))
 			}},
 		// The cache keeps kubeconfig-* Secrets of a tenant namespace whole (not stripped).
-		{resource: "secrets", principal: access.SecretWriter, name: "provider: a kubeconfig-named Secret labelled as the consumer's nonce", known: "issue 32 item 8: the collector does not check the Secret's name, and kubeconfig-* Secrets are cached whole: a nonce-age series for cl-consumer appears",
+		{resource: "secrets", principal: access.SecretWriter, name: "provider: a kubeconfig-named Secret labelled as the consumer's nonce",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				f.create(m.secretWriter, m.p.client, secret(m.pTN, wire.KubeconfigSecretName("matrix"), map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: m.c.id}, nonceData(t)))
 			}},
-		{resource: "secrets", principal: access.SecretWriter, name: "provider: the cache's stripped annotation on an unused nonce", known: "issue 32 item 8: the nonce-age series of cl-later disappears",
+		{resource: "secrets", principal: access.SecretWriter, name: "provider: the cache's stripped annotation on an unused nonce",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				s := &corev1.Secret{ObjectMeta: metaOf(m.laterTN, wire.NonceSecretName)}
 				f.mutate(m.laterSecret, m.p.client, s, false, func() { setAnnotation(s, wire.StrippedAnnotation, "true") })
@@ -83,7 +83,7 @@ func principalMatrix() []matrixCase {
 				s := &corev1.Secret{ObjectMeta: metaOf(m.pTN, wire.NonceSecretName)}
 				f.mutate(m.secretWriter, m.p.client, s, false, func() { s.Labels[wire.RemoteClusterIDLabel] = laterID })
 			}},
-		{resource: "secrets", principal: access.SecretWriter, name: "provider: the consumed nonce's value",
+		{resource: "secrets", principal: access.SecretWriter, name: "provider: the consumed nonce's value", finding: "a writer who replaces the consumed nonce's value holds an unused nonce there: the nonce-age series reports it, as the tenant record cannot tell it from the nonce of a new handshake",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				s := &corev1.Secret{ObjectMeta: metaOf(m.pTN, wire.NonceSecretName)}
 				f.mutate(m.secretWriter, m.p.client, s, false, func() { s.Data = nonceData(t) })
@@ -101,7 +101,7 @@ func principalMatrix() []matrixCase {
 					setLabel(s, wire.RemoteClusterIDLabel, forgedID)
 				})
 			}},
-		{resource: "secrets", principal: access.PeeringUser, name: "provider: the consumer's nonce, as its peering user",
+		{resource: "secrets", principal: access.PeeringUser, name: "provider: the consumer's nonce, as its peering user", finding: "a writer who replaces the consumed nonce's value holds an unused nonce there: the nonce-age series reports it, as the tenant record cannot tell it from the nonce of a new handshake",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				s := &corev1.Secret{ObjectMeta: metaOf(m.pTN, wire.NonceSecretName)}
 				f.mutate(m.peeringUser, m.p.client, s, false, func() {
@@ -123,7 +123,7 @@ func principalMatrix() []matrixCase {
 			}},
 
 		// Tenants.
-		{resource: "tenants", principal: access.NamespaceCreator, name: "provider: Tenants in a look-alike tenant namespace and elsewhere", known: "issue 32 item 7: info lists Tenants of every namespace; unauthenticate --remote-cluster-id cl-forged also takes the undesignated liqo-tenant-cl-forged for the peer's (not in issue 32)",
+		{resource: "tenants", principal: access.NamespaceCreator, name: "provider: Tenants in a look-alike tenant namespace and elsewhere",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				w, ns := m.ownTenantNS(t, m.p)
 				a := newAttacker(t, forgedID)
@@ -148,7 +148,7 @@ func principalMatrix() []matrixCase {
 					tn.Spec.PublicKey, tn.Spec.CSR, tn.Spec.Signature = a.pubPEM(t), a.csr(t), a.sign(t, string(nonceData(t)[wire.NonceField]))
 				})
 			}},
-		{resource: "tenants", principal: access.TenantWriter, name: "provider: a Tenant of another cluster in the tenant namespace", known: "issue 32 item 7: info lists a Tenant of cl-later found in the tenant namespace of cl-consumer",
+		{resource: "tenants", principal: access.TenantWriter, name: "provider: a Tenant of another cluster in the tenant namespace",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				f.create(m.tenantWriter, m.p.client, newAttacker(t, laterID).honestTenant(t, m.pTN, string(nonceData(t)[wire.NonceField])))
 			}},
@@ -161,16 +161,16 @@ func principalMatrix() []matrixCase {
 					tn.Spec.TenantCondition = authv1beta1.TenantConditionActive
 				})
 			}},
-		{resource: "tenants", principal: access.PeeringUser, name: "provider: a Tenant of another cluster, as a peering user", known: "issue 32 item 7: info lists a Tenant of cl-later found in the tenant namespace of cl-consumer",
+		{resource: "tenants", principal: access.PeeringUser, name: "provider: a Tenant of another cluster, as a peering user",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				f.create(m.peeringUser, m.p.client, newAttacker(t, laterID).honestTenant(t, m.pTN, string(nonceData(t)[wire.NonceField])))
 			}},
-		{resource: "tenants", principal: access.StatusWriter, name: "provider: the accepted Tenant's acceptance time (peergc)", known: "issue 32 item 6: peergc deletes the Tenant, slice, bindings and presence Lease of a consumer accepted minutes ago, under a 24 h grace period", disruptive: true,
+		{resource: "tenants", principal: access.StatusWriter, name: "provider: the accepted Tenant's acceptance time (peergc)", disruptive: true,
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
 				f.mutate(m.statusWriter, m.p.client, tn, true, func() { tn.Status.AcceptedAt = &metav1.Time{Time: time.Now().Add(-25 * time.Hour)} })
 			}},
-		{resource: "tenants", principal: access.StatusWriter, name: "provider: the accepted Tenant's conditions, certificate and published parameters", finding: "a status writer who replaces status.certificate makes the provider issue a new certificate (StatusTampered repair): liqo_auth_certificates_total{issued} +1, a new serial in the tenant record and info, the expiry series moves",
+		{resource: "tenants", principal: access.StatusWriter, name: "provider: the accepted Tenant's conditions, certificate and published parameters", finding: "a status writer who clears the published certificate (authParams without one) makes the provider issue a new one for the accepted key; replacing it is repaired from the tenant record (TestStatusWriterCannotMakeTheProviderIssue)",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
 				f.mutate(m.statusWriter, m.p.client, tn, true, func() {
@@ -180,7 +180,7 @@ func principalMatrix() []matrixCase {
 					tn.Status.TenantCondition = authv1beta1.TenantConditionActive
 				})
 			}},
-		{resource: "tenants", principal: access.StatusWriter, name: "provider: an acceptance on a Tenant a namespace creator made in a look-alike tenant namespace", known: "issue 32 item 7: info prints the forged Tenant; the metrics collector also reports peer_ready and certificate_expiry for cl-forged from a look-alike liqo-tenant-cl-forged (it checks the namespace name, not the record; not in issue 32), and unauthenticate --remote-cluster-id cl-forged takes that namespace",
+		{resource: "tenants", principal: access.StatusWriter, name: "provider: an acceptance on a Tenant a namespace creator made in a look-alike tenant namespace",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				w, ns := m.ownTenantNS(t, m.p)
 				tn := newAttacker(t, forgedID).honestTenant(t, ns, string(nonceData(t)[wire.NonceField]))
@@ -222,7 +222,7 @@ func principalMatrix() []matrixCase {
 			}},
 
 		// ResourceSlices.
-		{resource: "resourceslices", principal: access.TheTenant, name: "provider: a slice claiming another consumer, in its tenant namespace", known: "issue 32 item 7: info lists a provider slice of cl-later found in the tenant namespace of cl-consumer (it trusts spec.consumerClusterID)",
+		{resource: "resourceslices", principal: access.TheTenant, name: "provider: a slice claiming another consumer, in its tenant namespace", finding: "info lists a provider slice that claims another consumer, found in the tenant namespace of cl-consumer (it checks the namespace, not the slice's consumer against it)",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				a := newAttacker(t, laterID)
 				f.create(m.theTenant, m.p.client, providerCopy(m.pTN, "matrix-claim", laterID, a.csr(t)))
@@ -245,13 +245,13 @@ func principalMatrix() []matrixCase {
 					rs.Spec.CSR = sliceCSR(t, a.key, authn.SliceUserName(sliceName, m.c.id), m.c.id)
 				})
 			}},
-		{resource: "resourceslices", principal: access.NamespaceCreator, name: "provider: slices in a look-alike tenant namespace and elsewhere", known: "issue 32 item 7: info lists provider slices of every namespace; unauthenticate --remote-cluster-id cl-forged would delete matrix-slice from the undesignated liqo-tenant-cl-forged (not in issue 32)",
+		{resource: "resourceslices", principal: access.NamespaceCreator, name: "provider: slices in a look-alike tenant namespace and elsewhere",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				w, ns := m.ownTenantNS(t, m.p)
 				f.create(w, m.p.client, providerCopy(ns, "matrix-slice", forgedID, newAttacker(t, forgedID).csr(t)))
 				f.create(m.own(t, m.p, ownNS, nil), m.p.client, providerCopy(ownNS, "matrix-slice", m.c.id, newAttacker(t, m.c.id).csr(t)))
 			}},
-		{resource: "resourceslices", principal: access.NamespaceCreator, name: "consumer: slices asking the provider from a look-alike tenant namespace and elsewhere", known: "issue 32 item 7: info lists consumer slices of every namespace; unauthenticate --remote-cluster-id cl-forged would delete matrix-ask from the undesignated liqo-tenant-cl-forged (not in issue 32)",
+		{resource: "resourceslices", principal: access.NamespaceCreator, name: "consumer: slices asking the provider from a look-alike tenant namespace and elsewhere",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				w, ns := m.ownTenantNS(t, m.c)
 				forged := &site{id: forgedID}
@@ -262,13 +262,13 @@ func principalMatrix() []matrixCase {
 				rs.Namespace = ownNS
 				f.create(m.own(t, m.c, ownNS, nil), m.c.client, rs)
 			}},
-		{resource: "resourceslices", principal: access.SliceWriter, name: "consumer: a slice asking a provider never peered, in the tenant namespace", known: "issue 32 item 7: info lists a slice of cl-forged found in the tenant namespace of cl-provider",
+		{resource: "resourceslices", principal: access.SliceWriter, name: "consumer: a slice asking a provider never peered, in the tenant namespace", finding: "by design since TestRelabelledSliceIsNotForgotten: every slice in a peer's tenant namespace counts as asked of that peer for unauthenticate --remote-cluster-id (refused without --delete-resourceslices, deleted with it), whatever provider its labels name",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				rs := localSlice(m.c, &site{id: forgedID}, "matrix-ask", "", "1")
 				rs.Namespace = m.cTN
 				f.create(m.cSliceWriter, m.c.client, rs)
 			}},
-		{resource: "resourceslices", principal: access.SliceWriter, name: "consumer: its slice's labels", finding: "a slice writer who relabels the slice for another provider hides it from unauthenticate --remote-cluster-id cl-provider (it would neither refuse nor delete it, while the slice's certificate still works on the provider) and from info",
+		{resource: "resourceslices", principal: access.SliceWriter, name: "consumer: its slice's labels", finding: "info lists a consumer slice by its labels: relabelled for another provider, it is shown under that provider (unauthenticate --remote-cluster-id now finds it: TestRelabelledSliceIsNotForgotten)",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				rs := &authv1beta1.ResourceSlice{ObjectMeta: metaOf(m.cTN, sliceName)}
 				f.mutate(m.cSliceWriter, m.c.client, rs, false, func() {
@@ -276,7 +276,7 @@ func principalMatrix() []matrixCase {
 					setLabel(rs, wire.ReplicationDestinationLabel, forgedID)
 				})
 			}},
-		{resource: "resourceslices", principal: access.StatusWriter, name: "provider: the status of the consumer's slice", finding: "a status writer's status.certificate.notAfter on the provider's copy of a slice is reported as is by the expiry series and info (not repaired by the manager)",
+		{resource: "resourceslices", principal: access.StatusWriter, name: "provider: the status of the consumer's slice", finding: "info prints a status writer's status.certificate.notAfter of the provider's copy of a slice (the expiry series now come from the tenant record)",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				rs := &authv1beta1.ResourceSlice{ObjectMeta: metaOf(m.pTN, sliceName)}
 				f.mutate(m.statusWriter, m.p.client, rs, true, func() {
@@ -300,7 +300,7 @@ func principalMatrix() []matrixCase {
 			}},
 
 		// Identities.
-		{resource: "identities", principal: access.NamespaceCreator, name: "consumer: Identities in a look-alike tenant namespace and elsewhere", known: "issue 32 item 7: info and verify list Identities of every namespace (verify fails for cl-forged); the consumer's metrics also add peer_ready{peer=cl-forged} from the look-alike namespace (not in issue 32), and unauthenticate --remote-cluster-id cl-forged takes it",
+		{resource: "identities", principal: access.NamespaceCreator, name: "consumer: Identities in a look-alike tenant namespace and elsewhere",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				var real authv1beta1.Identity
 				require.NoError(t, m.c.client.Get(context.Background(), client.ObjectKey{Namespace: m.cTN, Name: wire.IdentityName(m.p.id)}, &real))
@@ -326,7 +326,7 @@ func principalMatrix() []matrixCase {
 					id.Spec.AuthParams.CA = m.c.cp.CA.CertPEM
 				})
 			}},
-		{resource: "identities", principal: access.IdentityWriter, name: "consumer: an Identity of another provider in the tenant namespace", known: "issue 32 item 7: verify fails and info prints for an Identity of cl-forged found in the tenant namespace of cl-provider",
+		{resource: "identities", principal: access.IdentityWriter, name: "consumer: an Identity of another provider in the tenant namespace",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				var real authv1beta1.Identity
 				require.NoError(t, m.c.client.Get(context.Background(), client.ObjectKey{Namespace: m.cTN, Name: wire.IdentityName(m.p.id)}, &real))
