@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"testing"
 	"unicode/utf8"
 
@@ -23,7 +24,7 @@ func checkEscaped(t testing.TB, what, out string) {
 				t.Fatalf("%s prints invalid UTF-8 at %d: %q", what, i, out)
 			}
 		}
-		if unsafeRune(r) {
+		if authv1beta1.UnsafeTextIndex(string(r)) >= 0 {
 			t.Fatalf("%s prints %U raw: %q", what, r, out)
 		}
 	}

@@ -4,15 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pterm/pterm"
 	"golang.org/x/term"
 
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/startup"
 )
 
@@ -87,35 +85,10 @@ func (p *Printer) line(pp pterm.PrefixPrinter, level, format string, args ...any
 // that move the cursor, rewrite the title or hide what follows), C1 controls, and Unicode
 // bidirectional overrides are shown escaped ("\x1b", "\u202e") instead of acting. Messages
 // liqoctl prints often quote the other cluster's words (a condition, an error); what that
-// cluster wrote must never drive this terminal. Newlines and tabs are kept.
-func Sanitize(s string) string {
-	if strings.IndexFunc(s, unsafeRune) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if !unsafeRune(r) {
-			b.WriteRune(r)
-			continue
-		}
-		q := strconv.QuoteRuneToASCII(r)
-		b.WriteString(q[1 : len(q)-1])
-	}
-	return b.String()
-}
+// cluster wrote must never drive this terminal. Newlines and tabs are kept. It is the
+// escaping the controllers apply to what they store (authv1beta1.EscapeText).
+func Sanitize(s string) string { return authv1beta1.EscapeText(s) }
 
 // Unsafe is the index of the first rune of s that Sanitize escapes, -1 when none: for
 // tests that check a printer's output.
-func Unsafe(s string) int { return strings.IndexFunc(s, unsafeRune) }
-
-func unsafeRune(r rune) bool {
-	switch {
-	case r == '\n' || r == '\t':
-		return false
-	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError:
-		return true
-	case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c:
-		return true
-	}
-	return false
-}
+func Unsafe(s string) int { return authv1beta1.UnsafeTextIndex(s) }

@@ -222,7 +222,7 @@ func principalMatrix() []matrixCase {
 			}},
 
 		// ResourceSlices.
-		{resource: "resourceslices", principal: access.TheTenant, name: "provider: a slice claiming another consumer, in its tenant namespace", finding: "info lists a provider slice that claims another consumer, found in the tenant namespace of cl-consumer (it checks the namespace, not the slice's consumer against it)",
+		{resource: "resourceslices", principal: access.TheTenant, name: "provider: a slice claiming another consumer, in its tenant namespace",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				a := newAttacker(t, laterID)
 				f.create(m.theTenant, m.p.client, providerCopy(m.pTN, "matrix-claim", laterID, a.csr(t)))
@@ -268,7 +268,7 @@ func principalMatrix() []matrixCase {
 				rs.Namespace = m.cTN
 				f.create(m.cSliceWriter, m.c.client, rs)
 			}},
-		{resource: "resourceslices", principal: access.SliceWriter, name: "consumer: its slice's labels", finding: "info lists a consumer slice by its labels: relabelled for another provider, it is shown under that provider (unauthenticate --remote-cluster-id now finds it: TestRelabelledSliceIsNotForgotten)",
+		{resource: "resourceslices", principal: access.SliceWriter, name: "consumer: its slice's labels",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				rs := &authv1beta1.ResourceSlice{ObjectMeta: metaOf(m.cTN, sliceName)}
 				f.mutate(m.cSliceWriter, m.c.client, rs, false, func() {
@@ -276,7 +276,7 @@ func principalMatrix() []matrixCase {
 					setLabel(rs, wire.ReplicationDestinationLabel, forgedID)
 				})
 			}},
-		{resource: "resourceslices", principal: access.StatusWriter, name: "provider: the status of the consumer's slice", finding: "info prints a status writer's status.certificate.notAfter of the provider's copy of a slice (the expiry series now come from the tenant record)",
+		{resource: "resourceslices", principal: access.StatusWriter, name: "provider: the status of the consumer's slice",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				rs := &authv1beta1.ResourceSlice{ObjectMeta: metaOf(m.pTN, sliceName)}
 				f.mutate(m.statusWriter, m.p.client, rs, true, func() {

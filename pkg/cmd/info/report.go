@@ -166,10 +166,10 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		}
 		r.Identities = append(r.Identities, e)
 	}
-	if r.ResourceSlices, err = slices(ctx, s, in); err != nil {
+	if err := issued(ctx, s, r, placed, now); err != nil {
 		return nil, err
 	}
-	if err := issued(ctx, s, r, placed, now); err != nil {
+	if r.ResourceSlices, err = slices(ctx, s, in, r.Certificates); err != nil {
 		return nil, err
 	}
 	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s); err != nil {
@@ -339,7 +339,12 @@ func timeOf(t *metav1.Time) *time.Time {
 }
 
 // slices lists the ResourceSlices of the cluster, on either side.
-func slices(ctx context.Context, s *handshake.Side, in *reader) ([]Slice, error) {
+// slices lists the slices of designated tenant namespaces. The namespace names the peer,
+// whatever a slice's labels say (a slice writer may change them): a provider's copy there
+// is listed only when it names that peer as its consumer, and its expiry is the one this
+// provider recorded when it issued the certificate (certs), never its status; any other
+// slice there was asked of that peer.
+func slices(ctx context.Context, s *handshake.Side, in *reader, certs []Certificate) ([]Slice, error) {
 	var list authv1beta1.ResourceSliceList
 	if err := s.Client.List(ctx, &list); err != nil {
 		return nil, err
@@ -347,18 +352,17 @@ func slices(ctx context.Context, s *handshake.Side, in *reader) ([]Slice, error)
 	out := []Slice{}
 	for i := range list.Items {
 		rs := &list.Items[i]
-		e := Slice{Name: rs.Name, Namespace: rs.Namespace, Resources: authv1beta1.FormatResources(rs.Spec.Resources), Expires: certExpiry(rs.Status.Certificate)}
+		peer := in.designated[rs.Namespace]
 		consumer, providerCopy := access.SliceConsumer(rs)
+		e := Slice{Name: rs.Name, Namespace: rs.Namespace, Resources: authv1beta1.FormatResources(rs.Spec.Resources), Cluster: peer}
 		switch {
-		case rs.Labels[wire.ReplicationRequestedLabel] == "true":
-			e.Role, e.Cluster = "consumer", rs.Labels[wire.RemoteClusterIDLabel]
+		case peer == "" || providerCopy && consumer != peer:
+			in.ignored++
+			continue
 		case providerCopy:
-			e.Role, e.Cluster = "provider", consumer
+			e.Role, e.Expires = "provider", recordedExpiry(certs, peer, rs.Name)
 		default:
-			continue
-		}
-		if !in.keep(rs.Namespace, e.Cluster) {
-			continue
+			e.Role, e.Expires = "consumer", certExpiry(rs.Status.Certificate)
 		}
 		switch accepted, denied := authv1beta1.SliceVerdict(rs.Status.Conditions); {
 		case denied != nil:
@@ -385,6 +389,19 @@ const (
 	sliceDenied          = "Denied"
 	slicePending         = "Pending"
 )
+
+// recordedExpiry is when the latest certificate this provider recorded for slice of peer
+// expires (nil: none).
+func recordedExpiry(certs []Certificate, peer, slice string) *time.Time {
+	var last *time.Time
+	for i := range certs {
+		if c := &certs[i]; c.Cluster == peer && c.Slice == slice && (last == nil || c.Expires.After(*last)) {
+			t := c.Expires
+			last = &t
+		}
+	}
+	return last
+}
 
 func certExpiry(c *authv1beta1.CertificateInfo) *time.Time {
 	if c == nil || c.NotAfter == nil {

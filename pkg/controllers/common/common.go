@@ -55,6 +55,7 @@ func SetCondition(conds *[]metav1.Condition, typ string, ok bool, reason, msg st
 	if ok {
 		status = metav1.ConditionTrue
 	}
+	msg = authv1beta1.EscapeText(msg) // it often quotes what the other cluster wrote
 	old := meta.FindStatusCondition(*conds, typ)
 	changed := old == nil || old.Status != status || old.Reason != reason || old.Message != msg || old.ObservedGeneration != generation
 	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: generation})
@@ -96,7 +97,7 @@ type shortNotes struct{ events.EventRecorder }
 
 // Eventf records the Event with its note cut to maxNote bytes, on a rune boundary.
 func (s shortNotes) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	msg := fmt.Sprintf(note, args...)
+	msg := authv1beta1.EscapeText(fmt.Sprintf(note, args...)) // it often quotes what the other cluster wrote
 	if len(msg) > maxNote {
 		const more = " […]"
 		cut := maxNote - len(more)
