@@ -36,7 +36,7 @@ func NewCmd(g *cli.Global) *cobra.Command {
 			return o.Run(cmd.Context())
 		},
 	}
-	o.Output.AddFlags(cmd, "")
+	o.Output.AddDataFlags(cmd, "")
 	o.Timeout.AddFlags(cmd)
 	return cmd
 }

@@ -173,3 +173,22 @@ func TestGroupsStillComplete(t *testing.T) {
 		t.Fatalf("__complete generate: %v\n%s", err, out)
 	}
 }
+
+// TestReportsDoNotAdvertiseName: commands that print a report (info, verify, version)
+// neither advertise nor accept -o name, which names objects they do not print.
+func TestReportsDoNotAdvertiseName(t *testing.T) {
+	root := NewCmd(genericiooptions.NewTestIOStreamsDiscard())
+	for _, name := range []string{"info", "verify", "version"} {
+		cmd, _, err := root.Find([]string{name})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		f := cmd.Flags().Lookup("output")
+		if f == nil {
+			t.Fatalf("%s has no -o", name)
+		}
+		if strings.Contains(f.Usage, "name") {
+			t.Errorf("%s -o advertises name: %s", name, f.Usage)
+		}
+	}
+}

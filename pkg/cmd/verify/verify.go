@@ -65,7 +65,7 @@ each failure.`,
 	cmd.Flags().StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "verify only the identity on this provider")
 	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
 	cmd.Flags().DurationVar(&o.MaxClockSkew, "max-clock-skew", 30*time.Second, "largest difference between the clusters' clocks that passes")
-	o.Output.AddFlags(cmd, "")
+	o.Output.AddDataFlags(cmd, "")
 	o.Timeout.AddFlags(cmd)
 	cli.RegisterClusterCompletions(cmd, &o.Remote, "remote-")
 	return cmd
