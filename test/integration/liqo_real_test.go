@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -109,6 +112,20 @@ func (l realLiqo) liqoctl(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// liqoctlStdout runs Liqo's own liqoctl and returns its stdout alone (the data it prints).
+func (l realLiqo) liqoctlStdout(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(l.bin, "liqoctl"), append(args, "--skip-confirm")...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%w\n%s", err, errOut.String())
+	}
+	return out.String(), nil
+}
+
 func tail(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
@@ -183,6 +200,49 @@ func TestRealLiqoInterop(t *testing.T) {
 			require.NoError(t, err, "round %d:\n%s", round, errOut)
 			assert.Contains(t, errOut, "Access revoked: verified")
 		}
+	})
+
+	// Issue 38 item 7: after the manual flow with Liqo's provider, unauthenticate and the
+	// deletion of both tenant namespaces, authenticate against the same provider waited
+	// until its timeout. It must complete; when Liqo's controllers refuse to, the error
+	// must quote what they said and what to remove.
+	t.Run("this consumer, manual flow with Liqo's provider, unauthenticate, namespaces deleted, authenticate", func(t *testing.T) {
+		ctx := context.Background()
+		cps := testenv.New(t, "ours-manual", "liqo-manual")
+		mustCLI(t, "install", "--kubeconfig", cps[0].Kubeconfig, "--cluster-id", "cl-ours")
+		consumer := &site{cp: cps[0], id: "cl-ours", client: newClient(t, cps[0].Config)}
+		startManager(t, consumer)
+		provider := l.install(t, cps[1])
+		out, err := l.liqoctl(t, "create", "nonce", "--kubeconfig", provider.cp.Kubeconfig, "--remote-cluster-id", consumer.id)
+		require.NoError(t, err, "Liqo's liqoctl create nonce:\n%s", out)
+		var nonce corev1.Secret
+		eventually(t, 60*time.Second, "Liqo fills the nonce", func(ctx context.Context) (bool, error) {
+			err := provider.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(consumer.id), Name: wire.NonceSecretName}, &nonce)
+			return err == nil && len(nonce.Data[wire.NonceField]) > 0, nil
+		})
+		tenantYAML, _ := mustCLI(t, "generate", "tenant", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id, "--nonce", string(nonce.Data[wire.NonceField]))
+		applyYAML(t, provider.client, []byte(tenantYAML))
+		identityYAML, err := l.liqoctlStdout(t, "generate", "identity", "--kubeconfig", provider.cp.Kubeconfig, "--remote-cluster-id", consumer.id)
+		require.NoError(t, err, "Liqo's liqoctl generate identity")
+		applyYAML(t, consumer.client, []byte(identityYAML))
+		assertWorkingKubeconfig(t, consumer, provider, consumer.id, 60*time.Second)
+		_, errOut, err := runCLI(t, pairArgs("unauthenticate", consumer, provider)...)
+		require.NoError(t, err, errOut)
+		for _, s := range []struct {
+			site *site
+			ns   string
+		}{{consumer, wire.TenantNamespaceName(provider.id)}, {provider, wire.TenantNamespaceName(consumer.id)}} {
+			require.NoError(t, client.IgnoreNotFound(s.site.client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})))
+			eventually(t, 60*time.Second, "namespace "+s.ns+" is gone", func(ctx context.Context) (bool, error) {
+				return apierrors.IsNotFound(s.site.client.Get(ctx, client.ObjectKey{Name: s.ns}, &corev1.Namespace{})), nil
+			})
+		}
+		_, errOut, err = runCLI(t, pairArgs("authenticate", consumer, provider, "--timeout", "90s")...)
+		if err != nil {
+			assert.Contains(t, err.Error(), "Liqo's controllers said", "a refusal by Liqo's controllers is quoted")
+			t.Fatalf("the re-peer with Liqo's provider does not complete:\n%s\n%v", errOut, err)
+		}
+		assertWorkingKubeconfig(t, consumer, provider, consumer.id, 60*time.Second)
 	})
 
 	t.Run("Liqo's consumer with Liqo's liqoctl, this provider, again after removal", func(t *testing.T) {
