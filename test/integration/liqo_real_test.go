@@ -222,8 +222,17 @@ func TestRealLiqoInterop(t *testing.T) {
 		})
 		tenantYAML, _ := mustCLI(t, "generate", "tenant", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id, "--nonce", string(nonce.Data[wire.NonceField]))
 		applyYAML(t, provider.client, []byte(tenantYAML))
+		eventually(t, 60*time.Second, "Liqo fills the Tenant's status", func(ctx context.Context) (bool, error) {
+			var tn authv1beta1.Tenant
+			err := provider.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(consumer.id), Name: consumer.id}, &tn)
+			return err == nil && tn.Status.AuthParams.HasCertificate(), nil
+		})
 		identityYAML, err := l.liqoctlStdout(t, "generate", "identity", "--kubeconfig", provider.cp.Kubeconfig, "--remote-cluster-id", consumer.id)
 		require.NoError(t, err, "Liqo's liqoctl generate identity")
+		// Liqo's YAML names no namespace: its administrator applies it in the tenant
+		// namespace of the provider (kubectl apply -n).
+		require.Contains(t, identityYAML, "metadata:\n")
+		identityYAML = strings.Replace(identityYAML, "metadata:\n", "metadata:\n  namespace: "+wire.TenantNamespaceName(provider.id)+"\n", 1)
 		applyYAML(t, consumer.client, []byte(identityYAML))
 		assertWorkingKubeconfig(t, consumer, provider, consumer.id, 60*time.Second)
 		_, errOut, err := runCLI(t, pairArgs("unauthenticate", consumer, provider)...)
