@@ -80,13 +80,16 @@ func InspectPeer(ctx context.Context, s *Side, peerID string) (*PeerHere, error)
 		return nil, s.Explain(err, "listing the ResourceSlices")
 	}
 	// The namespace is the peer's: a slice there is given to the peer (a provider's copy
-	// naming it as consumer), or else asked of it, whatever its labels say, which a slice
-	// writer may change to hide a slice whose certificate still works.
+	// naming it as consumer), or else asked of it by this cluster, whatever its labels
+	// say, which a slice writer may change to hide a slice whose certificate still works.
+	// A copy claiming a third cluster is neither (the tenant may write one); this
+	// cluster's own requests name it as consumer, as its controller writes them.
 	for i := range list.Items {
 		rs := &list.Items[i]
-		if consumer, providerCopy := access.SliceConsumer(rs); providerCopy && consumer == peerID {
+		switch consumer, providerCopy := access.SliceConsumer(rs); {
+		case providerCopy && consumer == peerID:
 			h.ProviderSlices = append(h.ProviderSlices, rs.Name)
-		} else {
+		case !providerCopy || consumer == s.ClusterID:
 			h.ConsumerSlices = append(h.ConsumerSlices, rs.Name)
 		}
 	}

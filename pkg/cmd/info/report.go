@@ -166,12 +166,14 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		}
 		r.Identities = append(r.Identities, e)
 	}
-	if err := issued(ctx, s, r, placed, now); err != nil {
+	records, err := cluster.ListTenantRecords(ctx, s.Client, s.Namespace)
+	if err != nil {
+		return nil, s.Explain(err, "reading the tenant records")
+	}
+	if r.ResourceSlices, err = slices(ctx, s, in, records); err != nil {
 		return nil, err
 	}
-	if r.ResourceSlices, err = slices(ctx, s, in, r.Certificates); err != nil {
-		return nil, err
-	}
+	issued(r, placed, records, now)
 	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s); err != nil {
 		return nil, err
 	}
@@ -204,16 +206,12 @@ func (in *reader) keep(ns, remoteID string) bool {
 
 // issued lists the unexpired certificates of the tenant records, and whether a Tenant's
 // access makes them authorize anything now.
-func issued(ctx context.Context, s *handshake.Side, r *Report, tenants []authv1beta1.Tenant, now time.Time) error {
+func issued(r *Report, tenants []authv1beta1.Tenant, records []*cluster.TenantRecord, now time.Time) {
 	sliceExists := map[string]bool{}
 	for _, rs := range r.ResourceSlices {
 		if rs.Role == "provider" && rs.State == sliceAccepted {
 			sliceExists[rs.Namespace+"/"+rs.Name] = true
 		}
-	}
-	records, err := cluster.ListTenantRecords(ctx, s.Client, s.Namespace)
-	if err != nil {
-		return s.Explain(err, "reading the tenant records")
 	}
 	for _, rec := range records {
 		authorizes, granted := fmt.Sprintf("nothing now; a new handshake for cluster ID %q would re-enable it until it expires", rec.RemoteID), false
@@ -233,7 +231,6 @@ func issued(ctx context.Context, s *handshake.Side, r *Report, tenants []authv1b
 			r.Certificates = append(r.Certificates, cert)
 		}
 	}
-	return nil
 }
 
 func tenantEntry(t *authv1beta1.Tenant, now time.Time) Entry {
@@ -342,9 +339,9 @@ func timeOf(t *metav1.Time) *time.Time {
 // slices lists the slices of designated tenant namespaces. The namespace names the peer,
 // whatever a slice's labels say (a slice writer may change them): a provider's copy there
 // is listed only when it names that peer as its consumer, and its expiry is the one this
-// provider recorded when it issued the certificate (certs), never its status; any other
+// provider recorded when it issued the certificate (records), never its status; any other
 // slice there was asked of that peer.
-func slices(ctx context.Context, s *handshake.Side, in *reader, certs []Certificate) ([]Slice, error) {
+func slices(ctx context.Context, s *handshake.Side, in *reader, records []*cluster.TenantRecord) ([]Slice, error) {
 	var list authv1beta1.ResourceSliceList
 	if err := s.Client.List(ctx, &list); err != nil {
 		return nil, err
@@ -360,7 +357,7 @@ func slices(ctx context.Context, s *handshake.Side, in *reader, certs []Certific
 			in.ignored++
 			continue
 		case providerCopy:
-			e.Role, e.Expires = "provider", recordedExpiry(certs, peer, rs.Name)
+			e.Role, e.Expires = "provider", recordedExpiry(records, peer, rs.Name)
 		default:
 			e.Role, e.Expires = "consumer", certExpiry(rs.Status.Certificate)
 		}
@@ -392,12 +389,17 @@ const (
 
 // recordedExpiry is when the latest certificate this provider recorded for slice of peer
 // expires (nil: none).
-func recordedExpiry(certs []Certificate, peer, slice string) *time.Time {
+func recordedExpiry(records []*cluster.TenantRecord, peer, slice string) *time.Time {
 	var last *time.Time
-	for i := range certs {
-		if c := &certs[i]; c.Cluster == peer && c.Slice == slice && (last == nil || c.Expires.After(*last)) {
-			t := c.Expires
-			last = &t
+	for _, rec := range records {
+		if rec.RemoteID != peer {
+			continue
+		}
+		for _, c := range rec.Certificates {
+			if c.Slice == slice && (last == nil || c.NotAfter.After(*last)) {
+				t := c.NotAfter.UTC()
+				last = &t
+			}
 		}
 	}
 	return last
