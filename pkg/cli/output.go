@@ -202,3 +202,18 @@ func SanitizeValue(v any) any {
 	}
 	return v
 }
+
+// PrintReport writes report as data when -o asks for it, or else as the table render
+// writes. A report's table quotes names, conditions and details the other cluster may have
+// written, so it is printed sanitized, as data is.
+func PrintReport[R any](out io.Writer, report R, output *OutputFlags, render func(io.Writer, R) error) error {
+	if output.Format() != "" {
+		return output.PrintData(out, report)
+	}
+	var b bytes.Buffer
+	if err := render(&b, report); err != nil {
+		return err
+	}
+	_, err := io.WriteString(out, Sanitize(b.String()))
+	return err
+}

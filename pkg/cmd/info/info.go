@@ -3,7 +3,6 @@
 package info
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -56,18 +55,9 @@ func (o *Options) Run(ctx context.Context) error {
 	return printReport(o.Global.Streams.Out, r, &o.Output)
 }
 
-// printReport writes the report as data (-o) or as the table; the table quotes conditions and
-// names others may have written, so it is printed sanitized, as data is.
+// printReport writes the report as data (-o) or as the sanitized table.
 func printReport(out io.Writer, r *Report, output *cli.OutputFlags) error {
-	if output.Format() != "" {
-		return output.PrintData(out, r)
-	}
-	var b bytes.Buffer
-	if err := render(&b, r); err != nil {
-		return err
-	}
-	_, err := io.WriteString(out, cli.Sanitize(b.String()))
-	return err
+	return cli.PrintReport(out, r, output, render)
 }
 
 func render(out io.Writer, r *Report) error {

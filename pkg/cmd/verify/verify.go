@@ -3,7 +3,6 @@
 package verify
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -128,18 +127,9 @@ func (o *Options) Run(ctx context.Context) error {
 	return r.Err()
 }
 
-// printReport writes the report as data (-o) or as the table.
+// printReport writes the report as data (-o) or as the sanitized table.
 func printReport(out io.Writer, r *Report, output *cli.OutputFlags) error {
-	if output.Format() != "" {
-		return output.PrintData(out, r)
-	}
-	// Names, details and errors quote the other cluster: the table is printed sanitized.
-	var b bytes.Buffer
-	if err := render(&b, r); err != nil {
-		return err
-	}
-	_, err := io.WriteString(out, cli.Sanitize(b.String()))
-	return err
+	return cli.PrintReport(out, r, output, render)
 }
 
 // warnStale says when a side's manager stopped renewing its Lease, and since when:
