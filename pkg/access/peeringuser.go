@@ -1,8 +1,11 @@
 package access
 
 import (
+	"strings"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -66,7 +69,7 @@ func PeeringUserClusterRules(consumerID string) []rbacv1.PolicyRule {
 func ForgePeeringUserAccess(liqoNS, tn, consumerID, user string) []client.Object {
 	labels := map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: consumerID, wire.PeeringUserLabel: user}
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
-	clusterName := peeringUserObject + "-" + consumerID
+	clusterName := PeeringUserClusterObjectName(consumerID)
 	var objs []client.Object
 	for _, r := range []struct {
 		ns    string
@@ -83,6 +86,26 @@ func ForgePeeringUserAccess(liqoNS, tn, consumerID, user string) []client.Object
 		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: meta, Rules: PeeringUserClusterRules(consumerID)},
 		&rbacv1.ClusterRoleBinding{TypeMeta: rbacType("ClusterRoleBinding"), ObjectMeta: meta, Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterName}})
+}
+
+// PeeringUserClusterObjectName names the ClusterRole and ClusterRoleBinding of the peering
+// user of consumerID.
+func PeeringUserClusterObjectName(consumerID string) string {
+	return peeringUserObject + "-" + consumerID
+}
+
+// IsPeeringUserBinding says whether b is exactly the ClusterRoleBinding that
+// ForgePeeringUserAccess makes for the peering user its labels name, and cr exactly its
+// ClusterRole: a binding anyone who may create ClusterRoleBindings labelled so is no
+// peering user.
+func IsPeeringUserBinding(b *rbacv1.ClusterRoleBinding, cr *rbacv1.ClusterRole) bool {
+	id, user := b.Labels[wire.RemoteClusterIDLabel], b.Labels[wire.PeeringUserLabel]
+	name := PeeringUserClusterObjectName(id)
+	return id != "" && strings.HasPrefix(user, PeeringUserName(id, "")) && len(user) > len(PeeringUserName(id, "")) &&
+		b.Name == name && b.RoleRef == (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}) &&
+		equality.Semantic.DeepEqual(b.Subjects, []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}) &&
+		cr != nil && cr.Name == name && cr.Labels[wire.PeeringUserLabel] == user && cr.Labels[wire.RemoteClusterIDLabel] == id &&
+		cr.AggregationRule == nil && equality.Semantic.DeepEqual(cr.Rules, PeeringUserClusterRules(id))
 }
 
 // PeeringUserRules are all the permissions of the peering user of consumerID, with the

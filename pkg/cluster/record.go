@@ -37,6 +37,7 @@ const (
 	recordPubServerKey    = "publishedAPIServer"
 	recordRenewKey        = "renewSerial"
 	recordPubCertKey      = "publishedCertificate"
+	recordPubTenantKey    = "publishedForTenant"
 )
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
@@ -77,6 +78,10 @@ type TenantRecord struct {
 	// manager last published in the Tenant's status: what it puts back, instead of issuing
 	// a new one, when a status writer replaces it.
 	PublishedCertificate string
+	// PublishedForTenant is the UID of the Tenant that PublishedCertificate was published
+	// in: only that Tenant gets it back (a Tenant re-created for the same key gets a
+	// certificate of its own).
+	PublishedForTenant string
 	// RenewSerial is, on a provider, the serial of the control-plane certificate its
 	// administrator asked to replace now (liqoctl renew tenant): the manager renews it
 	// ahead of time while the Tenant publishes that serial.
@@ -97,6 +102,10 @@ type ConsumedNonce struct {
 	TenantUID      string `json:"tenantUID"`
 	KeyFingerprint string `json:"keyFingerprint"`
 	CSRDigest      string `json:"csrDigest"`
+	// SecretUID is the UID of the nonce Secret it was read from: a nonce written over the
+	// consumed one in that Secret is no nonce of a new handshake (those come in a new
+	// Secret), whatever its value.
+	SecretUID string `json:"secretUID,omitempty"`
 	// At is when it was consumed.
 	At time.Time `json:"at"`
 }
@@ -156,7 +165,7 @@ func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, 
 	r := &TenantRecord{RemoteID: remoteID, Namespace: cm.Data[recordNamespaceKey],
 		NamespaceUID: types.UID(cm.Data[recordNamespaceUIDKey]), CAFingerprint: cm.Data[recordCAKey], State: cm.Data[recordStateKey],
 		PublishedCAFingerprint: cm.Data[recordPubCAKey], PublishedAPIServer: cm.Data[recordPubServerKey], RenewSerial: cm.Data[recordRenewKey],
-		PublishedCertificate: cm.Data[recordPubCertKey]}
+		PublishedCertificate: cm.Data[recordPubCertKey], PublishedForTenant: cm.Data[recordPubTenantKey]}
 	if v := cm.Data[recordCertsKey]; v != "" {
 		if err := json.Unmarshal([]byte(v), &r.Certificates); err != nil {
 			return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, recordCertsKey, err)
@@ -179,7 +188,8 @@ func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, 
 func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
 	cm.Labels = mergeLabels(cm.Labels, map[string]string{wire.TenantRecordLabel: "true", wire.RemoteClusterIDLabel: r.RemoteID, wire.ManagedByLabel: wire.ManagedByValue})
 	cm.Data = map[string]string{recordNamespaceKey: r.Namespace, recordNamespaceUIDKey: string(r.NamespaceUID), recordCAKey: r.CAFingerprint, recordStateKey: r.State,
-		recordPubCAKey: r.PublishedCAFingerprint, recordPubServerKey: r.PublishedAPIServer, recordRenewKey: r.RenewSerial, recordPubCertKey: r.PublishedCertificate}
+		recordPubCAKey: r.PublishedCAFingerprint, recordPubServerKey: r.PublishedAPIServer, recordRenewKey: r.RenewSerial, recordPubCertKey: r.PublishedCertificate,
+		recordPubTenantKey: r.PublishedForTenant}
 	if len(r.Certificates) > 0 {
 		b, err := json.Marshal(r.Certificates)
 		if err != nil {

@@ -55,7 +55,7 @@ type PeeringUser struct {
 // the Liqo namespace and, by name, the two namespaces it reads. A live peering user of the
 // same consumer is an error; an expired one is replaced.
 func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl time.Duration, now time.Time) (*PeeringUser, error) {
-	existing, err := peeringUsers(ctx, p, consumerID)
+	existing, err := peeringUsers(ctx, p, consumerID, true)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +170,11 @@ func issueClientCertificate(ctx context.Context, s *Side, key crypto.Signer, use
 
 // peeringUsers lists the peering users of consumerID ("" for all), from their
 // ClusterRoleBindings.
-func peeringUsers(ctx context.Context, s *Side, consumerID string) ([]PeeringUser, error) {
+// With exact, only a binding of exactly the shape GeneratePeeringUser makes, to its
+// ClusterRole, counts (access.IsPeeringUserBinding), and the serial and expiry are read
+// from that ClusterRole, which only who may grant a peering user's permissions can write;
+// without, every binding labelled so counts, for a removal to leave none behind.
+func peeringUsers(ctx context.Context, s *Side, consumerID string, exact bool) ([]PeeringUser, error) {
 	opts := client.MatchingLabels{wire.ManagedByLabel: wire.ManagedByValue}
 	if consumerID != "" {
 		opts[wire.RemoteClusterIDLabel] = consumerID
@@ -181,10 +185,20 @@ func peeringUsers(ctx context.Context, s *Side, consumerID string) ([]PeeringUse
 	}
 	var out []PeeringUser
 	for _, b := range list.Items {
-		notAfter, _ := time.Parse(time.RFC3339, b.Annotations[wire.PeeringUserExpiresAnnotation])
+		annotations := b.Annotations
+		if exact {
+			var cr rbacv1.ClusterRole
+			if err := s.Client.Get(ctx, client.ObjectKey{Name: b.RoleRef.Name}, &cr); client.IgnoreNotFound(err) != nil {
+				return nil, s.Explain(err, "reading a peering user's ClusterRole")
+			} else if err != nil || !access.IsPeeringUserBinding(&b, &cr) {
+				continue
+			}
+			annotations = cr.Annotations
+		}
+		notAfter, _ := time.Parse(time.RFC3339, annotations[wire.PeeringUserExpiresAnnotation])
 		id := b.Labels[wire.RemoteClusterIDLabel]
 		out = append(out, PeeringUser{ConsumerID: id, User: b.Labels[wire.PeeringUserLabel], Namespace: wire.TenantNamespaceName(id),
-			Serial: b.Annotations[wire.PeeringUserSerialAnnotation], NotAfter: notAfter})
+			Serial: annotations[wire.PeeringUserSerialAnnotation], NotAfter: notAfter})
 	}
 	slices.SortFunc(out, func(a, b PeeringUser) int { return strings.Compare(a.ConsumerID, b.ConsumerID) })
 	return out, nil
@@ -192,7 +206,7 @@ func peeringUsers(ctx context.Context, s *Side, consumerID string) ([]PeeringUse
 
 // ListPeeringUsers lists the peering users of the cluster.
 func ListPeeringUsers(ctx context.Context, s *Side) ([]PeeringUser, error) {
-	return peeringUsers(ctx, s, "")
+	return peeringUsers(ctx, s, "", true)
 }
 
 // DeletePeeringUser removes the peering user of consumerID and proves, with
@@ -201,7 +215,7 @@ func ListPeeringUsers(ctx context.Context, s *Side) ([]PeeringUser, error) {
 // valid. A new peering user gets another name: it never revives this one. With none left,
 // it says so and returns nil: there is nothing to remove.
 func DeletePeeringUser(ctx context.Context, p *Side, consumerID string) (*PeeringUser, error) {
-	users, err := peeringUsers(ctx, p, consumerID)
+	users, err := peeringUsers(ctx, p, consumerID, false)
 	if err != nil {
 		return nil, err
 	}

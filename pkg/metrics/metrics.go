@@ -270,7 +270,9 @@ func lastIssued(rec *cluster.TenantRecord, slice string) (time.Time, bool) {
 
 // unusedNonce says whether s is the nonce of a peer that no handshake used yet, and of
 // which peer: the Secret liqo-nonce in the tenant namespace named for the peer and
-// recorded as its, holding a nonce the record does not list as consumed. The record,
+// recorded as its, holding a nonce the record does not list as consumed, in a Secret other
+// than the one a handshake consumed (a value written over a consumed nonce is no new
+// handshake's: a new nonce comes in a new Secret). The record,
 // which no tenant writes, decides, not the Secret's annotations: a Secret writer there
 // may write any (the consumed-at mark, the cache's stripped mark), and the cache keeps a
 // Secret's data only in recorded tenant namespaces.
@@ -281,7 +283,8 @@ func unusedNonce(s *corev1.Secret, records map[string]*cluster.TenantRecord) (st
 	if peer == "" || !designated(records, peer, s.Namespace) || s.Name != wire.NonceSecretName || nonce == "" {
 		return "", false
 	}
-	return peer, rec.ConsumedNonce == nil || rec.ConsumedNonce.Digest != cluster.NonceDigest(nonce)
+	c := rec.ConsumedNonce
+	return peer, c == nil || (c.Digest != cluster.NonceDigest(nonce) && (c.SecretUID == "" || c.SecretUID != string(s.UID)))
 }
 
 func (g *gauges) collectConsumer(ctx context.Context, out *emitter) {

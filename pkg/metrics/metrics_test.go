@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -15,7 +16,7 @@ func TestUnusedNonce(t *testing.T) {
 	ns := wire.TenantNamespaceName("cl-a")
 	records := map[string]*cluster.TenantRecord{
 		"cl-a":    {RemoteID: "cl-a", Namespace: ns},
-		"cl-used": {RemoteID: "cl-used", Namespace: wire.TenantNamespaceName("cl-used"), ConsumedNonce: &cluster.ConsumedNonce{Digest: cluster.NonceDigest("n")}},
+		"cl-used": {RemoteID: "cl-used", Namespace: wire.TenantNamespaceName("cl-used"), ConsumedNonce: &cluster.ConsumedNonce{Digest: cluster.NonceDigest("n"), SecretUID: "uid-used"}},
 	}
 	nonce := func(ns, name, peer, value string, annotations map[string]string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations,
@@ -29,6 +30,8 @@ func TestUnusedNonce(t *testing.T) {
 		{"an unused nonce", nonce(ns, wire.NonceSecretName, "cl-a", "n", nil), true},
 		{"marked consumed by a Secret writer", nonce(ns, wire.NonceSecretName, "cl-a", "n", map[string]string{wire.NonceConsumedAtAnnotation: "2026-01-01T00:00:00Z"}), true},
 		{"consumed, as the record says", nonce(wire.TenantNamespaceName("cl-used"), wire.NonceSecretName, "cl-used", "n", nil), false},
+		{"a value written over the consumed nonce, in its Secret", withUID(nonce(wire.TenantNamespaceName("cl-used"), wire.NonceSecretName, "cl-used", "m", nil), "uid-used"), false},
+		{"a new nonce, in a new Secret", withUID(nonce(wire.TenantNamespaceName("cl-used"), wire.NonceSecretName, "cl-used", "m", nil), "uid-new"), true},
 		{"another name", nonce(ns, "liqo-nonce-2", "cl-a", "n", nil), false},
 		{"not yet filled", nonce(ns, wire.NonceSecretName, "cl-a", "", nil), false},
 		{"a peer with no record", nonce(wire.TenantNamespaceName("cl-b"), wire.NonceSecretName, "cl-b", "n", nil), false},
@@ -39,6 +42,11 @@ func TestUnusedNonce(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+func withUID(s *corev1.Secret, uid string) *corev1.Secret {
+	s.UID = types.UID(uid)
+	return s
 }
 
 func TestLastIssued(t *testing.T) {

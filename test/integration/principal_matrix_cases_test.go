@@ -83,7 +83,7 @@ func principalMatrix() []matrixCase {
 				s := &corev1.Secret{ObjectMeta: metaOf(m.pTN, wire.NonceSecretName)}
 				f.mutate(m.secretWriter, m.p.client, s, false, func() { s.Labels[wire.RemoteClusterIDLabel] = laterID })
 			}},
-		{resource: "secrets", principal: access.SecretWriter, name: "provider: the consumed nonce's value", finding: "a writer who replaces the consumed nonce's value holds an unused nonce there: the nonce-age series reports it, as the tenant record cannot tell it from the nonce of a new handshake",
+		{resource: "secrets", principal: access.SecretWriter, name: "provider: the consumed nonce's value",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				s := &corev1.Secret{ObjectMeta: metaOf(m.pTN, wire.NonceSecretName)}
 				f.mutate(m.secretWriter, m.p.client, s, false, func() { s.Data = nonceData(t) })
@@ -101,7 +101,7 @@ func principalMatrix() []matrixCase {
 					setLabel(s, wire.RemoteClusterIDLabel, forgedID)
 				})
 			}},
-		{resource: "secrets", principal: access.PeeringUser, name: "provider: the consumer's nonce, as its peering user", finding: "a writer who replaces the consumed nonce's value holds an unused nonce there: the nonce-age series reports it, as the tenant record cannot tell it from the nonce of a new handshake",
+		{resource: "secrets", principal: access.PeeringUser, name: "provider: the consumer's nonce, as its peering user",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				s := &corev1.Secret{ObjectMeta: metaOf(m.pTN, wire.NonceSecretName)}
 				f.mutate(m.peeringUser, m.p.client, s, false, func() {
@@ -131,7 +131,7 @@ func principalMatrix() []matrixCase {
 				f.create(w, m.p.client, a.honestTenant(t, ns, string(nonce)))
 				f.create(m.own(t, m.p, ownNS, nil), m.p.client, m.replayedTenant(t, ownNS))
 			}},
-		{resource: "tenants", principal: access.TenantWriter, name: "provider: the accepted Tenant's labels and annotations", finding: "sticky refusal: once the write is undone the Tenant stays refused (TenantLabelMismatch), and liqoctl authenticate cannot recover it; only deleting the Tenant does", disruptive: true, lossOnly: true,
+		{resource: "tenants", principal: access.TenantWriter, name: "provider: the accepted Tenant's labels and annotations", disruptive: true, lossOnly: true,
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
 				f.mutate(m.tenantWriter, m.p.client, tn, false, func() {
@@ -140,7 +140,7 @@ func principalMatrix() []matrixCase {
 					setAnnotation(tn, wire.ReplacesAnnotation, "00")
 				})
 			}},
-		{resource: "tenants", principal: access.TenantWriter, name: "provider: the accepted Tenant's key, request and signature", finding: "sticky refusal: once the write is undone the Tenant stays refused (HandshakeChanged), and liqoctl authenticate cannot recover it; only deleting the Tenant does", lossOnly: true, disruptive: true,
+		{resource: "tenants", principal: access.TenantWriter, name: "provider: the accepted Tenant's key, request and signature", lossOnly: true, disruptive: true,
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				a := newAttacker(t, m.c.id)
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
@@ -152,7 +152,7 @@ func principalMatrix() []matrixCase {
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				f.create(m.tenantWriter, m.p.client, newAttacker(t, laterID).honestTenant(t, m.pTN, string(nonceData(t)[wire.NonceField])))
 			}},
-		{resource: "tenants", principal: access.PeeringUser, name: "provider: the Tenant's metadata and state, as its peering user", finding: "sticky refusal: once the write is undone the Tenant stays refused (TenantLabelMismatch), and liqoctl authenticate cannot recover it; only deleting the Tenant does", disruptive: true, lossOnly: true,
+		{resource: "tenants", principal: access.PeeringUser, name: "provider: the Tenant's metadata and state, as its peering user", disruptive: true, lossOnly: true,
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
 				f.mutate(m.peeringUser, m.p.client, tn, false, func() {
@@ -170,7 +170,7 @@ func principalMatrix() []matrixCase {
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
 				f.mutate(m.statusWriter, m.p.client, tn, true, func() { tn.Status.AcceptedAt = &metav1.Time{Time: time.Now().Add(-25 * time.Hour)} })
 			}},
-		{resource: "tenants", principal: access.StatusWriter, name: "provider: the accepted Tenant's conditions, certificate and published parameters", finding: "a status writer who clears the published certificate (authParams without one) makes the provider issue a new one for the accepted key; replacing it is repaired from the tenant record (TestStatusWriterCannotMakeTheProviderIssue)",
+		{resource: "tenants", principal: access.StatusWriter, name: "provider: the accepted Tenant's conditions, certificate and published parameters",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
 				f.mutate(m.statusWriter, m.p.client, tn, true, func() {
@@ -359,7 +359,7 @@ func principalMatrix() []matrixCase {
 						Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: m.c.id}, {APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: wire.UserGroup}}})
 				}
 			}},
-		{resource: "clusterrolebindings", principal: access.ClusterRoleBinder, name: "provider: a binding labelled as a peering user's, naming the consumer", finding: "info lists a peering user forged by a ClusterRoleBinding writer (it trusts the labels and annotations of any ClusterRoleBinding)",
+		{resource: "clusterrolebindings", principal: access.ClusterRoleBinder, name: "provider: a binding labelled as a peering user's, naming the consumer",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				f.create(m.crbWriter, m.p.client, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "matrix-peering-user",
 					Labels:      map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.PeeringUserLabel: access.PeeringUserName(forgedID, "x"), wire.RemoteClusterIDLabel: forgedID},

@@ -142,9 +142,9 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// TestStatusWriterCannotMakeTheProviderIssue acts as a status writer who replaces the
-// certificate a Tenant publishes: the provider puts back the one it published (the same
-// serial, from its tenant record), and issues nothing.
+// TestStatusWriterCannotMakeTheProviderIssue acts as a status writer who replaces, then
+// clears, the certificate a Tenant publishes: the provider puts back the one it published
+// (the same serial, from its tenant record), and issues nothing.
 func TestStatusWriterCannotMakeTheProviderIssue(t *testing.T) {
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
@@ -188,6 +188,22 @@ func TestStatusWriterCannotMakeTheProviderIssue(t *testing.T) {
 	})
 	assert.Equal(t, serial, tenantSerial(t, consumer, provider))
 	assert.Equal(t, before, issued(), "no certificate issued")
+
+	// Clearing what the status publishes is no request for a new certificate either.
+	require.NoError(t, writer.Get(ctx, key, &tn))
+	tn.Status.AuthParams, tn.Status.Certificate = &authv1beta1.AuthParams{APIServer: tn.Status.AuthParams.APIServer}, nil
+	require.NoError(t, writer.Status().Update(ctx, &tn))
+	eventuallyNoError(t, ctx, "the cleared certificate put back", func(ctx context.Context) error {
+		var got authv1beta1.Tenant
+		if err := provider.client.Get(ctx, key, &got); err != nil {
+			return err
+		}
+		if !got.Status.AuthParams.HasCertificate() || got.Status.Certificate == nil || got.Status.Certificate.SerialNumber != serial {
+			return fmt.Errorf("published %+v, want serial %s", got.Status.Certificate, serial)
+		}
+		return nil
+	})
+	assert.Equal(t, before, issued(), "no certificate issued for a cleared status")
 }
 
 // TestRelabelledSliceIsNotForgotten acts as a slice writer of the consumer's tenant

@@ -114,17 +114,25 @@ func SelfReviewer(ctx context.Context, c client.Client) (authenticationv1.UserIn
 // when the record has none that still fits, wiped so that one is issued anew: a status
 // writer cannot make the provider issue certificates at will. A CA or URL that differs
 // from this provider's is put back, and the record says which ones it published.
-func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, now time.Time) error {
+func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, cached *cluster.TenantRecord, now time.Time) error {
 	ap := t.Status.AuthParams
-	if !ap.HasCertificate() {
-		return nil
+	if !ap.HasCertificate() || t.Status.Certificate == nil {
+		// Nothing published: the first issuance, or a status writer cleared it. The
+		// latter gets back what this provider published in this Tenant, from the record
+		// (read with the Tenant's other decisions), rather than a new certificate.
+		_, err := r.restorePublished(t, cached, now)
+		return err
 	}
 	rec, err := r.issuedHere(ctx, t)
 	if err != nil {
 		return err
 	}
 	if rec == nil {
-		if restored, err := r.restorePublished(ctx, t, now); err != nil || restored {
+		live, err := cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
+		if err != nil {
+			return err
+		}
+		if restored, err := r.restorePublished(t, live, now); err != nil || restored {
 			return err
 		}
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
@@ -151,12 +159,11 @@ func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, 
 }
 
 // restorePublished puts back, in a Tenant whose status was rewritten, the certificate the
-// record says this provider last published, when it still fits: recorded as issued for the
-// accepted key, not expired. It says whether it did.
-func (r *Reconciler) restorePublished(ctx context.Context, t *authv1beta1.Tenant, now time.Time) (bool, error) {
-	rec, err := cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
-	if err != nil || rec == nil || rec.PublishedCertificate == "" {
-		return false, err
+// record rec says this provider last published, when it still fits: published in this very
+// Tenant, recorded as issued for the accepted key, not expired. It says whether it did.
+func (r *Reconciler) restorePublished(t *authv1beta1.Tenant, rec *cluster.TenantRecord, now time.Time) (bool, error) {
+	if rec == nil || rec.PublishedCertificate == "" || rec.PublishedForTenant != string(t.UID) || t.Status.AcceptedKeyFingerprint == "" {
+		return false, nil
 	}
 	pem := []byte(rec.PublishedCertificate)
 	cert, err := authn.ParseCertificate(pem)
@@ -172,7 +179,7 @@ func (r *Reconciler) restorePublished(ctx context.Context, t *authv1beta1.Tenant
 		return false, nil
 	}
 	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
-		"the status published a certificate this provider did not issue for the accepted key: the one it published, %s, is put back", serial)
+		"the status was rewritten and no longer publishes the certificate this provider issued for the accepted key: the one it published, %s, is put back", serial)
 	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: r.Options.APIServer, CA: r.Options.CA, SignedCRT: pem, ProxyURL: t.Spec.ProxyURL}
 	t.Status.Certificate = issuer.CertificateInfo(cert, r.Options.RenewBefore)
 	return true, nil

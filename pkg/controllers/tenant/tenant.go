@@ -7,6 +7,7 @@
 package tenant
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"fmt"
@@ -154,6 +155,12 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 			return ctrl.Result{}, r.refuse(t, err)
 		}
 		acc, err := verifyHandshake(ctx, r.Client, t, r.Options.NonceTTL, now)
+		if authn.ReasonOf(err) != "" && r.APIReader != nil {
+			// The cache may not have seen the nonce filled yet (the consumer read it from
+			// the API server before it signed): a refusal is only ever of what the API
+			// server holds, never of a cache that lags.
+			acc, err = verifyHandshake(ctx, r.APIReader, t, r.Options.NonceTTL, now)
+		}
 		if err == nil {
 			err = r.consumeNonce(ctx, t, acc, now)
 		}
@@ -163,6 +170,11 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 		if err := r.accept(t, acc, now); err != nil {
 			return ctrl.Result{}, err
 		}
+	} else if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionAuthenticated); c == nil || c.Status != metav1.ConditionTrue {
+		// The sealed acceptance holds again (a write that made the Tenant refused was
+		// undone): a refusal lasts only as long as its cause, or the peering would stay
+		// broken until someone deleted the Tenant. Not a new handshake: nothing is counted.
+		r.setCondition(t, authv1beta1.ConditionAuthenticated, true, authv1beta1.ReasonHandshakeAccepted, acceptedMessage(t.Status.AcceptedKeyFingerprint), "")
 	}
 	// Accepted, the Tenant is about to cause something (bindings, a CSR): only now does it
 	// get the finalizer. A refused or stray Tenant causes nothing, and a finalizer nothing
@@ -209,7 +221,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 }
 
 func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, rec *cluster.TenantRecord, now time.Time) (ctrl.Result, error) {
-	if err := r.checkPublished(ctx, t, now); err != nil {
+	if err := r.checkPublished(ctx, t, rec, now); err != nil {
 		return ctrl.Result{}, err
 	}
 	hasCert := t.Status.AuthParams.HasCertificate() && t.Status.Certificate != nil
@@ -265,7 +277,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	if err := cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
 		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.Cert.SerialNumber.Text(16), NotAfter: is.Cert.NotAfter, KeyFingerprint: t.Status.AcceptedKeyFingerprint}, now)
 		rec.PublishedCAFingerprint, rec.PublishedAPIServer = caFP, r.Options.APIServer
-		rec.PublishedCertificate = string(is.PEM)
+		rec.PublishedCertificate, rec.PublishedForTenant = string(is.PEM), string(t.UID)
 		return nil
 	}); err != nil {
 		return ctrl.Result{}, err
@@ -297,8 +309,9 @@ func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, ac
 				t.Namespace, rec.ConsumedNonce.At.UTC().Format(time.RFC3339))
 		}
 		c := rec.ConsumedNonce
-		if c == nil || c.Digest != cluster.NonceDigest(nonce) || c.TenantUID != string(t.UID) || c.CSRDigest != acc.csrDigest {
-			rec.ConsumedNonce = &cluster.ConsumedNonce{Digest: cluster.NonceDigest(nonce), TenantUID: string(t.UID), KeyFingerprint: acc.fingerprint, CSRDigest: acc.csrDigest, At: now.UTC().Truncate(time.Second)}
+		if c == nil || c.Digest != cluster.NonceDigest(nonce) || c.TenantUID != string(t.UID) || c.CSRDigest != acc.csrDigest || c.SecretUID != string(acc.nonce.UID) {
+			rec.ConsumedNonce = &cluster.ConsumedNonce{Digest: cluster.NonceDigest(nonce), TenantUID: string(t.UID), KeyFingerprint: acc.fingerprint, CSRDigest: acc.csrDigest,
+				SecretUID: string(acc.nonce.UID), At: now.UTC().Truncate(time.Second)}
 		}
 		return nil
 	})
@@ -345,9 +358,14 @@ func (r *Reconciler) accept(t *authv1beta1.Tenant, acc *acceptance, now time.Tim
 	t.Status.AuthParams, t.Status.Certificate = nil, nil
 	// No Event: the condition says it, and the Event of the certificate that follows
 	// closes the handshake (two fewer writes per handshake).
-	r.setCondition(t, authv1beta1.ConditionAuthenticated, true, authv1beta1.ReasonHandshakeAccepted,
-		fmt.Sprintf("the nonce signature and the CSR of key %s were verified; the nonce is consumed", acc.fingerprint), "")
+	r.setCondition(t, authv1beta1.ConditionAuthenticated, true, authv1beta1.ReasonHandshakeAccepted, acceptedMessage(acc.fingerprint), "")
 	return nil
+}
+
+// acceptedMessage is the message of the Authenticated condition of a handshake accepted
+// for the key with fingerprint fp.
+func acceptedMessage(fp string) string {
+	return fmt.Sprintf("the nonce signature and the CSR of key %s were verified; the nonce is consumed", fp)
 }
 
 // refuseRecorded words the refusal of a Tenant whose recorded acceptance no longer holds
@@ -410,13 +428,16 @@ func notAFailure(reason string) bool {
 	return false
 }
 
-// count counts, once the status that says it is saved, a handshake decided (the
-// Authenticated condition changed) and a certificate published or failed.
+// count counts, once the status that says it is saved, a handshake decided (a new seal,
+// or a refusal with a new reason) and a certificate published or failed. A sealed
+// acceptance that holds again after a refusal is no new handshake.
 func (r *Reconciler) count(before, after *authv1beta1.TenantStatus) {
 	was := meta.FindStatusCondition(before.Conditions, authv1beta1.ConditionAuthenticated)
 	if c := meta.FindStatusCondition(after.Conditions, authv1beta1.ConditionAuthenticated); c != nil &&
 		(was == nil || was.Status != c.Status || was.Reason != c.Reason) {
-		r.Metrics.Handshake(c.Status == metav1.ConditionTrue, c.Reason)
+		if c.Status != metav1.ConditionTrue || !bytes.Equal(before.AcceptanceSeal, after.AcceptanceSeal) {
+			r.Metrics.Handshake(c.Status == metav1.ConditionTrue, c.Reason)
+		}
 	}
 	if after.Certificate != nil && (before.Certificate == nil || before.Certificate.SerialNumber != after.Certificate.SerialNumber) {
 		outcome := metrics.OutcomeIssued
