@@ -28,8 +28,14 @@ func TestIsPeeringUserBinding(t *testing.T) {
 		want   bool
 	}{
 		{"as generated", func(*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRole) *rbacv1.ClusterRole { return nil }, true},
-		{"another name", func(b *rbacv1.ClusterRoleBinding, _ *rbacv1.ClusterRole) *rbacv1.ClusterRole { b.Name = "x"; return nil }, false},
-		{"another role", func(b *rbacv1.ClusterRoleBinding, _ *rbacv1.ClusterRole) *rbacv1.ClusterRole { b.RoleRef.Name = "x"; return nil }, false},
+		{"another name", func(b *rbacv1.ClusterRoleBinding, _ *rbacv1.ClusterRole) *rbacv1.ClusterRole {
+			b.Name = "x"
+			return nil
+		}, false},
+		{"another role", func(b *rbacv1.ClusterRoleBinding, _ *rbacv1.ClusterRole) *rbacv1.ClusterRole {
+			b.RoleRef.Name = "x"
+			return nil
+		}, false},
 		{"another subject", func(b *rbacv1.ClusterRoleBinding, _ *rbacv1.ClusterRole) *rbacv1.ClusterRole {
 			b.Subjects[0].Name = "cl-a"
 			return nil
@@ -44,7 +50,9 @@ func TestIsPeeringUserBinding(t *testing.T) {
 			b.Subjects[0].Name = u
 			return nil
 		}, false},
-		{"no ClusterRole", func(_ *rbacv1.ClusterRoleBinding, _ *rbacv1.ClusterRole) *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} }, false},
+		{"no ClusterRole", func(_ *rbacv1.ClusterRoleBinding, _ *rbacv1.ClusterRole) *rbacv1.ClusterRole {
+			return &rbacv1.ClusterRole{}
+		}, false},
 		{"a ClusterRole with other rules", func(_ *rbacv1.ClusterRoleBinding, cr *rbacv1.ClusterRole) *rbacv1.ClusterRole {
 			cr.Rules = nil
 			return nil

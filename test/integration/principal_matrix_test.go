@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -303,10 +304,14 @@ func objKey(o client.Object) string {
 }
 
 // create creates obj as writer; it is deleted after the case.
+// createdKey marks, in a forgery's changed set, an object it created by namespace and name.
+func createdKey(ns, name string) string { return "created:" + ns + "/" + name }
+
 func (f *forgery) create(writer client.Client, admin client.Client, obj client.Object) {
 	f.t.Helper()
 	require.NoError(f.t, writer.Create(context.Background(), obj), "creating %s", objKey(obj))
 	f.changed[string(obj.GetUID())] = true
+	f.changed[createdKey(obj.GetNamespace(), obj.GetName())] = true
 	f.created = append(f.created, createdObject{writer: admin, obj: obj, as: grantOf(obj)})
 	f.undo = append(f.undo, func() {
 		ctx := context.Background()
@@ -643,7 +648,7 @@ func (m *matrix) snapshot(t *testing.T, skip map[string]bool) snapshot {
 
 	// What the commands print and delete.
 	for _, side := range []*site{m.p, m.c} {
-		m.infoInto(t, s, side)
+		m.infoInto(t, s, side, skip)
 	}
 	m.verifyInto(t, s)
 	for _, peer := range []struct {
@@ -652,7 +657,12 @@ func (m *matrix) snapshot(t *testing.T, skip map[string]bool) snapshot {
 	}{{m.pSide, m.c.id}, {m.cSide, m.p.id}, {m.pSide, forgedID}, {m.cSide, forgedID}, {m.pSide, laterID}} {
 		h, err := handshake.InspectPeer(ctx, peer.side, peer.id)
 		require.NoError(t, err)
-		plan := map[string]any{"namespace": h.TenantNamespace, "consumerSlices": h.ConsumerSlices, "providerSlices": h.ProviderSlices}
+		// A slice the case's principal created itself is theirs: unauthenticate taking it
+		// along (or refusing without --delete-resourceslices) takes nothing from anyone.
+		own := func(names []string) []string {
+			return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return skip[createdKey(h.TenantNamespace, n)] })
+		}
+		plan := map[string]any{"namespace": h.TenantNamespace, "consumerSlices": own(h.ConsumerSlices), "providerSlices": own(h.ProviderSlices)}
 		if h.Identity != nil {
 			plan["identity"] = h.Identity.Namespace + "/" + h.Identity.Name
 		}
@@ -681,7 +691,9 @@ func (m *matrix) metricsInto(t *testing.T, s snapshot, side, addr string) {
 	}
 }
 
-func (m *matrix) infoInto(t *testing.T, s snapshot, side *site) {
+// infoInto records what info prints on side; a slice the case's principal created itself
+// is printed as what it is (a slice in the peer's tenant namespace), and is theirs.
+func (m *matrix) infoInto(t *testing.T, s snapshot, side *site, skip map[string]bool) {
 	t.Helper()
 	out, errOut, err := runCLI(t, "info", "--kubeconfig", side.cp.Kubeconfig, "-o", "json")
 	require.NoError(t, err, "liqoctl info on %s: %s", side.id, errOut)
@@ -704,7 +716,9 @@ func (m *matrix) infoInto(t *testing.T, s snapshot, side *site) {
 		line("peering user", e)
 	}
 	for _, e := range r.ResourceSlices {
-		line("slice", e)
+		if !skip[createdKey(e.Namespace, e.Name)] {
+			line("slice", e)
+		}
 	}
 	line("manager", r.Manager.State)
 }

@@ -439,9 +439,15 @@ func (r *Reconciler) count(before, after *authv1beta1.TenantStatus) {
 			r.Metrics.Handshake(c.Status == metav1.ConditionTrue, c.Reason)
 		}
 	}
-	if after.Certificate != nil && (before.Certificate == nil || before.Certificate.SerialNumber != after.Certificate.SerialNumber) {
+	// A certificate published is counted when the condition that announces it (naming its
+	// serial) is new: one put back from the tenant record after a status writer replaced
+	// or cleared it changes the serial the status shows, but issues nothing.
+	issuedWas := meta.FindStatusCondition(before.Conditions, authv1beta1.ConditionCertificateIssued)
+	if c := meta.FindStatusCondition(after.Conditions, authv1beta1.ConditionCertificateIssued); after.Certificate != nil &&
+		(before.Certificate == nil || before.Certificate.SerialNumber != after.Certificate.SerialNumber) &&
+		c != nil && c.Status == metav1.ConditionTrue && (issuedWas == nil || issuedWas.Message != c.Message) {
 		outcome := metrics.OutcomeIssued
-		if c := meta.FindStatusCondition(after.Conditions, authv1beta1.ConditionCertificateIssued); c != nil && c.Reason == authv1beta1.ReasonCertificateRenewed {
+		if c.Reason == authv1beta1.ReasonCertificateRenewed {
 			outcome = metrics.OutcomeRenewed
 		}
 		r.Metrics.Certificate(metrics.KindControlPlane, outcome)
