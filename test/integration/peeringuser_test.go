@@ -160,11 +160,13 @@ func TestPeeringUser(t *testing.T) {
 	t.Run("an expired peering user is replaced", func(t *testing.T) {
 		// Certificates of the CSR API live at least ten minutes: expiry is recorded, and
 		// the API server refuses the certificate after it; here the record says so.
+		// The expiry is read from the peering user's ClusterRole (a ClusterRoleBinding
+		// writer cannot change it).
+		var cr rbacv1.ClusterRole
+		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Name: access.PeeringUserClusterObjectName(c.id)}, &cr))
+		cr.Annotations[wire.PeeringUserExpiresAnnotation] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+		require.NoError(t, p.client.Update(ctx, &cr))
 		var crbs rbacv1.ClusterRoleBindingList
-		require.NoError(t, p.client.List(ctx, &crbs, client.HasLabels{wire.PeeringUserLabel}, client.MatchingLabels{wire.RemoteClusterIDLabel: c.id}))
-		require.Len(t, crbs.Items, 1)
-		crbs.Items[0].Annotations[wire.PeeringUserExpiresAnnotation] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-		require.NoError(t, p.client.Update(ctx, &crbs.Items[0]))
 		_, errOut := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
 		assert.Contains(t, errOut, "Replacing peering user")
 		require.NoError(t, p.client.List(ctx, &crbs, client.HasLabels{wire.PeeringUserLabel}, client.MatchingLabels{wire.RemoteClusterIDLabel: c.id}))
