@@ -94,18 +94,17 @@ func PeeringUserClusterObjectName(consumerID string) string {
 	return peeringUserObject + "-" + consumerID
 }
 
-// IsPeeringUserBinding says whether b is exactly the ClusterRoleBinding that
-// ForgePeeringUserAccess makes for the peering user its labels name, and cr exactly its
-// ClusterRole: a binding anyone who may create ClusterRoleBindings labelled so is no
-// peering user.
-func IsPeeringUserBinding(b *rbacv1.ClusterRoleBinding, cr *rbacv1.ClusterRole) bool {
-	id, user := b.Labels[wire.RemoteClusterIDLabel], b.Labels[wire.PeeringUserLabel]
-	name := PeeringUserClusterObjectName(id)
+// IsPeeringUserClusterRole says whether cr is exactly the ClusterRole that
+// ForgePeeringUserAccess makes for the peering user its labels name: its name, labels and
+// rules. It, not a binding, says that a peering user exists: a ClusterRoleBinding writer
+// may forge a binding labelled so, or delete the real one while the user keeps its
+// namespace grants; only who may write ClusterRoles with a peering user's permissions can
+// forge this.
+func IsPeeringUserClusterRole(cr *rbacv1.ClusterRole) bool {
+	id, user := cr.Labels[wire.RemoteClusterIDLabel], cr.Labels[wire.PeeringUserLabel]
 	return id != "" && strings.HasPrefix(user, PeeringUserName(id, "")) && len(user) > len(PeeringUserName(id, "")) &&
-		b.Name == name && b.RoleRef == (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}) &&
-		equality.Semantic.DeepEqual(b.Subjects, []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}) &&
-		cr != nil && cr.Name == name && cr.Labels[wire.PeeringUserLabel] == user && cr.Labels[wire.RemoteClusterIDLabel] == id &&
-		cr.AggregationRule == nil && equality.Semantic.DeepEqual(cr.Rules, PeeringUserClusterRules(id))
+		cr.Name == PeeringUserClusterObjectName(id) && cr.AggregationRule == nil &&
+		equality.Semantic.DeepEqual(cr.Rules, PeeringUserClusterRules(id))
 }
 
 // PeeringUserRules are all the permissions of the peering user of consumerID, with the

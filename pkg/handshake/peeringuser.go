@@ -170,35 +170,46 @@ func issueClientCertificate(ctx context.Context, s *Side, key crypto.Signer, use
 
 // peeringUsers lists the peering users of consumerID ("" for all), from their
 // ClusterRoleBindings.
-// With exact, only a binding of exactly the shape GeneratePeeringUser makes, to its
-// ClusterRole, counts (access.IsPeeringUserBinding), and the serial and expiry are read
-// from that ClusterRole, which only who may grant a peering user's permissions can write;
-// without, every binding labelled so counts, for a removal to leave none behind.
+// With exact, the peering users are read from their ClusterRoles, exactly as
+// GeneratePeeringUser makes them (access.IsPeeringUserClusterRole), with the serial and
+// expiry they carry: a ClusterRoleBinding writer can neither forge one with a binding
+// labelled so, nor hide one by deleting its binding. Without, every ClusterRoleBinding
+// labelled so counts too, for a removal to leave none behind.
 func peeringUsers(ctx context.Context, s *Side, consumerID string, exact bool) ([]PeeringUser, error) {
 	opts := client.MatchingLabels{wire.ManagedByLabel: wire.ManagedByValue}
 	if consumerID != "" {
 		opts[wire.RemoteClusterIDLabel] = consumerID
 	}
-	var list rbacv1.ClusterRoleBindingList
-	if err := s.Client.List(ctx, &list, opts, client.HasLabels{wire.PeeringUserLabel}); err != nil {
+	var objs []client.Object
+	var roles rbacv1.ClusterRoleList
+	if err := s.Client.List(ctx, &roles, opts, client.HasLabels{wire.PeeringUserLabel}); err != nil {
 		return nil, s.Explain(err, "listing peering users")
 	}
-	var out []PeeringUser
-	for _, b := range list.Items {
-		annotations := b.Annotations
-		if exact {
-			var cr rbacv1.ClusterRole
-			if err := s.Client.Get(ctx, client.ObjectKey{Name: b.RoleRef.Name}, &cr); client.IgnoreNotFound(err) != nil {
-				return nil, s.Explain(err, "reading a peering user's ClusterRole")
-			} else if err != nil || !access.IsPeeringUserBinding(&b, &cr) {
-				continue
-			}
-			annotations = cr.Annotations
+	for i := range roles.Items {
+		if !exact || access.IsPeeringUserClusterRole(&roles.Items[i]) {
+			objs = append(objs, &roles.Items[i])
 		}
-		notAfter, _ := time.Parse(time.RFC3339, annotations[wire.PeeringUserExpiresAnnotation])
-		id := b.Labels[wire.RemoteClusterIDLabel]
-		out = append(out, PeeringUser{ConsumerID: id, User: b.Labels[wire.PeeringUserLabel], Namespace: wire.TenantNamespaceName(id),
-			Serial: annotations[wire.PeeringUserSerialAnnotation], NotAfter: notAfter})
+	}
+	if !exact {
+		var bindings rbacv1.ClusterRoleBindingList
+		if err := s.Client.List(ctx, &bindings, opts, client.HasLabels{wire.PeeringUserLabel}); err != nil {
+			return nil, s.Explain(err, "listing peering users")
+		}
+		for i := range bindings.Items {
+			objs = append(objs, &bindings.Items[i])
+		}
+	}
+	var out []PeeringUser
+	seen := map[string]bool{}
+	for _, o := range objs {
+		user, id := o.GetLabels()[wire.PeeringUserLabel], o.GetLabels()[wire.RemoteClusterIDLabel]
+		if seen[user] {
+			continue
+		}
+		seen[user] = true
+		notAfter, _ := time.Parse(time.RFC3339, o.GetAnnotations()[wire.PeeringUserExpiresAnnotation])
+		out = append(out, PeeringUser{ConsumerID: id, User: user, Namespace: wire.TenantNamespaceName(id),
+			Serial: o.GetAnnotations()[wire.PeeringUserSerialAnnotation], NotAfter: notAfter})
 	}
 	slices.SortFunc(out, func(a, b PeeringUser) int { return strings.Compare(a.ConsumerID, b.ConsumerID) })
 	return out, nil

@@ -117,25 +117,23 @@ func (r *Reconciler) requeue(err error) (ctrl.Result, error) {
 	return ctrl.Result{RequeueAfter: r.GoneAfter + time.Second}, err
 }
 
-// MaxClockAhead is how far in the future a consumer's clock may put a renewal and still
-// have it count (as now).
-const MaxClockAhead = 10 * time.Minute
-
 // LastSignOfLife is the latest of the presence Lease's creation (written by the API
-// server), the time the manager gave it to its Tenant and the consumer's last renewal.
-// A time up to MaxClockAhead in the future counts as now; one further ahead is no sign
-// of life at all: the consumer's identity writes the Lease, and a renewal stamped in the
-// year 3000 would otherwise keep a consumer that then falls silent from being collected
-// for good (the admission policy keeps a renewal from going back, so it cannot undo it).
+// server), the time the manager gave it to its Tenant and the consumer's last renewal;
+// a time in the future counts as now. Ignoring a time far ahead instead would let a
+// Lease writer collect a live consumer: the admission policy keeps the latest time from
+// going back, so every honest renewal after a stamp a year ahead would be refused
+// (TestAttack5LeaseWriterFarFutureRenewalCollectsALiveConsumer). Keeping a consumer from
+// being collected takes nothing from anyone; the administrator still drains or
+// unauthenticates it.
 func LastSignOfLife(lease *coordinationv1.Lease, now time.Time) time.Time {
 	last := lease.CreationTimestamp.Time
 	for _, t := range []*metav1.MicroTime{lease.Spec.AcquireTime, lease.Spec.RenewTime} {
-		if t != nil && t.After(last) && !t.After(now.Add(MaxClockAhead)) {
+		if t != nil && t.After(last) {
 			last = t.Time
 		}
 	}
 	if last.After(now) {
-		last = now
+		last = now // a time in the future is no promise
 	}
 	return last
 }

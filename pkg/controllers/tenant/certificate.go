@@ -11,6 +11,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -145,6 +146,16 @@ func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, 
 			"the status published API server %q and a CA other than this provider's: put back", ap.APIServer)
 		ap.APIServer, ap.CA = r.Options.APIServer, r.Options.CA
 	}
+	// When the certificate is renewed is read from the certificate itself, never from what
+	// the status says: a status writer who back-dated status.certificate.renewAfter would
+	// have the provider issue a new certificate (TestAttack5StatusWriterBackdatesRenewAfter).
+	if cert, err := authn.ParseCertificate(ap.SignedCRT); err == nil {
+		if info := issuer.CertificateInfo(cert, r.Options.RenewBefore); !sameCertificateInfo(info, t.Status.Certificate) {
+			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
+				"the status described certificate %s otherwise than the certificate says: put back", info.SerialNumber)
+			t.Status.Certificate = info
+		}
+	}
 	caFP, err := authn.CAFingerprint(r.Options.CA)
 	if err != nil {
 		return fmt.Errorf("the CA handed to consumers is not valid: %w", err)
@@ -221,4 +232,17 @@ func (r *Reconciler) issuedHere(ctx context.Context, t *authv1beta1.Tenant) (*cl
 		return rec, err
 	}
 	return recorded(r.APIReader)
+}
+
+// sameCertificateInfo compares two descriptions of a certificate as the status stores them
+// (times to the second).
+func sameCertificateInfo(a, b *authv1beta1.CertificateInfo) bool {
+	sec := func(t *metav1.Time) int64 {
+		if t == nil {
+			return 0
+		}
+		return t.Unix()
+	}
+	return a != nil && b != nil && a.SerialNumber == b.SerialNumber && sec(a.NotBefore) == sec(b.NotBefore) &&
+		sec(a.NotAfter) == sec(b.NotAfter) && sec(a.RenewAfter) == sec(b.RenewAfter)
 }

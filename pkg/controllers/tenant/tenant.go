@@ -7,7 +7,6 @@
 package tenant
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"fmt"
@@ -127,7 +126,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, placed
 	}
 	before := t.Status.DeepCopy()
-	res, err := r.reconcile(ctx, t, placed)
+	var fresh bool
+	res, err := r.reconcile(ctx, t, placed, &fresh)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -135,13 +135,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if saved, err := common.SaveStatus(ctx, r.Client, t, !equality.Semantic.DeepEqual(before, &t.Status)); !saved || err != nil {
 		return ctrl.Result{}, err
 	}
-	r.count(before, &t.Status)
+	r.count(before, &t.Status, fresh)
 	return res, r.afterStatus(ctx, t)
 }
 
 // reconcile computes the Tenant status; only what it writes outside the Tenant happens
 // here, before the status is saved.
-func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, placed error) (ctrl.Result, error) {
+// fresh is set when a handshake is newly accepted: its nonce newly consumed in the record.
+func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, placed error, fresh *bool) (ctrl.Result, error) {
 	now := r.Now()
 	if placed != nil {
 		return ctrl.Result{}, r.refuse(t, placed)
@@ -162,7 +163,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 			acc, err = verifyHandshake(ctx, r.APIReader, t, r.Options.NonceTTL, now)
 		}
 		if err == nil {
-			err = r.consumeNonce(ctx, t, acc, now)
+			*fresh, err = r.consumeNonce(ctx, t, acc, now)
 		}
 		if err != nil {
 			return ctrl.Result{}, r.refuse(t, r.refuseRecorded(t, sealErr, err))
@@ -301,9 +302,10 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 // handshake applied again (a Liqo consumer re-running, or a status save that failed)
 // converges; a replay in a re-created Tenant does not. The nonce Secret itself is kept,
 // marked, for Liqo consumers expect it.
-func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, acc *acceptance, now time.Time) error {
+func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, acc *acceptance, now time.Time) (fresh bool, err error) {
 	nonce := string(acc.nonce.Data[wire.NonceField])
-	return cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
+	err = cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
+		fresh = false // the update may run again, on a conflict
 		if rec.Consumed(nonce, acc.fingerprint) {
 			return refusal(authv1beta1.ReasonNonceConsumed, "the nonce in namespace %q was already used, at %s, by the handshake of another key: a nonce is single-use; start a new handshake (liqoctl create nonce, or liqoctl authenticate)",
 				t.Namespace, rec.ConsumedNonce.At.UTC().Format(time.RFC3339))
@@ -312,9 +314,11 @@ func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, ac
 		if c == nil || c.Digest != cluster.NonceDigest(nonce) || c.TenantUID != string(t.UID) || c.CSRDigest != acc.csrDigest || c.SecretUID != string(acc.nonce.UID) {
 			rec.ConsumedNonce = &cluster.ConsumedNonce{Digest: cluster.NonceDigest(nonce), TenantUID: string(t.UID), KeyFingerprint: acc.fingerprint, CSRDigest: acc.csrDigest,
 				SecretUID: string(acc.nonce.UID), At: now.UTC().Truncate(time.Second)}
+			fresh = true
 		}
 		return nil
 	})
+	return fresh && err == nil, err
 }
 
 // afterStatus runs what must follow a saved status: a consumed nonce is marked only once
@@ -428,14 +432,16 @@ func notAFailure(reason string) bool {
 	return false
 }
 
-// count counts, once the status that says it is saved, a handshake decided (a new seal,
-// or a refusal with a new reason) and a certificate published or failed. A sealed
-// acceptance that holds again after a refusal is no new handshake.
-func (r *Reconciler) count(before, after *authv1beta1.TenantStatus) {
+// count counts, once the status that says it is saved, a handshake decided (an acceptance
+// whose nonce was newly consumed, fresh, or a refusal with a new reason) and a certificate
+// published or failed. A sealed acceptance that holds again after a refusal, or the same
+// handshake sealed again after a status writer wiped or forged the seal, is no new
+// handshake (TestAttack5StatusWriterInflatesHandshakeMetric).
+func (r *Reconciler) count(before, after *authv1beta1.TenantStatus, fresh bool) {
 	was := meta.FindStatusCondition(before.Conditions, authv1beta1.ConditionAuthenticated)
 	if c := meta.FindStatusCondition(after.Conditions, authv1beta1.ConditionAuthenticated); c != nil &&
 		(was == nil || was.Status != c.Status || was.Reason != c.Reason) {
-		if c.Status != metav1.ConditionTrue || !bytes.Equal(before.AcceptanceSeal, after.AcceptanceSeal) {
+		if c.Status != metav1.ConditionTrue || fresh {
 			r.Metrics.Handshake(c.Status == metav1.ConditionTrue, c.Reason)
 		}
 	}
