@@ -1,11 +1,8 @@
 package access
 
 import (
-	"strings"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,19 +89,6 @@ func ForgePeeringUserAccess(liqoNS, tn, consumerID, user string) []client.Object
 // user of consumerID.
 func PeeringUserClusterObjectName(consumerID string) string {
 	return peeringUserObject + "-" + consumerID
-}
-
-// IsPeeringUserClusterRole says whether cr is exactly the ClusterRole that
-// ForgePeeringUserAccess makes for the peering user its labels name: its name, labels and
-// rules. It, not a binding, says that a peering user exists: a ClusterRoleBinding writer
-// may forge a binding labelled so, or delete the real one while the user keeps its
-// namespace grants; only who may write ClusterRoles with a peering user's permissions can
-// forge this.
-func IsPeeringUserClusterRole(cr *rbacv1.ClusterRole) bool {
-	id, user := cr.Labels[wire.RemoteClusterIDLabel], cr.Labels[wire.PeeringUserLabel]
-	return id != "" && strings.HasPrefix(user, PeeringUserName(id, "")) && len(user) > len(PeeringUserName(id, "")) &&
-		cr.Name == PeeringUserClusterObjectName(id) && cr.AggregationRule == nil &&
-		equality.Semantic.DeepEqual(cr.Rules, PeeringUserClusterRules(id))
 }
 
 // PeeringUserRules are all the permissions of the peering user of consumerID, with the

@@ -38,6 +38,7 @@ const (
 	recordRenewKey        = "renewSerial"
 	recordPubCertKey      = "publishedCertificate"
 	recordPubTenantKey    = "publishedForTenant"
+	recordPeeringUserKey  = "peeringUser"
 )
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
@@ -82,10 +83,23 @@ type TenantRecord struct {
 	// in: only that Tenant gets it back (a Tenant re-created for the same key gets a
 	// certificate of its own).
 	PublishedForTenant string
+	// PeeringUser is, on a provider, the peering user its administrator generated for the
+	// remote cluster (liqoctl generate peering-user), until they delete it: what says that
+	// one exists, where no ClusterRole(Binding) writer can forge or hide one.
+	PeeringUser *RecordedPeeringUser
 	// RenewSerial is, on a provider, the serial of the control-plane certificate its
 	// administrator asked to replace now (liqoctl renew tenant): the manager renews it
 	// ahead of time while the Tenant publishes that serial.
 	RenewSerial string
+}
+
+// RecordedPeeringUser is a peering user as its tenant record holds it.
+type RecordedPeeringUser struct {
+	// User is its user name, liqo-peer-user-<consumer>-<random>.
+	User string `json:"user"`
+	// Serial and NotAfter are those of its certificate.
+	Serial   string    `json:"serial"`
+	NotAfter time.Time `json:"notAfter"`
 }
 
 // ConsumedNonce is a nonce a provider accepted a handshake with. The nonce Secret is
@@ -161,25 +175,21 @@ func (r *TenantRecord) AddCertificate(c IssuedCertificate, now time.Time) {
 	}
 }
 
+// jsonFields are the fields of the record kept as JSON, by key, as pointers to them.
+func (r *TenantRecord) jsonFields() map[string]any {
+	return map[string]any{recordCertsKey: &r.Certificates, recordLimitsKey: &r.SliceLimits, recordNonceKey: &r.ConsumedNonce, recordPeeringUserKey: &r.PeeringUser}
+}
+
 func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, error) {
 	r := &TenantRecord{RemoteID: remoteID, Namespace: cm.Data[recordNamespaceKey],
 		NamespaceUID: types.UID(cm.Data[recordNamespaceUIDKey]), CAFingerprint: cm.Data[recordCAKey], State: cm.Data[recordStateKey],
 		PublishedCAFingerprint: cm.Data[recordPubCAKey], PublishedAPIServer: cm.Data[recordPubServerKey], RenewSerial: cm.Data[recordRenewKey],
 		PublishedCertificate: cm.Data[recordPubCertKey], PublishedForTenant: cm.Data[recordPubTenantKey]}
-	if v := cm.Data[recordCertsKey]; v != "" {
-		if err := json.Unmarshal([]byte(v), &r.Certificates); err != nil {
-			return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, recordCertsKey, err)
-		}
-	}
-	if v := cm.Data[recordLimitsKey]; v != "" {
-		if err := json.Unmarshal([]byte(v), &r.SliceLimits); err != nil {
-			return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, recordLimitsKey, err)
-		}
-	}
-	if v := cm.Data[recordNonceKey]; v != "" {
-		r.ConsumedNonce = &ConsumedNonce{}
-		if err := json.Unmarshal([]byte(v), r.ConsumedNonce); err != nil {
-			return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, recordNonceKey, err)
+	for key, into := range r.jsonFields() {
+		if v := cm.Data[key]; v != "" {
+			if err := json.Unmarshal([]byte(v), into); err != nil {
+				return nil, fmt.Errorf("ConfigMap %s/%s: %s is not valid: %w", cm.Namespace, cm.Name, key, err)
+			}
 		}
 	}
 	return r, nil
@@ -190,26 +200,14 @@ func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
 	cm.Data = map[string]string{recordNamespaceKey: r.Namespace, recordNamespaceUIDKey: string(r.NamespaceUID), recordCAKey: r.CAFingerprint, recordStateKey: r.State,
 		recordPubCAKey: r.PublishedCAFingerprint, recordPubServerKey: r.PublishedAPIServer, recordRenewKey: r.RenewSerial, recordPubCertKey: r.PublishedCertificate,
 		recordPubTenantKey: r.PublishedForTenant}
-	if len(r.Certificates) > 0 {
-		b, err := json.Marshal(r.Certificates)
+	for key, v := range r.jsonFields() {
+		b, err := json.Marshal(v)
 		if err != nil {
 			return err
 		}
-		cm.Data[recordCertsKey] = string(b)
-	}
-	if len(r.SliceLimits) > 0 {
-		b, err := json.Marshal(r.SliceLimits)
-		if err != nil {
-			return err
+		if e := string(b); e != "null" && e != "[]" && e != "{}" { // an empty field is left out
+			cm.Data[key] = e
 		}
-		cm.Data[recordLimitsKey] = string(b)
-	}
-	if r.ConsumedNonce != nil {
-		b, err := json.Marshal(r.ConsumedNonce)
-		if err != nil {
-			return err
-		}
-		cm.Data[recordNonceKey] = string(b)
 	}
 	size := 0
 	for k, v := range cm.Data {

@@ -15,7 +15,9 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,6 +93,14 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 		return nil, err
 	}
 	pu := &PeeringUser{ConsumerID: consumerID, User: user, Namespace: tn, Serial: cert.SerialNumber.Text(16), NotAfter: cert.NotAfter}
+	// Recorded before anything is granted: no peering user holds a grant that info and
+	// delete peering-user do not know of.
+	if err := cluster.UpdateTenantRecord(ctx, p.Client, p.Client, p.Namespace, consumerID, false, func(rec *cluster.TenantRecord) error {
+		rec.PeeringUser = &cluster.RecordedPeeringUser{User: user, Serial: pu.Serial, NotAfter: pu.NotAfter}
+		return nil
+	}); err != nil {
+		return nil, p.Explain(err, "recording the peering user")
+	}
 	for _, obj := range access.ForgePeeringUserAccess(p.Namespace, tn, consumerID, user) {
 		obj.SetAnnotations(map[string]string{wire.PeeringUserExpiresAnnotation: pu.NotAfter.UTC().Format(time.RFC3339), wire.PeeringUserSerialAnnotation: pu.Serial})
 		if err := cluster.Apply(ctx, p.Client, obj, cluster.FieldOwner); err != nil {
@@ -170,54 +180,58 @@ func issueClientCertificate(ctx context.Context, s *Side, key crypto.Signer, use
 
 // peeringUsers lists the peering users of consumerID ("" for all), from their
 // ClusterRoleBindings.
-// With exact, the peering users are read from their ClusterRoles, exactly as
-// GeneratePeeringUser makes them (access.IsPeeringUserClusterRole), with the serial and
-// expiry they carry: a ClusterRoleBinding writer can neither forge one with a binding
-// labelled so, nor hide one by deleting its binding. Without, every ClusterRoleBinding
-// labelled so counts too, for a removal to leave none behind.
+// With exact, the peering users are read from the tenant records, where GeneratePeeringUser
+// records each before it grants anything and which only the administrator writes: a
+// ClusterRole or ClusterRoleBinding writer can neither forge one nor hide one. Without,
+// every ClusterRole and ClusterRoleBinding labelled as a peering user's counts too, for a
+// removal to leave none behind.
 func peeringUsers(ctx context.Context, s *Side, consumerID string, exact bool) ([]PeeringUser, error) {
-	opts := client.MatchingLabels{wire.ManagedByLabel: wire.ManagedByValue}
-	if consumerID != "" {
-		opts[wire.RemoteClusterIDLabel] = consumerID
-	}
-	var objs []client.Object
-	var roles rbacv1.ClusterRoleList
-	if err := s.Client.List(ctx, &roles, opts, client.HasLabels{wire.PeeringUserLabel}); err != nil {
+	records, err := cluster.ListTenantRecords(ctx, s.Client, s.Namespace)
+	if err != nil {
 		return nil, s.Explain(err, "listing peering users")
-	}
-	for i := range roles.Items {
-		if !exact || access.IsPeeringUserClusterRole(&roles.Items[i]) {
-			objs = append(objs, &roles.Items[i])
-		}
-	}
-	if !exact {
-		var bindings rbacv1.ClusterRoleBindingList
-		if err := s.Client.List(ctx, &bindings, opts, client.HasLabels{wire.PeeringUserLabel}); err != nil {
-			return nil, s.Explain(err, "listing peering users")
-		}
-		for i := range bindings.Items {
-			objs = append(objs, &bindings.Items[i])
-		}
 	}
 	var out []PeeringUser
 	seen := map[string]bool{}
-	for _, o := range objs {
-		user, id := o.GetLabels()[wire.PeeringUserLabel], o.GetLabels()[wire.RemoteClusterIDLabel]
-		if seen[user] {
-			continue
+	add := func(id, user, serial string, notAfter time.Time) {
+		if seen[user] || (consumerID != "" && id != consumerID) {
+			return
 		}
 		seen[user] = true
-		notAfter, _ := time.Parse(time.RFC3339, o.GetAnnotations()[wire.PeeringUserExpiresAnnotation])
-		out = append(out, PeeringUser{ConsumerID: id, User: user, Namespace: wire.TenantNamespaceName(id),
-			Serial: o.GetAnnotations()[wire.PeeringUserSerialAnnotation], NotAfter: notAfter})
+		out = append(out, PeeringUser{ConsumerID: id, User: user, Namespace: wire.TenantNamespaceName(id), Serial: serial, NotAfter: notAfter})
+	}
+	for _, rec := range records {
+		if u := rec.PeeringUser; u != nil {
+			add(rec.RemoteID, u.User, u.Serial, u.NotAfter)
+		}
+	}
+	if !exact {
+		opts := client.MatchingLabels{wire.ManagedByLabel: wire.ManagedByValue}
+		for _, list := range []client.ObjectList{&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}} {
+			if err := s.Client.List(ctx, list, opts, client.HasLabels{wire.PeeringUserLabel}); err != nil {
+				return nil, s.Explain(err, "listing peering users")
+			}
+			_ = meta.EachListItem(list, func(o runtime.Object) error {
+				obj := o.(client.Object)
+				notAfter, _ := time.Parse(time.RFC3339, obj.GetAnnotations()[wire.PeeringUserExpiresAnnotation])
+				add(obj.GetLabels()[wire.RemoteClusterIDLabel], obj.GetLabels()[wire.PeeringUserLabel], obj.GetAnnotations()[wire.PeeringUserSerialAnnotation], notAfter)
+				return nil
+			})
+		}
 	}
 	slices.SortFunc(out, func(a, b PeeringUser) int { return strings.Compare(a.ConsumerID, b.ConsumerID) })
 	return out, nil
 }
 
-// ListPeeringUsers lists the peering users of the cluster.
+// ListPeeringUsers lists the peering users of the cluster, as its tenant records hold them.
 func ListPeeringUsers(ctx context.Context, s *Side) ([]PeeringUser, error) {
 	return peeringUsers(ctx, s, "", true)
+}
+
+// ListPeeringUserGrants lists the peering users of the cluster and, besides, every user
+// some ClusterRole or ClusterRoleBinding is labelled as a peering user's: what a removal
+// must leave none of.
+func ListPeeringUserGrants(ctx context.Context, s *Side) ([]PeeringUser, error) {
+	return peeringUsers(ctx, s, "", false)
 }
 
 // DeletePeeringUser removes the peering user of consumerID and proves, with
@@ -258,6 +272,9 @@ func DeletePeeringUser(ctx context.Context, p *Side, consumerID string) (*Peerin
 		if len(left) > 0 {
 			return nil, fmt.Errorf("%w: peering user %s may still: %s", ErrAccessNotRevoked, u.User, strings.Join(left, "; "))
 		}
+		if err := forgetPeeringUser(ctx, p, consumerID, u.User); err != nil {
+			return nil, err
+		}
 		p.Report.Info("Access of peering user %s revoked: verified", u.User)
 		if now := time.Now(); now.Before(u.NotAfter) {
 			p.Report.Warn("Its certificate %s stays cryptographically valid until %s, but authorizes nothing: a new peering user gets another name and never revives it",
@@ -265,6 +282,21 @@ func DeletePeeringUser(ctx context.Context, p *Side, consumerID string) (*Peerin
 		}
 	}
 	return &users[0], nil
+}
+
+// forgetPeeringUser takes user, whose access is proven revoked, out of the tenant record of
+// consumerID (a record that is gone holds nothing to forget).
+func forgetPeeringUser(ctx context.Context, p *Side, consumerID, user string) error {
+	err := cluster.UpdateTenantRecord(ctx, p.Client, p.Client, p.Namespace, consumerID, false, func(rec *cluster.TenantRecord) error {
+		if rec.PeeringUser != nil && rec.PeeringUser.User == user {
+			rec.PeeringUser = nil
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, cluster.ErrTenantNamespaceNotFound) {
+		return p.Explain(err, "forgetting the peering user")
+	}
+	return nil
 }
 
 // deletePeeringUserAccess deletes the roles and bindings of the peering users of consumerID.

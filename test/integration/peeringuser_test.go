@@ -160,12 +160,11 @@ func TestPeeringUser(t *testing.T) {
 	t.Run("an expired peering user is replaced", func(t *testing.T) {
 		// Certificates of the CSR API live at least ten minutes: expiry is recorded, and
 		// the API server refuses the certificate after it; here the record says so.
-		// The expiry is read from the peering user's ClusterRole (a ClusterRoleBinding
-		// writer cannot change it).
-		var cr rbacv1.ClusterRole
-		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Name: access.PeeringUserClusterObjectName(c.id)}, &cr))
-		cr.Annotations[wire.PeeringUserExpiresAnnotation] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-		require.NoError(t, p.client.Update(ctx, &cr))
+		// The expiry is read from the tenant record, where the peering user is recorded.
+		require.NoError(t, cluster.UpdateTenantRecord(ctx, p.client, p.client, wire.DefaultLiqoNamespace, c.id, false, func(rec *cluster.TenantRecord) error {
+			rec.PeeringUser.NotAfter = time.Now().Add(-time.Minute).UTC()
+			return nil
+		}))
 		var crbs rbacv1.ClusterRoleBindingList
 		_, errOut := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
 		assert.Contains(t, errOut, "Replacing peering user")

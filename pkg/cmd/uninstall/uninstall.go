@@ -240,7 +240,7 @@ func (o *Options) removeInstalled(ctx context.Context, s *handshake.Side, peers 
 // admission policy that keeps them to the nonce, which uninstall removes. With --force it
 // returns them, to be deleted.
 func (o *Options) checkPeeringUsers(ctx context.Context, s *handshake.Side) ([]handshake.PeeringUser, error) {
-	users, err := handshake.ListPeeringUsers(ctx, s)
+	users, err := handshake.ListPeeringUserGrants(ctx, s)
 	if err != nil || len(users) == 0 {
 		return nil, err
 	}
