@@ -19,7 +19,6 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 )
 
@@ -32,17 +31,9 @@ import (
 // must not be collected.
 func TestAttack5LeaseWriterFarFutureRenewalCollectsALiveConsumer(t *testing.T) {
 	const grace = 20 * time.Second
-	consumer, provider := cliSites(t)
-	ctx := context.Background()
-	startManager(t, provider, "--consumer=false", "--peer-gone-after="+grace.String())
-	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
-	pTN := wire.TenantNamespaceName(consumer.id)
-	key := client.ObjectKey{Namespace: pTN, Name: consumer.id}
-	leaseKey := client.ObjectKey{Namespace: pTN, Name: wire.PresenceLeaseName}
-	var lease coordinationv1.Lease
-	eventuallyNoError(t, ctx, "the presence Lease created", func(ctx context.Context) error {
-		return provider.client.Get(ctx, leaseKey, &lease)
-	})
+	p := peerWithManager(t, "--peer-gone-after="+grace.String())
+	ctx, provider, pTN, key := context.Background(), p.provider, p.tn, p.key
+	leaseKey, lease := p.presenceLease(t)
 	// The consumer renews (as its manager does; here as the administrator).
 	renew := func() (time.Time, error) {
 		now := time.Now()
@@ -89,24 +80,14 @@ func TestAttack5LeaseWriterFarFutureRenewalCollectsALiveConsumer(t *testing.T) {
 // moves status.certificate.renewAfter into the past. The provider must not renew (issue a
 // new certificate) on a status writer's word.
 func TestAttack5StatusWriterBackdatesRenewAfter(t *testing.T) {
-	consumer, provider := cliSites(t)
-	ctx := context.Background()
-	startManager(t, provider, "--consumer=false")
-	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
-	pTN := wire.TenantNamespaceName(consumer.id)
-	key := client.ObjectKey{Namespace: pTN, Name: consumer.id}
-	serial := tenantSerial(t, consumer, provider)
+	p := peerWithManager(t)
+	ctx, provider, key := context.Background(), p.provider, p.key
+	serial := tenantSerial(t, p.consumer, provider)
 	require.NotEmpty(t, serial)
-	issued := func() int {
-		rec, err := cluster.GetTenantRecord(ctx, provider.client, wire.DefaultLiqoNamespace, consumer.id)
-		require.NoError(t, err)
-		return len(rec.Certificates)
-	}
+	issued := func() int { return p.issued(t) }
 	before := issued()
 
-	writer := principal(t, provider, "tenant-status-writer", pTN,
-		rule(authv1beta1.GroupVersion.Group, "tenants", "get"),
-		rule(authv1beta1.GroupVersion.Group, "tenants/status", "get", "update", "patch"))
+	writer := p.statusWriter(t)
 	var tn authv1beta1.Tenant
 	require.NoError(t, writer.Get(ctx, key, &tn))
 	require.NotNil(t, tn.Status.Certificate)

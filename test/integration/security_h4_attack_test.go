@@ -169,17 +169,9 @@ func TestManagerSliceBindingsNameOnlyTheSliceUser(t *testing.T) {
 // a grace period has passed since its last renewal.
 func TestPresenceLeaseWriterCannotCollectALiveConsumer(t *testing.T) {
 	const grace = 20 * time.Second
-	consumer, provider := cliSites(t)
-	ctx := context.Background()
-	startManager(t, provider, "--consumer=false", "--peer-gone-after="+grace.String())
-	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
-	pTN := wire.TenantNamespaceName(consumer.id)
-	key := client.ObjectKey{Namespace: pTN, Name: consumer.id}
-	leaseKey := client.ObjectKey{Namespace: pTN, Name: wire.PresenceLeaseName}
-	var lease coordinationv1.Lease
-	eventuallyNoError(t, ctx, "the presence Lease created", func(ctx context.Context) error {
-		return provider.client.Get(ctx, leaseKey, &lease)
-	})
+	p := peerWithManager(t, "--peer-gone-after="+grace.String())
+	ctx, provider, pTN, key := context.Background(), p.provider, p.tn, p.key
+	leaseKey, lease := p.presenceLease(t)
 
 	// The consumer renews its presence every second (set up here as the administrator:
 	// what the consumer's own manager does), past the grace period counted from the Lease's

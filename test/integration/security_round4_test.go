@@ -146,29 +146,19 @@ func errString(err error) string {
 // clears, the certificate a Tenant publishes: the provider puts back the one it published
 // (the same serial, from its tenant record), and issues nothing.
 func TestStatusWriterCannotMakeTheProviderIssue(t *testing.T) {
-	consumer, provider := cliSites(t)
-	ctx := context.Background()
-	startManager(t, provider, "--consumer=false")
-	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
-	pTN := wire.TenantNamespaceName(consumer.id)
-	key := client.ObjectKey{Namespace: pTN, Name: consumer.id}
-	serial := tenantSerial(t, consumer, provider)
+	p := peerWithManager(t)
+	ctx, provider, key := context.Background(), p.provider, p.key
+	serial := tenantSerial(t, p.consumer, provider)
 	require.NotEmpty(t, serial)
-	issued := func() int {
-		rec, err := cluster.GetTenantRecord(ctx, provider.client, wire.DefaultLiqoNamespace, consumer.id)
-		require.NoError(t, err)
-		return len(rec.Certificates)
-	}
+	issued := func() int { return p.issued(t) }
 	before := issued()
 
-	writer := principal(t, provider, "tenant-status-writer", pTN,
-		rule(authv1beta1.GroupVersion.Group, "tenants", "get"),
-		rule(authv1beta1.GroupVersion.Group, "tenants/status", "get", "update", "patch"))
+	writer := p.statusWriter(t)
 	var tn authv1beta1.Tenant
 	require.NoError(t, writer.Get(ctx, key, &tn))
 	key2, err := authn.GenerateKey(authn.Ed25519)
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(42), Subject: pkix.Name{CommonName: consumer.id, Organization: []string{wire.UserGroup}},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(42), Subject: pkix.Name{CommonName: p.consumer.id, Organization: []string{wire.UserGroup}},
 		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key2.Public(), key2)
 	require.NoError(t, err)
@@ -186,7 +176,7 @@ func TestStatusWriterCannotMakeTheProviderIssue(t *testing.T) {
 		}
 		return nil
 	})
-	assert.Equal(t, serial, tenantSerial(t, consumer, provider))
+	assert.Equal(t, serial, tenantSerial(t, p.consumer, provider))
 	assert.Equal(t, before, issued(), "no certificate issued")
 
 	// Clearing what the status publishes is no request for a new certificate either.
