@@ -256,6 +256,8 @@ func CertificateInfo(cert *x509.Certificate, renewBefore time.Duration) *authv1b
 	if renewBefore > 0 {
 		renew = cert.NotAfter.Add(-renewBefore)
 	}
+	// To the second, as a status stores it: the description read back equals the one made.
+	renew = renew.Truncate(time.Second)
 	return &authv1beta1.CertificateInfo{
 		SerialNumber: cert.SerialNumber.Text(16),
 		NotBefore:    ptr.To(metav1.NewTime(cert.NotBefore)),

@@ -126,8 +126,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, placed
 	}
 	before := t.Status.DeepCopy()
-	var fresh bool
-	res, err := r.reconcile(ctx, t, placed, &fresh)
+	var d decided
+	res, err := r.reconcile(ctx, t, placed, &d)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -135,14 +135,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if saved, err := common.SaveStatus(ctx, r.Client, t, !equality.Semantic.DeepEqual(before, &t.Status)); !saved || err != nil {
 		return ctrl.Result{}, err
 	}
-	r.count(before, &t.Status, fresh)
+	r.count(before, &t.Status, d)
 	return res, r.afterStatus(ctx, t)
 }
 
 // reconcile computes the Tenant status; only what it writes outside the Tenant happens
 // here, before the status is saved.
-// fresh is set when a handshake is newly accepted: its nonce newly consumed in the record.
-func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, placed error, fresh *bool) (ctrl.Result, error) {
+// d records what it decided that the metrics count once the status is saved.
+func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, placed error, d *decided) (ctrl.Result, error) {
 	now := r.Now()
 	if placed != nil {
 		return ctrl.Result{}, r.refuse(t, placed)
@@ -155,15 +155,9 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 		if err := r.checkNotSliceUser(ctx, t); err != nil {
 			return ctrl.Result{}, r.refuse(t, err)
 		}
-		acc, err := verifyHandshake(ctx, r.Client, t, r.Options.NonceTTL, now)
-		if authn.ReasonOf(err) != "" && r.APIReader != nil {
-			// The cache may not have seen the nonce filled yet (the consumer read it from
-			// the API server before it signed): a refusal is only ever of what the API
-			// server holds, never of a cache that lags.
-			acc, err = verifyHandshake(ctx, r.APIReader, t, r.Options.NonceTTL, now)
-		}
+		acc, err := verifyHandshake(ctx, r.Client, r.APIReader, t, r.Options.NonceTTL, now)
 		if err == nil {
-			*fresh, err = r.consumeNonce(ctx, t, acc, now)
+			d.accepted, err = r.consumeNonce(ctx, t, acc, now)
 		}
 		if err != nil {
 			return ctrl.Result{}, r.refuse(t, r.refuseRecorded(t, sealErr, err))
@@ -216,12 +210,12 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonCordonedNoGrant, "the tenant is Cordoned: no new access is granted", corev1.EventTypeNormal)
 		}
 	}
-	res, err = r.reconcileCertificate(ctx, t, state, rec, now)
+	res, err = r.reconcileCertificate(ctx, t, state, rec, now, d)
 	r.setReady(t)
 	return res, err
 }
 
-func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, rec *cluster.TenantRecord, now time.Time) (ctrl.Result, error) {
+func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, rec *cluster.TenantRecord, now time.Time, d *decided) (ctrl.Result, error) {
 	if err := r.checkPublished(ctx, t, rec, now); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -284,8 +278,9 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 		return ctrl.Result{}, err
 	}
 	reason := authv1beta1.ReasonCertificateIssued
+	d.certificate = metrics.OutcomeIssued
 	if hasCert {
-		reason = authv1beta1.ReasonCertificateRenewed
+		reason, d.certificate = authv1beta1.ReasonCertificateRenewed, metrics.OutcomeRenewed
 		t.Status.LastRenewal = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
 	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: r.Options.APIServer, CA: r.Options.CA, SignedCRT: is.PEM, ProxyURL: t.Spec.ProxyURL}
@@ -432,31 +427,32 @@ func notAFailure(reason string) bool {
 	return false
 }
 
+// decided is what one reconcile did that the metrics count once the status that says it
+// is saved: what the status alone cannot tell, as a status writer may rewrite it.
+type decided struct {
+	// accepted is set when a handshake was accepted with its nonce newly consumed.
+	accepted bool
+	// certificate is the outcome of a certificate issued now (metrics.OutcomeIssued or
+	// OutcomeRenewed), "" when none was.
+	certificate string
+}
+
 // count counts, once the status that says it is saved, a handshake decided (an acceptance
-// whose nonce was newly consumed, fresh, or a refusal with a new reason) and a certificate
-// published or failed. A sealed acceptance that holds again after a refusal, or the same
-// handshake sealed again after a status writer wiped or forged the seal, is no new
-// handshake (TestAttack5StatusWriterInflatesHandshakeMetric).
-func (r *Reconciler) count(before, after *authv1beta1.TenantStatus, fresh bool) {
+// d says is new, or a refusal with a new reason) and a certificate issued or failed. A
+// sealed acceptance that holds again after a refusal, or the same handshake sealed again
+// after a status writer wiped or forged the seal, is no new handshake
+// (TestAttack5StatusWriterInflatesHandshakeMetric); a certificate put back from the tenant
+// record is none issued.
+func (r *Reconciler) count(before, after *authv1beta1.TenantStatus, d decided) {
 	was := meta.FindStatusCondition(before.Conditions, authv1beta1.ConditionAuthenticated)
 	if c := meta.FindStatusCondition(after.Conditions, authv1beta1.ConditionAuthenticated); c != nil &&
 		(was == nil || was.Status != c.Status || was.Reason != c.Reason) {
-		if c.Status != metav1.ConditionTrue || fresh {
+		if c.Status != metav1.ConditionTrue || d.accepted {
 			r.Metrics.Handshake(c.Status == metav1.ConditionTrue, c.Reason)
 		}
 	}
-	// A certificate published is counted when the condition that announces it (naming its
-	// serial) is new: one put back from the tenant record after a status writer replaced
-	// or cleared it changes the serial the status shows, but issues nothing.
-	issuedWas := meta.FindStatusCondition(before.Conditions, authv1beta1.ConditionCertificateIssued)
-	if c := meta.FindStatusCondition(after.Conditions, authv1beta1.ConditionCertificateIssued); after.Certificate != nil &&
-		(before.Certificate == nil || before.Certificate.SerialNumber != after.Certificate.SerialNumber) &&
-		c != nil && c.Status == metav1.ConditionTrue && (issuedWas == nil || issuedWas.Message != c.Message) {
-		outcome := metrics.OutcomeIssued
-		if c.Reason == authv1beta1.ReasonCertificateRenewed {
-			outcome = metrics.OutcomeRenewed
-		}
-		r.Metrics.Certificate(metrics.KindControlPlane, outcome)
+	if d.certificate != "" {
+		r.Metrics.Certificate(metrics.KindControlPlane, d.certificate)
 	}
 	if c := meta.FindStatusCondition(after.Conditions, authv1beta1.ConditionCertificateIssued); c != nil && c.Status != metav1.ConditionTrue && !notAFailure(c.Reason) {
 		if was := meta.FindStatusCondition(before.Conditions, authv1beta1.ConditionCertificateIssued); was == nil || was.Reason != c.Reason {

@@ -57,8 +57,11 @@ type acceptance struct {
 
 // verifyHandshake applies every rule of the protocol to a Tenant that has not been
 // accepted: a live, unexpired nonce in its own namespace, a key of an allowed type, a
-// signature of that nonce by that key, and a CSR that passes authn.ValidateCSR.
-func verifyHandshake(ctx context.Context, c client.Reader, t *authv1beta1.Tenant, ttl time.Duration, now time.Time) (*acceptance, error) {
+// signature of that nonce by that key, and a CSR that passes authn.ValidateCSR. The nonce
+// is read from the cache c and, when that copy would be refused, from the API server live
+// (nil: none): the consumer read the nonce filled from the API server before it signed, and
+// a refusal is only ever of what the API server holds, never of a cache that lags.
+func verifyHandshake(ctx context.Context, c, live client.Reader, t *authv1beta1.Tenant, ttl time.Duration, now time.Time) (*acceptance, error) {
 	id := string(t.Spec.ClusterID)
 	switch {
 	case len(t.Spec.PublicKey) == 0:
@@ -72,6 +75,9 @@ func verifyHandshake(ctx context.Context, c client.Reader, t *authv1beta1.Tenant
 		return nil, refusal(authn.ReasonCSRTooLarge, "the CSR is %d bytes, more than the %d allowed", len(t.Spec.CSR), authn.MaxCSRSize)
 	}
 	nonceSecret, nonce, err := liveNonce(ctx, c, t.Namespace, id, ttl, now)
+	if authn.ReasonOf(err) != "" && live != nil {
+		nonceSecret, nonce, err = liveNonce(ctx, live, t.Namespace, id, ttl, now)
+	}
 	if err != nil {
 		return nil, err
 	}
