@@ -62,14 +62,15 @@ var (
 	nsCreatorSecrets  = Writer{Principal: NamespaceCreator, Writes: "Secrets with any name, labels and data in namespaces it creates (`liqo-tenant-<id>` with the tenant labels, or any other)", Tests: []string{"TestMetricsSeriesComeOnlyFromPeers", "TestManagerCacheKeepsOnlyWhatItOwns"}}
 	secretWriter      = Writer{Principal: SecretWriter, Writes: "the nonce, signed-nonce and kubeconfig Secrets of the tenant namespace, and any other there: data, labels, annotations", Tests: []string{"TestRevocationProofTrustsTheIdentity", "TestNonceStampsCannotExtendANonce", "TestKubeconfigSecretsAreNeverExecuted"}}
 	peeringUserNonce  = Writer{Principal: PeeringUser, Writes: "the nonce `liqo-nonce` of its consumer: data key `nonce`, its labels and annotations only (admission policy)", Tests: []string{"TestPeeringUser"}}
-	nsCreatorNS       = Writer{Principal: NamespaceCreator, Writes: "namespaces with any labels, `liqo-tenant-<id>` included; the creator annotations only by the API server", Tests: []string{"TestTenantNamespaceDesignatedByItsCreator", "TestLookAlikeNamespaces"}}
+	nsCreatorNS       = Writer{Principal: NamespaceCreator, Writes: "namespaces with any labels, `liqo-tenant-<id>` included; the creator annotations only by the API server", Tests: []string{"TestTenantNamespaceDesignatedByItsCreator", "TestLookAlikeNamespaces", "TestAttack6NamespaceCreatorRevivesSeriesOfADeletedTenantNamespace"}}
 	nsCreatorRecords  = Writer{Principal: NamespaceCreator, Writes: "ConfigMaps labelled as tenant records, outside the Liqo namespace"}
 	liqoNSWriter      = Writer{Principal: LiqoNamespaceWriter, Writes: "tenant records, the cluster ID, the manager's Lease: the administrator's decisions", Trusted: true}
 	nsCreatorTenants  = Writer{Principal: NamespaceCreator, Writes: "Tenants (spec, metadata) in namespaces it creates", Tests: []string{"TestMetricsSeriesComeOnlyFromPeers"}}
 	tenantWriter      = Writer{Principal: TenantWriter, Writes: "the Tenants of the tenant namespace: spec (key, CSR, signature, `tenantCondition`) and metadata"}
 	peeringUserTenant = Writer{Principal: PeeringUser, Writes: "the Tenant named after its consumer: spec and metadata", Tests: []string{"TestPeeringUserCannotUndoTheAdministrator"}}
 	statusTenants     = Writer{Principal: StatusWriter, Writes: "Tenant status in every namespace (acceptance, `acceptedAt`, conditions, certificate)", Tests: []string{"TestStatusWriterCannotHijackTheFirstHandshake", "TestStatusWritersCannotAcceptATenant",
-		"TestStatusWriterCannotMakeTheProviderIssue", "TestAttack5StatusWriterBackdatesRenewAfter", "TestAttack5StatusWriterInflatesHandshakeMetric"}}
+		"TestStatusWriterCannotMakeTheProviderIssue", "TestAttack5StatusWriterBackdatesRenewAfter", "TestAttack5StatusWriterInflatesHandshakeMetric",
+		"TestAttack6StatusWriterReplaysRenewRequest", "TestAttack6StatusWriterMakesRenewTenantReportAFalseRenewal"}}
 	tenantRenews      = Writer{Principal: TheTenant, Writes: "Renews in its tenant namespace: spec and metadata"}
 	nsCreatorRenews   = Writer{Principal: NamespaceCreator, Writes: "Renews in namespaces it creates"}
 	statusRenews      = Writer{Principal: StatusWriter, Writes: "Renew status in every namespace"}

@@ -30,6 +30,11 @@ func DesignatedTenantNamespaces(ctx context.Context, c client.Reader, liqoNS str
 	if err != nil {
 		return nil, fmt.Errorf("reading the tenant records: %w", err)
 	}
+	return DesignatedBy(ctx, c, records)
+}
+
+// DesignatedBy is DesignatedTenantNamespaces for the tenant records already read.
+func DesignatedBy(ctx context.Context, c client.Reader, records []*TenantRecord) (TenantNamespaces, error) {
 	var list corev1.NamespaceList
 	if err := c.List(ctx, &list, client.MatchingLabels{wire.TenantNamespaceLabel: "true"}); err != nil {
 		return nil, fmt.Errorf("listing the tenant namespaces: %w", err)

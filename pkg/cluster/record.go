@@ -102,6 +102,18 @@ type RecordedPeeringUser struct {
 	NotAfter time.Time `json:"notAfter"`
 }
 
+// PublishedIn returns the control-plane certificate the record says this provider last
+// published in the Tenant with UID tenantUID, and its PEM; false when it published none
+// there (another Tenant's, none, or a record that does not say), or it does not parse.
+func (r *TenantRecord) PublishedIn(tenantUID string) (*x509.Certificate, []byte, bool) {
+	if r == nil || r.PublishedCertificate == "" || r.PublishedForTenant != tenantUID {
+		return nil, nil, false
+	}
+	pem := []byte(r.PublishedCertificate)
+	cert, err := authn.ParseCertificate(pem)
+	return cert, pem, err == nil
+}
+
 // ConsumedNonce is a nonce a provider accepted a handshake with. The nonce Secret is
 // kept (a Liqo consumer re-running its handshake expects to find the same nonce), so
 // single use is enforced here, where the tenant cannot write: the nonce verifies again

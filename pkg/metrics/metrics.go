@@ -189,7 +189,7 @@ func ready(conds []metav1.Condition) float64 {
 func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 	// The tenant records say what this provider issued: the expiry series come from them,
 	// not from statuses a status writer may rewrite.
-	byPeer, err := g.records(ctx)
+	known, err := g.peers(ctx)
 	if err != nil {
 		return
 	}
@@ -198,11 +198,11 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 		for i := range tenants.Items {
 			t := &tenants.Items[i]
 			peer := string(t.Spec.ClusterID)
-			if peer == "" || !designated(byPeer, peer, t.Namespace) || t.Status.AcceptedKeyFingerprint == "" {
+			if peer == "" || !known.designated(peer, t.Namespace) || t.Status.AcceptedKeyFingerprint == "" {
 				continue // not a tenant this provider accepted
 			}
 			out.emit(readyDesc, prometheus.GaugeValue, ready(t.Status.Conditions), SideProvider, peer)
-			if at, ok := lastIssued(byPeer[peer], ""); ok {
+			if at, ok := lastIssued(known.records[peer], ""); ok {
 				out.emit(expiryDesc, prometheus.GaugeValue, float64(at.Unix()), SideProvider, peer, KindControlPlane, "")
 			}
 		}
@@ -212,10 +212,10 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 		for i := range slices.Items {
 			rs := &slices.Items[i]
 			peer, providerCopy := access.SliceConsumer(rs)
-			if !providerCopy || peer == "" || peer == g.self || !designated(byPeer, peer, rs.Namespace) {
+			if !providerCopy || peer == "" || peer == g.self || !known.designated(peer, rs.Namespace) {
 				continue
 			}
-			if at, ok := lastIssued(byPeer[peer], rs.Name); ok {
+			if at, ok := lastIssued(known.records[peer], rs.Name); ok {
 				out.emit(expiryDesc, prometheus.GaugeValue, float64(at.Unix()), SideProvider, peer, KindResourceSlice, rs.Name)
 			}
 		}
@@ -226,31 +226,41 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 	}
 	now := g.now()
 	for i := range nonces.Items {
-		if peer, ok := unusedNonce(&nonces.Items[i], byPeer); ok {
+		if peer, ok := unusedNonce(&nonces.Items[i], known); ok {
 			out.emit(nonceAgeDesc, prometheus.GaugeValue, now.Sub(nonces.Items[i].CreationTimestamp.Time).Seconds(), peer)
 		}
 	}
 }
 
-// records are the tenant records, by peer.
-func (g *gauges) records(ctx context.Context) (map[string]*cluster.TenantRecord, error) {
+// peers are what the collector reports from: the tenant records, by peer, and the
+// tenant namespaces they designate.
+type peers struct {
+	records    map[string]*cluster.TenantRecord
+	namespaces cluster.TenantNamespaces
+}
+
+// peers reads the tenant records and the namespaces they designate.
+func (g *gauges) peers(ctx context.Context) (*peers, error) {
 	records, err := cluster.ListTenantRecords(ctx, g.reader, g.liqoNS)
 	if err != nil {
 		return nil, err
 	}
-	byPeer := make(map[string]*cluster.TenantRecord, len(records))
+	p := &peers{records: make(map[string]*cluster.TenantRecord, len(records))}
 	for _, r := range records {
-		byPeer[r.RemoteID] = r
+		p.records[r.RemoteID] = r
 	}
-	return byPeer, nil
+	if p.namespaces, err = cluster.DesignatedBy(ctx, g.reader, records); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
-// designated says whether ns is the tenant namespace this cluster recorded for peer, and
-// named for it: only objects there are reported, so that no namespace creator adds a
-// series with a look-alike liqo-tenant-<peer>.
-func designated(records map[string]*cluster.TenantRecord, peer, ns string) bool {
-	rec := records[peer]
-	return rec != nil && rec.Namespace == ns && ns == wire.TenantNamespaceName(peer)
+// designated says whether ns is the tenant namespace this cluster designated for peer
+// (the recorded namespace, the same object, by its UID), and named for it: only objects
+// there are reported, so that no namespace creator adds a series with a look-alike
+// liqo-tenant-<peer>, nor with one re-created under a name a record still holds.
+func (p *peers) designated(peer, ns string) bool {
+	return peer != "" && p.namespaces[ns] == peer && ns == wire.TenantNamespaceName(peer)
 }
 
 // lastIssued is when the latest certificate the record lists for slice ("" for the
@@ -276,11 +286,11 @@ func lastIssued(rec *cluster.TenantRecord, slice string) (time.Time, bool) {
 // which no tenant writes, decides, not the Secret's annotations: a Secret writer there
 // may write any (the consumed-at mark, the cache's stripped mark), and the cache keeps a
 // Secret's data only in recorded tenant namespaces.
-func unusedNonce(s *corev1.Secret, records map[string]*cluster.TenantRecord) (string, bool) {
+func unusedNonce(s *corev1.Secret, p *peers) (string, bool) {
 	peer := s.Labels[wire.RemoteClusterIDLabel]
-	rec := records[peer]
+	rec := p.records[peer]
 	nonce := string(s.Data[wire.NonceField])
-	if peer == "" || !designated(records, peer, s.Namespace) || s.Name != wire.NonceSecretName || nonce == "" {
+	if !p.designated(peer, s.Namespace) || s.Name != wire.NonceSecretName || nonce == "" {
 		return "", false
 	}
 	c := rec.ConsumedNonce
@@ -292,14 +302,14 @@ func (g *gauges) collectConsumer(ctx context.Context, out *emitter) {
 	if err := g.reader.List(ctx, &ids); err != nil {
 		return
 	}
-	byPeer, err := g.records(ctx)
+	known, err := g.peers(ctx)
 	if err != nil {
 		return
 	}
 	for i := range ids.Items {
 		id := &ids.Items[i]
 		peer := string(id.Spec.ClusterID)
-		if peer == "" || !designated(byPeer, peer, id.Namespace) {
+		if peer == "" || !known.designated(peer, id.Namespace) {
 			continue
 		}
 		kind, slice := KindControlPlane, ""

@@ -14,10 +14,11 @@ import (
 
 func TestUnusedNonce(t *testing.T) {
 	ns := wire.TenantNamespaceName("cl-a")
-	records := map[string]*cluster.TenantRecord{
+	records := &peers{records: map[string]*cluster.TenantRecord{
 		"cl-a":    {RemoteID: "cl-a", Namespace: ns},
 		"cl-used": {RemoteID: "cl-used", Namespace: wire.TenantNamespaceName("cl-used"), ConsumedNonce: &cluster.ConsumedNonce{Digest: cluster.NonceDigest("n"), SecretUID: "uid-used"}},
-	}
+		"cl-gone": {RemoteID: "cl-gone", Namespace: wire.TenantNamespaceName("cl-gone")},
+	}, namespaces: cluster.TenantNamespaces{ns: "cl-a", wire.TenantNamespaceName("cl-used"): "cl-used"}}
 	nonce := func(ns, name, peer, value string, annotations map[string]string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations,
 			Labels: map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: peer}}, Data: map[string][]byte{wire.NonceField: []byte(value)}}
@@ -32,6 +33,7 @@ func TestUnusedNonce(t *testing.T) {
 		{"consumed, as the record says", nonce(wire.TenantNamespaceName("cl-used"), wire.NonceSecretName, "cl-used", "n", nil), false},
 		{"a value written over the consumed nonce, in its Secret", withUID(nonce(wire.TenantNamespaceName("cl-used"), wire.NonceSecretName, "cl-used", "m", nil), "uid-used"), false},
 		{"a new nonce, in a new Secret", withUID(nonce(wire.TenantNamespaceName("cl-used"), wire.NonceSecretName, "cl-used", "m", nil), "uid-new"), true},
+		{"recorded, in a namespace no longer the one designated (re-created under its name)", nonce(wire.TenantNamespaceName("cl-gone"), wire.NonceSecretName, "cl-gone", "n", nil), false},
 		{"another name", nonce(ns, "liqo-nonce-2", "cl-a", "n", nil), false},
 		{"not yet filled", nonce(ns, wire.NonceSecretName, "cl-a", "", nil), false},
 		{"a peer with no record", nonce(wire.TenantNamespaceName("cl-b"), wire.NonceSecretName, "cl-b", "n", nil), false},

@@ -2,6 +2,7 @@ package tenantstate
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"time"
@@ -59,13 +60,29 @@ func (o *RenewOptions) Run(ctx context.Context) error {
 	if err := s.Client.Get(ctx, key, t); err != nil {
 		return s.Explain(err, "reading the Tenant of "+o.ClusterID)
 	}
-	if t.Status.Certificate == nil || t.Status.Certificate.SerialNumber == "" {
-		return fmt.Errorf("Tenant %s/%s has no certificate to renew (its Ready condition says why: kubectl get tenant -n %s %s)", tn, o.ClusterID, tn, o.ClusterID)
-	}
 	if state := t.Status.TenantCondition; state == authv1beta1.TenantConditionDrained {
 		return fmt.Errorf("Tenant %s/%s is Drained: it gets no certificate (liqoctl uncordon tenant %s first)", tn, o.ClusterID, o.ClusterID)
 	}
-	old := t.Status.Certificate.SerialNumber
+	// The certificate to replace, and whether it was, are read from the tenant record,
+	// which only the administrator and the manager write, never from the Tenant's status:
+	// a status writer would have the renewal asked for a serial nobody published, and this
+	// command report a renewal that never happened.
+	published := func() (*x509.Certificate, error) {
+		rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, o.ClusterID)
+		if err != nil {
+			return nil, s.Explain(err, "reading the tenant record of "+o.ClusterID)
+		}
+		cert, _, _ := rec.PublishedIn(string(t.UID))
+		return cert, nil
+	}
+	cert, err := published()
+	if err != nil {
+		return err
+	}
+	if cert == nil {
+		return fmt.Errorf("the provider published no certificate in Tenant %s/%s (its Ready condition says why: kubectl get tenant -n %s %s)", tn, o.ClusterID, tn, o.ClusterID)
+	}
+	old := cert.SerialNumber.Text(16)
 	if err := cli.ApplyControllers(ctx, s, o.Controllers.Local); err != nil {
 		return err
 	}
@@ -82,10 +99,9 @@ func (o *RenewOptions) Run(ctx context.Context) error {
 	}
 	s.Report.Info("Renewal of certificate %s requested", old)
 	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if err := s.Client.Get(ctx, key, t); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		return t.Status.Certificate != nil && t.Status.Certificate.SerialNumber != old, nil
+		var err error
+		cert, err = published()
+		return cert != nil && cert.SerialNumber.Text(16) != old, err
 	})
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("interrupted while waiting for the new certificate of %q (the renewal stays requested): %w", o.ClusterID, context.Canceled)
@@ -96,8 +112,7 @@ func (o *RenewOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return s.Explain(err, "waiting for the new certificate")
 	}
-	c := t.Status.Certificate
-	s.Report.Info("Certificate %s issued, valid until %s, replacing %s", c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339), old)
+	s.Report.Info("Certificate %s issued, valid until %s, replacing %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339), old)
 	s.Report.Info("The consumer's liqo-auth-manager picks it up; without one, liqoctl authenticate on the consumer does")
 	s.Report.Warn("Certificate %s stays cryptographically valid until it expires: Kubernetes cannot revoke it", old)
 	s.Report.Warn("Renewal certifies the same key: it does not answer a leak of that key (drain the tenant until the key is replaced)")

@@ -11,7 +11,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -110,31 +110,28 @@ func SelfReviewer(ctx context.Context, c client.Client) (authenticationv1.UserIn
 
 // checkPublished compares what the Tenant's status publishes with what this provider
 // published: whoever may write tenants/status can rewrite the CA, the API server URL or
-// the certificate a consumer will trust. A certificate this provider did not issue for the
-// accepted key (by its record) is replaced by the one the record says it published, or,
-// when the record has none that still fits, wiped so that one is issued anew: a status
-// writer cannot make the provider issue certificates at will. A CA or URL that differs
-// from this provider's is put back, and the record says which ones it published.
+// the certificate a consumer will trust. A certificate other than the one the record says
+// this provider last published in this Tenant is replaced by that one, or, when the record
+// has none that still fits, wiped so that one is issued anew: a status writer cannot make
+// the provider issue certificates at will, nor roll a renewal back. A CA or URL that
+// differs from this provider's is put back, and the record says which ones it published.
+// cached is the record as the reconcile read it from the cache.
 func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, cached *cluster.TenantRecord, now time.Time) error {
 	ap := t.Status.AuthParams
 	if !ap.HasCertificate() || t.Status.Certificate == nil {
 		// Nothing published: the first issuance, or a status writer cleared it. The
 		// latter gets back what this provider published in this Tenant, from the record
 		// (read with the Tenant's other decisions), rather than a new certificate.
-		_, err := r.restorePublished(t, cached, now)
-		return err
+		r.restorePublished(t, cached, now)
+		return nil
 	}
-	rec, err := r.issuedHere(ctx, t)
+	rec, ok, err := r.issuedHere(ctx, t, cached)
 	if err != nil {
 		return err
 	}
-	if rec == nil {
-		live, err := cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
-		if err != nil {
-			return err
-		}
-		if restored, err := r.restorePublished(t, live, now); err != nil || restored {
-			return err
+	if !ok {
+		if r.restorePublished(t, rec, now) {
+			return nil
 		}
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
 			"the status published a certificate this provider did not issue for the accepted key: it is replaced by a new one")
@@ -150,7 +147,7 @@ func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, 
 	// the status says: a status writer who back-dated status.certificate.renewAfter would
 	// have the provider issue a new certificate (TestAttack5StatusWriterBackdatesRenewAfter).
 	if cert, err := authn.ParseCertificate(ap.SignedCRT); err == nil {
-		if info := issuer.CertificateInfo(cert, r.Options.RenewBefore); !sameCertificateInfo(info, t.Status.Certificate) {
+		if info := issuer.CertificateInfo(cert, r.Options.RenewBefore); !equality.Semantic.DeepEqual(info, t.Status.Certificate) {
 			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
 				"the status described certificate %s otherwise than the certificate says: put back", info.SerialNumber)
 			t.Status.Certificate = info
@@ -170,16 +167,12 @@ func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, 
 }
 
 // restorePublished puts back, in a Tenant whose status was rewritten, the certificate the
-// record rec says this provider last published, when it still fits: published in this very
-// Tenant, recorded as issued for the accepted key, not expired. It says whether it did.
-func (r *Reconciler) restorePublished(t *authv1beta1.Tenant, rec *cluster.TenantRecord, now time.Time) (bool, error) {
-	if rec == nil || rec.PublishedCertificate == "" || rec.PublishedForTenant != string(t.UID) || t.Status.AcceptedKeyFingerprint == "" {
-		return false, nil
-	}
-	pem := []byte(rec.PublishedCertificate)
-	cert, err := authn.ParseCertificate(pem)
-	if err != nil || !now.Before(cert.NotAfter) {
-		return false, nil
+// record rec says this provider last published in this very Tenant, when it still fits:
+// recorded as issued for the accepted key, not expired. It says whether it did.
+func (r *Reconciler) restorePublished(t *authv1beta1.Tenant, rec *cluster.TenantRecord, now time.Time) bool {
+	cert, pem, ok := rec.PublishedIn(string(t.UID))
+	if !ok || t.Status.AcceptedKeyFingerprint == "" || !now.Before(cert.NotAfter) {
+		return false
 	}
 	fp, err := authn.Fingerprint(cert.PublicKey)
 	serial := cert.SerialNumber.Text(16)
@@ -187,62 +180,47 @@ func (r *Reconciler) restorePublished(t *authv1beta1.Tenant, rec *cluster.Tenant
 		!slices.ContainsFunc(rec.Certificates, func(c cluster.IssuedCertificate) bool {
 			return c.Serial == serial && c.KeyFingerprint == fp && c.Slice == ""
 		}) {
-		return false, nil
+		return false
 	}
 	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
 		"the status was rewritten and no longer publishes the certificate this provider issued for the accepted key: the one it published, %s, is put back", serial)
 	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: r.Options.APIServer, CA: r.Options.CA, SignedCRT: pem, ProxyURL: t.Spec.ProxyURL}
 	t.Status.Certificate = issuer.CertificateInfo(cert, r.Options.RenewBefore)
-	return true, nil
+	return true
 }
 
 // ReasonStatusTampered is the Warning Event of a Tenant whose status published what this
 // provider did not.
 const ReasonStatusTampered = "StatusTampered"
 
-// issuedHere returns the record of the Tenant's cluster when the certificate the Tenant
-// publishes is one this provider issued (the record lists the serial) for the accepted key
-// and the one status.certificate describes; nil otherwise. The record is read from the
-// cache and, when the cache does not show the serial (recorded a moment ago), from the API
-// server.
-func (r *Reconciler) issuedHere(ctx context.Context, t *authv1beta1.Tenant) (*cluster.TenantRecord, error) {
-	cert, err := authn.ParseCertificate(t.Status.AuthParams.SignedCRT)
-	if err != nil {
-		return nil, nil
-	}
-	fp, err := authn.Fingerprint(cert.PublicKey)
-	if err != nil || fp != t.Status.AcceptedKeyFingerprint {
-		return nil, nil
-	}
-	serial := cert.SerialNumber.Text(16)
-	if t.Status.Certificate != nil && t.Status.Certificate.SerialNumber != serial {
-		return nil, nil
-	}
-	recorded := func(rd client.Reader) (*cluster.TenantRecord, error) {
-		rec, err := cluster.GetTenantRecord(ctx, rd, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
+// issuedHere says whether the certificate the Tenant publishes is the one this provider
+// last published in this Tenant (by its record; a record from before it kept that: one it
+// issued for the accepted key), the one status.certificate describes. It returns the record
+// it decided on: cached, the reconcile's, when that says yes; else the API server's, which
+// a certificate recorded a moment ago may be in only.
+func (r *Reconciler) issuedHere(ctx context.Context, t *authv1beta1.Tenant, cached *cluster.TenantRecord) (*cluster.TenantRecord, bool, error) {
+	published := func(rec *cluster.TenantRecord) bool {
+		cert, err := authn.ParseCertificate(t.Status.AuthParams.SignedCRT)
 		if err != nil || rec == nil {
-			return nil, err
+			return false
 		}
-		if !slices.ContainsFunc(rec.Certificates, func(c cluster.IssuedCertificate) bool { return c.Serial == serial && c.KeyFingerprint == fp }) {
-			return nil, nil
+		fp, err := authn.Fingerprint(cert.PublicKey)
+		serial := cert.SerialNumber.Text(16)
+		if err != nil || fp != t.Status.AcceptedKeyFingerprint || t.Status.Certificate.SerialNumber != serial {
+			return false
 		}
-		return rec, nil
-	}
-	if rec, err := recorded(r.Client); rec != nil || err != nil {
-		return rec, err
-	}
-	return recorded(r.APIReader)
-}
-
-// sameCertificateInfo compares two descriptions of a certificate as the status stores them
-// (times to the second).
-func sameCertificateInfo(a, b *authv1beta1.CertificateInfo) bool {
-	sec := func(t *metav1.Time) int64 {
-		if t == nil {
-			return 0
+		if rec.PublishedForTenant != "" {
+			last, _, ok := rec.PublishedIn(string(t.UID))
+			return ok && last.SerialNumber.Cmp(cert.SerialNumber) == 0
 		}
-		return t.Unix()
+		return slices.ContainsFunc(rec.Certificates, func(c cluster.IssuedCertificate) bool { return c.Serial == serial && c.KeyFingerprint == fp })
 	}
-	return a != nil && b != nil && a.SerialNumber == b.SerialNumber && sec(a.NotBefore) == sec(b.NotBefore) &&
-		sec(a.NotAfter) == sec(b.NotAfter) && sec(a.RenewAfter) == sec(b.RenewAfter)
+	if published(cached) {
+		return cached, true, nil
+	}
+	live, err := cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
+	if err != nil {
+		return nil, false, err
+	}
+	return live, published(live), nil
 }

@@ -273,6 +273,9 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.Cert.SerialNumber.Text(16), NotAfter: is.Cert.NotAfter, KeyFingerprint: t.Status.AcceptedKeyFingerprint}, now)
 		rec.PublishedCAFingerprint, rec.PublishedAPIServer = caFP, r.Options.APIServer
 		rec.PublishedCertificate, rec.PublishedForTenant = string(is.PEM), string(t.UID)
+		if hasCert && rec.RenewSerial == t.Status.Certificate.SerialNumber {
+			rec.RenewSerial = "" // the renewal asked for is done: it is asked for once
+		}
 		return nil
 	}); err != nil {
 		return ctrl.Result{}, err
