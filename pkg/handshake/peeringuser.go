@@ -178,17 +178,24 @@ func issueClientCertificate(ctx context.Context, s *Side, key crypto.Signer, use
 	return certPEM, nil
 }
 
-// peeringUsers lists the peering users of consumerID ("" for all), from their
-// ClusterRoleBindings.
-// With exact, the peering users are read from the tenant records, where GeneratePeeringUser
+// peeringUsers lists the peering users of consumerID ("" for all). With exact, they are
+// read from the tenant records, where GeneratePeeringUser
 // records each before it grants anything and which only the administrator writes: a
 // ClusterRole or ClusterRoleBinding writer can neither forge one nor hide one. Without,
 // every ClusterRole and ClusterRoleBinding labelled as a peering user's counts too, for a
 // removal to leave none behind.
 func peeringUsers(ctx context.Context, s *Side, consumerID string, exact bool) ([]PeeringUser, error) {
-	records, err := cluster.ListTenantRecords(ctx, s.Client, s.Namespace)
-	if err != nil {
-		return nil, s.Explain(err, "listing peering users")
+	var records []*cluster.TenantRecord
+	if consumerID == "" {
+		all, err := cluster.ListTenantRecords(ctx, s.Client, s.Namespace)
+		if err != nil {
+			return nil, s.Explain(err, "listing peering users")
+		}
+		records = all
+	} else if rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, consumerID); err != nil {
+		return nil, s.Explain(err, "reading the peering user of "+consumerID)
+	} else if rec != nil {
+		records = append(records, rec)
 	}
 	var out []PeeringUser
 	seen := map[string]bool{}
