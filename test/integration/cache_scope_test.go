@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -36,19 +37,7 @@ import (
 // still works. The manager is built as liqo-auth-manager builds it (CacheOptions, Setup).
 func TestManagerCacheKeepsOnlyWhatItOwns(t *testing.T) {
 	p := installSites(t, testenv.New(t, "cache-provider"), "cl-provider")[0]
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	scope := authmanager.NewCacheScope(wire.DefaultLiqoNamespace)
-	mgr, err := ctrl.NewManager(p.cp.Config, ctrl.Options{Scheme: scheme.New(), Cache: authmanager.CacheOptions(wire.DefaultLiqoNamespace, scope),
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: testLogger(t)})
-	require.NoError(t, err)
-	require.NoError(t, authmanager.Setup(ctx, mgr, authmanager.Options{Role: authmanager.Provider, Scope: scope,
-		Tenant: tenant.Options{APIServer: p.cp.URL, CA: p.cp.CA.CertPEM}}))
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
-	cached := mgr.GetCache()
+	ctx, cached := startScopedProvider(t, p)
 
 	big := []byte(strings.Repeat("x", 256<<10))
 	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "editor-ns"}}))
@@ -115,4 +104,24 @@ func bigCSR(t *testing.T, size int) []byte {
 		ExtraExtensions: []pkix.Extension{{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 55555, 1}, Value: make([]byte, size)}}}, key)
 	require.NoError(t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+// startScopedProvider runs, in this process, a provider's manager on p whose cache is
+// scoped as liqo-auth-manager's (authmanager.CacheScope), until the test ends, and returns
+// a context ended with the test and that cache, synced.
+func startScopedProvider(t *testing.T, p *site) (context.Context, cache.Cache) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	scope := authmanager.NewCacheScope(wire.DefaultLiqoNamespace)
+	mgr, err := ctrl.NewManager(p.cp.Config, ctrl.Options{Scheme: scheme.New(), Cache: authmanager.CacheOptions(wire.DefaultLiqoNamespace, scope),
+		Controller: authmanager.ControllerConfig(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: testLogger(t)})
+	require.NoError(t, err)
+	require.NoError(t, authmanager.Setup(ctx, mgr, authmanager.Options{Role: authmanager.Provider, Scope: scope,
+		Tenant: tenant.Options{APIServer: p.cp.URL, CA: p.cp.CA.CertPEM}}))
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
+	return ctx, mgr.GetCache()
 }

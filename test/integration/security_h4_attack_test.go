@@ -19,17 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
@@ -230,19 +226,7 @@ func TestPresenceLeaseWriterCannotCollectALiveConsumer(t *testing.T) {
 func TestForgedKubeconfigSecretsAreNotCachedWhole(t *testing.T) {
 	p := installSites(t, testenv.New(t, "cache-forged-kubeconfig"), "cl-provider")[0]
 	tn := ensureTN(t, p.client, "cl-consumer")
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	scope := authmanager.NewCacheScope(wire.DefaultLiqoNamespace)
-	mgr, err := ctrl.NewManager(p.cp.Config, ctrl.Options{Scheme: scheme.New(), Cache: authmanager.CacheOptions(wire.DefaultLiqoNamespace, scope),
-		Controller: authmanager.ControllerConfig(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: testLogger(t)})
-	require.NoError(t, err)
-	require.NoError(t, authmanager.Setup(ctx, mgr, authmanager.Options{Role: authmanager.Provider, Scope: scope,
-		Tenant: tenant.Options{APIServer: p.cp.URL, CA: p.cp.CA.CertPEM}}))
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
-	cached := mgr.GetCache()
+	ctx, cached := startScopedProvider(t, p)
 
 	writer := principal(t, p, "secret-writer", tn, rule("", "secrets", "create", "get"))
 	big := []byte(strings.Repeat("x", 256<<10))
