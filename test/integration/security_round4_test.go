@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -179,17 +180,27 @@ func TestStatusWriterCannotMakeTheProviderIssue(t *testing.T) {
 	assert.Equal(t, serial, tenantSerial(t, p.consumer, provider))
 	assert.Equal(t, before, issued(), "no certificate issued")
 
-	// Clearing what the status publishes is no request for a new certificate either.
+	// Clearing what the status publishes is no request for a new certificate either, and
+	// the Tenant is Ready again: what is put back comes with the condition that announces
+	// it, even when the writer left that condition saying it waits for the signer (as a
+	// status save that lost a race after an issuance does).
 	require.NoError(t, writer.Get(ctx, key, &tn))
 	tn.Status.AuthParams, tn.Status.Certificate = &authv1beta1.AuthParams{APIServer: tn.Status.AuthParams.APIServer}, nil
+	for _, typ := range []string{authv1beta1.ConditionCertificateIssued, authv1beta1.ConditionReady} {
+		meta.SetStatusCondition(&tn.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: authv1beta1.ReasonCertificatePending,
+			Message: "waiting for the signer to issue CertificateSigningRequest liqo-cl-consumer-x"})
+	}
 	require.NoError(t, writer.Status().Update(ctx, &tn))
-	eventuallyNoError(t, ctx, "the cleared certificate put back", func(ctx context.Context) error {
+	eventuallyNoError(t, ctx, "the cleared certificate put back, the Tenant Ready", func(ctx context.Context) error {
 		var got authv1beta1.Tenant
 		if err := provider.client.Get(ctx, key, &got); err != nil {
 			return err
 		}
 		if !got.Status.AuthParams.HasCertificate() || got.Status.Certificate == nil || got.Status.Certificate.SerialNumber != serial {
 			return fmt.Errorf("published %+v, want serial %s", got.Status.Certificate, serial)
+		}
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, authv1beta1.ConditionReady) {
+			return fmt.Errorf("not Ready: %+v", meta.FindStatusCondition(got.Status.Conditions, authv1beta1.ConditionReady))
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -183,9 +184,12 @@ func (r *Reconciler) restorePublished(t *authv1beta1.Tenant, rec *cluster.Tenant
 		return false
 	}
 	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
-		"the status was rewritten and no longer publishes the certificate this provider issued for the accepted key: the one it published, %s, is put back", serial)
-	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: r.Options.APIServer, CA: r.Options.CA, SignedCRT: pem, ProxyURL: t.Spec.ProxyURL}
-	t.Status.Certificate = issuer.CertificateInfo(cert, r.Options.RenewBefore)
+		"the status does not publish the certificate this provider last published in it (rewritten, or a save that lost a race): %s is put back", serial)
+	reason := authv1beta1.ReasonCertificateIssued
+	if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionCertificateIssued); c != nil && c.Reason == authv1beta1.ReasonCertificateRenewed {
+		reason = c.Reason
+	}
+	r.publish(t, cert, pem, reason, "")
 	return true
 }
 

@@ -9,6 +9,7 @@ package tenant
 import (
 	"context"
 	"crypto"
+	"crypto/x509"
 	"fmt"
 	"strings"
 	"sync"
@@ -286,12 +287,21 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 		reason, d.certificate = authv1beta1.ReasonCertificateRenewed, metrics.OutcomeRenewed
 		t.Status.LastRenewal = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
-	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: r.Options.APIServer, CA: r.Options.CA, SignedCRT: is.PEM, ProxyURL: t.Spec.ProxyURL}
-	t.Status.Certificate = issuer.CertificateInfo(is.Cert, r.Options.RenewBefore)
+	r.publish(t, is.Cert, is.PEM, reason, corev1.EventTypeNormal)
+	return ctrl.Result{RequeueAfter: t.Status.Certificate.RenewAfter.Sub(now)}, nil
+}
+
+// publish writes in the status the certificate this provider issued, or puts back the one
+// it published: the certificate, its description and the condition that announces it,
+// together, so that a Tenant never publishes a certificate under a condition that still
+// says it waits for one (a put-back after a status save that lost a race did, and the
+// Tenant stayed not Ready until its renewal). eventType "" records no Event.
+func (r *Reconciler) publish(t *authv1beta1.Tenant, cert *x509.Certificate, pem []byte, reason, eventType string) {
+	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: r.Options.APIServer, CA: r.Options.CA, SignedCRT: pem, ProxyURL: t.Spec.ProxyURL}
+	t.Status.Certificate = issuer.CertificateInfo(cert, r.Options.RenewBefore)
 	r.setCondition(t, authv1beta1.ConditionCertificateIssued, true, reason,
 		fmt.Sprintf("certificate %s valid until %s, renewed after %s", t.Status.Certificate.SerialNumber,
-			is.Cert.NotAfter.UTC().Format(time.RFC3339), t.Status.Certificate.RenewAfter.UTC().Format(time.RFC3339)), corev1.EventTypeNormal)
-	return ctrl.Result{RequeueAfter: t.Status.Certificate.RenewAfter.Sub(now)}, nil
+			cert.NotAfter.UTC().Format(time.RFC3339), t.Status.Certificate.RenewAfter.UTC().Format(time.RFC3339)), eventType)
 }
 
 // consumeNonce makes the nonce of a verified handshake single-use. The consumption is
