@@ -174,6 +174,7 @@ func run() error {
 		LeaderElectionLabels:          authmanager.VersionLabels(),
 		GracefulShutdownTimeout:       ptrDuration(10 * time.Second),
 		Controller:                    authmanager.ControllerConfig(),
+		NewCache:                      authmanager.NewCache(authmanager.WatchedTypes(f.opts)),
 	})
 	if err != nil {
 		return err

@@ -57,7 +57,7 @@ func Start(ctx context.Context, cfg *rest.Config, conn Connection, o Options, lo
 	opts := ctrl.Options{
 		Scheme: scheme.New(), Cache: CacheOptions(namespaceOr(o.Namespace), o.Scope), Logger: logger,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: ControllerConfig(),
+		Controller: ControllerConfig(), NewCache: NewCache(WatchedTypes(o)),
 	}
 	opts.Cache.HTTPClient, opts.Client.HTTPClient = conn.HTTPClient, conn.HTTPClient
 	if conn.Mapper != nil {
@@ -102,22 +102,17 @@ func (r *Runner) WaitSynced(ctx context.Context) error {
 	return fmt.Errorf("the in-process controllers could not sync their caches: %w", err)
 }
 
-// waitSynced returns once the informers of objs hold what the API server had, waiting on
-// each informer's done channel. It asks for them only once the cache has started (by then
-// the controllers' sources are registering the same informers), so that the manager's own
-// wait for its cache, which polls every 100 ms, finds nothing to wait for.
+// waitSynced returns once the informers of objs hold what the API server had, or with
+// the reason they cannot: the manager stopped, or ctx ended.
 func waitSynced(ctx context.Context, c cache.Cache, objs []client.Object, stopped <-chan struct{}) error {
-	started := make(chan bool, 1)
-	go func() { started <- c.WaitForCacheSync(ctx) }()
-	select {
-	case ok := <-started:
-		if !ok {
-			return errors.New("the cache did not start")
-		}
-	case <-stopped:
-		return errors.New("the manager stopped")
-	}
-	// Every informer is started first, so that they fill at once; then each is waited for.
+	return WaitInformersSynced(ctx, c, objs, stopped)
+}
+
+// WaitInformersSynced waits on the done channel of the informer of each of objs in c,
+// registering the ones not yet there (an informer registered before the cache starts
+// starts with it, so that they all fill at once), until every one has synced; it returns
+// early when stopped is closed (nil: never) or ctx ends. Nothing polls.
+func WaitInformersSynced(ctx context.Context, c cache.Cache, objs []client.Object, stopped <-chan struct{}) error {
 	informers := make([]cache.Informer, len(objs))
 	for i, obj := range objs {
 		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
