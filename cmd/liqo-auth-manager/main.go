@@ -174,7 +174,7 @@ func run() error {
 		LeaderElectionLabels:          authmanager.VersionLabels(),
 		GracefulShutdownTimeout:       ptrDuration(10 * time.Second),
 		Controller:                    authmanager.ControllerConfig(),
-		NewCache:                      authmanager.NewCache(authmanager.WatchedTypes(f.opts)),
+		NewCache:                      authmanager.NewCache,
 	})
 	if err != nil {
 		return err

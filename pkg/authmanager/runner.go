@@ -57,7 +57,7 @@ func Start(ctx context.Context, cfg *rest.Config, conn Connection, o Options, lo
 	opts := ctrl.Options{
 		Scheme: scheme.New(), Cache: CacheOptions(namespaceOr(o.Namespace), o.Scope), Logger: logger,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: ControllerConfig(), NewCache: NewCache(WatchedTypes(o)),
+		Controller: ControllerConfig(), NewCache: NewCache,
 	}
 	opts.Cache.HTTPClient, opts.Client.HTTPClient = conn.HTTPClient, conn.HTTPClient
 	if conn.Mapper != nil {
@@ -103,16 +103,12 @@ func (r *Runner) WaitSynced(ctx context.Context) error {
 }
 
 // waitSynced returns once the informers of objs hold what the API server had, or with
-// the reason they cannot: the manager stopped, or ctx ended.
+// the reason they cannot: the manager stopped, or ctx ended. Informers registered before
+// the cache starts start with it, so that they all fill at once; the wait is on the cache
+// behind NewCache's, so that an informer no controller waits for (one whose watch is
+// retried after a refusal) does not hold back the others.
 func waitSynced(ctx context.Context, c cache.Cache, objs []client.Object, stopped <-chan struct{}) error {
-	return WaitInformersSynced(ctx, c, objs, stopped)
-}
-
-// WaitInformersSynced waits on the done channel of the informer of each of objs in c,
-// registering the ones not yet there (an informer registered before the cache starts
-// starts with it, so that they all fill at once), until every one has synced; it returns
-// early when stopped is closed (nil: never) or ctx ends. Nothing polls.
-func WaitInformersSynced(ctx context.Context, c cache.Cache, objs []client.Object, stopped <-chan struct{}) error {
+	c = unwrapped(c)
 	informers := make([]cache.Informer, len(objs))
 	for i, obj := range objs {
 		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
@@ -121,6 +117,12 @@ func WaitInformersSynced(ctx context.Context, c cache.Cache, objs []client.Objec
 		}
 		informers[i] = inf
 	}
+	return waitInformers(ctx, informers, stopped)
+}
+
+// waitInformers waits on the done channel of each informer until every one has synced;
+// it returns early when stopped is closed (nil: never) or ctx ends. Nothing polls.
+func waitInformers(ctx context.Context, informers []cache.Informer, stopped <-chan struct{}) error {
 	for _, inf := range informers {
 		select {
 		case <-inf.HasSyncedChecker().Done():
