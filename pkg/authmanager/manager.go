@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -234,13 +235,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if o.Scope != nil {
 			o.Scope.SetSelf(self.Username)
 		}
+		signatures, err := followSignatures(ctx, mgr.GetCache())
+		if err != nil {
+			return err
+		}
 		setups = append(setups,
 			&noncecreator.Reconciler{Client: c, Placement: placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
-			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self, Metrics: counters},
+			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self, Metrics: counters, Signatures: signatures},
 			&renewanswer.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID},
 			&providerslice.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID, Metrics: counters,
 				Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
-				Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout}})
+				Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout, Signatures: signatures}})
 		if o.PeerGoneAfter > 0 {
 			setups = append(setups, &peergc.Reconciler{Client: c, Key: o.Key, Live: reader, Placement: placement, Recorder: rec, GoneAfter: o.PeerGoneAfter})
 		}
@@ -260,6 +265,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 	}
 	return nil
+}
+
+// followSignatures feeds issuances waiting for the signer from the cache's informer of
+// CertificateSigningRequests, which the provider's controllers watch anyway.
+func followSignatures(ctx context.Context, c cache.Cache) (*issuer.Signatures, error) {
+	inf, err := c.GetInformer(ctx, &certificatesv1.CertificateSigningRequest{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("following the signer: %w", err)
+	}
+	s := issuer.NewSignatures()
+	if _, err := inf.AddEventHandler(s.Handler()); err != nil {
+		return nil, fmt.Errorf("following the signer: %w", err)
+	}
+	return s, nil
 }
 
 // ResolveAPIServer decides which API server URL and CA a provider hands to consumers:

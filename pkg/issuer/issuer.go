@@ -66,6 +66,11 @@ type Issuer struct {
 	Self authenticationv1.UserInfo
 	// Lifetime of the certificates, and how long to wait for the signer.
 	Lifetime, CSRTimeout time.Duration
+	// Signatures, when set, lets the call that approves a request wait up to SignerWait
+	// (DefaultSignerWait when 0) for the signer's answer, read from the cache, instead of
+	// reporting the certificate pending at once.
+	Signatures *Signatures
+	SignerWait time.Duration
 
 	// created remembers, per owner UID, the last CSR this process created, until the
 	// cache holds it.
@@ -161,6 +166,15 @@ func (i *Issuer) Ensure(ctx context.Context, s Subject, now time.Time, check fun
 	case failed != nil:
 		return &Issuance{Reason: authv1beta1.ReasonCSRFailed, Message: fmt.Sprintf("the signer failed CertificateSigningRequest %s: %s", csr.Name, failed.Message)}, foreign, nil
 	case approved == nil:
+		if i.Signatures != nil {
+			answered, done := i.Signatures.expect(csr.Name)
+			defer done()
+			defer func() {
+				if err == nil && is != nil && is.Cert == nil && is.Reason == authv1beta1.ReasonCertificatePending {
+					is = i.awaitSigner(ctx, csr, answered, is)
+				}
+			}()
+		}
 		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: s.Reason, Message: s.Message, LastUpdateTime: metav1.NewTime(now),
 		})
@@ -177,6 +191,26 @@ func (i *Issuer) Ensure(ctx context.Context, s Subject, now time.Time, check fun
 		return &Issuance{Reason: authv1beta1.ReasonIssuedCertificateBroken, Message: fmt.Sprintf("CertificateSigningRequest %s: %v", csr.Name, err)}, foreign, nil
 	}
 	return &Issuance{Cert: cert, PEM: csr.Status.Certificate}, foreign, nil
+}
+
+// awaitSigner waits up to SignerWait for the signer to answer approved, the request this
+// call approved, and returns the certificate the cache then holds for that very object
+// (same UID), or pending as it was.
+func (i *Issuer) awaitSigner(ctx context.Context, approved *certificatesv1.CertificateSigningRequest, answered <-chan struct{}, pending *Issuance) *Issuance {
+	d := i.SignerWait
+	if d == 0 {
+		d = DefaultSignerWait
+	}
+	wait(ctx, answered, d)
+	csr := &certificatesv1.CertificateSigningRequest{}
+	if err := i.Client.Get(ctx, client.ObjectKey{Name: approved.Name}, csr); err != nil || csr.UID != approved.UID || len(csr.Status.Certificate) == 0 {
+		return pending
+	}
+	cert, err := authn.ParseCertificate(csr.Status.Certificate)
+	if err != nil {
+		return &Issuance{Reason: authv1beta1.ReasonIssuedCertificateBroken, Message: fmt.Sprintf("CertificateSigningRequest %s: %v", csr.Name, err)}
+	}
+	return &Issuance{Cert: cert, PEM: csr.Status.Certificate}
 }
 
 func (i *Issuer) waiting(csr *certificatesv1.CertificateSigningRequest, approved *certificatesv1.CertificateSigningRequestCondition, now time.Time) *Issuance {

@@ -74,6 +74,9 @@ type Reconciler struct {
 	// Metrics count the handshakes decided and the certificates issued (nil: none).
 	Metrics *metrics.Metrics
 	Now     func() time.Time
+	// Signatures, when set, let the reconcile that approves a certificate request wait
+	// for the signer (issuer.Issuer.Signatures).
+	Signatures *issuer.Signatures
 
 	issuerOnce sync.Once
 	iss        *issuer.Issuer
@@ -82,7 +85,7 @@ type Reconciler struct {
 // issuer is the Reconciler's issuer of certificates, made at first use.
 func (r *Reconciler) issuer() *issuer.Issuer {
 	r.issuerOnce.Do(func() {
-		r.iss = &issuer.Issuer{Client: r.Client, APIReader: r.APIReader, Self: r.Self, Lifetime: r.Options.CertificateLifetime, CSRTimeout: r.Options.CSRTimeout}
+		r.iss = &issuer.Issuer{Client: r.Client, APIReader: r.APIReader, Self: r.Self, Lifetime: r.Options.CertificateLifetime, CSRTimeout: r.Options.CSRTimeout, Signatures: r.Signatures}
 	})
 	return r.iss
 }
