@@ -194,7 +194,7 @@ type scaleResult struct {
 	// cpu is the CPU seconds each of cpuProcesses spent during the handshakes.
 	cpu map[string]float64
 	// api is what the provider's API server served per handshake.
-	api []apiRate
+	api []testenv.APIRate
 	// retries counts the manager's "Reconciler error" lines (a reconcile that failed and
 	// was retried), firstRetry is the first of them.
 	retries    int
@@ -248,7 +248,7 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	var mu sync.Mutex
 	var eg errgroup.Group
 	before := e.cpuSnapshot(m)
-	apiBefore, err := readAPICounters(ctx, e.provider.Config)
+	apiBefore, err := testenv.ReadAPICounters(ctx, e.provider.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -280,11 +280,11 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	for p := range res.cpu {
 		res.cpu[p] -= before[p]
 	}
-	apiAfter, err := readAPICounters(ctx, e.provider.Config)
+	apiAfter, err := testenv.ReadAPICounters(ctx, e.provider.Config)
 	if err != nil {
 		return nil, err
 	}
-	res.api = apiAfter.perHandshake(apiBefore, n)
+	res.api = apiAfter.PerHandshake(apiBefore, n)
 	for _, l := range strings.Split(m.Logs(), "\n") {
 		if strings.Contains(l, "Reconciler error") {
 			if res.retries++; res.firstRetry == "" {

@@ -162,7 +162,7 @@ func (r *report) cpuSplitMarkdown(b *strings.Builder) {
 	last := r.scale[len(r.scale)-1]
 	fmt.Fprintf(b, "\nWhat the provider's API server served per handshake in the run of %d (its apiserver_request_total and apiserver_watch_events_total, from the manager, the signer and the consumers together):\n\n| request or watch event | per handshake |\n|---|---|\n", last.n)
 	for _, a := range last.api {
-		fmt.Fprintf(b, "| %s | %.1f |\n", a.what, a.per)
+		fmt.Fprintf(b, "| %s | %.1f |\n", a.What, a.Per)
 	}
 }
 

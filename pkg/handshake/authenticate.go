@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"crypto/x509"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -178,20 +179,26 @@ func identityHolds(id *authv1beta1.Identity, t *authv1beta1.Tenant, cert *x509.C
 // and a complete pair changes nothing.
 func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identity, error) {
 	c, pr := p.Consumer, p.Provider
-	cTN, err := c.EnsureTenantNamespace(ctx, pr.ClusterID)
-	if err != nil {
-		return nil, err
+	// The two tenant namespaces are ensured at once; the steps are reported in order.
+	var cTN, pTN string
+	var errC, errP error
+	var wg sync.WaitGroup
+	wg.Go(func() { cTN, errC = c.EnsureTenantNamespace(ctx, pr.ClusterID) })
+	wg.Go(func() { pTN, errP = pr.EnsureTenantNamespace(ctx, c.ClusterID) })
+	wg.Wait()
+	if errC != nil {
+		return nil, errC
 	}
 	c.Report.Info("Tenant namespace correctly ensured")
-	pTN, err := pr.EnsureTenantNamespace(ctx, c.ClusterID)
-	if err != nil {
-		return nil, err
+	if errP != nil {
+		return nil, errP
 	}
 	pr.Report.Info("Tenant namespace correctly ensured")
 	if err := checkAdminState(st.Tenant, st.ProviderRecord, c.ClusterID); err != nil {
 		return nil, err
 	}
 	t := st.Tenant
+	var err error
 	switch {
 	case st.TenantAccepted:
 		pr.Report.Info("Tenant already accepted: certificate %s valid until %s", st.Certificate.SerialNumber.Text(16), st.Certificate.NotAfter.UTC().Format(time.RFC3339))
@@ -254,48 +261,73 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 		pr.Report.Info("Nonce reused: the unused one created at %s", n.CreatedAt.UTC().Format(time.RFC3339))
 	}
 	pr.Report.Info("Nonce retrieved")
-	// Signed here, with the cluster key this command reads anyway to make the CSR: this
-	// project's controllers sign the same way and leave a nonce signed by that key alone,
-	// so the handshake does not wait for them (in-process, for their caches to fill).
-	// Liqo's controllers sign their own.
-	var sig []byte
-	if !c.Controllers().Liqo() {
-		key, err := c.ClusterKey(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if sig, err = authn.SignNonce(key, nonce); err != nil {
-			return nil, c.Explain(err, "signing the nonce")
-		}
-	}
-	if err := EnsureSignedNonce(ctx, c, cTN, pr.ClusterID, nonce, sig); err != nil {
-		return nil, err
-	}
-	c.Report.Info("Signed nonce secret ensured")
-	if sig == nil {
-		if sig, err = WaitSignedNonce(ctx, c, cTN, nonce); err != nil {
-			return nil, err
-		}
-	}
-	c.Report.Info("Nonce is signed")
-	c.Report.Info("Signed nonce retrieved")
 	key, err := c.ClusterKey(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if c.Controllers().Liqo() {
+		// Liqo's controllers sign the nonce written on the consumer: the Tenant waits.
+		if err := EnsureSignedNonce(ctx, c, cTN, pr.ClusterID, nonce, nil); err != nil {
+			return nil, err
+		}
+		c.Report.Info("Signed nonce secret ensured")
+		sig, err := WaitSignedNonce(ctx, c, cTN, nonce)
+		if err != nil {
+			return nil, err
+		}
+		c.Report.Info("Nonce is signed")
+		c.Report.Info("Signed nonce retrieved")
+		t, err := ForgeTenant(c.ClusterID, key, sig, pTN, p.ProxyURL)
+		if err != nil {
+			return nil, c.Explain(err, "generating the Tenant")
+		}
+		c.Report.Info("Tenant correctly generated")
+		if err := ApplyTenant(ctx, pr, t); err != nil {
+			return nil, err
+		}
+		pr.Report.Info("Tenant correctly applied on provider cluster")
+		return p.waitTenantFilled(ctx, t)
+	}
+	// Signed here, with the cluster key this command reads anyway to make the CSR: this
+	// project's controllers sign the same way and leave a nonce signed by that key alone,
+	// so the handshake does not wait for them (in-process, for their caches to fill). The
+	// signed nonce kept on the consumer (as Liqo keeps it) and the Tenant on the provider
+	// need nothing of each other: they are written at once, and reported in order.
+	sig, err := authn.SignNonce(key, nonce)
+	if err != nil {
+		return nil, c.Explain(err, "signing the nonce")
 	}
 	t, err := ForgeTenant(c.ClusterID, key, sig, pTN, p.ProxyURL)
 	if err != nil {
 		return nil, c.Explain(err, "generating the Tenant")
 	}
+	var errSigned, errApply error
+	var wg sync.WaitGroup
+	wg.Go(func() { errSigned = EnsureSignedNonce(ctx, c, cTN, pr.ClusterID, nonce, sig) })
+	wg.Go(func() { errApply = ApplyTenant(ctx, pr, t) })
+	wg.Wait()
+	if errSigned != nil {
+		return nil, errSigned
+	}
+	c.Report.Info("Signed nonce secret ensured")
+	c.Report.Info("Nonce is signed")
+	c.Report.Info("Signed nonce retrieved")
 	c.Report.Info("Tenant correctly generated")
-	if err := ApplyTenant(ctx, pr, t); err != nil {
-		return nil, err
+	if errApply != nil {
+		return nil, errApply
 	}
 	pr.Report.Info("Tenant correctly applied on provider cluster")
-	if t, err = p.waitTenant(ctx, client.ObjectKeyFromObject(t)); err != nil {
+	return p.waitTenantFilled(ctx, t)
+}
+
+// waitTenantFilled waits for the provider's answer to the Tenant t just applied, and says
+// so.
+func (p *Pair) waitTenantFilled(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
+	t, err := p.waitTenant(ctx, client.ObjectKeyFromObject(t))
+	if err != nil {
 		return nil, err
 	}
-	pr.Report.Info("Tenant status is filled")
+	p.Provider.Report.Info("Tenant status is filled")
 	return t, nil
 }
 
