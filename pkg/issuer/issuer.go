@@ -75,6 +75,23 @@ type Issuer struct {
 	// created remembers, per owner UID, the last CSR this process created, until the
 	// cache holds it.
 	created sync.Map
+	// deleted remembers the CSRs this process deleted, by UID, for a while: a cache that
+	// has not seen the deletion yet still lists them, and they are not deleted twice.
+	deleted sync.Map
+}
+
+// deletedMemory is how long a deleted CSR is remembered: far longer than a cache takes to
+// see a deletion.
+const deletedMemory = time.Minute
+
+// forgetDeleted drops the deletions remembered for longer than deletedMemory.
+func (i *Issuer) forgetDeleted(now time.Time) {
+	i.deleted.Range(func(k, v any) bool {
+		if now.Sub(v.(time.Time)) > deletedMemory {
+			i.deleted.Delete(k)
+		}
+		return true
+	})
 }
 
 // Usages are the key usages of every certificate.
@@ -271,14 +288,20 @@ func (i *Issuer) DeleteCSRs(ctx context.Context, reader client.Reader, uid types
 	if err := reader.List(ctx, &list, client.MatchingLabels{wire.TenantUIDLabel: string(uid)}); err != nil {
 		return err
 	}
+	now := time.Now()
+	i.forgetDeleted(now)
 	for k := range list.Items {
 		csr := &list.Items[k]
 		if !i.RequestedBySelf(csr) || (keepPending && Pending(csr)) {
 			continue
 		}
+		if _, done := i.deleted.Load(csr.UID); done {
+			continue
+		}
 		if err := i.Client.Delete(ctx, csr, client.Preconditions{UID: &csr.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting CertificateSigningRequest %s: %w", csr.Name, err)
 		}
+		i.deleted.Store(csr.UID, now)
 	}
 	return nil
 }

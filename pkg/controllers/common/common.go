@@ -181,3 +181,27 @@ func TenantState(ctx context.Context, c client.Reader, liqoNS string, t *authv1b
 	}
 	return cluster.StateInForce(rec, t.Spec.TenantCondition), nil
 }
+
+// Deferred is an EventRecorder for one reconcile whose Events are recorded only by Flush,
+// once the status that announces them is saved: a reconcile of a stale copy, whose status
+// write loses the race, announces nothing twice.
+type Deferred struct {
+	rec     events.EventRecorder
+	pending []func()
+}
+
+// NewDeferred returns a Deferred recording into rec.
+func NewDeferred(rec events.EventRecorder) *Deferred { return &Deferred{rec: rec} }
+
+// Eventf keeps the Event until Flush.
+func (d *Deferred) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	d.pending = append(d.pending, func() { d.rec.Eventf(regarding, related, eventtype, reason, action, note, args...) })
+}
+
+// Flush records the Events kept so far.
+func (d *Deferred) Flush() {
+	for _, f := range d.pending {
+		f()
+	}
+	d.pending = nil
+}

@@ -90,7 +90,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	before := id.Status.DeepCopy()
-	res, err := r.reconcile(ctx, id)
+	notes := common.NewDeferred(r.Recorder)
+	res, err := r.reconcile(ctx, id, notes)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -98,15 +99,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if saved, err := common.SaveStatus(ctx, r.Client, id, !equality.Semantic.DeepEqual(before, &id.Status)); !saved || err != nil {
 		return ctrl.Result{}, err
 	}
+	notes.Flush()
 	return res, nil
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (ctrl.Result, error) {
+// reconcile computes the Identity's status and writes its kubeconfig Secret; the Events
+// that announce a change of the status go to notes, recorded once the status is saved.
+func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, notes *common.Deferred) (ctrl.Result, error) {
 	if reason, msg, err := r.checkPlacement(ctx, id); err != nil || reason != "" {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		r.refuse(id, reason, msg)
+		r.refuse(id, notes, reason, msg)
 		return ctrl.Result{}, nil
 	}
 	params := id.Spec.AuthParams
@@ -115,7 +119,7 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (c
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		r.refuse(id, reason, msg)
+		r.refuse(id, notes, reason, msg)
 		return ctrl.Result{}, nil
 	}
 	user := r.ClusterID
@@ -131,7 +135,7 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (c
 		if reason == "" {
 			return ctrl.Result{}, err
 		}
-		r.refuse(id, string(reason), err.Error())
+		r.refuse(id, notes, string(reason), err.Error())
 		return ctrl.Result{}, nil
 	}
 	// Both were checked by ForgeKubeconfig (and checkPinnedCA) above.
@@ -145,7 +149,7 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (c
 	}
 	if ok, msg, err := r.ensureSecret(ctx, id, kubeconfig); err != nil || !ok {
 		if err == nil {
-			r.refuse(id, ReasonSecretNotOwned, msg)
+			r.refuse(id, notes, ReasonSecretNotOwned, msg)
 		}
 		return ctrl.Result{}, err
 	}
@@ -159,7 +163,7 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity) (c
 	msg := fmt.Sprintf("kubeconfig %s for %s as user %q, certificate %s valid until %s", id.Status.KubeconfigSecretRef.Name,
 		params.APIServer, user, id.Status.Certificate.SerialNumber, cert.NotAfter.UTC().Format(time.RFC3339))
 	if common.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, true, ReasonKubeconfigReady, msg, id.Generation) {
-		r.Recorder.Eventf(id, nil, corev1.EventTypeNormal, ReasonKubeconfigReady, "WriteKubeconfig", "%s", msg)
+		notes.Eventf(id, nil, corev1.EventTypeNormal, ReasonKubeconfigReady, "WriteKubeconfig", "%s", msg)
 	}
 	// Come back when the certificate expires, to report it.
 	return ctrl.Result{RequeueAfter: cert.NotAfter.Sub(now) + time.Second}, nil
@@ -292,9 +296,9 @@ func mergeMaps(dst, src map[string]string) map[string]string {
 	return dst
 }
 
-func (r *Reconciler) refuse(id *authv1beta1.Identity, reason, msg string) {
+func (r *Reconciler) refuse(id *authv1beta1.Identity, notes *common.Deferred, reason, msg string) {
 	if common.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, false, reason, msg, id.Generation) {
-		r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, reason, "WriteKubeconfig", "%s", msg)
+		notes.Eventf(id, nil, corev1.EventTypeWarning, reason, "WriteKubeconfig", "%s", msg)
 		id.Status.LastRefusal = &authv1beta1.Refusal{Reason: reason, Time: metav1.Time{Time: r.Now().Truncate(time.Second)}}
 	}
 }
