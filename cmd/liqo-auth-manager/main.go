@@ -125,6 +125,9 @@ func run() error {
 	}
 	log := zap.New(zap.UseFlagOptions(&f.zap))
 	ctrl.SetLogger(log)
+	if soft := setMemoryLimit("/sys/fs/cgroup"); soft > 0 {
+		log.Info("Go memory limit set under the container's", "bytes", soft)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

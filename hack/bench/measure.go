@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -189,8 +190,11 @@ type scaleResult struct {
 	perHandshake     []time.Duration
 	teardown         time.Duration
 	peakRSSMiB, cpuS float64
-	failed           int
-	firstFailure     string
+	// heapIdleMiB and heapMiB are the manager's live heap (after a collection) before the
+	// handshakes and once they are done.
+	heapIdleMiB, heapMiB float64
+	failed               int
+	firstFailure         string
 	// cpu is the CPU seconds each of cpuProcesses spent during the handshakes.
 	cpu map[string]float64
 	// api is what the provider's API server served per handshake.
@@ -222,21 +226,20 @@ func (e *env) cpuSnapshot(m *testenv.Manager) map[string]float64 {
 // fresh liqo-auth-manager, then removes them all.
 func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, error) {
 	profile = profile && e.cfg.profileDir != ""
-	var extra []string
-	pprofAddr := ""
-	if profile {
-		var err error
-		if pprofAddr, err = freeLoopbackAddr(); err != nil {
-			return nil, err
-		}
-		extra = append(extra, "--pprof-bind-address="+pprofAddr)
+	// The manager serves pprof on loopback in every run: its live heap is read from it.
+	pprofAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
 	}
-	m, err := e.startManager(e.provider, extra...)
+	m, err := e.startManager(e.provider, "--pprof-bind-address="+pprofAddr)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Stop()
 	res := &scaleResult{n: n, perHandshake: make([]time.Duration, n)}
+	if res.heapIdleMiB, err = liveHeapMiB(ctx, pprofAddr); err != nil {
+		return nil, err
+	}
 	consumers := make([]*testenv.VirtualConsumer, n)
 	for i := range consumers {
 		if consumers[i], err = testenv.NewVirtualConsumer(fmt.Sprintf("cl-scale-%d-%03d", n, i)); err != nil {
@@ -276,6 +279,18 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	_ = eg.Wait()
 	res.total = time.Since(start)
 	res.peakRSSMiB, res.cpuS = usage(m.Pid())
+	// The live heap is read once the manager is idle: the work that follows the last
+	// certificates (nonce marks, CSR deletions, Events) is not what it keeps.
+	waitIdle(ctx, m.Pid())
+	if res.heapMiB, err = liveHeapMiB(ctx, pprofAddr); err != nil {
+		return nil, err
+	}
+	if profile {
+		// What the live heap is made of, right after that collection.
+		if err := fetch(ctx, "http://"+pprofAddr+"/debug/pprof/heap", filepath.Join(e.cfg.profileDir, "liqo-auth-manager-heap.pprof")); err != nil {
+			return nil, err
+		}
+	}
 	res.cpu = e.cpuSnapshot(m)
 	for p := range res.cpu {
 		res.cpu[p] -= before[p]
@@ -540,5 +555,75 @@ func (e *env) profile(ctx context.Context, pprofAddr string, n int, g *errgroup.
 			}
 			return cpuProfile(ctx, p.hc, p.base, seconds, filepath.Join(e.cfg.profileDir, p.file))
 		})
+	}
+}
+
+// liveHeapMiB forces a garbage collection in the manager serving pprof at addr and returns
+// its heap in use right after it (HeapAlloc of runtime.MemStats): what it keeps alive.
+func liveHeapMiB(ctx context.Context, addr string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1&debug=1", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "# HeapAlloc = "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, err
+			}
+			return n / (1 << 20), nil
+		}
+	}
+	return 0, fmt.Errorf("no HeapAlloc in the manager's heap profile")
+}
+
+// fetch writes what url serves to path.
+func fetch(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// waitIdle returns once process pid spent less than 20 ms of CPU in a second, or after 30 s.
+func waitIdle(ctx context.Context, pid int) {
+	_, last := usage(pid)
+	for range 30 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		_, now := usage(pid)
+		if now-last < 0.02 {
+			return
+		}
+		last = now
 	}
 }

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// memoryLimitShare is the part of the container's memory limit the Go heap may use before
+// the collector works harder: the rest is for stacks, the binary's pages and what the
+// runtime keeps outside the heap.
+const memoryLimitShare = 0.9
+
+// containerMemoryLimit reads the memory limit of the cgroup the process sees at root
+// (/sys/fs/cgroup): cgroup v2's memory.max, else v1's memory.limit_in_bytes. It returns 0
+// when there is none ("max", v1's unlimited value, no such file).
+func containerMemoryLimit(root string) int64 {
+	for _, f := range []string{"memory.max", filepath.Join("memory", "memory.limit_in_bytes")} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			continue
+		}
+		v := strings.TrimSpace(string(b))
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || n >= 1<<60 { // "max", or v1's page-rounded MaxInt64
+			return 0
+		}
+		return n
+	}
+	return 0
+}
+
+// setMemoryLimit gives the Go runtime a soft memory limit under the container's (the
+// release manifest sets 256Mi), unless GOMEMLIMIT already sets one: without it the heap
+// may grow to twice what is live before a collection, and a manager whose live heap is
+// half its limit would be killed for garbage. It returns the limit set (0: none).
+func setMemoryLimit(root string) int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	limit := containerMemoryLimit(root)
+	if limit == 0 {
+		return 0
+	}
+	soft := int64(float64(limit) * memoryLimitShare)
+	debug.SetMemoryLimit(soft)
+	return soft
+}
