@@ -454,34 +454,106 @@ func (r *TenantRecord) CheckPublished(ap *authv1beta1.AuthParams, cert *x509.Cer
 	return nil
 }
 
-// SliceUsers maps the user name of every ResourceSlice identity of this provider to the
-// slice it is for, in words: the slices consumers copied here, and the slices whose
-// certificates the tenant records list as not expired at now.
-func SliceUsers(ctx context.Context, c client.Reader, liqoNS string, now time.Time) (map[string]string, error) {
-	out := map[string]string{}
-	records, err := ListTenantRecords(ctx, c, liqoNS)
-	if err != nil {
-		return nil, err
-	}
-	for _, rec := range records {
-		for _, cert := range rec.Valid(now) {
+// SliceUserIndex is the index (IndexSliceUsers) of a cache's tenant records and
+// replicated ResourceSlices by the user names of the ResourceSlice identities they stand
+// for: a tenant record by each slice certificate it lists (expired or not), a slice by its
+// own. A record that cannot be read is indexed under unreadableRecord.
+const SliceUserIndex = "liqo.io/slice-user"
+
+// unreadableRecord indexes the tenant records whose content cannot be read: SliceUser
+// refuses to answer while there is one, as reading every record did.
+const unreadableRecord = "!unreadable"
+
+// IndexSliceUsers registers SliceUserIndex with a cache's field indexer, so that SliceUser
+// answers from the cache with one indexed lookup instead of reading every tenant record of
+// the provider at each handshake (what made a provider's CPU grow with the square of its
+// consumers).
+func IndexSliceUsers(ctx context.Context, fi client.FieldIndexer) error {
+	if err := fi.IndexField(ctx, &corev1.ConfigMap{}, SliceUserIndex, func(o client.Object) []string {
+		cm, ok := o.(*corev1.ConfigMap)
+		id := cm.Labels[wire.RemoteClusterIDLabel]
+		if !ok || cm.Labels[wire.TenantRecordLabel] != "true" || id == "" || cm.Name != wire.TenantRecordName(id) {
+			return nil
+		}
+		rec, err := recordFromConfigMap(id, cm)
+		if err != nil {
+			return []string{unreadableRecord}
+		}
+		var out []string
+		for _, cert := range rec.Certificates {
 			if cert.Slice != "" {
-				out[authn.SliceUserName(cert.Slice, rec.RemoteID)] = fmt.Sprintf("certificate %s of ResourceSlice %s of cluster %q", cert.Serial, cert.Slice, rec.RemoteID)
+				out = append(out, authn.SliceUserName(cert.Slice, rec.RemoteID))
+			}
+		}
+		return out
+	}); err != nil {
+		return fmt.Errorf("indexing the tenant records: %w", err)
+	}
+	if err := fi.IndexField(ctx, &authv1beta1.ResourceSlice{}, SliceUserIndex, func(o client.Object) []string {
+		rs, ok := o.(*authv1beta1.ResourceSlice)
+		if !ok {
+			return nil
+		}
+		return []string{authn.SliceUserName(rs.Name, sliceConsumer(rs))}
+	}); err != nil {
+		return fmt.Errorf("indexing the ResourceSlices: %w", err)
+	}
+	return nil
+}
+
+// sliceConsumer is the consumer a ResourceSlice copied to this provider is for.
+func sliceConsumer(rs *authv1beta1.ResourceSlice) string {
+	if rs.Spec.ConsumerClusterID != nil {
+		return string(*rs.Spec.ConsumerClusterID)
+	}
+	return rs.Labels[wire.RemoteClusterIDLabel]
+}
+
+// SliceUser says, in words, which ResourceSlice identity of this provider has user name
+// user ("" when none): a slice a consumer copied here (said first), or a slice whose
+// certificate a tenant record lists as not expired at now. c is a cache with
+// IndexSliceUsers.
+func SliceUser(ctx context.Context, c client.Reader, liqoNS, user string, now time.Time) (string, error) {
+	var slices authv1beta1.ResourceSliceList
+	if err := c.List(ctx, &slices, client.MatchingLabels{wire.ReplicationStatusLabel: "true"}, client.MatchingFields{SliceUserIndex: user}); err != nil {
+		return "", fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	for i := range slices.Items {
+		rs := &slices.Items[i]
+		if authn.SliceUserName(rs.Name, sliceConsumer(rs)) == user {
+			return fmt.Sprintf("the identity of ResourceSlice %s/%s", rs.Namespace, rs.Name), nil
+		}
+	}
+	var unreadable corev1.ConfigMapList
+	if err := c.List(ctx, &unreadable, client.InNamespace(liqoNS), client.MatchingFields{SliceUserIndex: unreadableRecord}); err != nil {
+		return "", fmt.Errorf("reading the tenant records: %w", err)
+	}
+	if len(unreadable.Items) > 0 {
+		cm := &unreadable.Items[0]
+		_, err := recordFromConfigMap(cm.Labels[wire.RemoteClusterIDLabel], cm)
+		return "", err
+	}
+	var records corev1.ConfigMapList
+	if err := c.List(ctx, &records, client.InNamespace(liqoNS), client.MatchingLabels{wire.TenantRecordLabel: "true"}, client.MatchingFields{SliceUserIndex: user}); err != nil {
+		return "", fmt.Errorf("reading the tenant records: %w", err)
+	}
+	for i := range records.Items {
+		cm := &records.Items[i]
+		id := cm.Labels[wire.RemoteClusterIDLabel]
+		if id == "" || cm.Name != wire.TenantRecordName(id) {
+			continue
+		}
+		rec, err := recordFromConfigMap(id, cm)
+		if err != nil {
+			return "", err
+		}
+		for _, cert := range rec.Valid(now) {
+			if cert.Slice != "" && authn.SliceUserName(cert.Slice, rec.RemoteID) == user {
+				return fmt.Sprintf("certificate %s of ResourceSlice %s of cluster %q", cert.Serial, cert.Slice, rec.RemoteID), nil
 			}
 		}
 	}
-	var slices authv1beta1.ResourceSliceList
-	if err := c.List(ctx, &slices, client.MatchingLabels{wire.ReplicationStatusLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
-	}
-	for _, rs := range slices.Items {
-		consumer := rs.Labels[wire.RemoteClusterIDLabel]
-		if rs.Spec.ConsumerClusterID != nil {
-			consumer = string(*rs.Spec.ConsumerClusterID)
-		}
-		out[authn.SliceUserName(rs.Name, consumer)] = fmt.Sprintf("the identity of ResourceSlice %s/%s", rs.Namespace, rs.Name)
-	}
-	return out, nil
+	return "", nil
 }
 
 // UnpinCACommand is the command with which this cluster's administrator forgets the CA

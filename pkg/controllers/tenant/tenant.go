@@ -96,6 +96,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	// checkNotSliceUser looks the cluster ID up in this index instead of reading every
+	// tenant record at each handshake.
+	if err := cluster.IndexSliceUsers(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	b := common.NewController(mgr, "tenant", access.Provider).
 		For(&authv1beta1.Tenant{}).
 		Owns(&rbacv1.RoleBinding{}, &authv1beta1.Tenant{}).
@@ -104,7 +109,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			common.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.TenantList { return &authv1beta1.TenantList{} }, nil)),
 			common.HasLabel(wire.NonceLabel, "true")).
-		Reads(&rbacv1.ClusterRoleBinding{})
+		Reads(&rbacv1.ClusterRoleBinding{}).
+		Reads(&authv1beta1.ResourceSlice{})
 	return b.WatchTenantNamespaces(func(remoteID string) string { return remoteID }).Complete(r)
 }
 

@@ -203,11 +203,11 @@ func VerifySealed(t *authv1beta1.Tenant, pub crypto.PublicKey) error {
 // the slices that exist and those whose certificates the records list as valid count.
 func (r *Reconciler) checkNotSliceUser(ctx context.Context, t *authv1beta1.Tenant) error {
 	id := string(t.Spec.ClusterID)
-	users, err := cluster.SliceUsers(ctx, r.Client, r.Placement.LiqoNamespace, r.Now())
+	slice, err := cluster.SliceUser(ctx, r.Client, r.Placement.LiqoNamespace, id, r.Now())
 	if err != nil {
 		return err
 	}
-	if slice, ok := users[id]; ok {
+	if slice != "" {
 		return refusal(authv1beta1.ReasonClusterIDIsSliceUser, "cluster ID %q is the user of %s on this provider: its grants would be that identity's too; the consumer needs another cluster ID", id, slice)
 	}
 	return nil
