@@ -174,10 +174,16 @@ func run() error {
 		HealthProbeBindAddress: f.healthAddr,
 		LeaderElection:         f.leaderElect, LeaderElectionID: authmanager.LeaseName, LeaderElectionNamespace: f.opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,
-		LeaderElectionLabels:          authmanager.VersionLabels(),
-		GracefulShutdownTimeout:       ptrDuration(10 * time.Second),
-		Controller:                    authmanager.ControllerConfig(),
-		NewCache:                      authmanager.NewCache,
+		// Renewals are given twice client-go's defaults (15 s, 10 s, 2 s): a provider's API
+		// server flooded by thousands of handshakes at once answered a Lease update after its
+		// 5 s timeout, and the manager, having lost its Lease, exited in the middle of them.
+		// A manager that stops releases its Lease at once; one that crashes is replaced
+		// within 30 s.
+		LeaseDuration: ptrDuration(30 * time.Second), RenewDeadline: ptrDuration(20 * time.Second), RetryPeriod: ptrDuration(4 * time.Second),
+		LeaderElectionLabels:    authmanager.VersionLabels(),
+		GracefulShutdownTimeout: ptrDuration(10 * time.Second),
+		Controller:              authmanager.ControllerConfig(),
+		NewCache:                authmanager.NewCache,
 	})
 	if err != nil {
 		return err

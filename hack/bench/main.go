@@ -65,7 +65,7 @@ func run() error {
 	flag.StringVar(&c.out, "out", "", "also write the report to this Markdown file")
 	flag.IntVar(&c.rounds, "rounds", 20, "rounds of each latency measurement")
 	flag.IntVar(&c.cliRounds, "cli-rounds", 100, "rounds of each CLI cold-start measurement")
-	flag.StringVar(&scale, "scale", "10,50,200,1000", "numbers of concurrent consumers for the scale runs")
+	flag.StringVar(&scale, "scale", "10,50,200,1000,3000", "numbers of concurrent consumers for the scale runs")
 	flag.IntVar(&c.sliceConsumers, "slice-consumers", 20, "consumers of the slice scale run")
 	flag.IntVar(&c.slicesEach, "slices-each", 5, "slices each consumer asks for at once in the slice scale run")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of the provider's API server and manager, taken during the handshakes of the last scale run, to this directory")

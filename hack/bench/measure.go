@@ -246,7 +246,8 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 			return nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	// Five minutes, and a tenth of a second more per consumer beyond a thousand.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute+time.Duration(max(0, n-1000))*100*time.Millisecond)
 	defer cancel()
 	var mu sync.Mutex
 	var eg errgroup.Group
@@ -278,6 +279,11 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	}
 	_ = eg.Wait()
 	res.total = time.Since(start)
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", m.Pid())); err != nil || res.failed > 0 {
+		// The manager's own words explain a run that failed or a manager that is gone.
+		logs := m.Logs()
+		log(fmt.Sprintf("  %d failed; the manager's last lines:\n%s", res.failed, logs[max(0, len(logs)-4000):]))
+	}
 	res.peakRSSMiB, res.cpuS = usage(m.Pid())
 	// The live heap is read once the manager is idle: the work that follows the last
 	// certificates (nonce marks, CSR deletions, Events) is not what it keeps.

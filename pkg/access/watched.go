@@ -49,7 +49,7 @@ func ManagerWatched() []Watched {
 		{Object: &authv1beta1.Renew{}, Group: authv1beta1.GroupVersion.Group, Resource: "renews", Roles: Provider,
 			ReadBy: "renewanswer", Writers: []Writer{tenantRenews, nsCreatorRenews, statusRenews}},
 		{Object: &authv1beta1.ResourceSlice{}, Group: authv1beta1.GroupVersion.Group, Resource: "resourceslices", Roles: Both,
-			ReadBy: "providerslice, consumerslice, peergc, metrics", Writers: []Writer{tenantSlices, nsCreatorSlices, sliceWriter, statusSlices}},
+			ReadBy: "tenant (its cluster ID against the slice users), providerslice, consumerslice, peergc, metrics", Writers: []Writer{tenantSlices, nsCreatorSlices, sliceWriter, statusSlices}},
 		{Object: &authv1beta1.Identity{}, Group: authv1beta1.GroupVersion.Group, Resource: "identities", Roles: Consumer,
 			ReadBy: "identity, renewfollower, consumerslice, metrics", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
 		{Object: &rbacv1.RoleBinding{}, Group: rbacv1.GroupName, Resource: "rolebindings", Roles: Provider, Stripped: true,

@@ -41,6 +41,8 @@ type CacheScope struct {
 	// identities are the UIDs of the Identities the cache has seen, by namespace/name: a
 	// kubeconfig-* Secret is kept whole only when that very Identity controls it.
 	identities map[string]types.UID
+	// ca is the CA the Tenants' statuses publish, kept once (internTenant).
+	ca sharedBytes
 }
 
 // NewCacheScope returns the scope of a manager whose tenant records live in liqoNS.
@@ -184,6 +186,8 @@ func (s *CacheScope) transform(obj any) (any, error) {
 		}
 	case *authv1beta1.Identity:
 		s.setIdentity(x.Namespace, x.Name, x.UID)
+	case *authv1beta1.Tenant:
+		s.internTenant(x)
 	case *authv1beta1.ResourceSlice:
 		// The tenant writes its slices: only this project's labels are read.
 		x.Labels = ourLabels(x.Labels)
@@ -197,6 +201,8 @@ func (s *CacheScope) transform(obj any) (any, error) {
 			}
 		}
 	}
+	internRBAC(o)
+	internMeta(o)
 	return o, nil
 }
 

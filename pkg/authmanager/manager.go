@@ -167,6 +167,8 @@ func stripBinding(obj any) (any, error) {
 	if o, ok := obj.(metav1.Object); ok {
 		o.SetManagedFields(nil)
 		o.SetAnnotations(nil)
+		internRBAC(obj)
+		internMeta(o)
 	}
 	return obj, nil
 }

@@ -471,8 +471,11 @@ const unreadableRecord = "!unreadable"
 func IndexSliceUsers(ctx context.Context, fi client.FieldIndexer) error {
 	if err := fi.IndexField(ctx, &corev1.ConfigMap{}, SliceUserIndex, func(o client.Object) []string {
 		cm, ok := o.(*corev1.ConfigMap)
+		if !ok {
+			return nil
+		}
 		id := cm.Labels[wire.RemoteClusterIDLabel]
-		if !ok || cm.Labels[wire.TenantRecordLabel] != "true" || id == "" || cm.Name != wire.TenantRecordName(id) {
+		if cm.Labels[wire.TenantRecordLabel] != "true" || id == "" || cm.Name != wire.TenantRecordName(id) {
 			return nil
 		}
 		rec, err := recordFromConfigMap(id, cm)
@@ -512,8 +515,18 @@ func sliceConsumer(rs *authv1beta1.ResourceSlice) string {
 // SliceUser says, in words, which ResourceSlice identity of this provider has user name
 // user ("" when none): a slice a consumer copied here (said first), or a slice whose
 // certificate a tenant record lists as not expired at now. c is a cache with
-// IndexSliceUsers.
+// IndexSliceUsers. A tenant record that cannot be read is an error, whatever else
+// matches, as it was when every record was read.
 func SliceUser(ctx context.Context, c client.Reader, liqoNS, user string, now time.Time) (string, error) {
+	var unreadable corev1.ConfigMapList
+	if err := c.List(ctx, &unreadable, client.InNamespace(liqoNS), client.MatchingFields{SliceUserIndex: unreadableRecord}); err != nil {
+		return "", fmt.Errorf("reading the tenant records: %w", err)
+	}
+	if len(unreadable.Items) > 0 {
+		cm := &unreadable.Items[0]
+		_, err := recordFromConfigMap(cm.Labels[wire.RemoteClusterIDLabel], cm)
+		return "", err
+	}
 	var slices authv1beta1.ResourceSliceList
 	if err := c.List(ctx, &slices, client.MatchingLabels{wire.ReplicationStatusLabel: "true"}, client.MatchingFields{SliceUserIndex: user}); err != nil {
 		return "", fmt.Errorf("listing ResourceSlices: %w", err)
@@ -523,15 +536,6 @@ func SliceUser(ctx context.Context, c client.Reader, liqoNS, user string, now ti
 		if authn.SliceUserName(rs.Name, sliceConsumer(rs)) == user {
 			return fmt.Sprintf("the identity of ResourceSlice %s/%s", rs.Namespace, rs.Name), nil
 		}
-	}
-	var unreadable corev1.ConfigMapList
-	if err := c.List(ctx, &unreadable, client.InNamespace(liqoNS), client.MatchingFields{SliceUserIndex: unreadableRecord}); err != nil {
-		return "", fmt.Errorf("reading the tenant records: %w", err)
-	}
-	if len(unreadable.Items) > 0 {
-		cm := &unreadable.Items[0]
-		_, err := recordFromConfigMap(cm.Labels[wire.RemoteClusterIDLabel], cm)
-		return "", err
 	}
 	var records corev1.ConfigMapList
 	if err := c.List(ctx, &records, client.InNamespace(liqoNS), client.MatchingLabels{wire.TenantRecordLabel: "true"}, client.MatchingFields{SliceUserIndex: user}); err != nil {
