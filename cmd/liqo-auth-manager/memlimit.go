@@ -33,7 +33,7 @@ func containerMemoryLimit(root string) int64 {
 }
 
 // setMemoryLimit gives the Go runtime a soft memory limit under the container's (the
-// release manifest sets 256Mi), unless GOMEMLIMIT already sets one: without it the heap
+// release manifest sets 320Mi), unless GOMEMLIMIT already sets one: without it the heap
 // may grow to twice what is live before a collection, and a manager whose live heap is
 // half its limit would be killed for garbage. It returns the limit set (0: none).
 func setMemoryLimit(root string) int64 {

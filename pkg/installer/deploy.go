@@ -59,7 +59,10 @@ func ForgeManagerObjects(ns, image string, args []string) []client.Object {
 								RunAsNonRoot: ptr.To(true), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 							Resources: corev1.ResourceRequirements{
 								Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-								Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
+								// About 20 KiB of live heap per consumer (docs/operations.md, "Sizing a
+								// provider"): 320Mi holds 10,000 consumers under the manager's Go memory
+								// limit (90 % of this one), with room for its collector.
+								Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("320Mi")}},
 						}},
 						Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 							Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: selector}},
