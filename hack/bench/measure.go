@@ -293,7 +293,7 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	}
 	if profile {
 		// What the live heap is made of, right after that collection.
-		if err := fetch(ctx, "http://"+pprofAddr+"/debug/pprof/heap", filepath.Join(e.cfg.profileDir, "liqo-auth-manager-heap.pprof")); err != nil {
+		if err := fetch(ctx, http.DefaultClient, "http://"+pprofAddr+"/debug/pprof/heap", filepath.Join(e.cfg.profileDir, "liqo-auth-manager-heap.pprof")); err != nil {
 			return nil, err
 		}
 	}
@@ -590,31 +590,6 @@ func liveHeapMiB(ctx context.Context, addr string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no HeapAlloc in the manager's heap profile")
-}
-
-// fetch writes what url serves to path.
-func fetch(ctx context.Context, url, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // waitIdle returns once process pid spent less than 20 ms of CPU in a second, or after 30 s.
