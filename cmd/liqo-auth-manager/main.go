@@ -42,8 +42,10 @@ type flags struct {
 	leaderElect, provider, consumer, showVersion                                  bool
 	qps                                                                           float32
 	burst                                                                         int
-	opts                                                                          authmanager.Options
-	zap                                                                           zap.Options
+	// leaseDuration, renewDeadline and retryPeriod time the leader election.
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+	opts                                      authmanager.Options
+	zap                                       zap.Options
 }
 
 func main() {
@@ -74,6 +76,9 @@ func parse(args []string) (*flags, error) {
 	fs.BoolVar(&f.provider, "provider", true, "run the provider side")
 	fs.BoolVar(&f.consumer, "consumer", true, "run the consumer side")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas through the Lease liqo-auth-manager; without it, the manager still holds that Lease while no other manager does, so that liqoctl sees it")
+	fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a leader's Lease holds without renewal: a manager that crashed is replaced after it")
+	fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew its Lease before it stops (longer, with a longer lease, rides out an API server flooded by thousands of handshakes at once)")
+	fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often the leader renews its Lease, and a candidate tries to take it")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
 	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address serving Go's net/http/pprof profiles, e.g. 127.0.0.1:6060 (0 disables; profiles reveal memory contents: bind it to loopback only)")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", "", "health probes address (0 disables; default :8081 in a Pod, disabled beside a cluster with --kubeconfig, so that several managers share a host)")
@@ -85,6 +90,9 @@ func parse(args []string) (*flags, error) {
 	fs.AddGoFlagSet(gofs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if !(f.retryPeriod > 0 && f.retryPeriod < f.renewDeadline && f.renewDeadline < f.leaseDuration) {
+		return nil, fmt.Errorf("leader election: --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s) is required", f.retryPeriod, f.renewDeadline, f.leaseDuration)
 	}
 	if f.healthAddr == "" {
 		f.healthAddr = ":8081"
@@ -174,12 +182,7 @@ func run() error {
 		HealthProbeBindAddress: f.healthAddr,
 		LeaderElection:         f.leaderElect, LeaderElectionID: authmanager.LeaseName, LeaderElectionNamespace: f.opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,
-		// Renewals are given twice client-go's defaults (15 s, 10 s, 2 s): a provider's API
-		// server flooded by thousands of handshakes at once answered a Lease update after its
-		// 5 s timeout, and the manager, having lost its Lease, exited in the middle of them.
-		// A manager that stops releases its Lease at once; one that crashes is replaced
-		// within 30 s.
-		LeaseDuration: ptrDuration(30 * time.Second), RenewDeadline: ptrDuration(20 * time.Second), RetryPeriod: ptrDuration(4 * time.Second),
+		LeaseDuration:                 ptrDuration(f.leaseDuration), RenewDeadline: ptrDuration(f.renewDeadline), RetryPeriod: ptrDuration(f.retryPeriod),
 		LeaderElectionLabels:    authmanager.VersionLabels(),
 		GracefulShutdownTimeout: ptrDuration(10 * time.Second),
 		Controller:              authmanager.ControllerConfig(),

@@ -231,7 +231,11 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	if err != nil {
 		return nil, err
 	}
-	m, err := e.startManager(e.provider, "--pprof-bind-address="+pprofAddr)
+	// Leader election with twice the default margins: at 3000 consumers at once, the API
+	// server answered a renewal after its timeout, and a manager with the defaults stopped
+	// (docs/operations.md, "Sizing a provider").
+	m, err := e.startManager(e.provider, "--pprof-bind-address="+pprofAddr,
+		"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=4s")
 	if err != nil {
 		return nil, err
 	}

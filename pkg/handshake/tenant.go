@@ -54,9 +54,12 @@ func ApplyTenant(ctx context.Context, p *Side, t *authv1beta1.Tenant) error {
 	return nil
 }
 
-// nonceGrace is how long a Tenant refused for a missing nonce is given before the
-// refusal is final: the provider may not have seen the nonce yet.
-const nonceGrace = 3 * time.Second
+// refusalGrace is how long a Tenant refused for a missing nonce, or for a namespace not
+// recorded as its tenant namespace, is given before the refusal is final: the provider's
+// controllers may not have seen yet the nonce or the record this command just wrote (they
+// decide again when they do), and a Tenant left by an interrupted run is decided by
+// in-process controllers as soon as they start, before this run's first steps.
+const refusalGrace = 3 * time.Second
 
 // WaitTenant waits until the provider accepted the Tenant and published a certificate
 // for it that is valid at validAt, and that the provider's record says it published
@@ -173,7 +176,7 @@ func tenantDone(t *authv1beta1.Tenant) (bool, string, error) {
 		return true, "", nil
 	}
 	if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionAuthenticated); c != nil && c.Status == metav1.ConditionFalse {
-		if c.Reason == string(authv1beta1.ReasonNonceMissing) && time.Since(c.LastTransitionTime.Time) < nonceGrace {
+		if (c.Reason == string(authv1beta1.ReasonNonceMissing) || c.Reason == authv1beta1.ReasonTenantMisplaced) && time.Since(c.LastTransitionTime.Time) < refusalGrace {
 			return false, c.Message, nil
 		}
 		return false, "", fmt.Errorf("the provider refused the handshake (%s): %s", c.Reason, c.Message)

@@ -34,6 +34,8 @@ func TestTenantDone(t *testing.T) {
 		{"refused", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, "SignatureInvalid", 0)}}, false, "refused the handshake (SignatureInvalid)"},
 		{"nonce missing, young", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, string(authv1beta1.ReasonNonceMissing), 0)}}, false, ""},
 		{"nonce missing, old", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, string(authv1beta1.ReasonNonceMissing), time.Minute)}}, false, "NonceMissing"},
+		{"misplaced, young (the record may not be seen yet)", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, authv1beta1.ReasonTenantMisplaced, 0)}}, false, ""},
+		{"misplaced, old", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", false, authv1beta1.ReasonTenantMisplaced, time.Minute)}}, false, authv1beta1.ReasonTenantMisplaced},
 		{"pending certificate", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", true, "HandshakeAccepted", 0), cond("CertificateIssued", false, authv1beta1.ReasonCertificatePending, 0)}}, false, ""},
 		{"approved not issued", 1, authv1beta1.TenantStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{cond("Authenticated", true, "HandshakeAccepted", 0), cond("CertificateIssued", false, authv1beta1.ReasonApprovedNotIssued, 0)}}, false, "issued no certificate (ApprovedNotIssued)"},
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,11 +54,28 @@ func waitFor[T client.Object](ctx context.Context, c client.WithWatch, key clien
 	}
 }
 
+// recheck is how often a wait decides again on the object it saw last, with no new event:
+// a condition may depend on time (a refusal given a grace, tenantDone).
+const recheck = 500 * time.Millisecond
+
 func consume[T client.Object](ctx context.Context, w watch.Interface, cond Cond[T], last *string) (bool, error) {
+	tick := time.NewTicker(recheck)
+	defer tick.Stop()
+	var seen T
+	var have bool
 	for {
 		select {
 		case <-ctx.Done():
 			return false, nil
+		case <-tick.C:
+			if !have {
+				continue
+			}
+			done, state, err := cond(seen)
+			*last = state
+			if done || err != nil {
+				return done, err
+			}
 		case ev, ok := <-w.ResultChan():
 			if !ok || ev.Type == watch.Error {
 				return false, nil
@@ -70,6 +88,7 @@ func consume[T client.Object](ctx context.Context, w watch.Interface, cond Cond[
 				var zero T
 				obj = zero
 			}
+			seen, have = obj, true
 			done, state, err := cond(obj)
 			*last = state
 			if done || err != nil {
