@@ -203,11 +203,17 @@ func (i *Issuer) Ensure(ctx context.Context, s Subject, now time.Time, check fun
 	if len(csr.Status.Certificate) == 0 {
 		return i.waiting(csr, approved, now), foreign, nil
 	}
+	return issued(csr), foreign, nil
+}
+
+// issued is the issuance of a request that holds its certificate: the certificate, or
+// why it cannot be read.
+func issued(csr *certificatesv1.CertificateSigningRequest) *Issuance {
 	cert, err := authn.ParseCertificate(csr.Status.Certificate)
 	if err != nil {
-		return &Issuance{Reason: authv1beta1.ReasonIssuedCertificateBroken, Message: fmt.Sprintf("CertificateSigningRequest %s: %v", csr.Name, err)}, foreign, nil
+		return &Issuance{Reason: authv1beta1.ReasonIssuedCertificateBroken, Message: fmt.Sprintf("CertificateSigningRequest %s: %v", csr.Name, err)}
 	}
-	return &Issuance{Cert: cert, PEM: csr.Status.Certificate}, foreign, nil
+	return &Issuance{Cert: cert, PEM: csr.Status.Certificate}
 }
 
 // awaitSigner waits up to SignerWait for the signer to answer approved, the request this
@@ -223,11 +229,7 @@ func (i *Issuer) awaitSigner(ctx context.Context, approved *certificatesv1.Certi
 	if err := i.Client.Get(ctx, client.ObjectKey{Name: approved.Name}, csr); err != nil || csr.UID != approved.UID || len(csr.Status.Certificate) == 0 {
 		return pending
 	}
-	cert, err := authn.ParseCertificate(csr.Status.Certificate)
-	if err != nil {
-		return &Issuance{Reason: authv1beta1.ReasonIssuedCertificateBroken, Message: fmt.Sprintf("CertificateSigningRequest %s: %v", csr.Name, err)}
-	}
-	return &Issuance{Cert: cert, PEM: csr.Status.Certificate}
+	return issued(csr)
 }
 
 func (i *Issuer) waiting(csr *certificatesv1.CertificateSigningRequest, approved *certificatesv1.CertificateSigningRequestCondition, now time.Time) *Issuance {
