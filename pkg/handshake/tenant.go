@@ -176,7 +176,10 @@ func tenantDone(t *authv1beta1.Tenant) (bool, string, error) {
 		return true, "", nil
 	}
 	if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionAuthenticated); c != nil && c.Status == metav1.ConditionFalse {
-		if (c.Reason == string(authv1beta1.ReasonNonceMissing) || c.Reason == authv1beta1.ReasonTenantMisplaced) && time.Since(c.LastTransitionTime.Time) < refusalGrace {
+		// A transition time in the future (a status writer's, beyond a second of clock skew)
+		// gets no grace: it would turn a refusal into a wait until the command's timeout.
+		age := time.Since(c.LastTransitionTime.Time)
+		if (c.Reason == string(authv1beta1.ReasonNonceMissing) || c.Reason == authv1beta1.ReasonTenantMisplaced) && age > -time.Second && age < refusalGrace {
 			return false, c.Message, nil
 		}
 		return false, "", fmt.Errorf("the provider refused the handshake (%s): %s", c.Reason, c.Message)
