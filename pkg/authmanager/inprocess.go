@@ -105,8 +105,8 @@ func (c *InProcess) WaitSynced(ctx context.Context) error {
 // startError says why the controllers of role could not start on side s.
 func startError(s *handshake.Side, role Role, err error) error {
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%s: no liqo-auth-manager runs in this cluster, and these credentials may not run its %s controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can",
-			handshake.Scoped(s.Scope)+"starting the controllers in-process", role, err)
+		return s.Errorf("starting the controllers in-process: no liqo-auth-manager runs in this cluster, and these credentials may not run its %s controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can",
+			role, err)
 	}
 	return s.Explain(err, "starting the controllers in-process")
 }
@@ -158,7 +158,7 @@ func (c *InProcess) Start(ctx context.Context, s *handshake.Side, role Role) (st
 			o.Tenant.CertificateLifetime, o.Tenant.NonceTTL, o.Self = stored.CertificateLifetime, stored.NonceTTL, &self
 		}
 		if apierrors.IsForbidden(err) {
-			return false, fmt.Errorf("%sno liqo-auth-manager runs in this cluster, and these credentials may not run its provider controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can", handshake.Scoped(s.Scope), err)
+			return false, s.Errorf("no liqo-auth-manager runs in this cluster, and these credentials may not run its provider controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can", err)
 		}
 		if err != nil {
 			return false, err

@@ -108,7 +108,7 @@ func (f *ClusterFlags) RESTConfig() (*rest.Config, error) {
 func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake.Side, error) {
 	cfg, err := f.RESTConfig()
 	if err != nil {
-		return nil, fmt.Errorf("%s%w", handshake.Scoped(scope), err)
+		return nil, handshake.ScopedErrorf(scope, "%w", err)
 	}
 	var policy clientcmdapi.PluginPolicy
 	if f.policy != nil {
@@ -125,22 +125,22 @@ func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake
 			warn = report.Warn
 		}
 		if err := guardRemote(cfg, policy, warn); err != nil {
-			return nil, fmt.Errorf("%s%w", handshake.Scoped(scope), err)
+			return nil, handshake.ScopedErrorf(scope, "%w", err)
 		}
 	}
 	// One connection and one discovery cache per cluster, shared with the in-process
 	// controllers.
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%screating a client for %s: %w", handshake.Scoped(scope), cfg.Host, err)
+		return nil, handshake.ScopedErrorf(scope, "creating a client for %s: %w", cfg.Host, err)
 	}
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
 	if err != nil {
-		return nil, fmt.Errorf("%screating a client for %s: %w", handshake.Scoped(scope), cfg.Host, err)
+		return nil, handshake.ScopedErrorf(scope, "creating a client for %s: %w", cfg.Host, err)
 	}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New(), HTTPClient: hc, Mapper: mapper})
 	if err != nil {
-		return nil, fmt.Errorf("%screating a client for %s: %w", handshake.Scoped(scope), cfg.Host, err)
+		return nil, handshake.ScopedErrorf(scope, "creating a client for %s: %w", cfg.Host, err)
 	}
 	side := &handshake.Side{Scope: scope, Client: c, Config: cfg, HTTPClient: hc, Mapper: mapper, Namespace: f.Namespace, Report: report}
 	if f.remote {

@@ -6,12 +6,12 @@ import (
 
 // NewPair connects to the local cluster (consumer) and the remote one (provider).
 func NewPair(g *Global, remote *ClusterFlags) (*handshake.Pair, error) {
-	c, err := g.Local.Side("local", g.Printer().Scoped("local"))
+	c, err := g.Local.Side(handshake.Local, g.Printer().Scoped(handshake.Local))
 	if err != nil {
 		return nil, err
 	}
 	remote.policy = g.PluginPolicy
-	p, err := remote.Side("remote", g.Printer().Scoped("remote"))
+	p, err := remote.Side(handshake.Remote, g.Printer().Scoped(handshake.Remote))
 	if err != nil {
 		return nil, err
 	}

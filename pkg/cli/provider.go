@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -40,14 +39,14 @@ func (a *ProviderAccess) Connect(ctx context.Context, g *Global, local *handshak
 	if a.Given() {
 		a.Remote.policy = g.PluginPolicy
 		var err error
-		if remote, err = a.Remote.Side("remote", g.Printer().Scoped("remote")); err != nil {
+		if remote, err = a.Remote.Side(handshake.Remote, g.Printer().Scoped(handshake.Remote)); err != nil {
 			return nil, err
 		}
 		if err := remote.Identify(ctx); err != nil {
 			return nil, err
 		}
 		if remote.ClusterID != providerID {
-			return nil, fmt.Errorf("(remote) the remote kubeconfig reaches cluster %q, not provider %q: give the provider's", remote.ClusterID, providerID)
+			return nil, remote.Errorf("the remote kubeconfig reaches cluster %q, not provider %q: give the provider's", remote.ClusterID, providerID)
 		}
 		if err := handshake.CheckDistinct(ctx, local, remote); err != nil {
 			return nil, err

@@ -352,10 +352,10 @@ func checkAdminState(t *authv1beta1.Tenant, rec *cluster.TenantRecord, consumerI
 	}
 	switch cluster.StateInForce(rec, spec) {
 	case authv1beta1.TenantConditionDrained:
-		return fmt.Errorf("(remote) the provider's administrator drained cluster %q: it gets no access until they run liqoctl uncordon tenant %s", consumerID, consumerID)
+		return ScopedErrorf(Remote, "the provider's administrator drained cluster %q: it gets no access until they run liqoctl uncordon tenant %s", consumerID, consumerID)
 	case authv1beta1.TenantConditionCordoned:
 		if t == nil || t.Status.Certificate == nil {
-			return fmt.Errorf("(remote) the provider's administrator cordoned cluster %q: it gets no new certificate until they run liqoctl uncordon tenant %s", consumerID, consumerID)
+			return ScopedErrorf(Remote, "the provider's administrator cordoned cluster %q: it gets no new certificate until they run liqoctl uncordon tenant %s", consumerID, consumerID)
 		}
 	}
 	return nil
@@ -367,7 +367,7 @@ func checkAdminState(t *authv1beta1.Tenant, rec *cluster.TenantRecord, consumerI
 func PinProviderCA(ctx context.Context, c *Side, providerID string, ca []byte) error {
 	fp, err := authn.CAFingerprint(ca)
 	if err != nil {
-		return fmt.Errorf("(remote) the provider's CA is not valid: %w", err)
+		return ScopedErrorf(Remote, "the provider's CA is not valid: %w", err)
 	}
 	return PinCAFingerprint(ctx, c, providerID, fp, "the provider now presents CA "+fp)
 }

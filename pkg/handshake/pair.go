@@ -3,7 +3,6 @@ package handshake
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -22,7 +21,7 @@ func (p *Pair) Identify(ctx context.Context) error {
 		return err
 	}
 	if pu := p.Provider.peeringUser; pu != nil && pu.consumer() != p.Consumer.ClusterID {
-		return fmt.Errorf("(remote) peering user %s was issued for cluster %q, not this cluster %q: everything it would do for another cluster is forbidden; ask the provider's administrator for one for this cluster (liqoctl generate peering-user --consumer-cluster-id %s)",
+		return p.Provider.Errorf("peering user %s was issued for cluster %q, not this cluster %q: everything it would do for another cluster is forbidden; ask the provider's administrator for one for this cluster (liqoctl generate peering-user --consumer-cluster-id %s)",
 			pu.User, pu.consumer(), p.Consumer.ClusterID, p.Consumer.ClusterID)
 	}
 	return CheckDistinct(ctx, p.Consumer, p.Provider)

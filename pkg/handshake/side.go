@@ -32,7 +32,7 @@ type Reporter interface {
 
 // Side is one cluster of the handshake, as seen by the CLI.
 type Side struct {
-	// Scope is how output names this side: "local" or "remote".
+	// Scope is how output names this side: Local or Remote ("" for a one-cluster command).
 	Scope string
 	// Client talks to the cluster with the user's credentials.
 	Client client.WithWatch
@@ -134,11 +134,13 @@ func (s *Side) Explain(err error, doing string) error {
 }
 
 // prefix is how an error names the side: "(local) ", or nothing for a one-cluster command.
-func (s *Side) prefix() string {
-	if s.Scope == "" {
-		return ""
-	}
-	return "(" + s.Scope + ") "
+func (s *Side) prefix() string { return scopePrefix(s.Scope) }
+
+// Errorf is an error of this side: the message named as its progress lines are,
+// "(local) ..." or "(remote) ...", or bare for a one-cluster command. Errors are written
+// through it (or Explain), never with a hand-typed prefix.
+func (s *Side) Errorf(format string, args ...any) error {
+	return ScopedErrorf(s.Scope, format, args...)
 }
 
 // Controllers says whose controllers handle the protocol on this side.
@@ -163,8 +165,24 @@ func (s *Side) TenantNamespace(ctx context.Context, remoteID string) (string, er
 	return s.Controllers().TenantNamespace(ctx, s, remoteID)
 }
 
-// Scoped is how an error names a side: "(local) ", or nothing for a one-cluster command.
-func Scoped(scope string) string {
+// The scopes of a two-cluster command: its progress lines and errors name the side they
+// are about with these.
+const (
+	// Local is the cluster of --kubeconfig (the consumer of authenticate).
+	Local = "local"
+	// Remote is the cluster of --remote-kubeconfig (the provider of authenticate).
+	Remote = "remote"
+)
+
+// ScopedErrorf is an error about side scope when no Side is at hand yet (connecting,
+// starting its controllers): "(local) ..." or "(remote) ...", bare for scope "".
+func ScopedErrorf(scope, format string, args ...any) error {
+	return fmt.Errorf(scopePrefix(scope)+format, args...)
+}
+
+// scopePrefix is how an error names a side: "(local) ", or nothing for a one-cluster
+// command.
+func scopePrefix(scope string) string {
 	if scope == "" {
 		return ""
 	}

@@ -53,7 +53,7 @@ func WaitSlice(ctx context.Context, c *Side, key client.ObjectKey, silence time.
 			accepted, denied := authv1beta1.SliceVerdict(rs.Status.Conditions)
 			switch {
 			case denied != nil:
-				return false, "", fmt.Errorf("(remote) the provider denied ResourceSlice %s: %s", rs.Name, SliceDecision(rs))
+				return false, "", ScopedErrorf(Remote, "the provider denied ResourceSlice %s: %s", rs.Name, SliceDecision(rs))
 			case !accepted:
 				return false, "the provider has not decided yet: " + undecided, nil
 			case !rs.Status.AuthParams.HasCertificate():
@@ -108,10 +108,10 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 	}
 	left, err := selfAllowed(ctx, cred, remoteNS, access.SliceRules(name))
 	if err != nil {
-		return fmt.Errorf("(remote) verifying the revocation: %w", err)
+		return ScopedErrorf(Remote, "verifying the revocation: %w", err)
 	}
 	if len(left) > 0 {
-		return fmt.Errorf("(remote) %w: the identity of ResourceSlice %s may still: %s", ErrAccessNotRevoked, name, strings.Join(left, "; "))
+		return ScopedErrorf(Remote, "%w: the identity of ResourceSlice %s may still: %s", ErrAccessNotRevoked, name, strings.Join(left, "; "))
 	}
 	c.Report.Info("Access of the slice's identity revoked: verified with its own certificate")
 	return nil

@@ -236,7 +236,7 @@ func VerifyRevoked(ctx context.Context, pr *Side, id, pTN string, cred *rest.Con
 		return pr.Explain(err, "verifying the revocation")
 	}
 	if len(left) > 0 {
-		return fmt.Errorf("(remote) %w: user %q (groups %s) may still: %s. Remove those grants, then run liqoctl unauthenticate again",
+		return pr.Errorf("%w: user %q (groups %s) may still: %s. Remove those grants, then run liqoctl unauthenticate again",
 			ErrAccessNotRevoked, id, strings.Join(append(revocation.RevocationGroups(), id), ", "), strings.Join(left, "; "))
 	}
 	pr.Report.Info("Access revoked: verified")

@@ -38,7 +38,7 @@ func NewVirtualConsumer(id string) (*VirtualConsumer, error) {
 // administrator's client c: nonce, signature, Tenant, wait for the certificate. It
 // returns the kubeconfig the consumer would forge from the Tenant status.
 func (v *VirtualConsumer) Authenticate(ctx context.Context, c client.WithWatch, providerID string) ([]byte, error) {
-	side := &handshake.Side{Scope: "remote", Client: c, Namespace: wire.DefaultLiqoNamespace, Report: silent{}}
+	side := &handshake.Side{Scope: handshake.Remote, Client: c, Namespace: wire.DefaultLiqoNamespace, Report: silent{}}
 	tn, err := side.EnsureTenantNamespace(ctx, v.ID)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func (v *VirtualConsumer) RequestSlice(ctx context.Context, c client.WithWatch, 
 	if err := c.Create(ctx, rs); err != nil {
 		return nil, fmt.Errorf("creating the ResourceSlice: %w", err)
 	}
-	side := &handshake.Side{Scope: "remote", Client: c, Namespace: wire.DefaultLiqoNamespace, Report: silent{}}
+	side := &handshake.Side{Scope: handshake.Remote, Client: c, Namespace: wire.DefaultLiqoNamespace, Report: silent{}}
 	got, err := handshake.WaitSlice(ctx, side, client.ObjectKeyFromObject(rs), time.Minute, "does liqo-auth-manager run on the provider?")
 	if err != nil {
 		return nil, err

@@ -180,3 +180,16 @@ func TestProtocolCodeHasNoClient(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsNameTheirSideThroughTheSide checks that no error names a side by a hand-typed
+// prefix: Side.Errorf, Side.Explain and handshake.ScopedErrorf are the one way, so that a
+// message about the provider cannot say "(local)".
+func TestErrorsNameTheirSideThroughTheSide(t *testing.T) {
+	cmd := exec.Command("git", "grep", "-n", "-E", `Errorf\("\((local|remote)\) `, "--", "*.go", ":!*_test.go")
+	cmd.Dir = "../.." // the module's root: git grep's pathspecs are relative to it
+	out, err := cmd.Output()
+	if err != nil && len(out) == 0 {
+		return // git grep exits 1 when nothing matches
+	}
+	assert.Empty(t, string(out), "errors with a hand-typed side prefix: use the side's Errorf (or handshake.ScopedErrorf before a Side exists)")
+}

@@ -143,7 +143,7 @@ func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
 	p := o.Global.Printer()
-	s, err := o.Global.Local.Side("local", p)
+	s, err := o.Global.Local.Side(handshake.Local, p)
 	if err != nil {
 		return err
 	}

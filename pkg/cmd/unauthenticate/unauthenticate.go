@@ -129,7 +129,7 @@ func (o *Options) Run(ctx context.Context) error {
 		names = append(names, rs.Name)
 	}
 	if len(names) > 0 && !o.DeleteResourceSlices {
-		return fmt.Errorf("(local) this cluster holds ResourceSlices from provider %q: %s; their identities would keep working until their certificates expire: delete them first (liqoctl delete resourceslice NAME --remote-cluster-id %s), or pass --delete-resourceslices",
+		return c.Errorf("this cluster holds ResourceSlices from provider %q: %s; their identities would keep working until their certificates expire: delete them first (liqoctl delete resourceslice NAME --remote-cluster-id %s), or pass --delete-resourceslices",
 			pr.ClusterID, strings.Join(names, ", "), pr.ClusterID)
 	}
 	ctrls := authmanager.NewInProcess(o.Global)
@@ -157,7 +157,7 @@ func (o *Options) Run(ctx context.Context) error {
 func (o *Options) RunLocal(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	local, err := o.Global.LocalSide(ctx, "local")
+	local, err := o.Global.LocalSide(ctx, handshake.Local)
 	if err != nil {
 		return err
 	}

@@ -74,13 +74,13 @@ each failure.`,
 func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	local, err := o.Global.LocalSide(ctx, "local")
+	local, err := o.Global.LocalSide(ctx, handshake.Local)
 	if err != nil {
 		return err
 	}
 	var remote *handshake.Side
 	if o.Remote.RequireRemote() == nil {
-		if remote, err = o.Remote.Side("remote", o.Global.Printer().Scoped("remote")); err != nil {
+		if remote, err = o.Remote.Side(handshake.Remote, o.Global.Printer().Scoped(handshake.Remote)); err != nil {
 			return err
 		}
 		if err := (&handshake.Pair{Consumer: local, Provider: remote}).Identify(ctx); err != nil {

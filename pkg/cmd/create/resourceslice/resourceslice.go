@@ -117,12 +117,12 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	s, err := o.Global.LocalSide(ctx, "local")
+	s, err := o.Global.LocalSide(ctx, handshake.Local)
 	if err != nil {
 		return err
 	}
 	if ns, err = s.TenantNamespace(ctx, o.RemoteClusterID); err != nil {
-		return fmt.Errorf("(local) no tenant namespace for provider %q: run liqoctl authenticate with it first (%w)", o.RemoteClusterID, err)
+		return s.Errorf("no tenant namespace for provider %q: run liqoctl authenticate with it first (%w)", o.RemoteClusterID, err)
 	}
 	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
@@ -146,8 +146,8 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	o.Global.Printer().Scoped("remote").Info("ResourceSlice accepted: %s", handshake.SliceDecision(got))
-	o.Global.Printer().Scoped("remote").Info("Certificate %s issued for the slice's identity, valid until %s", got.Status.Certificate.SerialNumber, handshake.CertificateExpiry(got))
+	o.Global.Printer().Scoped(handshake.Remote).Info("ResourceSlice accepted: %s", handshake.SliceDecision(got))
+	o.Global.Printer().Scoped(handshake.Remote).Info("Certificate %s issued for the slice's identity, valid until %s", got.Status.Certificate.SerialNumber, handshake.CertificateExpiry(got))
 	id, err := handshake.WaitSliceIdentity(ctx, s, ns, o.Name, got.Status.Certificate.SerialNumber)
 	if err != nil {
 		return err

@@ -63,7 +63,7 @@ liqoctl when no liqo-auth-manager runs here; the provider's too when the provide
 func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	s, err := o.Global.LocalSide(ctx, "local")
+	s, err := o.Global.LocalSide(ctx, handshake.Local)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	ns, err := s.TenantNamespace(ctx, o.RemoteClusterID)
 	if err != nil {
-		return fmt.Errorf("(local) no tenant namespace for provider %q (%w)", o.RemoteClusterID, err)
+		return s.Errorf("no tenant namespace for provider %q (%w)", o.RemoteClusterID, err)
 	}
 	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
