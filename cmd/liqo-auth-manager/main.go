@@ -180,7 +180,7 @@ func run() error {
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		PprofBindAddress:       f.pprofAddr,
 		HealthProbeBindAddress: f.healthAddr,
-		LeaderElection:         f.leaderElect, LeaderElectionID: authmanager.LeaseName, LeaderElectionNamespace: f.opts.Namespace,
+		LeaderElection:         f.leaderElect, LeaderElectionID: wire.ManagerName, LeaderElectionNamespace: f.opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 ptrDuration(f.leaseDuration), RenewDeadline: ptrDuration(f.renewDeadline), RetryPeriod: ptrDuration(f.retryPeriod),
 		LeaderElectionLabels:    authmanager.VersionLabels(),

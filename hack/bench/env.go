@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -63,7 +62,7 @@ func newEnv(ctx context.Context, c config, binDir, root string) (*env, error) {
 	// permissions liqoctl install grants it, and the API server's token cache instead of a
 	// client certificate verified on every request.
 	for _, cp := range []*testenv.ControlPlane{e.consumer, e.provider} {
-		cfg, err := cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, access.ManagerName)
+		cfg, err := cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, wire.ManagerName)
 		if err != nil {
 			e.stop()
 			return nil, err

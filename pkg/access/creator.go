@@ -12,14 +12,9 @@ import (
 )
 
 // Annotations the API server itself writes on a namespace created with the label of a
-// tenant namespace (the MutatingAdmissionPolicy CreatorPolicyName): who created it, and
+// tenant namespace (the MutatingAdmissionPolicy wire.CreatorPolicyName): who created it, and
 // the groups that user had. Nobody may set or change them otherwise (the
 // ValidatingAdmissionPolicy of the same name).
-const (
-	// CreatorPolicyName names the admission policies (and their bindings) that record the
-	// creator of tenant namespaces.
-	CreatorPolicyName = "liqo-auth-namespace-creator"
-)
 
 func admissionType(kind string) metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind}
@@ -59,7 +54,7 @@ func denyingPolicy(name string, match *admissionregistrationv1.MatchResources, c
 // records). The mutating policy writes the annotations at creation; the validating one
 // refuses them written by anyone else, or changed.
 func ForgeCreatorPolicies() []client.Object {
-	meta := metav1.ObjectMeta{Name: CreatorPolicyName, Labels: wire.ManagedLabels()}
+	meta := metav1.ObjectMeta{Name: wire.CreatorPolicyName, Labels: wire.ManagedLabels()}
 	namespaces := func(resources []string, ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
 		return &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: ops,
@@ -87,8 +82,8 @@ func ForgeCreatorPolicies() []client.Object {
 						recordedAnnotations(recorded) + "}}}"}}},
 			}},
 		&admissionregistrationv1.MutatingAdmissionPolicyBinding{TypeMeta: admissionType("MutatingAdmissionPolicyBinding"), ObjectMeta: meta,
-			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: CreatorPolicyName}},
-	}, denyingPolicy(CreatorPolicyName, namespaces(namespaceWrites, admissionregistrationv1.Create, admissionregistrationv1.Update), nil, creatorValidations(recorded, annotation))...)
+			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: wire.CreatorPolicyName}},
+	}, denyingPolicy(wire.CreatorPolicyName, namespaces(namespaceWrites, admissionregistrationv1.Create, admissionregistrationv1.Update), nil, creatorValidations(recorded, annotation))...)
 }
 
 // creatorAnnotation is one annotation of the creator record and the CEL expression of its

@@ -8,19 +8,8 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
-// ManagerPolicyName is the ValidatingAdmissionPolicy (and its binding) that bounds what
-// liqo-auth-manager's ServiceAccount may do with CertificateSigningRequests, and
-// ManagerBindingPolicyName the one that bounds the RoleBindings it writes, and
-// ManagerTenantPolicyName the one that lets it write bindings, Roles and Leases only in a
-// namespace where it is bound as a tenant namespace's manager.
-const (
-	ManagerPolicyName        = "liqo-auth-manager-csrs"
-	ManagerBindingPolicyName = "liqo-auth-manager-bindings"
-	ManagerTenantPolicyName  = "liqo-auth-manager-tenant-writes"
-)
-
 // ManagerUser is the user name of liqo-auth-manager's ServiceAccount in Liqo namespace ns.
-func ManagerUser(ns string) string { return "system:serviceaccount:" + ns + ":" + ManagerName }
+func ManagerUser(ns string) string { return "system:serviceaccount:" + ns + ":" + wire.ManagerName }
 
 // ForgeManagerPolicy is the ValidatingAdmissionPolicy, and its binding, for the manager's
 // ServiceAccount in Liqo namespace ns. RBAC lets it approve any request for the client
@@ -34,7 +23,7 @@ func ManagerUser(ns string) string { return "system:serviceaccount:" + ns + ":" 
 // cannot read the request's subject), as docs/security.md says.
 func ForgeManagerPolicy(ns string) []client.Object {
 	ours := "has(object.metadata.labels) && object.metadata.labels['" + wire.ManagedByLabel + "'] == '" + wire.ManagedByValue + "' && '" + wire.TenantUIDLabel + "' in object.metadata.labels"
-	return append(denyingPolicy(ManagerPolicyName,
+	return append(denyingPolicy(wire.ManagerPolicyName,
 		createsAndUpdates(certificatesv1.GroupName, "*", "certificatesigningrequests", "certificatesigningrequests/approval"),
 		[]admissionregistrationv1.MatchCondition{{
 			Name: "liqo-auth-manager", Expression: "request.userInfo.username == '" + ManagerUser(ns) + "'",

@@ -45,8 +45,8 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 	isManager := []admissionregistrationv1.MatchCondition{{Name: "liqo-auth-manager", Expression: "request.userInfo.username == '" + ManagerUser(liqoNS) + "'"}}
 	// Its own binding it makes only where it designates: a namespace whose creator the API
 	// server recorded (liqoctl binds it in the namespaces it makes or adopts).
-	own := "object.metadata.name == '" + ManagerName + "' && " + roleRef("ClusterRole", "'"+ManagerTenantRoleName+"'") + " && " +
-		subjectIs("ServiceAccount", "'"+ManagerName+"'", "'"+liqoNS+"'") + " && '" + wire.CreatedByAnnotation + "' in " + nsAnnotations
+	own := "object.metadata.name == '" + wire.ManagerName + "' && " + roleRef("ClusterRole", "'"+wire.ManagerTenantRoleName+"'") + " && " +
+		subjectIs("ServiceAccount", "'"+wire.ManagerName+"'", "'"+liqoNS+"'") + " && '" + wire.CreatedByAnnotation + "' in " + nsAnnotations
 	controlPlane := "object.metadata.name == '" + wire.ControlPlaneBindingName + "' && " + roleRef("ClusterRole", "'"+wire.ControlPlaneRoleName+"'") + " && " + subjectIs("User", nsPeer, "")
 	reader := "object.metadata.name == '" + wire.TenantReaderName + "' && " + roleRef("Role", "'"+wire.TenantReaderName+"'") + " && " + subjectIs("User", nsPeer, "")
 	slice := "object.metadata.name.startsWith('liqo-resourceslice-') && " + roleRef("Role", "object.metadata.name") + " && " +
@@ -54,7 +54,7 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 		// exactly <slice>-<12 hex digits> (authn.SliceUserName): not the user of a slice
 		// whose name begins with <slice>-.
 		"size(object.subjects[0].name) == size(" + sliceOf + ") + 13 && object.subjects[0].name.substring(size(" + sliceOf + ") + 1).matches('^[0-9a-f]{12}$')"
-	bindings := denyingPolicy(ManagerBindingPolicyName, createsAndUpdates(rbacv1.GroupName, "*", "rolebindings"), isManager,
+	bindings := denyingPolicy(wire.ManagerBindingPolicyName, createsAndUpdates(rbacv1.GroupName, "*", "rolebindings"), isManager,
 		[]admissionregistrationv1.Validation{
 			{Expression: "'" + wire.TenantNamespaceLabel + "' in " + nsLabels + " && " + nsLabels + "['" + wire.TenantNamespaceLabel + "'] == 'true' && " + nsPeer + " != '' && " +
 				"namespaceObject.metadata.name == '" + wire.TenantNamespacePrefix + "' + " + nsPeer,
@@ -69,12 +69,12 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 	// Only its binding liqo-auth-manager-tenant gives the manager the creation of
 	// Identities in a namespace: the authorizer's answer says it is bound there.
 	bound := "authorizer.group('" + authv1beta1.GroupVersion.Group + "').resource('identities').namespace(request.namespace).check('create').allowed()"
-	tenantPolicy := denyingPolicy(ManagerTenantPolicyName, tenantWrites, append(isManager,
+	tenantPolicy := denyingPolicy(wire.ManagerTenantPolicyName, tenantWrites, append(isManager,
 		admissionregistrationv1.MatchCondition{Name: "outside-liqo-namespace", Expression: "request.namespace != '" + liqoNS + "'"},
-		admissionregistrationv1.MatchCondition{Name: "not-its-own-binding", Expression: "request.resource.resource != 'rolebindings' || object.metadata.name != '" + ManagerName + "'"}),
+		admissionregistrationv1.MatchCondition{Name: "not-its-own-binding", Expression: "request.resource.resource != 'rolebindings' || object.metadata.name != '" + wire.ManagerName + "'"}),
 		[]admissionregistrationv1.Validation{
 			{Expression: bound,
-				Message: "liqo-auth-manager writes in a namespace only where it is bound as a tenant namespace's manager (RoleBinding " + ManagerName + ")"},
+				Message: "liqo-auth-manager writes in a namespace only where it is bound as a tenant namespace's manager (RoleBinding " + wire.ManagerName + ")"},
 			{Expression: notRole + " || (object.metadata.name == '" + wire.TenantReaderName + "' && " + rulesAre(TenantReaderRules(peerPlaceholder)) + ") || " +
 				"(object.metadata.name.startsWith('liqo-resourceslice-') && " + rulesAre(SliceRules(slicePlaceholder)) + ")",
 				Message: "liqo-auth-manager writes only the tenant's reader Role and slices' Roles, with exactly their rules"},

@@ -9,30 +9,11 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
-// Names of the peering user: a provider's credential, handed to a consumer's
-// administrator, with exactly what driving the handshake of that one consumer needs.
-const (
-	// PeeringUserPrefix starts every peering user name: liqo-peer-user-<consumer>-<random>.
-	PeeringUserPrefix = "liqo-peer-user-"
-	// peeringUserObject names the Roles, RoleBindings and ClusterRole(Binding) of the
-	// peering user of a consumer.
-	peeringUserObject = "liqo-peering-user"
-	// PeeringUserPolicyName is the ValidatingAdmissionPolicy (and its binding) that lets a
-	// peering user create no Secret but the nonce.
-	PeeringUserPolicyName = "liqo-auth-peering-users"
-)
-
-// PeeringUserName is the user name of a new peering user of consumerID: unique per
-// issuance (suffix), so that a later peering user never revives an old certificate.
-func PeeringUserName(consumerID, suffix string) string {
-	return PeeringUserPrefix + consumerID + "-" + suffix
-}
-
 // PeeringUserTenantRules are the peering user's permissions in the tenant namespace of its
 // consumer: the nonce, the consumer's Tenant, and reading the manager's binding.
 // Kubernetes cannot restrict create to a name: the Tenant it may create is refused unless
 // it is named after its cluster, and the only Secret it may create is the nonce, which
-// the ValidatingAdmissionPolicy PeeringUserPolicyName enforces.
+// the ValidatingAdmissionPolicy wire.PeeringUserPolicyName enforces.
 func PeeringUserTenantRules(consumerID string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
@@ -40,7 +21,7 @@ func PeeringUserTenantRules(consumerID string) []rbacv1.PolicyRule {
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, ResourceNames: []string{consumerID},
 			Verbs: []string{"get", "list", "watch", "patch", "update", "delete"}},
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, ResourceNames: []string{ManagerName}, Verbs: []string{"get"}},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, ResourceNames: []string{wire.ManagerName}, Verbs: []string{"get"}},
 	}
 }
 
@@ -49,7 +30,7 @@ func PeeringUserTenantRules(consumerID string) []rbacv1.PolicyRule {
 func PeeringUserLiqoRules(consumerID string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{wire.ClusterIDConfigMapName, wire.TenantRecordName(consumerID)}, Verbs: []string{"get"}},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{ManagerName}, Verbs: []string{"get"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{wire.ManagerName}, Verbs: []string{"get"}},
 	}
 }
 
@@ -66,29 +47,23 @@ func PeeringUserClusterRules(consumerID string) []rbacv1.PolicyRule {
 func ForgePeeringUserAccess(liqoNS, tn, consumerID, user string) []client.Object {
 	labels := map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: consumerID, wire.PeeringUserLabel: user}
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
-	clusterName := PeeringUserClusterObjectName(consumerID)
+	clusterName := wire.PeeringUserClusterObjectName(consumerID)
 	var objs []client.Object
 	for _, r := range []struct {
 		ns    string
 		rules []rbacv1.PolicyRule
 	}{{tn, PeeringUserTenantRules(consumerID)}, {liqoNS, PeeringUserLiqoRules(consumerID)}} {
-		meta := metav1.ObjectMeta{Name: peeringUserObject, Namespace: r.ns, Labels: labels}
+		meta := metav1.ObjectMeta{Name: wire.PeeringUserObjectName, Namespace: r.ns, Labels: labels}
 		objs = append(objs,
 			&rbacv1.Role{TypeMeta: rbacType("Role"), ObjectMeta: meta, Rules: r.rules},
 			&rbacv1.RoleBinding{TypeMeta: rbacType("RoleBinding"), ObjectMeta: meta, Subjects: subjects,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: peeringUserObject}})
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: wire.PeeringUserObjectName}})
 	}
 	meta := metav1.ObjectMeta{Name: clusterName, Labels: labels}
 	return append(objs,
 		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: meta, Rules: PeeringUserClusterRules(consumerID)},
 		&rbacv1.ClusterRoleBinding{TypeMeta: rbacType("ClusterRoleBinding"), ObjectMeta: meta, Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterName}})
-}
-
-// PeeringUserClusterObjectName names the ClusterRole and ClusterRoleBinding of the peering
-// user of consumerID.
-func PeeringUserClusterObjectName(consumerID string) string {
-	return peeringUserObject + "-" + consumerID
 }
 
 // PeeringUserRules are all the permissions of the peering user of consumerID, with the
@@ -112,7 +87,7 @@ func peeringUserValidations() []admissionregistrationv1.Validation {
 	return []admissionregistrationv1.Validation{
 		{Expression: "object.metadata.name == '" + wire.NonceSecretName + "' && " + labels + "['" + wire.NonceLabel + "'] == 'true'",
 			Message: "a peering user may create or change no Secret but the nonce " + wire.NonceSecretName + " (labelled " + wire.NonceLabel + "=true)"},
-		{Expression: "has(object.metadata.labels) && '" + wire.RemoteClusterIDLabel + "' in object.metadata.labels && request.userInfo.username.startsWith('" + PeeringUserPrefix + "' + object.metadata.labels['" + wire.RemoteClusterIDLabel + "'] + '-')",
+		{Expression: "has(object.metadata.labels) && '" + wire.RemoteClusterIDLabel + "' in object.metadata.labels && request.userInfo.username.startsWith('" + wire.PeeringUserPrefix + "' + object.metadata.labels['" + wire.RemoteClusterIDLabel + "'] + '-')",
 			Message: "the nonce of a peering user is labelled " + wire.RemoteClusterIDLabel + " with its own consumer's cluster ID"},
 		{Expression: "!has(object.type) || object.type == 'Opaque'",
 			Message: "the nonce is an Opaque Secret (a service-account token or any other type is refused)"},
@@ -133,7 +108,7 @@ func peeringUserValidations() []admissionregistrationv1.Validation {
 // peering users create no Secret but a nonce: RBAC cannot restrict create to a name, and a
 // Secret created in a tenant namespace may be read by this cluster's controllers.
 func ForgePeeringUserPolicy() []client.Object {
-	return denyingPolicy(PeeringUserPolicyName, createsAndUpdates("", "v1", "secrets"), []admissionregistrationv1.MatchCondition{{
-		Name: "peering-user", Expression: "request.userInfo.username.startsWith('" + PeeringUserPrefix + "')",
+	return denyingPolicy(wire.PeeringUserPolicyName, createsAndUpdates("", "v1", "secrets"), []admissionregistrationv1.MatchCondition{{
+		Name: "peering-user", Expression: "request.userInfo.username.startsWith('" + wire.PeeringUserPrefix + "')",
 	}}, peeringUserValidations())
 }

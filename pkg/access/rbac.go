@@ -12,10 +12,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
-// ManagerName names the manager's ServiceAccount, ClusterRole, leader-election Lease and
-// field manager.
-const ManagerName = "liqo-auth-manager"
-
 // ControlPlaneRules are the permissions of a consumer's control-plane identity, granted
 // only inside its tenant namespace: the resources Liqo's control plane replicates into a
 // provider (ResourceSlices, NamespaceMaps, Renews), as Liqo's liqo-remote-controlplane
@@ -31,26 +27,13 @@ func ControlPlaneRules() []rbacv1.PolicyRule {
 	}
 }
 
-// Labels by which Liqo looks up the ClusterRoles a provider binds to its tenants.
-const (
-	// AppNameLabel is the label Liqo's chart names its components with.
-	AppNameLabel = "app.kubernetes.io/name"
-	// ControlPlaneRoleAppName is the AppNameLabel value of liqo-remote-controlplane.
-	ControlPlaneRoleAppName = "remote-controlplane"
-	// ClusterWideRoleName is the ClusterRole Liqo binds cluster-wide to the identities
-	// of a consumer's virtual kubelets (group <C>).
-	ClusterWideRoleName = "liqo-virtual-kubelet-remote-clusterwide"
-	// ClusterWideRoleAppName is its AppNameLabel value.
-	ClusterWideRoleAppName = "virtual-kubelet-remote-clusterwide"
-)
-
 // ForgeControlPlaneClusterRole is the liqo-remote-controlplane ClusterRole, labelled as
 // Liqo's (Liqo's manager finds it by that label). This project only ever binds it with
 // RoleBindings in tenant namespaces.
 func ForgeControlPlaneClusterRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   rbacType("ClusterRole"),
-		ObjectMeta: metav1.ObjectMeta{Name: wire.ControlPlaneRoleName, Labels: managedWith(AppNameLabel, ControlPlaneRoleAppName)},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ControlPlaneRoleName, Labels: managedWith(wire.AppNameLabel, wire.ControlPlaneRoleAppName)},
 		Rules:      ControlPlaneRules(),
 	}
 }
@@ -74,7 +57,7 @@ func ClusterWideRules() []rbacv1.PolicyRule {
 func ForgeClusterWideRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   rbacType("ClusterRole"),
-		ObjectMeta: metav1.ObjectMeta{Name: ClusterWideRoleName, Labels: managedWith(AppNameLabel, ClusterWideRoleAppName)},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ClusterWideRoleName, Labels: managedWith(wire.AppNameLabel, wire.ClusterWideRoleAppName)},
 		Rules:      ClusterWideRules(),
 	}
 }
@@ -88,10 +71,6 @@ func TenantReaderRules(tenantName string) []rbacv1.PolicyRule {
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{wire.PresenceLeaseName}, Verbs: []string{"get", "update", "patch"}},
 	}
 }
-
-// ManagerTenantRoleName is the ClusterRole that liqo-auth-manager holds in each tenant
-// namespace (through the RoleBinding ManagerName there), and nowhere else.
-const ManagerTenantRoleName = ManagerName + "-tenant"
 
 // ManagerRules are the cluster-wide permissions of liqo-auth-manager: reading what its
 // controllers watch, the CertificateSigningRequests it creates and approves, and the
@@ -112,7 +91,7 @@ func ManagerRules() []rbacv1.PolicyRule {
 		// RoleBindings only in tenant namespaces, and its own binding only in one whose
 		// creator may make tenant records.
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, Verbs: []string{"create"}},
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{wire.ControlPlaneRoleName, ManagerTenantRoleName}, Verbs: []string{"bind"}},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{wire.ControlPlaneRoleName, wire.ManagerTenantRoleName}, Verbs: []string{"bind"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
@@ -160,8 +139,8 @@ func ManagerTenantRules() []rbacv1.PolicyRule {
 // and the one bound in each tenant namespace.
 func ForgeManagerClusterRoles() []client.Object {
 	return []client.Object{
-		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: wire.ManagedLabels()}, Rules: ManagerRules()},
-		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: ManagerTenantRoleName, Labels: wire.ManagedLabels()}, Rules: ManagerTenantRules()},
+		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: wire.ManagerName, Labels: wire.ManagedLabels()}, Rules: ManagerRules()},
+		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: wire.ManagerTenantRoleName, Labels: wire.ManagedLabels()}, Rules: ManagerTenantRules()},
 	}
 }
 
@@ -169,21 +148,21 @@ func ForgeManagerClusterRoles() []client.Object {
 // beside it (with a token: kubectl create token liqo-auth-manager -n <liqo namespace>),
 // with its ClusterRoleBinding and its Role and RoleBinding in the Liqo namespace.
 func ForgeManagerIdentity(liqoNS string) []client.Object {
-	meta := metav1.ObjectMeta{Name: ManagerName, Namespace: liqoNS, Labels: wire.ManagedLabels()}
+	meta := metav1.ObjectMeta{Name: wire.ManagerName, Namespace: liqoNS, Labels: wire.ManagedLabels()}
 	subjects := []rbacv1.Subject{ManagerSubject(liqoNS)}
 	return []client.Object{
 		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta},
-		&rbacv1.ClusterRoleBinding{TypeMeta: rbacType("ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: wire.ManagedLabels()},
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerName}, Subjects: subjects},
+		&rbacv1.ClusterRoleBinding{TypeMeta: rbacType("ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: wire.ManagerName, Labels: wire.ManagedLabels()},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wire.ManagerName}, Subjects: subjects},
 		&rbacv1.Role{TypeMeta: rbacType("Role"), ObjectMeta: meta, Rules: ManagerNamespaceRules()},
 		&rbacv1.RoleBinding{TypeMeta: rbacType("RoleBinding"), ObjectMeta: meta,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: ManagerName}, Subjects: subjects},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: wire.ManagerName}, Subjects: subjects},
 	}
 }
 
 // ManagerSubject is liqo-auth-manager's ServiceAccount as an RBAC subject.
 func ManagerSubject(liqoNS string) rbacv1.Subject {
-	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: ManagerName, Namespace: liqoNS}
+	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: wire.ManagerName, Namespace: liqoNS}
 }
 
 // ForgeManagerTenantBinding is the RoleBinding, in tenant namespace ns, of the manager's
@@ -191,8 +170,8 @@ func ManagerSubject(liqoNS string) rbacv1.Subject {
 func ForgeManagerTenantBinding(liqoNS, ns string) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		TypeMeta:   rbacType("RoleBinding"),
-		ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Namespace: ns, Labels: wire.ManagedLabels()},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerTenantRoleName},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ManagerName, Namespace: ns, Labels: wire.ManagedLabels()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wire.ManagerTenantRoleName},
 		Subjects:   []rbacv1.Subject{ManagerSubject(liqoNS)},
 	}
 }
@@ -224,29 +203,13 @@ func AccessObjects(ns, clusterID string) []client.Object {
 	}
 }
 
-// Names of what a Liqo provider grants and keeps for a consumer, which unauthenticate
-// removes when the provider runs Liqo's controllers.
-const (
-	// LiqoControlPlaneBindingName is Liqo's RoleBinding of liqo-remote-controlplane in a
-	// tenant namespace.
-	LiqoControlPlaneBindingName = "liqo-binding-" + wire.ControlPlaneRoleName
-	// LiqoRemoteCertificateSecret is where Liqo's provider keeps the certificate it issued.
-	LiqoRemoteCertificateSecret = "liqo-remote-certificate"
-)
-
-// LiqoClusterWideBindingName is Liqo's ClusterRoleBinding of
-// liqo-virtual-kubelet-remote-clusterwide for consumer clusterID.
-func LiqoClusterWideBindingName(clusterID string) string {
-	return "liqo-binding-" + ClusterWideRoleName + "-" + clusterID
-}
-
 // LiqoAccessObjects are the objects by which a Liqo provider grants consumer clusterID
 // its access (tenant namespace ns), and the certificate it keeps for it.
 func LiqoAccessObjects(ns, clusterID string) []client.Object {
 	return []client.Object{
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: LiqoControlPlaneBindingName}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: LiqoClusterWideBindingName(clusterID)}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: LiqoRemoteCertificateSecret}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.LiqoControlPlaneBindingName}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: wire.LiqoClusterWideBindingName(clusterID)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.LiqoRemoteCertificateSecret}},
 	}
 }
 
@@ -267,12 +230,6 @@ func SliceConsumer(rs *authv1beta1.ResourceSlice) (consumer string, providerCopy
 	return consumer, rs.Labels[wire.ReplicationStatusLabel] == "true"
 }
 
-// SliceIdentityName is the consumer's Identity of ResourceSlice slice.
-func SliceIdentityName(slice string) string { return "resourceslice-" + slice }
-
-// SliceAccessName names the Role and RoleBinding of a slice's identity on the provider.
-func SliceAccessName(slice string) string { return "liqo-resourceslice-" + slice }
-
 // SliceRules are the permissions of a slice's identity in the provider's tenant
 // namespace: reading its own ResourceSlice, nothing else. The virtual-kubelet role
 // (ClusterRole liqo-virtual-kubelet-remote in Liqo) belongs to the namespaces offloaded to
@@ -288,7 +245,7 @@ func SliceRules(slice string) []rbacv1.PolicyRule {
 // resources granted.
 func SliceAccessObjects(ns, slice, user, clusterID string, granted corev1.ResourceList) []client.Object {
 	labels := map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: clusterID, wire.SliceNameLabel: slice}
-	meta := metav1.ObjectMeta{Name: SliceAccessName(slice), Namespace: ns, Labels: labels}
+	meta := metav1.ObjectMeta{Name: wire.SliceAccessName(slice), Namespace: ns, Labels: labels}
 	if granted == nil {
 		granted = corev1.ResourceList{}
 	}
@@ -298,7 +255,7 @@ func SliceAccessObjects(ns, slice, user, clusterID string, granted corev1.Resour
 	return []client.Object{
 		role,
 		&rbacv1.RoleBinding{ObjectMeta: meta, Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: SliceAccessName(slice)}},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: wire.SliceAccessName(slice)}},
 	}
 }
 

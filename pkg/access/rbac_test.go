@@ -13,12 +13,12 @@ import (
 )
 
 // TestManagerRulesWriteNothingClusterWide: the one write the cluster-wide role has on these
-// resources is creating RoleBindings, which the admission policy ManagerBindingPolicyName
+// resources is creating RoleBindings, which the admission policy wire.ManagerBindingPolicyName
 // bounds to tenant namespaces.
 func TestManagerRulesWriteNothingClusterWide(t *testing.T) {
 	var bounded bool
 	for _, o := range ForgeManagerPolicy("liqo") {
-		bounded = bounded || o.GetName() == ManagerBindingPolicyName
+		bounded = bounded || o.GetName() == wire.ManagerBindingPolicyName
 	}
 	require.True(t, bounded, "the RoleBindings the manager creates are bounded by an admission policy")
 	for _, r := range ManagerRules() {

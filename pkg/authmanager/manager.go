@@ -220,7 +220,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("registering the metrics: %w", err)
 		}
 	}
-	rec := common.ShortNotes(mgr.GetEventRecorder(access.ManagerName))
+	rec := common.ShortNotes(mgr.GetEventRecorder(wire.ManagerName))
 	placement := common.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&designation.Reconciler{Client: c, Live: reader, LiqoNamespace: o.Namespace, Recorder: rec},

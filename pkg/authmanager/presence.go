@@ -6,6 +6,8 @@ import (
 	"maps"
 	"time"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,7 +17,7 @@ import (
 )
 
 // Presence announces a liqo-auth-manager that runs without leader election, through the
-// same Lease (LeaseName) that leader election would hold: liqoctl reads it (RunningManager)
+// same Lease (wire.ManagerName) that leader election would hold: liqoctl reads it (RunningManager)
 // and does not start controllers of its own beside a running manager.
 //
 // It takes the Lease only when nobody holds it or its holder let it go stale, so it never
@@ -48,11 +50,11 @@ func (p *Presence) Start(ctx context.Context) error {
 		holder, err := p.hold(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			p.Logger.Error(err, "announcing this manager in its Lease", "lease", LeaseName)
+			p.Logger.Error(err, "announcing this manager in its Lease", "lease", wire.ManagerName)
 		case holder == p.Identity && held != p.Identity:
-			p.Logger.Info("acquired lease to announce this manager (leader election is off)", "lease", p.Namespace+"/"+LeaseName, "identity", p.Identity)
+			p.Logger.Info("acquired lease to announce this manager (leader election is off)", "lease", p.Namespace+"/"+wire.ManagerName, "identity", p.Identity)
 		case holder != held && holder != p.Identity:
-			p.Logger.Info("another liqo-auth-manager holds the Lease; both reconcile", "lease", LeaseName, "holder", holder)
+			p.Logger.Info("another liqo-auth-manager holds the Lease; both reconcile", "lease", wire.ManagerName, "holder", holder)
 		}
 		held = holder
 		select {
@@ -68,12 +70,12 @@ func (p *Presence) Start(ctx context.Context) error {
 // hold creates, renews or takes over the Lease, and returns who holds it afterwards.
 func (p *Presence) hold(ctx context.Context) (string, error) {
 	var lease coordinationv1.Lease
-	key := client.ObjectKey{Namespace: p.Namespace, Name: LeaseName}
+	key := client.ObjectKey{Namespace: p.Namespace, Name: wire.ManagerName}
 	err := p.Client.Get(ctx, key, &lease)
 	absent := apierrors.IsNotFound(err)
 	switch {
 	case absent:
-		lease = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: LeaseName}}
+		lease = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: wire.ManagerName}}
 	case err != nil:
 		return "", fmt.Errorf("reading Lease %s: %w", key, err)
 	default:
@@ -108,7 +110,7 @@ func (p *Presence) hold(ctx context.Context) (string, error) {
 // release gives the Lease up if this manager holds it: liqoctl then sees no manager at once.
 func (p *Presence) release(ctx context.Context) error {
 	var lease coordinationv1.Lease
-	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: LeaseName}, &lease); err != nil {
+	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: wire.ManagerName}, &lease); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if ptr.Deref(lease.Spec.HolderIdentity, "") != p.Identity {
@@ -117,7 +119,7 @@ func (p *Presence) release(ctx context.Context) error {
 	now := metav1.NewMicroTime(p.Now())
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = ptr.To(""), ptr.To(int32(1)), &now
 	if err := p.Client.Update(ctx, &lease); err != nil {
-		return fmt.Errorf("releasing Lease %s/%s: %w", p.Namespace, LeaseName, err)
+		return fmt.Errorf("releasing Lease %s/%s: %w", p.Namespace, wire.ManagerName, err)
 	}
 	return nil
 }

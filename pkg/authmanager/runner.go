@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/version"
@@ -147,9 +146,6 @@ func (r *Runner) Stop() error {
 	return r.err
 }
 
-// LeaseName is the leader-election Lease of liqo-auth-manager in the Liqo namespace.
-const LeaseName = access.ManagerName
-
 // Running is the liqo-auth-manager that holds the Lease of a cluster.
 type Running struct {
 	// Holder is its identity in the Lease (host name and a suffix).
@@ -164,7 +160,7 @@ type Running struct {
 // that may not read it).
 func RunningManager(ctx context.Context, c client.Reader, ns string, now time.Time) (*Running, error) {
 	var lease coordinationv1.Lease
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: LeaseName}, &lease); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.ManagerName}, &lease); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +18,7 @@ import (
 // its API server exits and nothing restarts it: this is how liqoctl info and verify see it.
 func StaleLease(ctx context.Context, c client.Reader, ns string, now time.Time) (holder string, since *time.Time, err error) {
 	var lease coordinationv1.Lease
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespaceOr(ns), Name: LeaseName}, &lease); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespaceOr(ns), Name: wire.ManagerName}, &lease); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", nil, nil
 		}
@@ -33,5 +35,5 @@ func StaleLease(ctx context.Context, c client.Reader, ns string, now time.Time) 
 // DescribeStale says since when the manager's Lease in ns is stale, and what it means.
 func DescribeStale(ns, holder string, since, now time.Time) string {
 	return fmt.Sprintf("liqo-auth-manager's Lease %s/%s, held by %s, went stale at %s (%s ago): the manager stopped renewing it (stopped, crashed, or lost the API server; beside a cluster, run it under a supervisor), and no certificate is renewed",
-		namespaceOr(ns), LeaseName, holder, since.UTC().Format(time.RFC3339), now.Sub(since).Round(time.Second))
+		namespaceOr(ns), wire.ManagerName, holder, since.UTC().Format(time.RFC3339), now.Sub(since).Round(time.Second))
 }

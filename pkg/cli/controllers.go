@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,7 +42,7 @@ func (f *ControllersFlags) AddLocalFlag(cmd *cobra.Command) {
 func (f *ControllersFlags) addFlag(cmd *cobra.Command, where string, v *string) {
 	name := where + "-controllers"
 	cmd.Flags().StringVar(v, name, ControllersAuto, fmt.Sprintf("whose controllers handle the protocol on the %s cluster: %s (Liqo's when its %s Deployment runs there), %s (liqoctl acts as a client of Liqo's controllers), %s (liqo-auth-manager, or in-process)",
-		where, ControllersAuto, cluster.LiqoControllerManagerName, ControllersLiqo, ControllersLiqoAuth))
+		where, ControllersAuto, wire.LiqoControllerManagerName, ControllersLiqo, ControllersLiqoAuth))
 	_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions([]string{ControllersAuto, ControllersLiqo, ControllersLiqoAuth}, cobra.ShellCompDirectiveNoFileComp))
 }
 

@@ -10,9 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// FieldOwner is the server-side-apply field manager of liqoctl.
-const FieldOwner = "liqoctl"
-
 // ToUnstructured converts a typed object to the unstructured form a server-side apply or
 // a printer wants: apiVersion and kind set, no empty status or creationTimestamp.
 func ToUnstructured(obj client.Object, s *runtime.Scheme) (*unstructured.Unstructured, error) {

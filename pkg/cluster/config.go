@@ -13,10 +13,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
-// ConfigMapName is the ConfigMap where liqoctl install records how this cluster presents
-// itself to consumers.
-const ConfigMapName = "liqo-auth-config"
-
 // Keys of the liqo-auth-config ConfigMap.
 const (
 	ConfigAPIServerURL        = "apiServerURL"
@@ -53,18 +49,18 @@ type Config struct {
 // GetConfig reads the liqo-auth-config ConfigMap; a missing one is an empty Config.
 func GetConfig(ctx context.Context, c client.Reader, ns string) (Config, error) {
 	var cm corev1.ConfigMap
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ConfigMapName}, &cm); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.ConfigMapName}, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			return Config{}, nil
 		}
-		return Config{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, ConfigMapName, err)
+		return Config{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, wire.ConfigMapName, err)
 	}
 	cfg := Config{APIServerURL: cm.Data[ConfigAPIServerURL], APIServerCA: []byte(cm.Data[ConfigAPIServerCA])}
 	for key, dst := range map[string]*time.Duration{ConfigCertificateLifetime: &cfg.CertificateLifetime, ConfigNonceTTL: &cfg.NonceTTL} {
 		if v := cm.Data[key]; v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil {
-				return Config{}, fmt.Errorf("ConfigMap %s/%s: %s=%q is not a duration", ns, ConfigMapName, key, v)
+				return Config{}, fmt.Errorf("ConfigMap %s/%s: %s=%q is not a duration", ns, wire.ConfigMapName, key, v)
 			}
 			*dst = d
 		}
@@ -76,7 +72,7 @@ func GetConfig(ctx context.Context, c client.Reader, ns string) (Config, error) 
 func ForgeConfigMap(ns string, cfg Config) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: ns, Labels: wire.ManagedLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ConfigMapName, Namespace: ns, Labels: wire.ManagedLabels()},
 		Data:       map[string]string{},
 	}
 	if cfg.APIServerURL != "" {

@@ -15,10 +15,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
-// LiqoControllerManagerName is the Deployment of Liqo's controllers, in the Liqo
-// namespace, as Liqo's chart names it.
-const LiqoControllerManagerName = "liqo-controller-manager"
-
 // DetectLiqo says whether Liqo's own controllers run in the cluster: its
 // liqo-controller-manager Deployment exists in the Liqo namespace and is not scaled to
 // zero. It returns what it found, in words ("" when Liqo's controllers do not run there).
@@ -26,7 +22,7 @@ const LiqoControllerManagerName = "liqo-controller-manager"
 // then needs an explicit choice.
 func DetectLiqo(ctx context.Context, c client.Reader, liqoNS string) (string, error) {
 	var d appsv1.Deployment
-	err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: LiqoControllerManagerName}, &d)
+	err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: wire.LiqoControllerManagerName}, &d)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", nil
@@ -35,7 +31,7 @@ func DetectLiqo(ctx context.Context, c client.Reader, liqoNS string) (string, er
 	case d.Spec.Replicas != nil && *d.Spec.Replicas == 0:
 		return "", nil
 	}
-	return fmt.Sprintf("Deployment %s/%s", liqoNS, LiqoControllerManagerName), nil
+	return fmt.Sprintf("Deployment %s/%s", liqoNS, wire.LiqoControllerManagerName), nil
 }
 
 // FindLiqoTenantNamespace is the tenant namespace of remoteID on a cluster that runs

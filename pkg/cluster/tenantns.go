@@ -209,7 +209,7 @@ func getBinding(ctx context.Context, c client.Reader, liqoNS, ns string) (*rbacv
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading RoleBinding %s/%s: %w", ns, access.ManagerName, err)
+		return nil, fmt.Errorf("reading RoleBinding %s/%s: %w", ns, wire.ManagerName, err)
 	}
 	return &current, nil
 }

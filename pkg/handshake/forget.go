@@ -192,7 +192,7 @@ func forgetConsumerSlice(ctx context.Context, s *Side, ns, name string) error {
 	if err != nil {
 		return s.Explain(err, "releasing ResourceSlice "+name)
 	}
-	idName := access.SliceIdentityName(name)
+	idName := wire.SliceIdentityName(name)
 	for _, obj := range []client.Object{
 		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: idName}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.KubeconfigSecretName(idName)}},

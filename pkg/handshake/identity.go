@@ -39,7 +39,7 @@ func readyMessage(conds []metav1.Condition) string {
 
 // ApplyIdentity server-side applies the Identity on the consumer.
 func ApplyIdentity(ctx context.Context, c *Side, id *authv1beta1.Identity) error {
-	if err := cluster.Apply(ctx, c.Client, id, cluster.FieldOwner); err != nil {
+	if err := cluster.Apply(ctx, c.Client, id, wire.FieldOwner); err != nil {
 		return c.Explain(err, "applying the Identity")
 	}
 	return nil

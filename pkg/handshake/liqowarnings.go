@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
@@ -57,7 +56,7 @@ func LiqoRemedy(reason, message, ns, consumerID string) string {
 	case reason == "NonceNotFound":
 		return fmt.Sprintf("Liqo wants exactly one nonce Secret for cluster %s across namespaces: %s lists them; keep only the one in %s and re-run", consumerID, nonces, ns)
 	case reason == "AuthParamsFailed" && strings.Contains(message, "does not match"):
-		return fmt.Sprintf("Liqo keeps the certificate it issued, bound to the first CSR, in Secret %s of %s: remove it (kubectl delete secret -n %s %s) and re-run", access.LiqoRemoteCertificateSecret, ns, ns, access.LiqoRemoteCertificateSecret)
+		return fmt.Sprintf("Liqo keeps the certificate it issued, bound to the first CSR, in Secret %s of %s: remove it (kubectl delete secret -n %s %s) and re-run", wire.LiqoRemoteCertificateSecret, ns, ns, wire.LiqoRemoteCertificateSecret)
 	case reason == "TenantNamespaceCreationFailed":
 		return fmt.Sprintf("Liqo wants exactly one namespace labelled for cluster %s: kubectl get namespaces -l %s=%s lists them; delete those that are not %s (or wait until a terminating one is gone) and re-run", consumerID, wire.RemoteClusterIDLabel, consumerID, ns)
 	}

@@ -79,7 +79,7 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 	if _, err := rand.Read(suffix); err != nil {
 		return nil, err
 	}
-	user := access.PeeringUserName(consumerID, hex.EncodeToString(suffix))
+	user := wire.PeeringUserName(consumerID, hex.EncodeToString(suffix))
 	key, err := authn.GenerateKey(authn.Ed25519)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 	}
 	for _, obj := range access.ForgePeeringUserAccess(p.Namespace, tn, consumerID, user) {
 		obj.SetAnnotations(map[string]string{wire.PeeringUserExpiresAnnotation: pu.NotAfter.UTC().Format(time.RFC3339), wire.PeeringUserSerialAnnotation: pu.Serial})
-		if err := cluster.Apply(ctx, p.Client, obj, cluster.FieldOwner); err != nil {
+		if err := cluster.Apply(ctx, p.Client, obj, wire.FieldOwner); err != nil {
 			return nil, p.Explain(err, "granting the peering user its permissions")
 		}
 	}

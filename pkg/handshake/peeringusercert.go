@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
-
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 )
 
 // peeringUserCert is the certificate of a peering user, as its kubeconfig holds it.
@@ -40,7 +40,7 @@ func peeringUserOf(cfg *rest.Config) *peeringUserCert {
 		return nil
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil || !strings.HasPrefix(cert.Subject.CommonName, access.PeeringUserPrefix) {
+	if err != nil || !strings.HasPrefix(cert.Subject.CommonName, wire.PeeringUserPrefix) {
 		return nil
 	}
 	return &peeringUserCert{User: cert.Subject.CommonName, NotAfter: cert.NotAfter}
@@ -48,7 +48,7 @@ func peeringUserOf(cfg *rest.Config) *peeringUserCert {
 
 // consumer is the consumer the peering user was issued for.
 func (p *peeringUserCert) consumer() string {
-	id := strings.TrimPrefix(p.User, access.PeeringUserPrefix)
+	id := strings.TrimPrefix(p.User, wire.PeeringUserPrefix)
 	if i := strings.LastIndex(id, "-"); i > 0 {
 		id = id[:i]
 	}

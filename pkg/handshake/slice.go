@@ -65,7 +65,7 @@ func WaitSlice(ctx context.Context, c *Side, key client.ObjectKey, silence time.
 
 // SliceIdentity is the Identity key of slice name in the consumer's tenant namespace ns.
 func SliceIdentity(ns, name string) client.ObjectKey {
-	return client.ObjectKey{Namespace: ns, Name: access.SliceIdentityName(name)}
+	return client.ObjectKey{Namespace: ns, Name: wire.SliceIdentityName(name)}
 }
 
 // DeleteSlice deletes the consumer's slice name in ns and waits until the consumer's
@@ -143,7 +143,7 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
 	for _, name := range names {
-		cred, err := IdentityCredential(ctx, s, ns, access.SliceIdentityName(name), providerID, nil, time.Now())
+		cred, err := IdentityCredential(ctx, s, ns, wire.SliceIdentityName(name), providerID, nil, time.Now())
 		if err != nil {
 			return err
 		}

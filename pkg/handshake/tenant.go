@@ -48,7 +48,7 @@ func ForgeTenant(consumerID string, key crypto.Signer, signature []byte, provide
 // ApplyTenant server-side applies the Tenant on the provider. Only the fields the
 // consumer owns are set: an administrator's tenantCondition is kept.
 func ApplyTenant(ctx context.Context, p *Side, t *authv1beta1.Tenant) error {
-	if err := cluster.Apply(ctx, p.Client, t, cluster.FieldOwner); err != nil {
+	if err := cluster.Apply(ctx, p.Client, t, wire.FieldOwner); err != nil {
 		return p.Explain(err, "applying the Tenant")
 	}
 	return nil

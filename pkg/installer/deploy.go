@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
@@ -30,9 +29,9 @@ const managerUID = 65532
 // InstallObjects creates, and its PodDisruptionBudget. The pod passes the restricted Pod
 // Security Standard.
 func ForgeManagerObjects(ns, image string, args []string) []client.Object {
-	selector := map[string]string{"app.kubernetes.io/name": access.ManagerName}
-	labels := map[string]string{"app.kubernetes.io/name": access.ManagerName, wire.ManagedByLabel: wire.ManagedByValue}
-	meta := metav1.ObjectMeta{Name: access.ManagerName, Namespace: ns, Labels: labels}
+	selector := map[string]string{"app.kubernetes.io/name": wire.ManagerName}
+	labels := map[string]string{"app.kubernetes.io/name": wire.ManagerName, wire.ManagedByLabel: wire.ManagedByValue}
+	meta := metav1.ObjectMeta{Name: wire.ManagerName, Namespace: ns, Labels: labels}
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("healthz")}}, PeriodSeconds: 10}
 	}
@@ -46,7 +45,7 @@ func ForgeManagerObjects(ns, image string, args []string) []client.Object {
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: labels},
 					Spec: corev1.PodSpec{
-						ServiceAccountName: access.ManagerName,
+						ServiceAccountName: wire.ManagerName,
 						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](managerUID),
 							RunAsGroup: ptr.To[int64](managerUID), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 						Containers: []corev1.Container{{

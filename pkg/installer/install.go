@@ -142,7 +142,7 @@ func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) 
 				continue
 			}
 		}
-		if err := cluster.Apply(ctx, c, obj, cluster.FieldOwner); err != nil {
+		if err := cluster.Apply(ctx, c, obj, wire.FieldOwner); err != nil {
 			if _, isMAP := obj.(*admissionregistrationv1.MutatingAdmissionPolicy); meta.IsNoMatchError(err) && isMAP {
 				res.Unsupported = append(res.Unsupported, "MutatingAdmissionPolicy "+obj.GetName())
 				continue

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -24,7 +23,7 @@ const helmReleaseAnnotation = "meta.helm.sh/release-name"
 
 // ourManagers are the field managers of this project, and those of the API server itself
 // (a CRD's status).
-var ourManagers = []string{cluster.FieldOwner, access.ManagerName, "kube-apiserver"}
+var ourManagers = []string{wire.FieldOwner, wire.ManagerName, "kube-apiserver"}
 
 // ForeignOwner says who, other than this project, manages an existing object: "" when it
 // is this project's. An object carries this project's managed-by label when liqoctl

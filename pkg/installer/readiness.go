@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 )
 
 // ManagerReadiness is what the manager's Deployment says of itself.
@@ -33,7 +33,7 @@ func (r ManagerReadiness) String() string {
 // when the current generation is rolled out and every replica is available.
 func GetManagerReadiness(ctx context.Context, c client.Reader, ns string) (ManagerReadiness, error) {
 	var d appsv1.Deployment
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: access.ManagerName}, &d); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.ManagerName}, &d); err != nil {
 		return ManagerReadiness{}, err
 	}
 	r := ManagerReadiness{Available: d.Status.AvailableReplicas, Replicas: 1}

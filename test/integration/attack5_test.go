@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -170,7 +169,7 @@ func TestAttack5ClusterRoleBindingDeleterHidesALivePeeringUser(t *testing.T) {
 	require.Contains(t, listed, user, "info lists the peering user")
 
 	writer := principal(t, p, "crb-writer", "", rule(rbacv1.GroupName, "clusterrolebindings", "get", "list", "delete"))
-	require.NoError(t, writer.Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: access.PeeringUserClusterObjectName(c.id)}}))
+	require.NoError(t, writer.Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: wire.PeeringUserClusterObjectName(c.id)}}))
 
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{wire.UserGroup, "system:authenticated"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: wire.TenantNamespaceName(c.id), Verb: "update",

@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -29,7 +28,7 @@ import (
 // ServiceAccount that liqoctl install creates: exactly what the manager holds in a cluster.
 func restrictedKubeconfig(t *testing.T, s *site) string {
 	t.Helper()
-	cfg, err := s.cp.ServiceAccountConfig(context.Background(), wire.DefaultLiqoNamespace, access.ManagerName)
+	cfg, err := s.cp.ServiceAccountConfig(context.Background(), wire.DefaultLiqoNamespace, wire.ManagerName)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "manager.kubeconfig")
 	require.NoError(t, testenv.WriteKubeconfig(path, s.id, cfg))
@@ -54,11 +53,11 @@ func TestManagerRBACIsEnough(t *testing.T) {
 	})
 	mustCLI(t, "create", "resourceslice", "slice-r", "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id, "--cpu", "1")
 	var role rbacv1.Role
-	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: access.SliceAccessName("slice-r")}, &role), "the slice's Role")
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.SliceAccessName("slice-r")}, &role), "the slice's Role")
 	designated := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName("cl-liqo-made"), Labels: cluster.TenantNamespaceLabels("cl-liqo-made")}}
 	require.NoError(t, p.client.Create(ctx, designated))
 	eventuallyNoError(t, ctx, "the manager bound itself in the namespace it designated", func(ctx context.Context) error {
-		return p.client.Get(ctx, client.ObjectKey{Namespace: designated.Name, Name: access.ManagerName}, &rbacv1.RoleBinding{})
+		return p.client.Get(ctx, client.ObjectKey{Namespace: designated.Name, Name: wire.ManagerName}, &rbacv1.RoleBinding{})
 	})
 	mustCLI(t, "delete", "resourceslice", "slice-r", "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id)
 	_, errOut = mustCLI(t, pairArgs("unauthenticate", c, p)...)
@@ -138,6 +137,6 @@ func TestCLIManagerVersionAndImage(t *testing.T) {
 	assert.Contains(t, err.Error(), "--manager-image")
 	mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--with-manager", "--manager-image", "registry.example/liqo-auth-manager:1")
 	var d appsv1.Deployment
-	require.NoError(t, s.client.Get(context.Background(), client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: access.ManagerName}, &d))
+	require.NoError(t, s.client.Get(context.Background(), client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: wire.ManagerName}, &d))
 	assert.Equal(t, "registry.example/liqo-auth-manager:1", d.Spec.Template.Spec.Containers[0].Image)
 }

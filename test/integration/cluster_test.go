@@ -15,7 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -73,8 +72,8 @@ func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok, "the namespace is recorded")
 	var binding rbacv1.RoleBinding
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: tn, Name: access.ManagerName}, &binding), "the manager is bound in the tenant namespace")
-	assert.Equal(t, access.ManagerTenantRoleName, binding.RoleRef.Name)
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.ManagerName}, &binding), "the manager is bound in the tenant namespace")
+	assert.Equal(t, wire.ManagerTenantRoleName, binding.RoleRef.Name)
 	// A namespace of that name that this cluster did not record is adopted only when the
 	// administrator says so (and is labelled then); one labelled for another cluster is
 	// refused even so.

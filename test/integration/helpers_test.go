@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
@@ -125,6 +124,6 @@ func tenantBindings(t testing.TB, c client.Client, opts ...client.ListOption) []
 	var rbs rbacv1.RoleBindingList
 	require.NoError(t, c.List(context.Background(), &rbs, opts...))
 	return slices.DeleteFunc(rbs.Items, func(b rbacv1.RoleBinding) bool {
-		return b.Name == access.ManagerName || b.Labels[wire.PeeringUserLabel] != ""
+		return b.Name == wire.ManagerName || b.Labels[wire.PeeringUserLabel] != ""
 	})
 }

@@ -124,14 +124,14 @@ func TestInstallBesideLiqo(t *testing.T) {
 		assert.Equal(t, rv, crd.ResourceVersion)
 	}
 	for _, obj := range []client.Object{&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: wire.ControlPlaneRoleName}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: access.ClusterWideRoleName}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: wire.ClusterWideRoleName}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: wire.ClusterIDConfigMapName}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}}} {
 		assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(obj), obj), "uninstall kept Liqo's %T %s", obj, obj.GetName())
 	}
 	assertLiqoFieldsKept(t, c, rs, id)
 	var ours rbacv1.ClusterRole
-	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: access.ManagerName}, &ours)), "what only liqo-auth used is removed")
+	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: wire.ManagerName}, &ours)), "what only liqo-auth used is removed")
 }
 
 // TestLiqoObjectsSurviveThisSchema: with this project's CRDs installed, the fields of
@@ -191,13 +191,13 @@ func liqoIssue(ctx context.Context, t *testing.T, s *site, tn *authv1beta1.Tenan
 	// role cluster-wide to the consumer's group, and keeps the certificate it issued.
 	id := string(tn.Spec.ClusterID)
 	for _, obj := range []client.Object{
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tn.Namespace, Name: access.LiqoControlPlaneBindingName},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tn.Namespace, Name: wire.LiqoControlPlaneBindingName},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: id}},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wire.ControlPlaneRoleName}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: access.LiqoClusterWideBindingName(id)},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: wire.LiqoClusterWideBindingName(id)},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: id}},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: access.ClusterWideRoleName}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn.Namespace, Name: access.LiqoRemoteCertificateSecret,
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wire.ClusterWideRoleName}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn.Namespace, Name: wire.LiqoRemoteCertificateSecret,
 			Labels: map[string]string{wire.RemoteClusterIDLabel: id}}, Data: map[string][]byte{"certificate": cert}},
 	} {
 		if err := s.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -277,7 +277,7 @@ func TestAuthenticateAgainstLiqoProvider(t *testing.T) {
 	// cluster-wide binding of the consumer's group: one it does not know is reported.
 	stray := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "stray-" + consumer.id},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: consumer.id}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: access.ClusterWideRoleName}}
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wire.ClusterWideRoleName}}
 	require.NoError(t, provider.client.Create(ctx, stray))
 	_, _, err = runCLI(t, pairArgs("unauthenticate", consumer, provider)...)
 	require.Error(t, err)

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -38,7 +37,7 @@ func TestPeeringUser(t *testing.T) {
 	dir := t.TempDir()
 
 	out, errOut := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id, "--ttl", "2h")
-	assert.Contains(t, errOut, "Peering user "+access.PeeringUserPrefix+c.id+"-")
+	assert.Contains(t, errOut, "Peering user "+wire.PeeringUserPrefix+c.id+"-")
 	assert.Contains(t, errOut, "liqoctl authenticate --remote-kubeconfig")
 	pu := filepath.Join(dir, "peering-user.kubeconfig")
 	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
@@ -47,7 +46,7 @@ func TestPeeringUser(t *testing.T) {
 	cert, err := authn.ParseCertificate(info.CertPEM)
 	require.NoError(t, err)
 	user := cert.Subject.CommonName
-	assert.True(t, strings.HasPrefix(user, access.PeeringUserPrefix+c.id+"-"))
+	assert.True(t, strings.HasPrefix(user, wire.PeeringUserPrefix+c.id+"-"))
 	assert.Equal(t, []string{wire.UserGroup}, cert.Subject.Organization)
 	assert.WithinDuration(t, time.Now().Add(2*time.Hour), cert.NotAfter, 5*time.Minute, "--ttl bounds the certificate")
 	clusterKey, err := cluster.GetClusterKey(ctx, p.client, wire.DefaultLiqoNamespace)
@@ -85,7 +84,7 @@ func TestPeeringUser(t *testing.T) {
 			{"get", "", "configmaps", wire.DefaultLiqoNamespace, wire.TenantRecordName(c.id), true},
 			{"get", "", "configmaps", wire.DefaultLiqoNamespace, wire.TenantRecordName("cl-someone-else"), false},
 			{"update", "", "configmaps", wire.DefaultLiqoNamespace, wire.TenantRecordName(c.id), false},
-			{"get", "coordination.k8s.io", "leases", wire.DefaultLiqoNamespace, access.ManagerName, true},
+			{"get", "coordination.k8s.io", "leases", wire.DefaultLiqoNamespace, wire.ManagerName, true},
 			{"get", "", "namespaces", "", tn, true},
 			{"get", "", "namespaces", "", "default", false},
 			{"list", "", "namespaces", "", "", false},

@@ -58,7 +58,7 @@ func TestPresenceNeverTakesALiveLease(t *testing.T) {
 	consumer, _ := cliSites(t)
 	c := consumer.client
 	ns := wire.DefaultLiqoNamespace
-	key := client.ObjectKey{Namespace: ns, Name: authmanager.LeaseName}
+	key := client.ObjectKey{Namespace: ns, Name: wire.ManagerName}
 	get := func(ctx context.Context) (*coordinationv1.Lease, error) {
 		var l coordinationv1.Lease
 		return &l, c.Get(ctx, key, &l)

@@ -354,7 +354,7 @@ func principalMatrix() []matrixCase {
 					ns string
 				}{{w, ns}, {m.own(t, m.p, ownNS, nil), ownNS}} {
 					f.create(at.w, m.p.client, &rbacv1.Role{ObjectMeta: metaOf(at.ns, "matrix-empty")})
-					f.create(at.w, m.p.client, &rbacv1.RoleBinding{ObjectMeta: metaOf(at.ns, access.ManagerName),
+					f.create(at.w, m.p.client, &rbacv1.RoleBinding{ObjectMeta: metaOf(at.ns, wire.ManagerName),
 						RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "matrix-empty"},
 						Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: m.c.id}, {APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: wire.UserGroup}}})
 				}
@@ -362,7 +362,7 @@ func principalMatrix() []matrixCase {
 		{resource: "clusterrolebindings", principal: access.ClusterRoleBinder, name: "provider: a binding labelled as a peering user's, naming the consumer",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				f.create(m.crbWriter, m.p.client, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "matrix-peering-user",
-					Labels:      map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.PeeringUserLabel: access.PeeringUserName(forgedID, "x"), wire.RemoteClusterIDLabel: forgedID},
+					Labels:      map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.PeeringUserLabel: wire.PeeringUserName(forgedID, "x"), wire.RemoteClusterIDLabel: forgedID},
 					Annotations: map[string]string{wire.PeeringUserExpiresAnnotation: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}},
 					RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "matrix-empty"},
 					Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: m.c.id}}})
@@ -374,14 +374,14 @@ func principalMatrix() []matrixCase {
 					w      client.Client
 					ns, id string
 				}{{w, ns, forgedID}, {m.own(t, m.p, ownNS, nil), ownNS, m.c.id}} {
-					f.create(at.w, m.p.client, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: at.ns, Name: access.SliceAccessName(sliceName),
+					f.create(at.w, m.p.client, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: at.ns, Name: wire.SliceAccessName(sliceName),
 						Labels:      map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: at.id, wire.SliceNameLabel: sliceName},
 						Annotations: map[string]string{wire.GrantedResourcesAnnotation: `{"cpu":"64"}`}}})
 				}
 			}},
 		{resource: "roles", principal: access.RoleWriter, name: "provider: the slice Role's annotations and labels",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
-				r := &rbacv1.Role{ObjectMeta: metaOf(m.pTN, access.SliceAccessName(sliceName))}
+				r := &rbacv1.Role{ObjectMeta: metaOf(m.pTN, wire.SliceAccessName(sliceName))}
 				f.mutate(m.roleWriter, m.p.client, r, false, func() {
 					setAnnotation(r, wire.GrantedResourcesAnnotation, `{"cpu":"64"}`)
 					setLabel(r, wire.RemoteClusterIDLabel, laterID)
@@ -389,7 +389,7 @@ func principalMatrix() []matrixCase {
 			}},
 		{resource: "roles", principal: access.RoleWriter, name: "provider: a look-alike slice Role in the tenant namespace",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
-				f.create(m.roleWriter, m.p.client, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: m.pTN, Name: access.SliceAccessName("matrix-claim"),
+				f.create(m.roleWriter, m.p.client, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: m.pTN, Name: wire.SliceAccessName("matrix-claim"),
 					Labels:      map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: m.c.id, wire.SliceNameLabel: "matrix-claim"},
 					Annotations: map[string]string{wire.GrantedResourcesAnnotation: `{"cpu":"64"}`}}})
 			}},

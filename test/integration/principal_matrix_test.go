@@ -228,7 +228,7 @@ func newMatrix(t *testing.T) *matrix {
 	m.statusWriter = principal(t, p, "matrix-status-writer", "", statusRules...)
 	m.cStatusWriter = principal(t, c, "matrix-status-writer", "", statusRules...)
 	m.tenantWriter = principal(t, p, "matrix-tenant-writer", m.pTN, rule(g, "tenants", projectRW...))
-	m.peeringUser = principal(t, p, access.PeeringUserName(c.id, "matrix"), m.pTN, access.PeeringUserTenantRules(c.id)...)
+	m.peeringUser = principal(t, p, wire.PeeringUserName(c.id, "matrix"), m.pTN, access.PeeringUserTenantRules(c.id)...)
 	m.csrCreator = principal(t, p, "matrix-csr-creator", "", rule("certificates.k8s.io", "certificatesigningrequests", "create", "get", "list", "delete"))
 	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "matrix-empty"}}))
 	t.Cleanup(func() {

@@ -18,10 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
@@ -179,11 +177,11 @@ func TestReadersSayWhatIsMissing(t *testing.T) {
 
 	// A manager held the provider's Lease and stopped renewing it ten minutes ago.
 	renewed := metav1.NewMicroTime(time.Now().Add(-10 * time.Minute))
-	require.NoError(t, provider.client.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: authmanager.LeaseName},
+	require.NoError(t, provider.client.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: wire.ManagerName},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-1"), RenewTime: &renewed, LeaseDurationSeconds: ptr.To[int32](15)}}))
 	// ... and its Deployment has no ready replica.
 	labels := map[string]string{"app": "m"}
-	require.NoError(t, provider.client.Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: access.ManagerName},
+	require.NoError(t, provider.client.Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: wire.ManagerName},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "m", Image: "none.invalid/m"}}}}}}))
 	out, errOut := mustCLI(t, "info", "--kubeconfig", provider.cp.Kubeconfig, "-o", "json")
@@ -202,7 +200,7 @@ func TestReadersSayWhatIsMissing(t *testing.T) {
 	assert.Contains(t, table, "Cluster CA:  "+caFP)
 	assert.Contains(t, table, "0/2 ready")
 	_, errOut, _ = runCLI(t, pairArgs("verify", consumer, provider)...)
-	assert.Contains(t, errOut, "WARN (remote) liqo-auth-manager's Lease liqo/"+authmanager.LeaseName+", held by manager-1, went stale at")
+	assert.Contains(t, errOut, "WARN (remote) liqo-auth-manager's Lease liqo/"+wire.ManagerName+", held by manager-1, went stale at")
 
 	// Every permission of the tenant role missing: one summary in the table, with the cause.
 	require.NoError(t, provider.client.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: wire.ControlPlaneBindingName, Namespace: wire.TenantNamespaceName(consumer.id)}}))

@@ -84,7 +84,7 @@ func TestNamespaceSubresourcesCannotForgeTheCreator(t *testing.T) {
 			rec, err := cluster.GetTenantRecord(ctx, p.client, wire.DefaultLiqoNamespace, id)
 			require.NoError(t, err)
 			assert.Nil(t, rec, "namespace %s designated as a tenant namespace on a creator forged through namespaces/%s", ns.Name, sub)
-			assert.True(t, apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: access.ManagerName}, &rbacv1.RoleBinding{})),
+			assert.True(t, apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: wire.ManagerName}, &rbacv1.RoleBinding{})),
 				"the manager bound itself in a namespace whose creator was forged through namespaces/%s", sub)
 		})
 	}
@@ -135,7 +135,7 @@ func TestManagerSliceBindingsNameOnlyTheSliceUser(t *testing.T) {
 	p := installSites(t, testenv.New(t, "manager-slice-bindings"), "cl-provider")[0]
 	ctx := context.Background()
 	tn := ensureTN(t, p.client, "cl-consumer")
-	saCfg, err := p.cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, access.ManagerName)
+	saCfg, err := p.cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, wire.ManagerName)
 	require.NoError(t, err)
 	manager := newClient(t, saCfg)
 	sum := sha256.Sum256([]byte("cl-consumer"))
@@ -297,7 +297,7 @@ func TestManagerWritesByUpdateAndApplyAreExact(t *testing.T) {
 	p := installSites(t, testenv.New(t, "manager-updates"), "cl-provider")[0]
 	ctx := context.Background()
 	tn := ensureTN(t, p.client, "cl-consumer")
-	saCfg, err := p.cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, access.ManagerName)
+	saCfg, err := p.cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, wire.ManagerName)
 	require.NoError(t, err)
 	manager := newClient(t, saCfg)
 

@@ -78,7 +78,7 @@ func TestManagerBindingsAreExact(t *testing.T) {
 	require.NoError(t, p.client.Create(ctx, old))
 	_, err := cluster.EnsureTenantNamespace(ctx, p.client, liqo, "cl-old", true)
 	require.NoError(t, err)
-	saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, access.ManagerName)
+	saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, wire.ManagerName)
 	require.NoError(t, err)
 	manager := newClient(t, saCfg)
 
@@ -100,9 +100,9 @@ func TestManagerBindingsAreExact(t *testing.T) {
 		obj     client.Object
 		allowed bool
 	}{
-		{"its own ClusterRole to a user, in a labelled namespace", binding(evil, "x", "ClusterRole", access.ManagerName, user("mallory")), false},
-		{"its own ClusterRole to a user, in a tenant namespace", binding(tn, "x", "ClusterRole", access.ManagerName, user("mallory")), false},
-		{"its tenant role to a user", binding(tn, access.ManagerName, "ClusterRole", access.ManagerTenantRoleName, user("mallory")), false},
+		{"its own ClusterRole to a user, in a labelled namespace", binding(evil, "x", "ClusterRole", wire.ManagerName, user("mallory")), false},
+		{"its own ClusterRole to a user, in a tenant namespace", binding(tn, "x", "ClusterRole", wire.ManagerName, user("mallory")), false},
+		{"its tenant role to a user", binding(tn, wire.ManagerName, "ClusterRole", wire.ManagerTenantRoleName, user("mallory")), false},
 		{"the control plane to another user", binding(tn, wire.ControlPlaneBindingName, "ClusterRole", wire.ControlPlaneRoleName, user("mallory")), false},
 		{"the control plane to the peer and another user", binding(tn, wire.ControlPlaneBindingName, "ClusterRole", wire.ControlPlaneRoleName,
 			append(user("cl-consumer"), user("mallory")...)), false},

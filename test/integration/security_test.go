@@ -350,7 +350,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 	tn := ensureTN(t, p.client, "cl-consumer")
 	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "look-alike", Labels: cluster.TenantNamespaceLabels("cl-x")}}))
 	liqo := wire.DefaultLiqoNamespace
-	sa := "system:serviceaccount:" + liqo + ":" + access.ManagerName
+	sa := "system:serviceaccount:" + liqo + ":" + wire.ManagerName
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + liqo, "system:authenticated"}
 	cases := []struct {
 		verb, group, resource, sub, ns, name string
@@ -378,7 +378,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		// another tool made); the admission policy keeps it to tenant namespaces (below).
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "", "default", "", true},
 		{"update", "rbac.authorization.k8s.io", "rolebindings", "", "kube-system", "", false},
-		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", access.ManagerTenantRoleName, true},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", wire.ManagerTenantRoleName, true},
 		{"create", "rbac.authorization.k8s.io", "roles", "", "look-alike", "", false},
 		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", "", false},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", wire.ControlPlaneRoleName, true},
@@ -398,7 +398,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		{"delete", "", "namespaces", "", "", tn, false},
 		{"create", "", "namespaces", "", "", "", false},
 		{"impersonate", "", "users", "", "", "", false},
-		{"create", "", "serviceaccounts", "token", liqo, access.ManagerName, false},
+		{"create", "", "serviceaccounts", "token", liqo, wire.ManagerName, false},
 	}
 	for _, tc := range cases {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: sa, Groups: groups,
@@ -410,7 +410,7 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 	// itself, requests it did not make, or not for a Tenant, or for another signer, are
 	// refused.
 	t.Run("the admission policy bounds its certificate requests", func(t *testing.T) {
-		saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, access.ManagerName)
+		saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, wire.ManagerName)
 		require.NoError(t, err)
 		manager := newClient(t, saCfg)
 		key, err := authn.GenerateKey(authn.Ed25519)
@@ -443,23 +443,23 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		require.NoError(t, manager.SubResource("approval").Update(ctx, own), "its own request, as the protocol makes it, is approved")
 	})
 	t.Run("the admission policy keeps its RoleBindings to tenant namespaces", func(t *testing.T) {
-		saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, access.ManagerName)
+		saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, wire.ManagerName)
 		require.NoError(t, err)
 		manager := newClient(t, saCfg)
 		self := []rbacv1.Subject{access.ManagerSubject(liqo)}
 		err = manager.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}, Subjects: self,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: access.ManagerTenantRoleName}})
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wire.ManagerTenantRoleName}})
 		require.Error(t, err)
 		assertRefusedByOneOf(t, err, "only in liqo-tenant-<id> namespaces", "only where it is bound as a tenant namespace's manager")
-		err = manager.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "look-alike", Name: access.ManagerName}, Subjects: self,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: access.ManagerTenantRoleName}})
+		err = manager.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "look-alike", Name: wire.ManagerName}, Subjects: self,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wire.ManagerTenantRoleName}})
 		require.Error(t, err, "a labelled namespace not named liqo-tenant-<id>, with no creator recorded")
 		assertRefusedByOneOf(t, err, "only in liqo-tenant-<id> namespaces", "only where it is bound as a tenant namespace's manager")
 	})
 
 	// The rules in code are the rules installed, and the table in docs/security.md.
 	var cr rbacv1.ClusterRole
-	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Name: access.ManagerName}, &cr))
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Name: wire.ManagerName}, &cr))
 	assert.Equal(t, access.ManagerRules(), cr.Rules)
 	doc, err := os.ReadFile(filepath.Join(moduleRoot(t), "docs", "security.md"))
 	require.NoError(t, err)

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
@@ -67,7 +66,7 @@ func sliceKubeconfig(t *testing.T, c, p *site, name string) []byte {
 	t.Helper()
 	var id authv1beta1.Identity
 	eventually(t, 30*time.Second, "the slice Identity is ready", func(ctx context.Context) (bool, error) {
-		err := c.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: access.SliceIdentityName(name)}, &id)
+		err := c.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: wire.SliceIdentityName(name)}, &id)
 		return err == nil && meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady), client.IgnoreNotFound(err)
 	})
 	var s corev1.Secret
@@ -166,7 +165,7 @@ func TestCLIResourceSlices(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `the provider denied ResourceSlice slice-c: ResourceSliceResourcesDenied (Resources): class "fpga" is not offered by this provider (offered: default, gpu)`)
 	var denied authv1beta1.Identity
-	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: access.SliceIdentityName("slice-c")}, &denied)), "a denied slice has no identity")
+	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: wire.SliceIdentityName("slice-c")}, &denied)), "a denied slice has no identity")
 
 	out, _ = mustCLI(t, sliceArgs("create", "slice-y", c, p, "--cpu", "1", "-o", "yaml")...)
 	assert.Contains(t, out, "liqo.io/replication: \"true\"")
@@ -376,7 +375,7 @@ func TestResourceSliceRenewalAndRestarts(t *testing.T) {
 }
 
 func handshakeSliceIdentity(p *site, name string) client.ObjectKey {
-	return client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: access.SliceIdentityName(name)}
+	return client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: wire.SliceIdentityName(name)}
 }
 
 // TestLiqoResourceSliceYAML: a ResourceSlice as Liqo's liqoctl create resourceslice -o yaml
@@ -535,7 +534,7 @@ func TestConsumerSliceOutsideTenantNamespace(t *testing.T) {
 	var remote authv1beta1.ResourceSliceList
 	require.NoError(t, p.client.List(ctx, &remote))
 	assert.Empty(t, remote.Items, "nothing sent to the provider")
-	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: "look-alike", Name: access.SliceIdentityName("stray")}, &authv1beta1.Identity{})))
+	assert.True(t, apierrorsIsNotFound(c.client.Get(ctx, client.ObjectKey{Namespace: "look-alike", Name: wire.SliceIdentityName("stray")}, &authv1beta1.Identity{})))
 }
 
 // TestConsumerSliceKubeconfigSwap: the consumer's slice controller keeps its client of the

@@ -25,7 +25,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
@@ -377,7 +376,7 @@ func TestTenantNamespaceDesignatedByItsCreator(t *testing.T) {
 		return ok, err
 	})
 	var binding rbacv1.RoleBinding
-	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: theirs.Name, Name: access.ManagerName}, &binding), "the manager bound itself there")
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: theirs.Name, Name: wire.ManagerName}, &binding), "the manager bound itself there")
 	// A nonce Secret there is filled: the controllers treat it as a tenant namespace.
 	require.NoError(t, p.client.Create(ctx, secret(theirs.Name, wire.NonceSecretName, map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: "cl-liqo-consumer"}, nil)))
 	eventually(t, 20*time.Second, "the nonce is filled", func(ctx context.Context) (bool, error) {
@@ -420,6 +419,6 @@ func TestDesignationReadsTheCreatorLosslessly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, rec, "a group named dev,system:masters is not system:masters")
 	var binding rbacv1.RoleBinding
-	assert.True(t, apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: access.ManagerName}, &binding)),
+	assert.True(t, apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: wire.ManagerName}, &binding)),
 		"the manager did not bind itself there")
 }

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
@@ -28,7 +29,7 @@ func manager(ctx context.Context, s *handshake.Side, now time.Time) Manager {
 	m := Manager{State: ManagerAbsent, detail: "not running: the controllers run only inside liqoctl commands, and certificates are not renewed"}
 	switch running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, now); {
 	case err != nil:
-		return Manager{State: ManagerUnknown, detail: fmt.Sprintf("unknown: its Lease %s/%s cannot be read: %v", s.Namespace, authmanager.LeaseName, err)}
+		return Manager{State: ManagerUnknown, detail: fmt.Sprintf("unknown: its Lease %s/%s cannot be read: %v", s.Namespace, wire.ManagerName, err)}
 	case running != nil:
 		m = Manager{State: ManagerRunning, Holder: running.Holder, Version: running.Version, detail: fmt.Sprintf("running (%s), version %s", running.Holder, running.Version)}
 		if skew := authmanager.VersionSkew(version.Get().Version, running.Version); skew != "" {
@@ -43,7 +44,7 @@ func manager(ctx context.Context, s *handshake.Side, now time.Time) Manager {
 		}
 	}
 	var d appsv1.Deployment
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: access.ManagerName}, &d); err == nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: wire.ManagerName}, &d); err == nil {
 		m.Deployment = &Deployment{Name: d.Name, Replicas: d.Status.Replicas, Ready: d.Status.ReadyReplicas}
 		if d.Spec.Replicas != nil {
 			m.Deployment.Replicas = *d.Spec.Replicas

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -164,7 +163,7 @@ func (o *Options) Run(ctx context.Context) error {
 		p.Warn("Kept %s: another installation manages it; liqo-auth uses it as it is (--take-over replaces it)", k)
 	}
 	if len(res.Kept) == 0 {
-		p.Info("CRDs, namespace %q and ClusterRoles %s, %s applied", o.install.Namespace, wire.ControlPlaneRoleName, access.ManagerName)
+		p.Info("CRDs, namespace %q and ClusterRoles %s, %s applied", o.install.Namespace, wire.ControlPlaneRoleName, wire.ManagerName)
 	} else {
 		p.Info("%d objects applied, %d kept", res.AppliedObjects, len(res.Kept))
 	}
@@ -175,7 +174,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if o.WithManager {
 		for _, obj := range installer.ForgeManagerObjects(o.install.Namespace, o.ManagerImage, nil) {
-			if err := cluster.Apply(ctx, s.Client, obj, cluster.FieldOwner); err != nil {
+			if err := cluster.Apply(ctx, s.Client, obj, wire.FieldOwner); err != nil {
 				return err
 			}
 		}
@@ -196,7 +195,7 @@ func (o *Options) managerReady(ctx context.Context, s *handshake.Side) error {
 		r, err = installer.GetManagerReadiness(ctx, s.Client, o.install.Namespace)
 		return r.Ready, err
 	}
-	rollout := fmt.Sprintf("kubectl -n %s rollout status deployment/%s", o.install.Namespace, access.ManagerName)
+	rollout := fmt.Sprintf("kubectl -n %s rollout status deployment/%s", o.install.Namespace, wire.ManagerName)
 	if !o.Wait {
 		if ready, err := check(ctx); err != nil {
 			return s.Explain(err, "reading the manager's Deployment")

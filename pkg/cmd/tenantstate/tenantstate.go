@@ -26,11 +26,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
-// FieldOwner is the field manager of the administrator's tenantCondition: another than
-// the one the consumer's side applies the Tenant with, so that a consumer re-running
-// authenticate never takes the administrator's decision back.
-const FieldOwner = "liqoctl-tenant-state"
-
 // Options of liqoctl cordon|uncordon|drain tenant.
 type Options struct {
 	Global    *cli.Global
@@ -147,7 +142,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if t.Spec.TenantCondition != o.State {
 		patch := client.MergeFrom(t.DeepCopy())
 		t.Spec.TenantCondition = o.State
-		if err := s.Client.Patch(ctx, t, patch, client.FieldOwner(FieldOwner)); err != nil {
+		if err := s.Client.Patch(ctx, t, patch, client.FieldOwner(wire.TenantStateFieldOwner)); err != nil {
 			return s.Explain(err, "setting the Tenant "+string(o.State))
 		}
 	}

@@ -282,7 +282,7 @@ func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, re
 // ensureIdentity turns an accepted answer into the slice's Identity, controlled by the
 // slice; a denied slice has none.
 func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.ResourceSlice, provider, remoteNS string) error {
-	key := client.ObjectKey{Namespace: rs.Namespace, Name: access.SliceIdentityName(rs.Name)}
+	key := client.ObjectKey{Namespace: rs.Namespace, Name: wire.SliceIdentityName(rs.Name)}
 	if accepted, _ := authv1beta1.SliceVerdict(rs.Status.Conditions); !accepted || !rs.Status.AuthParams.HasCertificate() {
 		id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 		return client.IgnoreNotFound(common.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}))
@@ -330,7 +330,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonNoControlPlane, "DeleteResourceSlice",
 			"the slice's copy on the provider cannot be removed from here (%v): the provider's Tenant controls what it granted", remoteErr)
 	}
-	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: access.SliceIdentityName(rs.Name)}}
+	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: wire.SliceIdentityName(rs.Name)}}
 	if err := common.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}); err != nil {
 		return err
 	}

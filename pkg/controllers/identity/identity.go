@@ -182,8 +182,8 @@ func (r *Reconciler) checkPlacement(ctx context.Context, id *authv1beta1.Identit
 		}
 	case authv1beta1.ResourceSliceIdentityType:
 		slice := id.Labels[wire.SliceNameLabel]
-		if slice == "" || id.Name != access.SliceIdentityName(slice) {
-			return ReasonNameMismatch, fmt.Sprintf("a ResourceSlice Identity carries label %s naming its slice and is named %q after it, not %q", wire.SliceNameLabel, access.SliceIdentityName(slice), id.Name), nil
+		if slice == "" || id.Name != wire.SliceIdentityName(slice) {
+			return ReasonNameMismatch, fmt.Sprintf("a ResourceSlice Identity carries label %s naming its slice and is named %q after it, not %q", wire.SliceNameLabel, wire.SliceIdentityName(slice), id.Name), nil
 		}
 	default:
 		return ReasonUnsupportedType, fmt.Sprintf("identities of type %q are not handled by liqo-auth; only %q and %q", id.Spec.Type, authv1beta1.ControlPlaneIdentityType, authv1beta1.ResourceSliceIdentityType), nil

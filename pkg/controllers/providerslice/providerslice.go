@@ -432,7 +432,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: err.Error()}, nil
 		}
 		problems, err := revocation.UnexpectedPermissions(ctx, r.Client, user, []string{string(t.Spec.ClusterID)}, func(b revocation.Binding) bool {
-			return b.Kind == "RoleBinding" && b.Namespace == rs.Namespace && b.Name == access.SliceAccessName(rs.Name) && b.ControllerUID == string(rs.UID)
+			return b.Kind == "RoleBinding" && b.Namespace == rs.Namespace && b.Name == wire.SliceAccessName(rs.Name) && b.ControllerUID == string(rs.UID)
 		})
 		if err != nil || len(problems) == 0 {
 			return nil, err
