@@ -6,14 +6,14 @@ import (
 	"maps"
 	"time"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // Presence announces a liqo-auth-manager that runs without leader election, through the

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // StaleLease reports, when a manager held the Lease in the Liqo namespace ns but no longer

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // peeringUserCert is the certificate of a peering user, as its kubeconfig holds it.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // ManagerReadiness is what the manager's Deployment says of itself.

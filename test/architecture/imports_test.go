@@ -185,11 +185,39 @@ func TestProtocolCodeHasNoClient(t *testing.T) {
 // prefix: Side.Errorf, Side.Explain and handshake.ScopedErrorf are the one way, so that a
 // message about the provider cannot say "(local)".
 func TestErrorsNameTheirSideThroughTheSide(t *testing.T) {
-	cmd := exec.Command("git", "grep", "-n", "-E", `Errorf\("\((local|remote)\) `, "--", "*.go", ":!*_test.go")
+	assert.Empty(t, gitGrep(t, `Errorf\("\((local|remote)\) `), "errors with a hand-typed side prefix: use the side's Errorf (or handshake.ScopedErrorf before a Side exists)")
+}
+
+// gitGrep lists the lines of the module's Go files (tests excluded) matching the extended
+// regular expression re, in the files of pathspecs (all Go files when none is given; an
+// exclusion ":!path" alone excludes from all of them).
+func gitGrep(t *testing.T, re string, pathspecs ...string) string {
+	t.Helper()
+	include := []string{}
+	for _, p := range pathspecs {
+		if !strings.HasPrefix(p, ":!") {
+			include = append(include, p)
+		}
+	}
+	if len(include) == 0 {
+		pathspecs = append(pathspecs, "*.go")
+	}
+	cmd := exec.Command("git", append([]string{"grep", "-n", "-E", re, "--", ":!*_test.go"}, pathspecs...)...)
 	cmd.Dir = "../.." // the module's root: git grep's pathspecs are relative to it
 	out, err := cmd.Output()
 	if err != nil && len(out) == 0 {
-		return // git grep exits 1 when nothing matches
+		return "" // git grep exits 1 when nothing matches
 	}
-	assert.Empty(t, string(out), "errors with a hand-typed side prefix: use the side's Errorf (or handshake.ScopedErrorf before a Side exists)")
+	return string(out)
+}
+
+// TestReasonsHaveOneHome checks that condition and Event reasons are defined in the API
+// package (pkg/authn keeps the protocol's own refusals, which import nothing), and that no
+// controller passes a reason as a literal: a reason a user greps for, a test asserts and
+// liqoctl explains is one constant.
+func TestReasonsHaveOneHome(t *testing.T) {
+	assert.Empty(t, gitGrep(t, `^\s*(const\s+)?Reason[A-Za-z]*\s*(Reason\s*)?=\s*"`, ":!pkg/apis/authentication/v1beta1/*", ":!pkg/authn/*"),
+		"reasons defined outside pkg/apis/authentication/v1beta1/reasons.go")
+	assert.Empty(t, gitGrep(t, `EventType(Normal|Warning), "|Reason: "[A-Z]|, (true|false), "[A-Z]`, "pkg/controllers/*.go", "pkg/handshake/*.go"),
+		"reasons passed as literals: name them in pkg/apis/authentication/v1beta1/reasons.go")
 }

@@ -28,7 +28,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewanswer"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/installer"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
@@ -468,7 +467,7 @@ func TestRenewChannelOnThisProvider(t *testing.T) {
 	})
 	forged := renewFor(other)
 	require.NoError(t, tenantClient.Create(ctx, forged))
-	waitEvent(t, p, forged.Namespace, forged.Name, renewanswer.ReasonRenewKeyMismatch)
+	waitEvent(t, p, forged.Namespace, forged.Name, authv1beta1.ReasonRenewKeyMismatch)
 	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(forged), forged))
 	assert.Nil(t, forged.Status.AuthParams, "nothing answered for another key")
 
@@ -478,7 +477,7 @@ func TestRenewChannelOnThisProvider(t *testing.T) {
 	stray := renewFor(a.key)
 	stray.Namespace = "elsewhere"
 	require.NoError(t, mallory.Create(ctx, stray))
-	waitEvent(t, p, "elsewhere", stray.Name, renewanswer.ReasonRenewMisplaced)
+	waitEvent(t, p, "elsewhere", stray.Name, authv1beta1.ReasonRenewMisplaced)
 	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(stray), stray))
 	assert.Nil(t, stray.Status.AuthParams)
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/peergc"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
@@ -344,7 +343,7 @@ func TestPeerGoneIsCollected(t *testing.T) {
 	require.NoError(t, provider.client.List(ctx, &evs, client.InNamespace(pTN)))
 	found := false
 	for _, e := range evs.Items {
-		found = found || (e.Reason == peergc.ReasonPeerGone && strings.Contains(e.Note, "--peer-gone-after"))
+		found = found || (e.Reason == authv1beta1.ReasonPeerGone && strings.Contains(e.Note, "--peer-gone-after"))
 	}
 	assert.True(t, found, "a PeerGone Event says why")
 	rec, err := cluster.GetTenantRecord(ctx, provider.client, wire.DefaultLiqoNamespace, consumer.id)

@@ -45,15 +45,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 )
 
-// Reasons of the Events on a consumer's slice.
-const (
-	ReasonSliceMisplaced   = "ResourceSliceNotInTenantNamespace"
-	ReasonNoControlPlane   = "ControlPlaneIdentityMissing"
-	ReasonProviderRefused  = "ProviderUnreachable"
-	ReasonSliceDecided     = "ResourceSliceDecided"
-	ReasonIdentityRequired = "ResourceSliceIdentityApplied"
-)
-
 // Reconciler drives the consumer's ResourceSlices.
 type Reconciler struct {
 	Client    client.Client
@@ -107,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	provider := rs.Labels[wire.RemoteClusterIDLabel]
 	if err := wire.ValidateSliceName(rs.Name); err != nil && rs.DeletionTimestamp == nil {
-		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonSliceMisplaced, "RequestResourceSlice", "not requested: %v", err)
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceMisplaced, "RequestResourceSlice", "not requested: %v", err)
 		return ctrl.Result{}, nil
 	}
 	ok, why, err := r.Placement.Verify(ctx, rs.Namespace, provider)
@@ -116,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !ok {
 		if rs.DeletionTimestamp == nil {
-			r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonSliceMisplaced, "RequestResourceSlice", "%s: a ResourceSlice is requested only from the tenant namespace of its provider", why)
+			r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceMisplaced, "RequestResourceSlice", "%s: a ResourceSlice is requested only from the tenant namespace of its provider", why)
 		}
 		return ctrl.Result{}, r.removeFinalizer(ctx, rs)
 	}
@@ -146,12 +137,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if err != nil {
-		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonNoControlPlane, "RequestResourceSlice", "%v", err)
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonNoControlPlane, "RequestResourceSlice", "%v", err)
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	answer, err := r.sync(ctx, rs, remote, remoteNS)
 	if err != nil {
-		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonProviderRefused, "RequestResourceSlice", "writing the slice to provider %s: %v", provider, err)
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonProviderUnreachable, "RequestResourceSlice", "writing the slice to provider %s: %v", provider, err)
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	before := rs.Status.DeepCopy()
@@ -327,7 +318,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 			return err
 		}
 	} else {
-		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonNoControlPlane, "DeleteResourceSlice",
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonNoControlPlane, "DeleteResourceSlice",
 			"the slice's copy on the provider cannot be removed from here (%v): the provider's Tenant controls what it granted", remoteErr)
 	}
 	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: wire.SliceIdentityName(rs.Name)}}

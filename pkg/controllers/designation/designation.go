@@ -19,15 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
-)
-
-// Reasons of the Events on a namespace.
-const (
-	ReasonDesignated    = "TenantNamespaceDesignated"
-	ReasonNotDesignated = "TenantNamespaceNotDesignated"
 )
 
 // Reconciler designates tenant namespaces by their recorded creator.
@@ -77,7 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, ReasonNotDesignated, "Designate",
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, authv1beta1.ReasonTenantNamespaceNotDesignated, "Designate",
 			"not a tenant namespace: its creator cannot be read exactly (%v); this cluster's administrator makes one with liqoctl authenticate, create nonce or generate tenant", err)
 		return ctrl.Result{}, nil
 	}
@@ -105,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if !allowed {
-		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, ReasonNotDesignated, "Designate",
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, authv1beta1.ReasonTenantNamespaceNotDesignated, "Designate",
 			"not a tenant namespace: its creator %q may not make tenant records in namespace %q; this cluster's administrator makes one with liqoctl authenticate, create nonce or generate tenant", creator.User, r.LiqoNamespace)
 		return ctrl.Result{}, nil
 	}
@@ -118,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := cluster.EnsureManagerTenantBinding(ctx, r.Client, r.LiqoNamespace, ns.Name); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, ReasonDesignated, "Designate",
+	r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, authv1beta1.ReasonTenantNamespaceDesignated, "Designate",
 		"tenant namespace of cluster %q: created by %q, who may make tenant records", remote, creator.User)
 	return ctrl.Result{}, nil
 }

@@ -35,19 +35,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 )
 
-// Reasons of the Ready condition of an Identity.
-const (
-	ReasonKubeconfigReady    = "KubeconfigReady"
-	ReasonMisplaced          = "IdentityNotInTenantNamespace"
-	ReasonNameMismatch       = "IdentityNameMismatch"
-	ReasonLabelMismatch      = "IdentityLabelMismatch"
-	ReasonInvalidClusterID   = "InvalidClusterID"
-	ReasonUnsupportedType    = "UnsupportedIdentityType"
-	ReasonNamespaceMissing   = "RemoteNamespaceMissing"
-	ReasonSecretNotOwned     = "KubeconfigSecretNotOwned"
-	ReasonCertificateExpired = "CertificateExpired"
-)
-
 // Reconciler reconciles Identities.
 type Reconciler struct {
 	Client    client.Client
@@ -149,7 +136,7 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 	}
 	if ok, msg, err := r.ensureSecret(ctx, id, kubeconfig); err != nil || !ok {
 		if err == nil {
-			r.refuse(id, notes, ReasonSecretNotOwned, msg)
+			r.refuse(id, notes, authv1beta1.ReasonKubeconfigSecretNotOwned, msg)
 		}
 		return ctrl.Result{}, err
 	}
@@ -162,8 +149,8 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 		NotBefore: ptr.To(metav1.NewTime(cert.NotBefore)), NotAfter: ptr.To(metav1.NewTime(cert.NotAfter))}
 	msg := fmt.Sprintf("kubeconfig %s for %s as user %q, certificate %s valid until %s", id.Status.KubeconfigSecretRef.Name,
 		params.APIServer, user, id.Status.Certificate.SerialNumber, cert.NotAfter.UTC().Format(time.RFC3339))
-	if common.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, true, ReasonKubeconfigReady, msg, id.Generation) {
-		notes.Eventf(id, nil, corev1.EventTypeNormal, ReasonKubeconfigReady, "WriteKubeconfig", "%s", msg)
+	if common.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, true, authv1beta1.ReasonKubeconfigReady, msg, id.Generation) {
+		notes.Eventf(id, nil, corev1.EventTypeNormal, authv1beta1.ReasonKubeconfigReady, "WriteKubeconfig", "%s", msg)
 	}
 	// Come back when the certificate expires, to report it.
 	return ctrl.Result{RequeueAfter: cert.NotAfter.Sub(now) + time.Second}, nil
@@ -173,33 +160,33 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 func (r *Reconciler) checkPlacement(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
 	p := string(id.Spec.ClusterID)
 	if err := cluster.ValidateClusterID(p); err != nil {
-		return ReasonInvalidClusterID, "spec.clusterID: " + err.Error(), nil
+		return authv1beta1.ReasonInvalidClusterID, "spec.clusterID: " + err.Error(), nil
 	}
 	switch id.Spec.Type {
 	case authv1beta1.ControlPlaneIdentityType:
 		if id.Name != wire.IdentityName(p) {
-			return ReasonNameMismatch, fmt.Sprintf("a control-plane Identity for cluster %q is named %q, not %q", p, wire.IdentityName(p), id.Name), nil
+			return authv1beta1.ReasonIdentityNameMismatch, fmt.Sprintf("a control-plane Identity for cluster %q is named %q, not %q", p, wire.IdentityName(p), id.Name), nil
 		}
 	case authv1beta1.ResourceSliceIdentityType:
 		slice := id.Labels[wire.SliceNameLabel]
 		if slice == "" || id.Name != wire.SliceIdentityName(slice) {
-			return ReasonNameMismatch, fmt.Sprintf("a ResourceSlice Identity carries label %s naming its slice and is named %q after it, not %q", wire.SliceNameLabel, wire.SliceIdentityName(slice), id.Name), nil
+			return authv1beta1.ReasonIdentityNameMismatch, fmt.Sprintf("a ResourceSlice Identity carries label %s naming its slice and is named %q after it, not %q", wire.SliceNameLabel, wire.SliceIdentityName(slice), id.Name), nil
 		}
 	default:
-		return ReasonUnsupportedType, fmt.Sprintf("identities of type %q are not handled by liqo-auth; only %q and %q", id.Spec.Type, authv1beta1.ControlPlaneIdentityType, authv1beta1.ResourceSliceIdentityType), nil
+		return authv1beta1.ReasonIdentityTypeUnsupported, fmt.Sprintf("identities of type %q are not handled by liqo-auth; only %q and %q", id.Spec.Type, authv1beta1.ControlPlaneIdentityType, authv1beta1.ResourceSliceIdentityType), nil
 	}
 	if l := id.Labels[wire.RemoteClusterIDLabel]; l != p {
-		return ReasonLabelMismatch, fmt.Sprintf("label %s is %q but spec.clusterID is %q", wire.RemoteClusterIDLabel, l, p), nil
+		return authv1beta1.ReasonIdentityLabelMismatch, fmt.Sprintf("label %s is %q but spec.clusterID is %q", wire.RemoteClusterIDLabel, l, p), nil
 	}
 	if ptr.Deref(id.Spec.Namespace, "") == "" {
-		return ReasonNamespaceMissing, "spec.namespace (the provider's tenant namespace) is empty", nil
+		return authv1beta1.ReasonRemoteNamespaceMissing, "spec.namespace (the provider's tenant namespace) is empty", nil
 	}
 	ok, why, err := r.Placement.Verify(ctx, id.Namespace, p)
 	if err != nil {
 		return "", "", err
 	}
 	if !ok {
-		return ReasonMisplaced, why + ": an Identity is used only in the tenant namespace this cluster's administrator made for its provider", nil
+		return authv1beta1.ReasonIdentityMisplaced, why + ": an Identity is used only in the tenant namespace this cluster's administrator made for its provider", nil
 	}
 	return "", "", nil
 }

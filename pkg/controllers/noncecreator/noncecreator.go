@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -55,7 +56,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	now := r.Now()
 	if age := now.Sub(s.CreationTimestamp.Time); r.NonceTTL > 0 && age >= r.NonceTTL {
-		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, "NonceSecretTooOld", "FillNonce",
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, authv1beta1.ReasonNonceSecretTooOld, "FillNonce",
 			"not filled: the Secret was created %s ago and a nonce expires %s after its Secret was created; delete it and create a new nonce (liqoctl create nonce)", age.Round(time.Second), r.NonceTTL)
 		return ctrl.Result{}, nil
 	}
@@ -70,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.stamp(ctx, orig, s, now); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(err))
 	}
-	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "NonceGenerated", "FillNonce", "nonce generated for cluster %q", remote)
+	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, authv1beta1.ReasonNonceGenerated, "FillNonce", "nonce generated for cluster %q", remote)
 	return ctrl.Result{}, nil
 }
 

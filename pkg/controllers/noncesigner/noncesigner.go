@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
@@ -64,6 +65,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "NonceSigned", "SignNonce", "nonce of cluster %q signed", remote)
+	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, authv1beta1.ReasonNonceSigned, "SignNonce", "nonce of cluster %q signed", remote)
 	return ctrl.Result{}, nil
 }

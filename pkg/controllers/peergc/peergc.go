@@ -44,9 +44,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
-// ReasonPeerGone is the Event of a Tenant deleted because its consumer is gone.
-const ReasonPeerGone = "PeerGone"
-
 // Reconciler collects the Tenants of consumers that are gone.
 type Reconciler struct {
 	Client client.Client
@@ -183,7 +180,7 @@ func (r *Reconciler) collect(ctx context.Context, t *authv1beta1.Tenant, last ti
 			return fmt.Errorf("deleting ResourceSlice %s of a consumer that is gone: %w", rs.Name, err)
 		}
 	}
-	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonPeerGone, "CollectTenant",
+	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, authv1beta1.ReasonPeerGone, "CollectTenant",
 		"consumer %q has not renewed its presence since %s, longer than the %s this provider waits (--peer-gone-after): its Tenant and slices are deleted; its tenant record stays",
 		t.Spec.ClusterID, last.UTC().Format(time.RFC3339), r.GoneAfter)
 	if err := r.Client.Delete(ctx, t, client.Preconditions{UID: &t.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {

@@ -246,7 +246,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 	switch state {
 	case authv1beta1.TenantConditionDrained:
 		err := r.Client.Delete(ctx, rs)
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ResourceSliceDeleted", "DrainTenant", "ResourceSlice %s deleted: the tenant is Drained", rs.Name)
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, authv1beta1.ReasonSliceDeletedDrained, "DrainTenant", "ResourceSlice %s deleted: the tenant is Drained", rs.Name)
 		return ctrl.Result{}, true, client.IgnoreNotFound(err)
 	}
 	// What this provider granted is read from its own record of the grant (the slices'
@@ -426,7 +426,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 		serial = cur.SerialNumber
 	}
 	s := issuer.Subject{Owner: rs, Annotation: wire.SliceAnnotation, RemoteID: string(t.Spec.ClusterID), Request: rs.Spec.CSR, CurrentSerial: serial,
-		Reason: "LiqoResourceSliceAccepted", Message: fmt.Sprintf("ResourceSlice %s/%s of an accepted Tenant", rs.Namespace, rs.Name)}
+		Reason: authv1beta1.ReasonLiqoResourceSliceAccepted, Message: fmt.Sprintf("ResourceSlice %s/%s of an accepted Tenant", rs.Namespace, rs.Name)}
 	is, foreign, err := r.Issuer.Ensure(ctx, s, now, func(ctx context.Context) (*issuer.Issuance, error) {
 		if err := tenant.VerifySealed(t, r.Key.Public()); err != nil {
 			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: err.Error()}, nil

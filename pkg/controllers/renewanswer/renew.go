@@ -36,15 +36,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
-// Reasons of the Events on a Renew.
-const (
-	ReasonRenewMisplaced   = "RenewNotInTenantNamespace"
-	ReasonRenewUnsupported = "RenewIdentityTypeUnsupported"
-	ReasonRenewNoTenant    = "RenewTenantNotAccepted"
-	ReasonRenewKeyMismatch = "RenewKeyMismatch"
-	ReasonRenewAnswered    = "RenewAnswered"
-)
-
 // Reconciler answers Renews with the Tenant's current authentication parameters.
 type Reconciler struct {
 	Client    client.Client
@@ -86,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Status().Update(ctx, rn); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.Recorder.Eventf(rn, nil, corev1.EventTypeNormal, ReasonRenewAnswered, "AnswerRenew", "published the current certificate of Tenant %s/%s", rn.Namespace, rn.Spec.ConsumerClusterID)
+	r.Recorder.Eventf(rn, nil, corev1.EventTypeNormal, authv1beta1.ReasonRenewAnswered, "AnswerRenew", "published the current certificate of Tenant %s/%s", rn.Namespace, rn.Spec.ConsumerClusterID)
 	return ctrl.Result{}, nil
 }
 
@@ -98,30 +89,30 @@ func (r *Reconciler) answer(ctx context.Context, rn *authv1beta1.Renew) (*authv1
 		return nil, "", "", err
 	}
 	if !ok {
-		return nil, ReasonRenewMisplaced, why + ": a Renew is answered only in the tenant namespace of its spec.consumerClusterID", nil
+		return nil, authv1beta1.ReasonRenewMisplaced, why + ": a Renew is answered only in the tenant namespace of its spec.consumerClusterID", nil
 	}
 	if rn.Spec.IdentityType != "" && rn.Spec.IdentityType != authv1beta1.ControlPlaneIdentityType {
-		return nil, ReasonRenewUnsupported, fmt.Sprintf("identityType %q: this provider renews only ControlPlane identities through a Renew", rn.Spec.IdentityType), nil
+		return nil, authv1beta1.ReasonRenewUnsupported, fmt.Sprintf("identityType %q: this provider renews only ControlPlane identities through a Renew", rn.Spec.IdentityType), nil
 	}
 	t := &authv1beta1.Tenant{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rn.Namespace, Name: id}, t); err != nil {
-		return nil, ReasonRenewNoTenant, fmt.Sprintf("no Tenant %s/%s: %v", rn.Namespace, id, err), client.IgnoreNotFound(err)
+		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("no Tenant %s/%s: %v", rn.Namespace, id, err), client.IgnoreNotFound(err)
 	}
 	if t.Status.AcceptedKeyFingerprint == "" || tenant.VerifySealed(t, r.Key.Public()) != nil {
-		return nil, ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name), nil
+		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name), nil
 	}
 	state, err := common.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
 	if err != nil {
 		return nil, "", "", err
 	}
 	if state == authv1beta1.TenantConditionDrained {
-		return nil, ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is Drained: it gets no certificate", t.Namespace, t.Name), nil
+		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is Drained: it gets no certificate", t.Namespace, t.Name), nil
 	}
 	if !t.Status.AuthParams.HasCertificate() {
-		return nil, ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s holds no certificate yet", t.Namespace, t.Name), nil
+		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s holds no certificate yet", t.Namespace, t.Name), nil
 	}
 	if msg := checkKey(rn, t); msg != "" {
-		return nil, ReasonRenewKeyMismatch, msg, nil
+		return nil, authv1beta1.ReasonRenewKeyMismatch, msg, nil
 	}
 	return t.Status.AuthParams.DeepCopy(), "", "", nil
 }

@@ -40,14 +40,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 )
 
-// Reasons of the Events of this controller.
-const (
-	ReasonCertificateRenewed = "CertificateRenewed"
-	ReasonRenewalRefused     = "RenewedCertificateRefused"
-	ReasonProviderUnreadable = "ProviderTenantUnreadable"
-	ReasonKubeconfigRefused  = "KubeconfigRefused"
-)
-
 // Reconciler keeps one watcher per control-plane Identity.
 type Reconciler struct {
 	Client   client.Client
@@ -139,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cfg, err := r.restConfig(ctx, id, kubeconfig)
 	if err != nil {
 		delete(r.watchers, req.NamespacedName)
-		r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, ReasonKubeconfigRefused, "WatchRenewals",
+		r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, authv1beta1.ReasonKubeconfigRefused, "WatchRenewals",
 			"renewals are not watched: the kubeconfig Secret %s is not the one liqo-auth wrote for this Identity: %v", s.Name, err)
 		return ctrl.Result{}, nil
 	}
@@ -254,7 +246,7 @@ func (r *Reconciler) report(ctx context.Context, key types.NamespacedName, err e
 	if r.Client.Get(ctx, key, id) != nil {
 		return
 	}
-	r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, ReasonProviderUnreadable, "WatchRenewals",
+	r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, authv1beta1.ReasonProviderUnreadable, "WatchRenewals",
 		"renewed certificates cannot be picked up: following Tenant %s (or its Renew) on provider %s failed: %v", r.ClusterID, id.Spec.ClusterID, err)
 }
 
@@ -351,7 +343,7 @@ func (r *Reconciler) pickUp(ctx context.Context, key types.NamespacedName, ap *a
 		}
 		next, err := authn.VerifyCertificate(ap.SignedCRT, id.Spec.AuthParams.CA, r.Key.Public(), r.ClusterID, r.Now())
 		if err != nil {
-			r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, ReasonRenewalRefused, "PickUpCertificate", "the provider published a certificate this cluster refuses: %v", err)
+			r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, authv1beta1.ReasonRenewalRefused, "PickUpCertificate", "the provider published a certificate this cluster refuses: %v", err)
 			return nil
 		}
 		if cur, err := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT); err == nil && !next.NotAfter.After(cur.NotAfter) {
@@ -362,7 +354,7 @@ func (r *Reconciler) pickUp(ctx context.Context, key types.NamespacedName, ap *a
 		if err := r.Client.Patch(ctx, id, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return err
 		}
-		r.Recorder.Eventf(id, nil, corev1.EventTypeNormal, ReasonCertificateRenewed, "PickUpCertificate",
+		r.Recorder.Eventf(id, nil, corev1.EventTypeNormal, authv1beta1.ReasonCertificateRenewed, "PickUpCertificate",
 			"picked up certificate %s, valid until %s, from provider %s", next.SerialNumber.Text(16), next.NotAfter.UTC().Format(time.RFC3339), id.Spec.ClusterID)
 		return nil
 	})

@@ -38,7 +38,7 @@ func currentSerial(t *authv1beta1.Tenant) string {
 // subject is what the Tenant's certificate is issued for.
 func subject(t *authv1beta1.Tenant) issuer.Subject {
 	return issuer.Subject{Owner: t, Annotation: wire.TenantAnnotation, RemoteID: string(t.Spec.ClusterID), Request: t.Spec.CSR,
-		CurrentSerial: currentSerial(t), Reason: "LiqoHandshakeAccepted", Message: fmt.Sprintf("the handshake of Tenant %s/%s was verified", t.Namespace, t.Name)}
+		CurrentSerial: currentSerial(t), Reason: authv1beta1.ReasonLiqoHandshakeAccepted, Message: fmt.Sprintf("the handshake of Tenant %s/%s was verified", t.Namespace, t.Name)}
 }
 
 // ensureCertificate has the Tenant's certificate issued: before a request is submitted or
@@ -134,13 +134,13 @@ func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, 
 		if r.restorePublished(t, rec, now) {
 			return nil
 		}
-		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, authv1beta1.ReasonStatusTampered, "CheckPublished",
 			"the status published a certificate this provider did not issue for the accepted key: it is replaced by a new one")
 		t.Status.AuthParams, t.Status.Certificate = nil, nil
 		return nil
 	}
 	if ap.APIServer != r.Options.APIServer || !bytes.Equal(ap.CA, r.Options.CA) {
-		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, authv1beta1.ReasonStatusTampered, "CheckPublished",
 			"the status published API server %q and a CA other than this provider's: put back", ap.APIServer)
 		ap.APIServer, ap.CA = r.Options.APIServer, r.Options.CA
 	}
@@ -149,7 +149,7 @@ func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, 
 	// have the provider issue a new certificate (TestAttack5StatusWriterBackdatesRenewAfter).
 	if cert, err := authn.ParseCertificate(ap.SignedCRT); err == nil {
 		if info := issuer.CertificateInfo(cert, r.Options.RenewBefore); !equality.Semantic.DeepEqual(info, t.Status.Certificate) {
-			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
+			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, authv1beta1.ReasonStatusTampered, "CheckPublished",
 				"the status described certificate %s otherwise than the certificate says: put back", info.SerialNumber)
 			t.Status.Certificate = info
 		}
@@ -183,7 +183,7 @@ func (r *Reconciler) restorePublished(t *authv1beta1.Tenant, rec *cluster.Tenant
 		}) {
 		return false
 	}
-	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonStatusTampered, "CheckPublished",
+	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, authv1beta1.ReasonStatusTampered, "CheckPublished",
 		"the status does not publish the certificate this provider last published in it (rewritten, or a save that lost a race): %s is put back", serial)
 	reason := authv1beta1.ReasonCertificateIssued
 	if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionCertificateIssued); c != nil && c.Reason == authv1beta1.ReasonCertificateRenewed {
@@ -192,10 +192,6 @@ func (r *Reconciler) restorePublished(t *authv1beta1.Tenant, rec *cluster.Tenant
 	r.publish(t, cert, pem, reason, "")
 	return true
 }
-
-// ReasonStatusTampered is the Warning Event of a Tenant whose status published what this
-// provider did not.
-const ReasonStatusTampered = "StatusTampered"
 
 // issuedHere says whether the certificate the Tenant publishes is the one this provider
 // last published in this Tenant (by its record; a record from before it kept that: one it

@@ -249,7 +249,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 		return ctrl.Result{RequeueAfter: t.Status.Certificate.RenewAfter.Sub(now)}, nil
 	}
 	if r.Options.APIServer == "" || len(r.Options.CA) == 0 {
-		r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, "APIServerUnknown",
+		r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, authv1beta1.ReasonAPIServerUnknown,
 			"the provider does not know the API server URL and CA to hand to consumers: run liqoctl install --api-server-url, or start the manager with --api-server-url", corev1.EventTypeWarning)
 		return ctrl.Result{}, nil
 	}
@@ -487,7 +487,7 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 	for _, typ := range []string{authv1beta1.ConditionAuthenticated, authv1beta1.ConditionAccessGranted, authv1beta1.ConditionCertificateIssued} {
 		c := meta.FindStatusCondition(t.Status.Conditions, typ)
 		if c == nil {
-			common.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, false, "Pending", "waiting for "+typ, t.Generation)
+			common.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, false, authv1beta1.ReasonPending, "waiting for "+typ, t.Generation)
 			return
 		}
 		if c.Status != metav1.ConditionTrue {
@@ -495,7 +495,7 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 			return
 		}
 	}
-	common.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, true, "Ready", "the consumer holds a valid certificate and its access", t.Generation)
+	common.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, true, authv1beta1.ReasonReady, "the consumer holds a valid certificate and its access", t.Generation)
 }
 
 // ensureFinalizer adds the finalizer to an accepted Tenant. The patch is made on a copy:

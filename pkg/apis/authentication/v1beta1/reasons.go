@@ -40,6 +40,9 @@ const (
 	ReasonIssuedCertificateBroken = "IssuedCertificateInvalid"
 	ReasonSubmissionRefused       = "CertificateRequestRefused"
 	ReasonClusterIDHasPermissions = "ClusterIDHasPermissions"
+	// ReasonAPIServerUnknown: the provider does not know the API server URL and CA to hand
+	// to consumers.
+	ReasonAPIServerUnknown = "APIServerUnknown"
 )
 
 // Reasons of the Tenant's AccessGranted condition.
@@ -54,4 +57,73 @@ const (
 const (
 	ReasonForeignCSR  = "ForeignCertificateSigningRequest"
 	ReasonOnlyOwnCSRs = "OnlyOwnCertificateSigningRequests"
+)
+
+// Reasons of the Tenant's Ready condition, of the provider's Events on a Tenant and of the
+// approval of its certificate request.
+const (
+	ReasonPending = "Pending"
+	ReasonReady   = "Ready"
+	// ReasonStatusTampered is the Warning Event of a Tenant whose status published what
+	// this provider did not.
+	ReasonStatusTampered = "StatusTampered"
+	// ReasonPeerGone is the Event of a Tenant deleted because its consumer is gone.
+	ReasonPeerGone = "PeerGone"
+	// ReasonSliceDeletedDrained is the Event of a Tenant one of whose slices was deleted
+	// because the tenant is Drained.
+	ReasonSliceDeletedDrained = "ResourceSliceDeleted"
+	// ReasonLiqoHandshakeAccepted and ReasonLiqoResourceSliceAccepted are the reasons of
+	// the approval of a Tenant's and a slice's CertificateSigningRequest.
+	ReasonLiqoHandshakeAccepted     = "LiqoHandshakeAccepted"
+	ReasonLiqoResourceSliceAccepted = "LiqoResourceSliceAccepted"
+	// ReasonLiqoPeeringUser is the reason of the approval of a peering user's request.
+	ReasonLiqoPeeringUser = "LiqoPeeringUser"
+)
+
+// Reasons of the Events on the nonce Secrets.
+const (
+	ReasonNonceGenerated    = "NonceGenerated"
+	ReasonNonceSecretTooOld = "NonceSecretTooOld"
+	ReasonNonceSigned       = "NonceSigned"
+)
+
+// Reasons of an Identity's Ready condition (ReasonInvalidClusterID too) and of the
+// consumer's Events on it.
+const (
+	ReasonKubeconfigReady            = "KubeconfigReady"
+	ReasonIdentityMisplaced          = "IdentityNotInTenantNamespace"
+	ReasonIdentityNameMismatch       = "IdentityNameMismatch"
+	ReasonIdentityLabelMismatch      = "IdentityLabelMismatch"
+	ReasonIdentityTypeUnsupported    = "UnsupportedIdentityType"
+	ReasonRemoteNamespaceMissing     = "RemoteNamespaceMissing"
+	ReasonKubeconfigSecretNotOwned   = "KubeconfigSecretNotOwned"
+	ReasonIdentityCertificateExpired = "CertificateExpired"
+	// Reasons of the Events of the renewal follower (ReasonCertificateRenewed too).
+	ReasonRenewalRefused     = "RenewedCertificateRefused"
+	ReasonProviderUnreadable = "ProviderTenantUnreadable"
+	ReasonKubeconfigRefused  = "KubeconfigRefused"
+)
+
+// Reasons of the Events on a namespace labelled as a tenant namespace.
+const (
+	ReasonTenantNamespaceDesignated    = "TenantNamespaceDesignated"
+	ReasonTenantNamespaceNotDesignated = "TenantNamespaceNotDesignated"
+)
+
+// Reasons of the consumer's Events on a ResourceSlice it asks for.
+const (
+	ReasonSliceMisplaced       = "ResourceSliceNotInTenantNamespace"
+	ReasonNoControlPlane       = "ControlPlaneIdentityMissing"
+	ReasonProviderUnreachable  = "ProviderUnreachable"
+	ReasonSliceDecided         = "ResourceSliceDecided"
+	ReasonSliceIdentityApplied = "ResourceSliceIdentityApplied"
+)
+
+// Reasons of the provider's Events on a Renew.
+const (
+	ReasonRenewMisplaced   = "RenewNotInTenantNamespace"
+	ReasonRenewUnsupported = "RenewIdentityTypeUnsupported"
+	ReasonRenewNoTenant    = "RenewTenantNotAccepted"
+	ReasonRenewKeyMismatch = "RenewKeyMismatch"
+	ReasonRenewAnswered    = "RenewAnswered"
 )
