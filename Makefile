@@ -10,9 +10,9 @@ BIN          ?= bin
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT       ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE         ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-LDFLAGS      := -s -w -X github.com/liqo-auth/liqo-auth/pkg/version.version=$(VERSION) \
-                -X github.com/liqo-auth/liqo-auth/pkg/version.commit=$(COMMIT) \
-                -X github.com/liqo-auth/liqo-auth/pkg/version.date=$(DATE)
+LDFLAGS      := -s -w -X github.com/liqo-auth/liqo-auth/internal/version.version=$(VERSION) \
+                -X github.com/liqo-auth/liqo-auth/internal/version.commit=$(COMMIT) \
+                -X github.com/liqo-auth/liqo-auth/internal/version.date=$(DATE)
 TOOLS        := $(GO) tool -modfile=hack/tools/go.mod
 # A count, not a duration: Go 1.26's fuzz coordinator can fail a target with "context
 # deadline exceeded" and no crasher when a -fuzztime duration ends under load
@@ -25,7 +25,7 @@ UNIT_PKGS     = $(shell $(GO) list ./... | grep -v /test/)
 # encoding that joins what it will split again, and every printer of what a peer wrote.
 FUZZ_TARGETS  = $(addprefix ./pkg/authn:,FuzzParsePublicKey FuzzValidateCSR FuzzVerifyNonceSignature FuzzCheckNonce FuzzReadKubeconfig FuzzVerifyCertificate FuzzAcceptanceMessage) \
                 ./pkg/cluster:FuzzDecodeCreatorList ./pkg/controllers/common:FuzzStoredText \
-                ./pkg/cli:FuzzOutputEscapes ./pkg/cmd/info:FuzzInfoEscapes ./pkg/cmd/verify:FuzzVerifyEscapes
+                ./internal/cli:FuzzOutputEscapes ./internal/cmd/info:FuzzInfoEscapes ./internal/cmd/verify:FuzzVerifyEscapes
 # MANAGER_IMAGE is the image the committed release manifest names; a release writes its own
 # with the release tag (.goreleaser.yaml).
 MANAGER_IMAGE ?= ghcr.io/liqo-auth/liqo-auth-manager:latest

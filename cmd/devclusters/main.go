@@ -20,8 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 func main() {

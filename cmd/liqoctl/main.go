@@ -9,9 +9,9 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/liqo-auth/liqo-auth/pkg/cli"
-	"github.com/liqo-auth/liqo-auth/pkg/cmd/root"
-	"github.com/liqo-auth/liqo-auth/pkg/startup"
+	"github.com/liqo-auth/liqo-auth/internal/cli"
+	"github.com/liqo-auth/liqo-auth/internal/cmd/root"
+	"github.com/liqo-auth/liqo-auth/internal/startup"
 )
 
 func main() {

@@ -58,9 +58,9 @@ func TestStartupRunsNoGarbageCollection(t *testing.T) {
 					}
 				}
 			}
-			pause, ok := order["github.com/liqo-auth/liqo-auth/pkg/startup"]
+			pause, ok := order["github.com/liqo-auth/liqo-auth/internal/startup"]
 			if !ok {
-				t.Fatalf("no init trace for pkg/startup; is it still imported by main?\n%s", stderr.String())
+				t.Fatalf("no init trace for internal/startup; is it still imported by main?\n%s", stderr.String())
 			}
 			for _, heavy := range []string{
 				"k8s.io/client-go/kubernetes/scheme",

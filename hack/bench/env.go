@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // env is a consumer and a provider control plane, installed.

@@ -25,7 +25,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 )
 
 type config struct {

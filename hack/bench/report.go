@@ -25,7 +25,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float
 func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` (hack/bench) on %s, in %s.\n\n", r.started.UTC().Format(time.RFC3339), r.finished.Sub(r.started).Round(time.Second))
-	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s RAM, Linux %s, %s. Clusters: local etcd + kube-apiserver + kube-controller-manager v1.37.1 on loopback (pkg/testenv), the same machine as liqoctl.\n\n",
+	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s RAM, Linux %s, %s. Clusters: local etcd + kube-apiserver + kube-controller-manager v1.37.1 on loopback (internal/testenv), the same machine as liqoctl.\n\n",
 		cpuModel(), runtime.NumCPU(), memTotal(), strings.TrimSpace(readFile("/proc/sys/kernel/osrelease")), runtime.Version())
 
 	all := append([]*latency{}, r.auth...)

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra/doc"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/liqo-auth/liqo-auth/pkg/cmd/root"
+	"github.com/liqo-auth/liqo-auth/internal/cmd/root"
 )
 
 func main() {

@@ -145,7 +145,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 func (o *options) image(ctx context.Context, work, platform string, stderr io.Writer) (v1.Image, error) {
 	osName, arch, _ := strings.Cut(platform, "/")
 	bin := filepath.Join(work, osName+"-"+arch, "liqo-auth-manager")
-	pkg := "github.com/liqo-auth/liqo-auth/pkg/version"
+	pkg := "github.com/liqo-auth/liqo-auth/internal/version"
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin,
 		"-ldflags", fmt.Sprintf("-s -w -X %s.version=%s -X %s.commit=%s -X %s.date=%s", pkg, o.version, pkg, o.commit, pkg, o.date),
 		"./cmd/liqo-auth-manager")

@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/liqo-auth/liqo-auth/internal/version"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
-	"github.com/liqo-auth/liqo-auth/pkg/version"
 )
 
 // Runner is a manager running in the background of a process (liqoctl's in-process mode).

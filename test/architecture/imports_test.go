@@ -40,8 +40,8 @@ const (
 	types   = "pkg/apis/authentication/v1beta1"
 	crds    = "pkg/apis/crds"
 	scheme  = "pkg/apis/scheme"
-	version = "pkg/version"
-	startup = "pkg/startup"
+	version = "internal/version"
+	startup = "internal/startup"
 )
 
 // room is one row of the table: the packages it holds (a name, or a prefix ending in
@@ -74,7 +74,7 @@ func rooms() []room {
 		{pkg: "pkg/access", may: []string{wire, types}, why: "access rules are data"},
 		{pkg: "pkg/revocation", may: []string{wire}, why: "proofs stand alone"},
 		{pkg: "pkg/cluster", may: []string{"pkg/access", "pkg/authn", wire, types}, why: "a cluster's own state"},
-		{pkg: "pkg/installer", may: []string{"pkg/access", "pkg/cluster", "pkg/authn", wire, types, crds}, why: "making a cluster able to take part"},
+		{pkg: "internal/installer", may: []string{"pkg/access", "pkg/cluster", "pkg/authn", wire, types, crds}, why: "making a cluster able to take part"},
 		{pkg: "pkg/issuer", may: []string{"pkg/authn", wire, types}, why: "a library"},
 		{pkg: "pkg/metrics", may: []string{"pkg/access", "pkg/cluster", wire, types}, why: "metrics read the cache and the records, and decide nothing"},
 		{pkg: "pkg/controllers/common", may: []string{"pkg/access", "pkg/cluster", "pkg/authn", wire, types}, why: "what reconcilers share"},
@@ -82,13 +82,13 @@ func rooms() []room {
 			extra: []string{"pkg/controllers/providerslice=pkg/controllers/tenant", "pkg/controllers/renewanswer=pkg/controllers/tenant", "pkg/controllers/peergc=pkg/controllers/tenant"}},
 		{pkg: "pkg/handshake", may: []string{"pkg/cluster", "pkg/access", "pkg/revocation", "pkg/authn", wire, types}, why: "the CLI's steps run no controller"},
 		{pkg: "pkg/authmanager", may: below("pkg/controllers/*", "pkg/handshake"), why: "the controllers of a role"},
-		{pkg: "pkg/cli", may: []string{"pkg/handshake", "pkg/cluster", wire, types, scheme, startup}, why: "kubectl's cmdutil for liqoctl: no controller, authmanager or installer"},
-		{pkg: "pkg/cmd/*", may: below("pkg/cli", "pkg/handshake", "pkg/authmanager", "pkg/cmd/*"), why: "one command each; the installer only for install and uninstall",
-			extra: []string{"pkg/cmd/install=pkg/installer", "pkg/cmd/uninstall=pkg/installer"}},
-		{pkg: "pkg/testenv", may: []string{"pkg/handshake", "pkg/authn", wire, types}, why: "control planes for tests, demos and benchmarks"},
-		{pkg: "cmd/liqoctl", may: []string{"pkg/cli", "pkg/cmd/root", startup}, why: "main calls one Run"},
+		{pkg: "internal/cli", may: []string{"pkg/handshake", "pkg/cluster", wire, types, scheme, startup}, why: "kubectl's cmdutil for liqoctl: no controller, authmanager or installer"},
+		{pkg: "internal/cmd/*", may: below("internal/cli", "pkg/handshake", "pkg/authmanager", "internal/cmd/*"), why: "one command each; the installer only for install and uninstall",
+			extra: []string{"internal/cmd/install=internal/installer", "internal/cmd/uninstall=internal/installer"}},
+		{pkg: "internal/testenv", may: []string{"pkg/handshake", "pkg/authn", wire, types}, why: "control planes for tests, demos and benchmarks"},
+		{pkg: "cmd/liqoctl", may: []string{"internal/cli", "internal/cmd/root", startup}, why: "main calls one Run"},
 		{pkg: "cmd/liqo-auth-manager", may: []string{wire, scheme, "pkg/authmanager", "pkg/authn", "pkg/cluster", "pkg/controllers/providerslice", version}, why: "the manager's flags and Start"},
-		{pkg: "cmd/devclusters", may: []string{"pkg/cluster", "pkg/testenv"}, why: "local clusters"},
+		{pkg: "cmd/devclusters", may: []string{"pkg/cluster", "internal/testenv"}, why: "local clusters"},
 		{pkg: "hack/*", may: []string{"*"}, why: "build and measurement tools"},
 	}
 }
@@ -131,7 +131,7 @@ func (r room) allowed(pkg, imp string) bool {
 // table of docs/architecture.md.
 func TestRoomsImportOnlyWhatTheirRowAllows(t *testing.T) {
 	got := imports(t)
-	require.Contains(t, got, "pkg/cli", "go list sees the module")
+	require.Contains(t, got, "internal/cli", "go list sees the module")
 	for pkg, imps := range got {
 		if strings.HasPrefix(pkg, "test/") {
 			continue
@@ -150,11 +150,11 @@ func TestRoomsImportOnlyWhatTheirRowAllows(t *testing.T) {
 // protocol code importing a cluster's state, an unknown package.
 func TestAllowListFailsOnAViolation(t *testing.T) {
 	for _, tc := range []struct{ pkg, imp string }{
-		{"pkg/controllers/tenant", "pkg/cli"},
+		{"pkg/controllers/tenant", "internal/cli"},
 		{"pkg/controllers/identity", "pkg/controllers/tenant"},
 		{"pkg/authn", "pkg/cluster"},
-		{"pkg/cli", "pkg/installer"},
-		{"pkg/cmd/verify", "pkg/installer"},
+		{"internal/cli", "internal/installer"},
+		{"internal/cmd/verify", "internal/installer"},
 		{"pkg/handshake", "pkg/controllers/tenant"},
 	} {
 		r, ok := roomOf(tc.pkg)
@@ -220,4 +220,20 @@ func TestReasonsHaveOneHome(t *testing.T) {
 		"reasons defined outside pkg/apis/authentication/v1beta1/reasons.go")
 	assert.Empty(t, gitGrep(t, `EventType(Normal|Warning), "|Reason: "[A-Z]|, (true|false), "[A-Z]`, "pkg/controllers/*.go", "pkg/handshake/*.go"),
 		"reasons passed as literals: name them in pkg/apis/authentication/v1beta1/reasons.go")
+}
+
+// TestLibraryStandsWithoutTheCLI checks the line between the library and the rest: what is
+// under pkg/ (the API, the protocol, the handshake, the controllers and their setup) is the
+// public API, and imports nothing under internal/ (the CLI, the installer, the test
+// environment) but the build information the manager announces on its Lease.
+func TestLibraryStandsWithoutTheCLI(t *testing.T) {
+	for pkg, imps := range imports(t) {
+		if !strings.HasPrefix(pkg, "pkg/") {
+			continue
+		}
+		for _, imp := range imps {
+			assert.False(t, strings.HasPrefix(imp, "internal/") && imp != version,
+				"%s (public API) imports %s: the library may not depend on the CLI or its tools", pkg, imp)
+		}
+	}
 }

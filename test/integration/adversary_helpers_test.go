@@ -20,13 +20,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // attacker holds a consumer's key material without a cluster of its own: what matters on

@@ -19,11 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 func badCSR(t testing.TB, a *attacker, tmpl x509.CertificateRequest) []byte {

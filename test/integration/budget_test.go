@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 )
 
 // TestHandshakeRequestBudget holds one liqoctl authenticate to its request budget on each

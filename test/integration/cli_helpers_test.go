@@ -16,8 +16,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/pkg/cmd/root"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+	"github.com/liqo-auth/liqo-auth/internal/cmd/root"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 )
 
 // runCLI runs liqoctl in-process, through its real command tree, with test streams.

@@ -16,12 +16,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // objectHandshake performs the protocol with objects only, as a declarative user would:

@@ -1,3 +1,3 @@
 // Package integration holds tests that need real Kubernetes control planes (see
-// pkg/testenv). They build the control-plane binaries on first use.
+// internal/testenv). They build the control-plane binaries on first use.
 package integration

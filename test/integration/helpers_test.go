@@ -17,13 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/liqo-auth/liqo-auth/internal/installer"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
-	"github.com/liqo-auth/liqo-auth/pkg/installer"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // site is one control plane with liqo-auth installed.

@@ -15,10 +15,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 func setTenantCondition(t *testing.T, p *site, key client.ObjectKey, cond authv1beta1.TenantCondition) {

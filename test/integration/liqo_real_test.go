@@ -20,10 +20,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/installer"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/installer"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // Environment of the opt-in interop test with Liqo's real binaries (docs/protocol.md §9).

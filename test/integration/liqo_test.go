@@ -22,6 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/installer"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -29,8 +31,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
-	"github.com/liqo-auth/liqo-auth/pkg/installer"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 func liqoFixture(t *testing.T, name string) []byte {

@@ -20,11 +20,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // TestLoadConcurrentConsumers authenticates N consumers (200 unless LIQO_AUTH_LOAD_N says

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 )
 
 // TestManagerFlagsOnOneHost: --help exits 0 with the usage; two managers beside two

@@ -26,12 +26,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/cmd/info"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // freeLoopbackAddr returns a loopback address with a port nothing listens on now.

@@ -28,12 +28,12 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/cmd/info"
+	"github.com/liqo-auth/liqo-auth/internal/cmd/verify"
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
-	"github.com/liqo-auth/liqo-auth/pkg/cmd/verify"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 )

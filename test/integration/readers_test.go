@@ -18,13 +18,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/liqo-auth/liqo-auth/internal/cmd/info"
+	"github.com/liqo-auth/liqo-auth/internal/cmd/verify"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/cmd/info"
-	"github.com/liqo-auth/liqo-auth/pkg/cmd/verify"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // TestVerifyChecksEveryNamespace (issue 32, item 4): the owner of a namespace other than

@@ -21,12 +21,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // forgedAdminCreator is a creator record naming a cluster administrator: what an attacker

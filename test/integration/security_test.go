@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -31,7 +32,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // TestCSRSquattingIsNeverApproved (security item 1): a principal who may only create

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 )
 
 // TestSmokeCSRIssuedCertificateAuthenticates proves the floor every other test stands on:

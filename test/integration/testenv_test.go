@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 )
 
 // failedTB is a test that has failed: New's clean-up sees Failed() and runs when asked.

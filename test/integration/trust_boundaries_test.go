@@ -25,13 +25,13 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // TestPeeringUserCannotUndoTheAdministrator acts as a peering user, the weakest principal

@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
-	"github.com/liqo-auth/liqo-auth/pkg/testenv"
 )
 
 // TestWatchSyncsWithTheInitialObjects pins down the contract of common.Watch,

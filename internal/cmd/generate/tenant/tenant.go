@@ -1,0 +1,129 @@
+// Package tenant is liqoctl generate tenant: the consumer signs the provider's nonce and
+// prints the Tenant to apply on the provider.
+package tenant
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/liqo-auth/liqo-auth/internal/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// Options of liqoctl generate tenant.
+type Options struct {
+	Global                *cli.Global
+	RemoteClusterID       string
+	Nonce                 string
+	RemoteTenantNamespace string
+	ProxyURL              string
+	ExpectFingerprint     string
+	Output                cli.OutputFlags
+	Timeout               cli.Timeout
+}
+
+// NewCmd returns the generate tenant command.
+func NewCmd(g *cli.Global) *cobra.Command {
+	o := &Options{Global: g}
+	cmd := &cobra.Command{
+		Use:     "tenant",
+		Aliases: []string{"tenants"},
+		Short:   "Sign the provider's nonce and print the Tenant to apply on the provider (consumer)",
+		Long: `On the consumer: sign the provider's nonce with this cluster's key and print a Tenant
+(public key, CSR, signature) for the provider's administrator to kubectl apply.
+The fingerprint of the key it hands over is printed on stderr. With --expect-fingerprint,
+the provider CA fingerprint its administrator gave you is pinned: an Identity presenting
+another CA is then refused.`,
+		Example: `  liqoctl generate tenant --remote-cluster-id cl-provider --nonce $(cat nonce.txt) > tenant.yaml`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	cli.AddRemoteClusterIDFlag(cmd, g, &o.RemoteClusterID, "provider")
+	f.StringVar(&o.Nonce, "nonce", "", "the nonce printed by liqoctl get nonce on the provider")
+	f.StringVar(&o.RemoteTenantNamespace, "remote-tenant-namespace", "", "tenant namespace of this cluster on the provider (default liqo-tenant-<this cluster ID>)")
+	f.StringVar(&o.ProxyURL, "tenant-proxy-url", "", "proxy this cluster uses to reach the provider, carried by the Tenant (not --proxy-url: that is the proxy liqoctl reaches this cluster through)")
+	f.StringVar(&o.ExpectFingerprint, "expect-fingerprint", "", "fingerprint of the provider CA (sha256:...) to pin")
+	_ = cmd.MarkFlagRequired("nonce")
+	o.Output.AddFlags(cmd, "yaml")
+	o.Timeout.AddFlags(cmd)
+	o.Global.AddAdoptFlag(cmd)
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
+		return err
+	}
+	if err := authn.CheckNonce(o.Nonce); err != nil {
+		return fmt.Errorf("--nonce: %w: pass it exactly as liqoctl get nonce prints it", err)
+	}
+	if o.ExpectFingerprint != "" {
+		if err := authn.ValidateFingerprint(o.ExpectFingerprint); err != nil {
+			return fmt.Errorf("--expect-fingerprint: %w", err)
+		}
+	}
+	if err := authn.ValidateProxyURL(o.ProxyURL); err != nil {
+		return fmt.Errorf("--tenant-proxy-url: %w", err)
+	}
+	return o.Output.Validate()
+}
+
+// Run signs the nonce and prints the Tenant.
+func (o *Options) Run(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	s, tn, err := o.Global.LocalTenantNamespace(ctx, o.RemoteClusterID, "provider")
+	if err != nil {
+		return err
+	}
+	if o.ExpectFingerprint != "" {
+		if err := handshake.PinCAFingerprint(ctx, s, o.RemoteClusterID, o.ExpectFingerprint, "--expect-fingerprint gives "+o.ExpectFingerprint); err != nil {
+			return err
+		}
+		s.Report.Info("Provider CA %s pinned", o.ExpectFingerprint)
+	}
+	ctrls := authmanager.NewInProcess(o.Global)
+	defer ctrls.Stop()
+	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Consumer}); err != nil {
+		return err
+	}
+	if err := handshake.EnsureSignedNonce(ctx, s, tn, o.RemoteClusterID, o.Nonce, nil); err != nil {
+		return err
+	}
+	sig, err := handshake.WaitSignedNonce(ctx, s, tn, o.Nonce)
+	if err != nil {
+		return err
+	}
+	s.Report.Info("Nonce is signed")
+	key, err := s.ClusterKey(ctx)
+	if err != nil {
+		return err
+	}
+	remoteTN := o.RemoteTenantNamespace
+	if remoteTN == "" {
+		remoteTN = wire.TenantNamespaceName(s.ClusterID)
+	}
+	t, err := handshake.ForgeTenant(s.ClusterID, key, sig, remoteTN, o.ProxyURL)
+	if err != nil {
+		return err
+	}
+	fp, err := authn.Fingerprint(key.Public())
+	if err != nil {
+		return err
+	}
+	s.Report.Info("Tenant correctly generated: it hands over public key %s", fp)
+	s.Report.Info("Next, on the provider: kubectl apply -f tenant.yaml; liqoctl generate identity --remote-cluster-id %s --expect-fingerprint %s", s.ClusterID, fp)
+	return o.Output.PrintObjects(o.Global.Streams.Out, t)
+}

@@ -1,0 +1,196 @@
+// Package unauthenticate is liqoctl unauthenticate: it removes everything the handshake
+// created on both clusters and proves that the consumer's identity lost its access.
+package unauthenticate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/liqo-auth/liqo-auth/internal/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// Options of liqoctl unauthenticate.
+type Options struct {
+	Global               *cli.Global
+	Remote               cli.ClusterFlags
+	Timeout              cli.Timeout
+	DeleteNamespaces     bool
+	DeleteResourceSlices bool
+	Controllers          cli.ControllersFlags
+	// RemoteClusterID, without a remote kubeconfig, cleans this cluster only, for a
+	// peer that cannot be reached.
+	RemoteClusterID string
+
+	pair *handshake.Pair
+}
+
+// NewCmd returns the unauthenticate command.
+func NewCmd(g *cli.Global) *cobra.Command {
+	o := &Options{Global: g}
+	cmd := &cobra.Command{
+		Use:     "unauthenticate",
+		Aliases: []string{"unauth"},
+		Short:   "Undo liqoctl authenticate and prove the consumer lost its access",
+		Long: `Remove the Identity, its kubeconfig and the signed nonce from the local cluster (consumer),
+and the Tenant, its bindings, the nonce and any certificate request from the remote cluster
+(provider). Kubernetes cannot revoke a client certificate, so liqoctl then asks the provider,
+with SubjectAccessReviews, about every permission the tenant role granted: it succeeds only
+when every one is denied. Missing objects are fine: the command can be re-run.
+
+When the other cluster is gone or cannot be reached, --remote-cluster-id without a remote
+kubeconfig cleans this cluster only, in whichever role it plays for that peer: as its
+consumer, its Identity, kubeconfig and signed nonce (and, with --delete-resourceslices, the
+slices asked of it); as its provider, the peer's Tenant, bindings, nonce, requests and
+slices, with the proof that the peer's user lost its access here. It then says what stays
+on the other cluster and the command its administrator runs there.`,
+		Example: `  liqoctl unauthenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig provider.kubeconfig
+  liqoctl unauth --context consumer --remote-context provider --delete-namespaces
+  # the provider is gone: clean the consumer only
+  liqoctl unauthenticate --kubeconfig consumer.kubeconfig --remote-cluster-id cl-provider`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Remote.RequireRemote() != nil && o.RemoteClusterID != "" {
+				if err := o.Validate(); err != nil {
+					return err
+				}
+				return o.RunLocal(cmd.Context())
+			}
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Remote.AddFlags(cmd.Flags(), "remote-", "remote (provider)")
+	o.Timeout.AddFlags(cmd)
+	o.Controllers.AddFlags(cmd)
+	cmd.Flags().BoolVar(&o.DeleteResourceSlices, "delete-resourceslices", false, "first delete the ResourceSlices this cluster holds from the provider (each with its proof of revocation); without it, unauthenticate refuses while there are any")
+	cmd.Flags().BoolVar(&o.DeleteNamespaces, "delete-namespaces", false, "also delete the tenant namespaces on both clusters")
+	cmd.Flags().StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "without a remote kubeconfig: clean this cluster only, for this peer, which cannot be reached")
+	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
+	cli.RegisterClusterCompletions(cmd, &o.Remote, "remote-")
+	return cmd
+}
+
+// Complete connects to both clusters.
+func (o *Options) Complete() (err error) {
+	if err := o.Remote.RequireRemote(); err != nil {
+		return fmt.Errorf("%w; or, when it is gone, --remote-cluster-id ID to clean this cluster only", err)
+	}
+	if o.RemoteClusterID != "" {
+		return errors.New("--remote-cluster-id cleans this cluster only: it goes without --remote-kubeconfig, --remote-context and --remote-server")
+	}
+	if err := o.Controllers.Validate(); err != nil {
+		return err
+	}
+	o.pair, err = cli.NewPair(o.Global, &o.Remote)
+	return err
+}
+
+// Validate checks the flags of the local-only mode.
+func (o *Options) Validate() error {
+	if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
+		return err
+	}
+	return o.Controllers.Validate()
+}
+
+// Run tears the handshake down and verifies the revocation.
+func (o *Options) Run(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	if err := o.pair.Identify(ctx); err != nil {
+		if o.pair.Consumer.ClusterID != "" && o.pair.Provider.ClusterID == "" && handshake.Unreachable(err) {
+			return fmt.Errorf("%w\nIf that cluster is gone for good, clean this one only: liqoctl unauthenticate --remote-cluster-id ID (its cluster ID)", err)
+		}
+		return err
+	}
+	if err := o.Controllers.Apply(ctx, o.pair); err != nil {
+		return err
+	}
+	st, err := o.pair.Inspect(ctx)
+	if err != nil {
+		return err
+	}
+	c, pr := o.pair.Consumer, o.pair.Provider
+	slices, err := handshake.SlicesFor(ctx, c, pr.ClusterID)
+	if err != nil && !meta.IsNoMatchError(err) {
+		return c.Explain(err, "listing the ResourceSlices asked of the provider")
+	}
+	names := make([]string, 0, len(slices))
+	for _, rs := range slices {
+		names = append(names, rs.Name)
+	}
+	if len(names) > 0 && !o.DeleteResourceSlices {
+		return c.Errorf("this cluster holds ResourceSlices from provider %q: %s; their identities would keep working until their certificates expire: delete them first (liqoctl delete resourceslice NAME --remote-cluster-id %s), or pass --delete-resourceslices",
+			pr.ClusterID, strings.Join(names, ", "), pr.ClusterID)
+	}
+	ctrls := authmanager.NewInProcess(o.Global)
+	defer ctrls.Stop()
+	if st.Tenant != nil || len(names) > 0 {
+		// The Tenant's finalizer and the slices' copies are handled by the provider's
+		// controllers.
+		if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: pr, Role: authmanager.Provider}); err != nil {
+			return err
+		}
+	}
+	if len(names) > 0 {
+		if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: c, Role: authmanager.Consumer}); err != nil {
+			return err
+		}
+		if err := handshake.DeleteSlices(ctx, c, slices[0].Namespace, pr.ClusterID, names...); err != nil {
+			return err
+		}
+	}
+	return o.pair.Unauthenticate(ctx, o.DeleteNamespaces)
+}
+
+// RunLocal cleans this cluster only, for a peer that cannot be reached, and says what
+// stays there and what its administrator runs.
+func (o *Options) RunLocal(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	local, err := o.Global.LocalSide(ctx, handshake.Local)
+	if err != nil {
+		return err
+	}
+	if local.ClusterID == o.RemoteClusterID {
+		return fmt.Errorf("--remote-cluster-id %q is this cluster's own ID", o.RemoteClusterID)
+	}
+	if err := cli.ApplyControllers(ctx, local, o.Controllers.Local); err != nil {
+		return err
+	}
+	if err := handshake.CheckKnownPeer(ctx, local, o.RemoteClusterID, "--remote-cluster-id"); err != nil {
+		return err
+	}
+	h, err := handshake.InspectPeer(ctx, local, o.RemoteClusterID)
+	if err != nil {
+		return err
+	}
+	ctrls := authmanager.NewInProcess(o.Global)
+	defer ctrls.Stop()
+	if h.Provider() {
+		// The Tenant's and the slices' finalizers are handled by the provider's controllers.
+		if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: local, Role: authmanager.Provider}); err != nil {
+			return err
+		}
+	}
+	left, err := handshake.ForgetPeer(ctx, local, h, o.DeleteResourceSlices, o.DeleteNamespaces, o.Global.Clock())
+	if err != nil {
+		return err
+	}
+	for _, l := range left {
+		local.Report.Warn("Left on cluster %s, %s", o.RemoteClusterID, l)
+	}
+	if len(left) > 0 {
+		local.Report.Info("Its administrator, if it comes back, runs there: liqoctl unauthenticate --remote-cluster-id %s", local.ClusterID)
+	}
+	return nil
+}
