@@ -24,7 +24,7 @@ UNIT_PKGS     = $(shell $(GO) list ./... | grep -v /test/)
 # FUZZ_TARGETS are package:Target pairs: every parser of untrusted input, every
 # encoding that joins what it will split again, and every printer of what a peer wrote.
 FUZZ_TARGETS  = $(addprefix ./pkg/authn:,FuzzParsePublicKey FuzzValidateCSR FuzzVerifyNonceSignature FuzzCheckNonce FuzzReadKubeconfig FuzzVerifyCertificate FuzzAcceptanceMessage) \
-                ./pkg/cluster:FuzzDecodeCreatorList ./pkg/controllers/common:FuzzStoredText \
+                ./pkg/cluster:FuzzDecodeCreatorList ./pkg/controllers/shared/status:FuzzStoredText \
                 ./internal/cli:FuzzOutputEscapes ./internal/cmd/info:FuzzInfoEscapes ./internal/cmd/verify:FuzzVerifyEscapes
 # MANAGER_IMAGE is the image the committed release manifest names; a release writes its own
 # with the release tag (.goreleaser.yaml).

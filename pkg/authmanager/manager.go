@@ -25,7 +25,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/consumerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/designation"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
@@ -35,6 +34,8 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/providerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewanswer"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewfollower"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/status"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
@@ -220,8 +221,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("registering the metrics: %w", err)
 		}
 	}
-	rec := common.ShortNotes(mgr.GetEventRecorder(wire.ManagerName))
-	placement := common.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
+	rec := status.ShortNotes(mgr.GetEventRecorder(wire.ManagerName))
+	placement := placement.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&designation.Reconciler{Client: c, Live: reader, LiqoNamespace: o.Namespace, Recorder: rec},
 	}

@@ -18,7 +18,7 @@ import (
 // informers had synced: most of an in-process handshake.
 //
 // Like controller-runtime's own wait, it covers the informers that exist when it is asked
-// (each controller then waits for its own sources, common.Watch); an informer created
+// (each controller then waits for its own sources, wiring.Watch); an informer created
 // later by a read of another kind blocks that read until it has synced, as the cache's
 // readers do.
 func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {

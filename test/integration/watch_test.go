@@ -25,10 +25,10 @@ import (
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 )
 
-// TestWatchSyncsWithTheInitialObjects pins down the contract of common.Watch,
+// TestWatchSyncsWithTheInitialObjects pins down the contract of wiring.Watch,
 // the source every controller uses: when WaitForSync returns, every object the
 // cache held that passes the predicates is already in the queue; a controller
 // starts no worker before that; a kind that cannot be watched fails the start at
@@ -68,7 +68,7 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 		// The first round creates the informer; the later ones find it running.
 		for round := range 3 {
 			q := newQueue(t)
-			w := common.Watch(ch, &corev1.Secret{}, &handler.EnqueueRequestForObject{}, common.HasLabel("picked", "true"))
+			w := wiring.Watch(ch, &corev1.Secret{}, &handler.EnqueueRequestForObject{}, wiring.HasLabel("picked", "true"))
 			require.NoError(t, w.Start(ctx, q))
 			require.NoError(t, w.WaitForSync(ctx), "round %d", round)
 			require.Equal(t, 5, q.Len(), "round %d: the queue must hold every labelled Secret when WaitForSync returns", round)
@@ -77,11 +77,11 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 	})
 
 	t.Run("a controller starts its workers only once its sources synced", func(t *testing.T) {
-		// The documented contract common.Watch relies on for its speed: a controller calls
+		// The documented contract wiring.Watch relies on for its speed: a controller calls
 		// a SyncingSource's WaitForSync before any worker runs. If an upgrade of
 		// controller-runtime changed it, this fails.
 		ch := newCache(t, cp.Config, scheme.New())
-		gate := &gatedSource{SyncingSource: common.Watch(ch, &corev1.Secret{}, &handler.EnqueueRequestForObject{}), release: make(chan struct{})}
+		gate := &gatedSource{SyncingSource: wiring.Watch(ch, &corev1.Secret{}, &handler.EnqueueRequestForObject{}), release: make(chan struct{})}
 		var reconciled atomic.Int32
 		ctl, err := controller.NewUnmanaged("gated", controller.Options{SkipNameValidation: ptr.To(true),
 			Reconciler: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
@@ -102,7 +102,7 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 
 	t.Run("a kind outside the scheme fails at once", func(t *testing.T) {
 		ch := newCache(t, cp.Config, clientgoscheme.Scheme)
-		w := common.Watch(ch, &authv1beta1.Tenant{}, &handler.EnqueueRequestForObject{})
+		w := wiring.Watch(ch, &authv1beta1.Tenant{}, &handler.EnqueueRequestForObject{})
 		require.NoError(t, w.Start(ctx, newQueue(t)))
 		err := w.WaitForSync(ctx)
 		require.ErrorContains(t, err, "watching *v1beta1.Tenant")
@@ -112,7 +112,7 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 
 	t.Run("a kind whose CRD is not installed fails at once", func(t *testing.T) {
 		ch := newCache(t, cp.Config, scheme.New())
-		w := common.Watch(ch, &authv1beta1.Identity{}, &handler.EnqueueRequestForObject{})
+		w := wiring.Watch(ch, &authv1beta1.Identity{}, &handler.EnqueueRequestForObject{})
 		require.NoError(t, w.Start(ctx, newQueue(t)))
 		err := w.WaitForSync(ctx)
 		require.True(t, meta.IsNoMatchError(err), "%v", err)
@@ -124,7 +124,7 @@ func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
 		cfg, err := cp.UserConfig("watch-nobody")
 		require.NoError(t, err)
 		ch := newCache(t, cfg, scheme.New())
-		w := common.Watch(ch, &corev1.ConfigMap{}, &handler.EnqueueRequestForObject{})
+		w := wiring.Watch(ch, &corev1.ConfigMap{}, &handler.EnqueueRequestForObject{})
 		require.NoError(t, w.Start(ctx, newQueue(t)))
 		syncTimeout, cancelSync := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancelSync()

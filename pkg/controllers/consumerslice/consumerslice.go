@@ -42,14 +42,17 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/ownedrbac"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/providerclient"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 )
 
 // Reconciler drives the consumer's ResourceSlices.
 type Reconciler struct {
 	Client    client.Client
 	Scheme    *runtime.Scheme
-	Placement common.Placement
+	Placement placement.Placement
 	Recorder  events.EventRecorder
 	ClusterID string
 	Key       crypto.Signer
@@ -77,11 +80,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	b := common.NewController(mgr, "consumerslice", access.Consumer).
+	b := wiring.NewController(mgr, "consumerslice", access.Consumer).
 		For(&authv1beta1.ResourceSlice{}, predicate.NewPredicateFuncs(IsRequest)).
 		Owns(&authv1beta1.Identity{}, &authv1beta1.ResourceSlice{}).
 		Reads(&corev1.Secret{})
-	return b.WatchTenantNamespaces(common.Fixed("")).Complete(r)
+	return b.WatchTenantNamespaces(wiring.Fixed("")).Complete(r)
 }
 
 // Reconcile drives one slice.
@@ -236,7 +239,7 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string) (c
 	if v, ok := r.clients.Load(key); ok && v.(*providerClient).hash == hash {
 		return v.(*providerClient).client, *id.Spec.Namespace, nil
 	}
-	cfg, err := common.ProviderConfig(ctx, r.Client, r.Placement.LiqoNamespace, r.Key, r.ClusterID, id, kubeconfig, r.Now())
+	cfg, err := providerclient.ProviderConfig(ctx, r.Client, r.Placement.LiqoNamespace, r.Key, r.ClusterID, id, kubeconfig, r.Now())
 	if err != nil {
 		return nil, "", fmt.Errorf("the control-plane kubeconfig is refused: %w", err)
 	}
@@ -276,7 +279,7 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.Resourc
 	key := client.ObjectKey{Namespace: rs.Namespace, Name: wire.SliceIdentityName(rs.Name)}
 	if accepted, _ := authv1beta1.SliceVerdict(rs.Status.Conditions); !accepted || !rs.Status.AuthParams.HasCertificate() {
 		id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-		return client.IgnoreNotFound(common.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}))
+		return client.IgnoreNotFound(ownedrbac.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}))
 	}
 	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, id, func() error {
@@ -322,7 +325,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 			"the slice's copy on the provider cannot be removed from here (%v): the provider's Tenant controls what it granted", remoteErr)
 	}
 	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: wire.SliceIdentityName(rs.Name)}}
-	if err := common.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}); err != nil {
+	if err := ownedrbac.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}); err != nil {
 		return err
 	}
 	return r.removeFinalizer(ctx, rs)

@@ -22,7 +22,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 )
 
 // Reconciler designates tenant namespaces by their recorded creator.
@@ -51,9 +51,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: wire.TenantNamespaceName(remote)}}}
 	})
-	return common.NewController(mgr, "designation", access.Provider).
+	return wiring.NewController(mgr, "designation", access.Provider).
 		For(&corev1.Namespace{}).
-		Watches(&corev1.ConfigMap{}, toNamespace, common.HasLabel(wire.TenantRecordLabel, "true")).
+		Watches(&corev1.ConfigMap{}, toNamespace, wiring.HasLabel(wire.TenantRecordLabel, "true")).
 		Complete(r)
 }
 

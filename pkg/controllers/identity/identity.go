@@ -32,13 +32,15 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/status"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 )
 
 // Reconciler reconciles Identities.
 type Reconciler struct {
 	Client    client.Client
-	Placement common.Placement
+	Placement placement.Placement
 	Recorder  events.EventRecorder
 	ClusterID string
 	Key       crypto.Signer
@@ -50,7 +52,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	b := common.NewController(mgr, "identity", access.Consumer).
+	b := wiring.NewController(mgr, "identity", access.Consumer).
 		For(&authv1beta1.Identity{}).
 		// The kubeconfig Secret by its name, owned or not: deleting a Secret that blocked
 		// the kubeconfig (KubeconfigSecretNotOwned) brings its Identity back.
@@ -77,13 +79,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	before := id.Status.DeepCopy()
-	notes := common.NewDeferred(r.Recorder)
+	notes := status.NewDeferred(r.Recorder)
 	res, err := r.reconcile(ctx, id, notes)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	id.Status.ObservedGeneration = id.Generation
-	if saved, err := common.SaveStatus(ctx, r.Client, id, !equality.Semantic.DeepEqual(before, &id.Status)); !saved || err != nil {
+	if saved, err := status.SaveStatus(ctx, r.Client, id, !equality.Semantic.DeepEqual(before, &id.Status)); !saved || err != nil {
 		return ctrl.Result{}, err
 	}
 	notes.Flush()
@@ -92,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // reconcile computes the Identity's status and writes its kubeconfig Secret; the Events
 // that announce a change of the status go to notes, recorded once the status is saved.
-func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, notes *common.Deferred) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, notes *status.Deferred) (ctrl.Result, error) {
 	if reason, msg, err := r.checkPlacement(ctx, id); err != nil || reason != "" {
 		if err != nil {
 			return ctrl.Result{}, err
@@ -149,7 +151,7 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 		NotBefore: ptr.To(metav1.NewTime(cert.NotBefore)), NotAfter: ptr.To(metav1.NewTime(cert.NotAfter))}
 	msg := fmt.Sprintf("kubeconfig %s for %s as user %q, certificate %s valid until %s", id.Status.KubeconfigSecretRef.Name,
 		params.APIServer, user, id.Status.Certificate.SerialNumber, cert.NotAfter.UTC().Format(time.RFC3339))
-	if common.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, true, authv1beta1.ReasonKubeconfigReady, msg, id.Generation) {
+	if status.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, true, authv1beta1.ReasonKubeconfigReady, msg, id.Generation) {
 		notes.Eventf(id, nil, corev1.EventTypeNormal, authv1beta1.ReasonKubeconfigReady, "WriteKubeconfig", "%s", msg)
 	}
 	// Come back when the certificate expires, to report it.
@@ -283,8 +285,8 @@ func mergeMaps(dst, src map[string]string) map[string]string {
 	return dst
 }
 
-func (r *Reconciler) refuse(id *authv1beta1.Identity, notes *common.Deferred, reason, msg string) {
-	if common.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, false, reason, msg, id.Generation) {
+func (r *Reconciler) refuse(id *authv1beta1.Identity, notes *status.Deferred, reason, msg string) {
+	if status.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, false, reason, msg, id.Generation) {
 		notes.Eventf(id, nil, corev1.EventTypeWarning, reason, "WriteKubeconfig", "%s", msg)
 		id.Status.LastRefusal = &authv1beta1.Refusal{Reason: reason, Time: metav1.Time{Time: r.Now().Truncate(time.Second)}}
 	}

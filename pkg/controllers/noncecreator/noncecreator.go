@@ -16,13 +16,14 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 )
 
 // Reconciler fills nonce Secrets.
 type Reconciler struct {
 	Client    client.Client
-	Placement common.Placement
+	Placement placement.Placement
 	Recorder  events.EventRecorder
 	// NonceTTL is how long a nonce may be used after its Secret was created: an empty
 	// Secret older than that is not filled, its nonce would be born expired.
@@ -35,14 +36,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	b := common.NewController(mgr, "noncecreator", access.Provider).
-		For(&corev1.Secret{}, common.HasLabel(wire.NonceLabel, "true"))
-	return b.WatchTenantNamespaces(common.Fixed(wire.NonceSecretName)).Complete(r)
+	b := wiring.NewController(mgr, "noncecreator", access.Provider).
+		For(&corev1.Secret{}, wiring.HasLabel(wire.NonceLabel, "true"))
+	return b.WatchTenantNamespaces(wiring.Fixed(wire.NonceSecretName)).Complete(r)
 }
 
 // Reconcile fills the nonce of one Secret if it is empty and sits in the right place.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Placement, r.Recorder, req.NamespacedName, wire.NonceSecretName, "NonceOutsideTenantNamespace", "FillNonce")
+	s, remote, err := placement.PlacedSecret(ctx, r.Client, r.Placement, r.Recorder, req.NamespacedName, wire.NonceSecretName, "NonceOutsideTenantNamespace", "FillNonce")
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}

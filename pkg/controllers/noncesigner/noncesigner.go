@@ -17,28 +17,29 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 )
 
 // Reconciler signs nonces.
 type Reconciler struct {
 	Client    client.Client
-	Placement common.Placement
+	Placement placement.Placement
 	Recorder  events.EventRecorder
 	Key       crypto.Signer
 }
 
 // SetupWithManager registers the reconciler for Secrets labelled liqo.io/signed-nonce=true.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := common.NewController(mgr, "noncesigner", access.Consumer).
-		For(&corev1.Secret{}, common.HasLabel(wire.SignedNonceLabel, "true"))
-	return b.WatchTenantNamespaces(common.Fixed(wire.SignedNonceSecretName)).Complete(r)
+	b := wiring.NewController(mgr, "noncesigner", access.Consumer).
+		For(&corev1.Secret{}, wiring.HasLabel(wire.SignedNonceLabel, "true"))
+	return b.WatchTenantNamespaces(wiring.Fixed(wire.SignedNonceSecretName)).Complete(r)
 }
 
 // Reconcile signs the nonce of one Secret, or re-signs it when the signature present
 // does not verify (the nonce was replaced).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	s, remote, err := common.PlacedSecret(ctx, r.Client, r.Placement, r.Recorder, req.NamespacedName, wire.SignedNonceSecretName, "SignedNonceOutsideTenantNamespace", "SignNonce")
+	s, remote, err := placement.PlacedSecret(ctx, r.Client, r.Placement, r.Recorder, req.NamespacedName, wire.SignedNonceSecretName, "SignedNonceOutsideTenantNamespace", "SignNonce")
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}

@@ -40,7 +40,8 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
@@ -51,7 +52,7 @@ type Reconciler struct {
 	Key crypto.Signer
 	// Live reads the presence Lease, which the manager does not cache.
 	Live      client.Reader
-	Placement common.Placement
+	Placement placement.Placement
 	Recorder  events.EventRecorder
 	// GoneAfter is the grace period: how long a consumer may stay silent.
 	GoneAfter time.Duration
@@ -63,7 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	return common.NewController(mgr, "peergc", access.Provider).
+	return wiring.NewController(mgr, "peergc", access.Provider).
 		For(&authv1beta1.Tenant{}).
 		Complete(r)
 }

@@ -51,7 +51,9 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/ownedrbac"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
@@ -88,7 +90,7 @@ const DefaultMaxPerTenant = 64
 type Reconciler struct {
 	Client    client.Client
 	APIReader client.Reader
-	Placement common.Placement
+	Placement placement.Placement
 	Recorder  events.EventRecorder
 	Options   Options
 	// Key is this cluster's key: Tenant acceptances are sealed with it.
@@ -117,17 +119,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	b := common.NewController(mgr, "providerslice", access.Provider).
+	b := wiring.NewController(mgr, "providerslice", access.Provider).
 		For(&authv1beta1.ResourceSlice{}, predicate.NewPredicateFuncs(isProviderCopy)).
 		Owns(&rbacv1.RoleBinding{}, &authv1beta1.ResourceSlice{}).
 		Owns(&rbacv1.Role{}, &authv1beta1.ResourceSlice{}).
 		Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToSlice),
-			common.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
-		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy))).
+			wiring.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
+		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy))).
 		Reads(&rbacv1.ClusterRoleBinding{})
 	// A tenant record's change (a namespace recorded, limits set) re-decides the slices of
 	// its tenant namespace.
-	inRecorded := common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy)
+	inRecorded := wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy)
 	b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		cm, ok := o.(*corev1.ConfigMap)
 		if !ok || cm.Data["namespace"] == "" {
@@ -135,7 +137,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		probe := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Data["namespace"]}}
 		return inRecorded(ctx, probe)
-	}), common.HasLabel(wire.TenantRecordLabel, "true")).
+	}), wiring.HasLabel(wire.TenantRecordLabel, "true")).
 		Reads(&corev1.Namespace{})
 	return b.Complete(r)
 }
@@ -239,7 +241,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 	if t.Status.AcceptedKeyFingerprint == "" || tenant.VerifySealed(t, r.Key.Public()) != nil {
 		return authDenied(fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name))
 	}
-	state, err := common.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
+	state, err := placement.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
@@ -322,7 +324,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		fmt.Sprintf("identity %q (group %q) for the consumer's accepted key", user, id))
 	r.accept(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesAccepted,
 		fmt.Sprintf("class %q, resources as requested", class))
-	if _, err := common.EnsureControlled(ctx, r.Client, r.APIReader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, user, id, rs.Spec.Resources), state == authv1beta1.TenantConditionCordoned); err != nil {
+	if _, err := ownedrbac.EnsureControlled(ctx, r.Client, r.APIReader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, user, id, rs.Spec.Resources), state == authv1beta1.TenantConditionCordoned); err != nil {
 		return ctrl.Result{}, false, err
 	}
 	res, err := r.certificate(ctx, rs, t, user, pub)
@@ -494,7 +496,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		return nil
 	}
 	id, _ := access.SliceConsumer(rs)
-	if err := common.DeleteControlled(ctx, r.Client, r.APIReader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, authn.SliceUserName(rs.Name, id), id, nil)); err != nil {
+	if err := ownedrbac.DeleteControlled(ctx, r.Client, r.APIReader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, authn.SliceUserName(rs.Name, id), id, nil)); err != nil {
 		return err
 	}
 	if err := r.Issuer.DeleteCSRs(ctx, r.APIReader, rs.UID, false); err != nil {

@@ -32,14 +32,15 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
 // Reconciler answers Renews with the Tenant's current authentication parameters.
 type Reconciler struct {
 	Client    client.Client
-	Placement common.Placement
+	Placement placement.Placement
 	Recorder  events.EventRecorder
 	// Key is this cluster's key: acceptances are sealed with it.
 	Key crypto.Signer
@@ -50,10 +51,10 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler: Renews, and the Tenants they answer from.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := common.NewController(mgr, "renewanswer", access.Provider).
+	b := wiring.NewController(mgr, "renewanswer", access.Provider).
 		For(&authv1beta1.Renew{}).
-		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.RenewList { return &authv1beta1.RenewList{} }, nil)))
-	return b.WatchTenantNamespaces(common.Fixed(wire.IdentityName(r.ClusterID))).Complete(r)
+		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.RenewList { return &authv1beta1.RenewList{} }, nil)))
+	return b.WatchTenantNamespaces(wiring.Fixed(wire.IdentityName(r.ClusterID))).Complete(r)
 }
 
 // Reconcile answers one Renew.
@@ -101,7 +102,7 @@ func (r *Reconciler) answer(ctx context.Context, rn *authv1beta1.Renew) (*authv1
 	if t.Status.AcceptedKeyFingerprint == "" || tenant.VerifySealed(t, r.Key.Public()) != nil {
 		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name), nil
 	}
-	state, err := common.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
+	state, err := placement.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
 	if err != nil {
 		return nil, "", "", err
 	}

@@ -37,7 +37,8 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/providerclient"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 )
 
 // Reconciler keeps one watcher per control-plane Identity.
@@ -74,10 +75,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(r); err != nil {
 		return err
 	}
-	return common.NewController(mgr, "renewfollower", access.Consumer).
+	return wiring.NewController(mgr, "renewfollower", access.Consumer).
 		For(&authv1beta1.Identity{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &authv1beta1.Identity{})).
-		Watches(&corev1.ConfigMap{}, common.OnTenantRecord(wire.IdentityName), common.HasLabel(wire.TenantRecordLabel, "true")).
+		Watches(&corev1.ConfigMap{}, wiring.OnTenantRecord(wire.IdentityName), wiring.HasLabel(wire.TenantRecordLabel, "true")).
 		Complete(r)
 }
 
@@ -189,9 +190,9 @@ func (r *Reconciler) renewPresence(ctx context.Context, remote client.Client, ns
 	}
 }
 
-// restConfig builds the client configuration of an identity (common.ProviderConfig).
+// restConfig builds the client configuration of an identity (providerclient.ProviderConfig).
 func (r *Reconciler) restConfig(ctx context.Context, id *authv1beta1.Identity, kubeconfig []byte) (*rest.Config, error) {
-	return common.ProviderConfig(ctx, r.Client, r.LiqoNamespace, r.Key, r.ClusterID, id, kubeconfig, r.Now())
+	return providerclient.ProviderConfig(ctx, r.Client, r.LiqoNamespace, r.Key, r.ClusterID, id, kubeconfig, r.Now())
 }
 
 func (r *Reconciler) stop(key types.NamespacedName) {

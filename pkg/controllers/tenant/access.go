@@ -6,14 +6,14 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/ownedrbac"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
 // ensureAccess creates or repairs the Tenant's Role and RoleBindings, owned by the Tenant.
 // When onlyRepair is set (Cordoned), missing objects are not created: nothing new is granted.
 func (r *Reconciler) ensureAccess(ctx context.Context, t *authv1beta1.Tenant, onlyRepair bool) (granted bool, err error) {
-	return common.EnsureControlled(ctx, r.Client, r.APIReader, t, access.AccessObjects(t.Namespace, string(t.Spec.ClusterID)), onlyRepair)
+	return ownedrbac.EnsureControlled(ctx, r.Client, r.APIReader, t, access.AccessObjects(t.Namespace, string(t.Spec.ClusterID)), onlyRepair)
 }
 
 // revokeAccess deletes the Tenant's Role and RoleBindings, then proves that its user can
@@ -32,5 +32,5 @@ func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant) (s
 // deleteOwned deletes the Tenant's Role and RoleBindings: those of its names that it
 // controls. An object of the same name controlled by anything else is left alone.
 func (r *Reconciler) deleteOwned(ctx context.Context, t *authv1beta1.Tenant) error {
-	return common.DeleteControlled(ctx, r.Client, r.APIReader, t, access.AccessObjects(t.Namespace, string(t.Spec.ClusterID)))
+	return ownedrbac.DeleteControlled(ctx, r.Client, r.APIReader, t, access.AccessObjects(t.Namespace, string(t.Spec.ClusterID)))
 }

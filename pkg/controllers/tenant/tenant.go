@@ -36,7 +36,9 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/status"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 )
@@ -63,7 +65,7 @@ type Options struct {
 type Reconciler struct {
 	Client    client.Client
 	APIReader client.Reader
-	Placement common.Placement
+	Placement placement.Placement
 	Recorder  events.EventRecorder
 	Options   Options
 	// Key is this cluster's key: it seals each acceptance.
@@ -101,14 +103,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := cluster.IndexSliceUsers(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	b := common.NewController(mgr, "tenant", access.Provider).
+	b := wiring.NewController(mgr, "tenant", access.Provider).
 		For(&authv1beta1.Tenant{}).
 		Owns(&rbacv1.RoleBinding{}, &authv1beta1.Tenant{}).
 		Owns(&rbacv1.Role{}, &authv1beta1.Tenant{}).
 		Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToTenant),
-			common.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(common.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.TenantList { return &authv1beta1.TenantList{} }, nil)),
-			common.HasLabel(wire.NonceLabel, "true")).
+			wiring.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.TenantList { return &authv1beta1.TenantList{} }, nil)),
+			wiring.HasLabel(wire.NonceLabel, "true")).
 		Reads(&rbacv1.ClusterRoleBinding{}).
 		Reads(&authv1beta1.ResourceSlice{})
 	return b.WatchTenantNamespaces(func(remoteID string) string { return remoteID }).Complete(r)
@@ -142,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	t.Status.ObservedGeneration = t.Generation
-	if saved, err := common.SaveStatus(ctx, r.Client, t, !equality.Semantic.DeepEqual(before, &t.Status)); !saved || err != nil {
+	if saved, err := status.SaveStatus(ctx, r.Client, t, !equality.Semantic.DeepEqual(before, &t.Status)); !saved || err != nil {
 		return ctrl.Result{}, err
 	}
 	r.count(before, &t.Status, d)
@@ -424,7 +426,7 @@ func (r *Reconciler) refuse(t *authv1beta1.Tenant, err error) error {
 // setCondition sets a condition and, when it changed, records an Event of eventType for a
 // warning or a success ("" records none).
 func (r *Reconciler) setCondition(t *authv1beta1.Tenant, typ string, ok bool, reason, msg, eventType string) {
-	if !common.SetCondition(&t.Status.Conditions, typ, ok, reason, msg, t.Generation) || eventType == "" {
+	if !status.SetCondition(&t.Status.Conditions, typ, ok, reason, msg, t.Generation) || eventType == "" {
 		return
 	}
 	if eventType == corev1.EventTypeWarning || ok {
@@ -487,15 +489,15 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 	for _, typ := range []string{authv1beta1.ConditionAuthenticated, authv1beta1.ConditionAccessGranted, authv1beta1.ConditionCertificateIssued} {
 		c := meta.FindStatusCondition(t.Status.Conditions, typ)
 		if c == nil {
-			common.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, false, authv1beta1.ReasonPending, "waiting for "+typ, t.Generation)
+			status.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, false, authv1beta1.ReasonPending, "waiting for "+typ, t.Generation)
 			return
 		}
 		if c.Status != metav1.ConditionTrue {
-			common.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, false, c.Reason, c.Message, t.Generation)
+			status.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, false, c.Reason, c.Message, t.Generation)
 			return
 		}
 	}
-	common.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, true, authv1beta1.ReasonReady, "the consumer holds a valid certificate and its access", t.Generation)
+	status.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, true, authv1beta1.ReasonReady, "the consumer holds a valid certificate and its access", t.Generation)
 }
 
 // ensureFinalizer adds the finalizer to an accepted Tenant. The patch is made on a copy:

@@ -16,7 +16,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/common"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 )
 
 func refusal(reason authn.Reason, format string, args ...any) *authn.Error {
@@ -27,7 +27,7 @@ func refusal(reason authn.Reason, format string, args ...any) *authn.Error {
 // spec.clusterID agree, and its namespace is the tenant namespace of that cluster by this
 // cluster's own record, not by labels anyone creating a namespace can set. A misplaced
 // Tenant is an error with a reason (authn.ReasonOf); any other error is transient.
-func CheckPlacement(ctx context.Context, p common.Placement, t *authv1beta1.Tenant) error {
+func CheckPlacement(ctx context.Context, p placement.Placement, t *authv1beta1.Tenant) error {
 	id := string(t.Spec.ClusterID)
 	if err := cluster.ValidateClusterID(id); err != nil {
 		return refusal(authv1beta1.ReasonInvalidClusterID, "spec.clusterID: %v", err)

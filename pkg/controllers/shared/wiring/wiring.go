@@ -1,4 +1,8 @@
-package common
+// Package wiring registers a controller and what wakes it: controller-runtime's builder
+// checked against access.ManagerWatched (Controller), event sources that sync on their
+// handlers (Watch), predicates and the handlers that map an event to the objects to
+// reconcile.
+package wiring
 
 import (
 	"fmt"

@@ -1,4 +1,6 @@
-package common
+// Package ownedrbac keeps the RBAC objects a controller owns for a peer: creates or
+// repairs them under a controller reference and deletes only what it controls.
+package ownedrbac
 
 import (
 	"context"

@@ -1,4 +1,6 @@
-package common
+// Package providerclient builds, on a consumer, a client of a provider from an Identity:
+// its certificate for this cluster's key and user, chaining to the pinned CA.
+package providerclient
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package common
+package wiring
 
 import (
 	"context"
