@@ -136,8 +136,8 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		return nil, s.Explain(err, "reading the tenant namespaces")
 	}
 	var tenants authv1beta1.TenantList
-	if err := s.Client.List(ctx, &tenants); err != nil {
-		return nil, err
+	if listErr := s.Client.List(ctx, &tenants); listErr != nil {
+		return nil, listErr
 	}
 	seen := map[string]bool{}
 	var placed []authv1beta1.Tenant
@@ -151,8 +151,8 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		r.Tenants = append(r.Tenants, tenantEntry(t, now))
 	}
 	var ids authv1beta1.IdentityList
-	if err := s.Client.List(ctx, &ids); err != nil {
-		return nil, err
+	if listErr := s.Client.List(ctx, &ids); listErr != nil {
+		return nil, listErr
 	}
 	for i := range ids.Items {
 		id := &ids.Items[i]
@@ -161,8 +161,8 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		}
 		seen["i/"+id.Namespace] = true
 		e := identityEntry(id, now)
-		if err := noKubeconfig(ctx, s, id, &e); err != nil {
-			return nil, err
+		if noKubeconfigErr := noKubeconfig(ctx, s, id, &e); noKubeconfigErr != nil {
+			return nil, noKubeconfigErr
 		}
 		r.Identities = append(r.Identities, e)
 	}

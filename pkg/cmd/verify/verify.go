@@ -83,8 +83,8 @@ func (o *Options) Run(ctx context.Context) error {
 		if remote, err = o.Remote.Side("remote", o.Global.Printer().Scoped("remote")); err != nil {
 			return err
 		}
-		if err := (&handshake.Pair{Consumer: local, Provider: remote}).Identify(ctx); err != nil {
-			return err
+		if identifyErr := (&handshake.Pair{Consumer: local, Provider: remote}).Identify(ctx); identifyErr != nil {
+			return identifyErr
 		}
 		if o.RemoteClusterID != "" && o.RemoteClusterID != remote.ClusterID {
 			return fmt.Errorf("--remote-cluster-id %q is not the cluster the remote kubeconfig reaches (%q)", o.RemoteClusterID, remote.ClusterID)
