@@ -97,8 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--push: %w", parseReferenceErr)
 		}
 		// Credentials as docker login and crane store them (~/.docker/config.json).
-		if err := remote.WriteIndex(ref, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-			return fmt.Errorf("pushing %s: %w", ref, err)
+		if writeIndexErr := remote.WriteIndex(ref, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); writeIndexErr != nil {
+			return fmt.Errorf("pushing %s: %w", ref, writeIndexErr)
 		}
 		fmt.Fprintf(stderr, "image: pushed %s@%s\n", ref, digest)
 	}

@@ -132,9 +132,9 @@ func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) 
 				return nil, foreignExistingErr
 			}
 			if owner != "" {
-				gvk, err := apiutil.GVKForObject(obj, c.Scheme())
-				if err != nil {
-					return nil, err
+				gvk, gvkErr := apiutil.GVKForObject(obj, c.Scheme())
+				if gvkErr != nil {
+					return nil, gvkErr
 				}
 				res.Kept = append(res.Kept, Kept{Kind: gvk.Kind, Name: obj.GetName(), Owner: owner})
 				_, isCRD := obj.(*apiextensionsv1.CustomResourceDefinition)

@@ -39,7 +39,7 @@ func sliceSites(t *testing.T, provider ...func(*authmanager.Options)) (consumer,
 }
 
 // localSlice is a slice as liqoctl create resourceslice (and Liqo's) writes it.
-func localSlice(_, p *site, name, class string, cpu string) *authv1beta1.ResourceSlice {
+func localSlice(_, p *site, name, class string, cpu string) *authv1beta1.ResourceSlice { //nolint:unparam // class is the slice's field as liqoctl writes it; the tests use the default class
 	return &authv1beta1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: wire.TenantNamespaceName(p.id), Name: name, Labels: map[string]string{
 			wire.RemoteClusterIDLabel: p.id, wire.ReplicationRequestedLabel: "true", "liqo.io/remoteID": p.id}},

@@ -122,7 +122,7 @@ func (o *Options) Run(ctx context.Context) error {
 // remoteSide is the provider reached with --remote-kubeconfig, identified; nil without it.
 func (o *Options) remoteSide(ctx context.Context, local *handshake.Side) (*handshake.Side, error) {
 	if o.Remote.RequireRemote() != nil {
-		return nil, nil
+		return nil, nil //nolint:nilerr // without --remote-kubeconfig there is no remote side: not an error
 	}
 	remote, err := o.Remote.Side("remote", o.Global.Printer().Scoped("remote"))
 	if err != nil {
