@@ -90,10 +90,11 @@ docs: ## Generate docs/reference from the command tree.
 completions: ## Generate the shell completion scripts.
 	$(GO) run ./hack/docgen completions completions
 
-lint: ## gofmt and go vet.
+lint: ## gofmt, go vet and golangci-lint (.golangci.yml).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
 	cd hack/tools && $(GO) mod verify >/dev/null
+	$(TOOLS) golangci-lint run ./...
 
 verify: lint generate manifests docs completions ## Regenerate everything and fail on any difference.
 	@git add -N . >/dev/null 2>&1 || true

@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 func up(dir string, names []string, audit bool, stdout io.Writer) error {
 	if len(names) == 0 {
-		return errors.New("name at least one control plane: devclusters up --dir DIR NAME...")
+		return errors.New("name at least one control plane: devclusters up --dir DIR NAME...") //nolint:staticcheck // ST1005: the "..." is the usage's, not punctuation
 	}
 	for _, n := range names {
 		if err := cluster.ValidateClusterID(n); err != nil {

@@ -118,14 +118,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := checkListen("--health-probe-bind-address", f.healthAddr); err != nil {
-		return err
+	if checkListenErr := checkListen("--health-probe-bind-address", f.healthAddr); checkListenErr != nil {
+		return checkListenErr
 	}
-	if err := checkListen("--metrics-bind-address", f.metricsAddr); err != nil {
-		return err
+	if checkListenErr := checkListen("--metrics-bind-address", f.metricsAddr); checkListenErr != nil {
+		return checkListenErr
 	}
-	if err := checkListen("--pprof-bind-address", f.pprofAddr); err != nil {
-		return err
+	if checkListenErr := checkListen("--pprof-bind-address", f.pprofAddr); checkListenErr != nil {
+		return checkListenErr
 	}
 	if f.showVersion {
 		fmt.Println("liqo-auth-manager", version.Get())
@@ -153,11 +153,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := prepare(ctx, f, direct, cfg.Host); err != nil {
-		return err
+	if prepareErr := prepare(ctx, f, direct, cfg.Host); prepareErr != nil {
+		return prepareErr
 	}
-	if err := f.opts.Complete(); err != nil {
-		return err
+	if completeErr := f.opts.Complete(); completeErr != nil {
+		return completeErr
 	}
 	f.opts.Scope = authmanager.NewCacheScope(f.opts.Namespace)
 	if f.metricsAddr != "0" {

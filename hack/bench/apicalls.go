@@ -36,7 +36,7 @@ func fetch(ctx context.Context, hc *http.Client, url, path string) error {
 		return err
 	}
 	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
+		_ = f.Close() // the copy already failed; its error is the one to report
 		return err
 	}
 	return f.Close()
@@ -48,6 +48,6 @@ func freeLoopbackAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only its address was wanted
 	return l.Addr().String(), nil
 }

@@ -142,8 +142,8 @@ func usage(pid int) (peakMiB float64, cpu float64) {
 		s := string(data)
 		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
 		var ut, st float64
-		fmt.Sscan(f[11], &ut)
-		fmt.Sscan(f[12], &st)
+		_, _ = fmt.Sscan(f[11], &ut) // a field that does not parse counts as 0
+		_, _ = fmt.Sscan(f[12], &st)
 		cpu = (ut + st) / 100 // clock ticks; 100 on Linux
 	}
 	return peakMiB, cpu

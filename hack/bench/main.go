@@ -102,7 +102,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(root)
+	defer func() { _ = os.RemoveAll(root) }() // best effort: a temporary directory
 	ctx := context.Background()
 	r := &report{started: time.Now()}
 
@@ -131,9 +131,9 @@ func run() error {
 			break
 		}
 		log("authenticate latency, " + mode)
-		res, err := env.authenticateRounds(ctx, mode)
-		if err != nil {
-			return fmt.Errorf("authenticate (%s): %w", mode, err)
+		res, authenticateRoundsErr := env.authenticateRounds(ctx, mode)
+		if authenticateRoundsErr != nil {
+			return fmt.Errorf("authenticate (%s): %w", mode, authenticateRoundsErr)
 		}
 		r.auth = append(r.auth, res)
 	}
@@ -142,9 +142,9 @@ func run() error {
 			break
 		}
 		log("resource slice latency, " + mode)
-		create, remove, err := env.sliceRounds(ctx, mode)
-		if err != nil {
-			return fmt.Errorf("resource slices (%s): %w", mode, err)
+		create, remove, sliceRoundsErr := env.sliceRounds(ctx, mode)
+		if sliceRoundsErr != nil {
+			return fmt.Errorf("resource slices (%s): %w", mode, sliceRoundsErr)
 		}
 		r.slices = append(r.slices, create, remove)
 	}
@@ -159,9 +159,9 @@ func run() error {
 			break
 		}
 		log(fmt.Sprintf("provider scale, %d consumers", n))
-		res, err := env.scaleRun(ctx, n, n == c.scale[len(c.scale)-1])
-		if err != nil {
-			return fmt.Errorf("scale %d: %w", n, err)
+		res, scaleRunErr := env.scaleRun(ctx, n, n == c.scale[len(c.scale)-1])
+		if scaleRunErr != nil {
+			return fmt.Errorf("scale %d: %w", n, scaleRunErr)
 		}
 		r.scale = append(r.scale, res)
 	}

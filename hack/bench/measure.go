@@ -154,21 +154,21 @@ func (e *env) manualRounds(ctx context.Context) (*latency, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := testenv.ApplyYAML(ctx, e.pc, []byte(tenant)); err != nil {
-			return nil, err
+		if applyYAMLErr := testenv.ApplyYAML(ctx, e.pc, []byte(tenant)); applyYAMLErr != nil {
+			return nil, applyYAMLErr
 		}
 		identity, _, err := e.liqoctlOut(ctx, with(P, "generate", "identity", "--remote-cluster-id", "cl-consumer")...)
 		if err != nil {
 			return nil, err
 		}
-		if err := testenv.ApplyYAML(ctx, cc, []byte(identity)); err != nil {
-			return nil, err
+		if applyYAMLErr := testenv.ApplyYAML(ctx, cc, []byte(identity)); applyYAMLErr != nil {
+			return nil, applyYAMLErr
 		}
 		key := client.ObjectKey{Namespace: wire.TenantNamespaceName("cl-provider"), Name: wire.IdentityName("cl-provider")}
 		err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			var id authv1beta1.Identity
-			if err := cc.Get(ctx, key, &id); err != nil {
-				return false, client.IgnoreNotFound(err)
+			if getErr := cc.Get(ctx, key, &id); getErr != nil {
+				return false, client.IgnoreNotFound(getErr)
 			}
 			return meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady), nil
 		})
@@ -268,13 +268,13 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	for i, v := range consumers {
 		eg.Go(func() error {
 			t0 := time.Now()
-			_, err := v.Authenticate(ctx, e.consumers, "cl-provider")
+			_, authenticateErr := v.Authenticate(ctx, e.consumers, "cl-provider")
 			res.perHandshake[i] = time.Since(t0)
-			if err != nil {
+			if authenticateErr != nil {
 				mu.Lock()
 				res.failed++
 				if res.firstFailure == "" {
-					res.firstFailure = v.ID + ": " + err.Error()
+					res.firstFailure = v.ID + ": " + authenticateErr.Error()
 				}
 				mu.Unlock()
 			}
@@ -283,7 +283,7 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	}
 	_ = eg.Wait()
 	res.total = time.Since(start)
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", m.Pid())); err != nil || res.failed > 0 {
+	if _, statErr := os.Stat(fmt.Sprintf("/proc/%d", m.Pid())); statErr != nil || res.failed > 0 {
 		// The manager's own words explain a run that failed or a manager that is gone.
 		logs := m.Logs()
 		log(fmt.Sprintf("  %d failed; the manager's last lines:\n%s", res.failed, logs[max(0, len(logs)-4000):]))
@@ -297,8 +297,8 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	}
 	if profile {
 		// What the live heap is made of, right after that collection.
-		if err := fetch(ctx, http.DefaultClient, "http://"+pprofAddr+"/debug/pprof/heap", filepath.Join(e.cfg.profileDir, "liqo-auth-manager-heap.pprof")); err != nil {
-			return nil, err
+		if fetchErr := fetch(ctx, http.DefaultClient, "http://"+pprofAddr+"/debug/pprof/heap", filepath.Join(e.cfg.profileDir, "liqo-auth-manager-heap.pprof")); fetchErr != nil {
+			return nil, fetchErr
 		}
 	}
 	res.cpu = e.cpuSnapshot(m)
@@ -317,8 +317,8 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 			}
 		}
 	}
-	if err := profiles.Wait(); err != nil {
-		return nil, err
+	if waitErr := profiles.Wait(); waitErr != nil {
+		return nil, waitErr
 	}
 	start = time.Now()
 	for _, v := range consumers {
@@ -328,15 +328,15 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 			return client.IgnoreNotFound(e.consumers.Delete(ctx, tn))
 		})
 	}
-	if err := eg.Wait(); err != nil {
-		return nil, err
+	if waitErr := eg.Wait(); waitErr != nil {
+		return nil, waitErr
 	}
 	// Gone once the provider's finalizer let each go: one List every 50 ms.
 	prefix := fmt.Sprintf("cl-scale-%d-", n)
 	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		var list authv1beta1.TenantList
-		if err := e.pc.List(ctx, &list); err != nil {
-			return false, err
+		if listErr := e.pc.List(ctx, &list); listErr != nil {
+			return false, listErr
 		}
 		for _, t := range list.Items {
 			if strings.HasPrefix(t.Name, prefix) {

@@ -65,8 +65,8 @@ func addAlpha(in []byte) ([]byte, error) {
 		return nil, err
 	}
 	var alpha map[string]any
-	if err := yaml.Unmarshal(raw, &alpha); err != nil {
-		return nil, err
+	if unmarshalErr := yaml.Unmarshal(raw, &alpha); unmarshalErr != nil {
+		return nil, unmarshalErr
 	}
 	names, _ := spec["names"].(map[string]any)
 	alpha["name"] = "v1alpha1"

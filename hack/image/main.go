@@ -67,12 +67,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }() // best effort: a temporary directory
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range o.platforms {
-		img, err := o.image(ctx, work, p, stderr)
-		if err != nil {
-			return err
+		img, imageErr := o.image(ctx, work, p, stderr)
+		if imageErr != nil {
+			return imageErr
 		}
 		osName, arch, _ := strings.Cut(p, "/")
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: osName, Architecture: arch}}})
@@ -82,8 +82,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.ociLayout != "" {
-		if _, err := layout.Write(o.ociLayout, idx); err != nil {
-			return fmt.Errorf("writing the OCI layout %s: %w", o.ociLayout, err)
+		if _, writeErr := layout.Write(o.ociLayout, idx); writeErr != nil {
+			return fmt.Errorf("writing the OCI layout %s: %w", o.ociLayout, writeErr)
 		}
 		fmt.Fprintf(stderr, "image: OCI layout written to %s\n", o.ociLayout)
 	}
@@ -92,13 +92,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if o.insecure {
 			nameOpts = append(nameOpts, name.Insecure)
 		}
-		ref, err := name.ParseReference(o.push, nameOpts...)
-		if err != nil {
-			return fmt.Errorf("--push: %w", err)
+		ref, parseReferenceErr := name.ParseReference(o.push, nameOpts...)
+		if parseReferenceErr != nil {
+			return fmt.Errorf("--push: %w", parseReferenceErr)
 		}
 		// Credentials as docker login and crane store them (~/.docker/config.json).
-		if err := remote.WriteIndex(ref, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-			return fmt.Errorf("pushing %s: %w", ref, err)
+		if writeIndexErr := remote.WriteIndex(ref, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); writeIndexErr != nil {
+			return fmt.Errorf("pushing %s: %w", ref, writeIndexErr)
 		}
 		fmt.Fprintf(stderr, "image: pushed %s@%s\n", ref, digest)
 	}

@@ -124,8 +124,8 @@ func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake
 		if report != nil {
 			warn = report.Warn
 		}
-		if err := guardRemote(cfg, policy, warn); err != nil {
-			return nil, handshake.ScopedErrorf(scope, "%w", err)
+		if guardRemoteErr := guardRemote(cfg, policy, warn); guardRemoteErr != nil {
+			return nil, handshake.ScopedErrorf(scope, "%w", guardRemoteErr)
 		}
 	}
 	// One connection and one discovery cache per cluster, shared with the in-process

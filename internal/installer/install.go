@@ -127,14 +127,14 @@ func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) 
 	res := &InstallResult{}
 	for _, obj := range objs {
 		if !o.TakeOver {
-			owner, err := foreignExisting(ctx, c, obj)
-			if err != nil {
-				return nil, err
+			owner, foreignExistingErr := foreignExisting(ctx, c, obj)
+			if foreignExistingErr != nil {
+				return nil, foreignExistingErr
 			}
 			if owner != "" {
-				gvk, err := apiutil.GVKForObject(obj, c.Scheme())
-				if err != nil {
-					return nil, err
+				gvk, gvkErr := apiutil.GVKForObject(obj, c.Scheme())
+				if gvkErr != nil {
+					return nil, gvkErr
 				}
 				res.Kept = append(res.Kept, Kept{Kind: gvk.Kind, Name: obj.GetName(), Owner: owner})
 				_, isCRD := obj.(*apiextensionsv1.CustomResourceDefinition)
@@ -142,23 +142,23 @@ func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) 
 				continue
 			}
 		}
-		if err := cluster.Apply(ctx, c, obj, wire.FieldOwner); err != nil {
-			if _, isMAP := obj.(*admissionregistrationv1.MutatingAdmissionPolicy); meta.IsNoMatchError(err) && isMAP {
+		if applyErr := cluster.Apply(ctx, c, obj, wire.FieldOwner); applyErr != nil {
+			if _, isMAP := obj.(*admissionregistrationv1.MutatingAdmissionPolicy); meta.IsNoMatchError(applyErr) && isMAP {
 				res.Unsupported = append(res.Unsupported, "MutatingAdmissionPolicy "+obj.GetName())
 				continue
 			}
-			if _, isBinding := obj.(*admissionregistrationv1.MutatingAdmissionPolicyBinding); meta.IsNoMatchError(err) && isBinding {
+			if _, isBinding := obj.(*admissionregistrationv1.MutatingAdmissionPolicyBinding); meta.IsNoMatchError(applyErr) && isBinding {
 				continue
 			}
-			return nil, err
+			return nil, applyErr
 		}
 		res.AppliedObjects++
 	}
-	if err := WaitCRDsEstablished(ctx, c); err != nil {
-		return nil, err
+	if waitCRDsEstablishedErr := WaitCRDsEstablished(ctx, c); waitCRDsEstablishedErr != nil {
+		return nil, waitCRDsEstablishedErr
 	}
-	if err := warmCRDs(ctx, c); err != nil {
-		return nil, err
+	if warmCRDsErr := warmCRDs(ctx, c); warmCRDsErr != nil {
+		return nil, warmCRDsErr
 	}
 	res.PoliciesPending = !waitCreatorPolicies(ctx, c, len(res.Unsupported) > 0)
 	if res.ClusterID, res.CreatedID, err = cluster.EnsureClusterID(ctx, c, o.Namespace, o.ClusterID); err != nil {
@@ -258,7 +258,7 @@ func waitCreatorPolicies(ctx context.Context, c client.Client, withoutMAP bool) 
 		}
 		labelled := probe(cluster.TenantNamespaceLabels("liqo-auth-probe"))
 		if err := c.Create(ctx, labelled, client.DryRunAll); err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // a refused labelled probe is the answer "not in force yet": poll again
 		}
 		return labelled.Annotations[wire.CreatedByAnnotation] != "liqo-auth-probe", nil
 	})

@@ -260,8 +260,8 @@ func (cp *ControlPlane) writeKubeconfigs() error {
 	}
 	cp.Config = cfg
 	cp.Kubeconfig = filepath.Join(cp.Dir, "kubeconfig")
-	if err := WriteKubeconfig(cp.Kubeconfig, cp.Name, cfg); err != nil {
-		return err
+	if writeKubeconfigErr := WriteKubeconfig(cp.Kubeconfig, cp.Name, cfg); writeKubeconfigErr != nil {
+		return writeKubeconfigErr
 	}
 	kcm, err := cp.UserConfig("system:kube-controller-manager", "system:masters")
 	if err != nil {
@@ -316,7 +316,7 @@ func freePorts() (ports, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
-			l.Close()
+			_ = l.Close() // only its port was wanted
 		}
 	}()
 	for i := range got {

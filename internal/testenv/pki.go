@@ -105,8 +105,8 @@ func writePKI(dir, name string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ca.write(dir); err != nil {
-		return nil, err
+	if writeErr := ca.write(dir); writeErr != nil {
+		return nil, writeErr
 	}
 	crt, key, err := ca.Issue("kube-apiserver", nil, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1), net.IPv6loopback},
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"})

@@ -40,13 +40,13 @@ func (p *process) start() error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
+		_ = logf.Close() // the start failed: that is the error to report
 		return fmt.Errorf("starting %s: %w", p.name, err)
 	}
 	p.cmd, p.done = cmd, make(chan struct{})
 	go func() {
 		p.err = cmd.Wait()
-		logf.Close()
+		_ = logf.Close() // the process has exited; its log is complete or lost either way
 		close(p.done)
 	}()
 	return nil

@@ -56,8 +56,8 @@ func (v *VirtualConsumer) Authenticate(ctx context.Context, c client.WithWatch, 
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Create(ctx, t); err != nil {
-		return nil, fmt.Errorf("creating the Tenant: %w", err)
+	if createErr := c.Create(ctx, t); createErr != nil {
+		return nil, fmt.Errorf("creating the Tenant: %w", createErr)
 	}
 	if t, err = handshake.WaitTenant(ctx, side, client.ObjectKeyFromObject(t), time.Now()); err != nil {
 		return nil, err
@@ -87,8 +87,8 @@ func (v *VirtualConsumer) RequestSlice(ctx context.Context, c client.WithWatch, 
 			wire.RemoteClusterIDLabel: v.ID, wire.ReplicationStatusLabel: "true", wire.ReplicationOriginLabel: v.ID}},
 		Spec: authv1beta1.ResourceSliceSpec{ConsumerClusterID: &id, CSR: csr, Resources: resources},
 	}
-	if err := c.Create(ctx, rs); err != nil {
-		return nil, fmt.Errorf("creating the ResourceSlice: %w", err)
+	if createErr := c.Create(ctx, rs); createErr != nil {
+		return nil, fmt.Errorf("creating the ResourceSlice: %w", createErr)
 	}
 	side := &handshake.Side{Scope: handshake.Remote, Client: c, Namespace: wire.DefaultLiqoNamespace, Report: silent{}}
 	got, err := handshake.WaitSlice(ctx, side, client.ObjectKeyFromObject(rs), time.Minute, "does liqo-auth-manager run on the provider?")

@@ -152,16 +152,16 @@ func (c *InProcess) Start(ctx context.Context, s *handshake.Side, role Role) (st
 		return false, nil
 	}
 	if role.Has(Provider) {
-		err := errors.Join(errConfig, errSelf)
-		if err == nil {
-			o.Tenant.APIServer, o.Tenant.CA, err = APIServerFrom(stored, s.Config, "", nil)
+		joinErr := errors.Join(errConfig, errSelf)
+		if joinErr == nil {
+			o.Tenant.APIServer, o.Tenant.CA, joinErr = APIServerFrom(stored, s.Config, "", nil)
 			o.Tenant.CertificateLifetime, o.Tenant.NonceTTL, o.Self = stored.CertificateLifetime, stored.NonceTTL, &self
 		}
-		if apierrors.IsForbidden(err) {
-			return false, s.Errorf("no liqo-auth-manager runs in this cluster, and these credentials may not run its provider controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can", err)
+		if apierrors.IsForbidden(joinErr) {
+			return false, s.Errorf("no liqo-auth-manager runs in this cluster, and these credentials may not run its provider controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can", joinErr)
 		}
-		if err != nil {
-			return false, err
+		if joinErr != nil {
+			return false, joinErr
 		}
 	}
 	if errKey != nil {

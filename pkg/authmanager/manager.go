@@ -204,7 +204,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		o.Key = key
 	}
-	var c client.Client = mgr.GetClient()
+	c := mgr.GetClient()
 	if o.Scope != nil {
 		if err := o.Scope.Load(ctx, reader); err != nil {
 			return fmt.Errorf("reading the tenant records: %w", err)

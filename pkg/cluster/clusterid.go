@@ -73,8 +73,8 @@ func GetClusterID(ctx context.Context, c client.Reader, ns string) (string, erro
 // an error.
 func EnsureClusterID(ctx context.Context, c client.Client, ns, want string) (id string, created bool, err error) {
 	if want != "" {
-		if err := ValidateClusterID(want); err != nil {
-			return "", false, err
+		if validateClusterIDErr := ValidateClusterID(want); validateClusterIDErr != nil {
+			return "", false, validateClusterIDErr
 		}
 	}
 	id, err = GetClusterID(ctx, c, ns)

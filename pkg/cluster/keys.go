@@ -33,12 +33,12 @@ func GetClusterKey(ctx context.Context, c client.Reader, ns string) (crypto.Sign
 func keyFromSecret(s *corev1.Secret) (crypto.Signer, error) {
 	key, err := authn.ParsePrivateKey(s.Data[wire.PrivateKeyField])
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: %w", s.Namespace, s.Name, err)
+		return nil, fmt.Errorf("Secret %s/%s: %w", s.Namespace, s.Name, err) //nolint:staticcheck // ST1005: Secret is the kind's name
 	}
 	if pub := s.Data[wire.PublicKeyField]; len(pub) > 0 {
 		stored, err := authn.ParsePublicKey(pub)
 		if err != nil || !authn.PublicKeysEqual(stored, key.Public()) {
-			return nil, fmt.Errorf("Secret %s/%s: the public key does not match the private key", s.Namespace, s.Name)
+			return nil, fmt.Errorf("Secret %s/%s: the public key does not match the private key", s.Namespace, s.Name) //nolint:staticcheck // ST1005: Secret is the kind's name
 		}
 	}
 	return key, nil

@@ -96,8 +96,8 @@ func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteI
 		var eg errgroup.Group
 		eg.Go(func() (err error) { ok, _, err = checkRecorded(ctx, c, rec, rec.Namespace, remoteID); return err })
 		eg.Go(func() (err error) { binding, err = getBinding(ctx, c, liqoNS, rec.Namespace); return err })
-		if err := eg.Wait(); err != nil {
-			return nil, err
+		if waitErr := eg.Wait(); waitErr != nil {
+			return nil, waitErr
 		}
 		if ok {
 			return &TenantNamespace{Name: rec.Namespace}, ensureManagerBinding(ctx, c, liqoNS, rec.Namespace, binding)

@@ -167,8 +167,8 @@ func (i *Issuer) Ensure(ctx context.Context, s Subject, now time.Time, check fun
 		return nil, nil, err
 	}
 	if csr == nil || Pending(csr) {
-		if is, err := check(ctx); is != nil || err != nil {
-			return is, foreign, err
+		if refusal, checkErr := check(ctx); refusal != nil || checkErr != nil {
+			return refusal, foreign, checkErr
 		}
 	}
 	if csr == nil {

@@ -167,13 +167,14 @@ type emitter struct {
 	seen map[string]bool
 }
 
-func (e *emitter) emit(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+// emit sends one gauge, once per series.
+func (e *emitter) emit(d *prometheus.Desc, v float64, labels ...string) {
 	key := d.String() + "\x00" + strings.Join(labels, "\x00")
 	if e.seen[key] {
 		return
 	}
 	e.seen[key] = true
-	e.ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
+	e.ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...) // every series is a gauge
 }
 
 // ready is 1 when the Ready condition is True.
@@ -201,9 +202,9 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 			if peer == "" || !known.designated(peer, t.Namespace) || t.Status.AcceptedKeyFingerprint == "" {
 				continue // not a tenant this provider accepted
 			}
-			out.emit(readyDesc, prometheus.GaugeValue, ready(t.Status.Conditions), SideProvider, peer)
+			out.emit(readyDesc, ready(t.Status.Conditions), SideProvider, peer)
 			if at, ok := lastIssued(known.records[peer], ""); ok {
-				out.emit(expiryDesc, prometheus.GaugeValue, float64(at.Unix()), SideProvider, peer, KindControlPlane, "")
+				out.emit(expiryDesc, float64(at.Unix()), SideProvider, peer, KindControlPlane, "")
 			}
 		}
 	}
@@ -216,7 +217,7 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 				continue
 			}
 			if at, ok := lastIssued(known.records[peer], rs.Name); ok {
-				out.emit(expiryDesc, prometheus.GaugeValue, float64(at.Unix()), SideProvider, peer, KindResourceSlice, rs.Name)
+				out.emit(expiryDesc, float64(at.Unix()), SideProvider, peer, KindResourceSlice, rs.Name)
 			}
 		}
 	}
@@ -227,7 +228,7 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 	now := g.now()
 	for i := range nonces.Items {
 		if peer, ok := unusedNonce(&nonces.Items[i], known); ok {
-			out.emit(nonceAgeDesc, prometheus.GaugeValue, now.Sub(nonces.Items[i].CreationTimestamp.Time).Seconds(), peer)
+			out.emit(nonceAgeDesc, now.Sub(nonces.Items[i].CreationTimestamp.Time).Seconds(), peer)
 		}
 	}
 }
@@ -316,10 +317,10 @@ func (g *gauges) collectConsumer(ctx context.Context, out *emitter) {
 		if id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
 			kind, slice = KindResourceSlice, id.Labels[wire.SliceNameLabel]
 		} else if id.Name == wire.IdentityName(peer) {
-			out.emit(readyDesc, prometheus.GaugeValue, ready(id.Status.Conditions), SideConsumer, peer)
+			out.emit(readyDesc, ready(id.Status.Conditions), SideConsumer, peer)
 		}
 		if c := id.Status.Certificate; c != nil && c.NotAfter != nil {
-			out.emit(expiryDesc, prometheus.GaugeValue, float64(c.NotAfter.Unix()), SideConsumer, peer, kind, slice)
+			out.emit(expiryDesc, float64(c.NotAfter.Unix()), SideConsumer, peer, kind, slice)
 		}
 	}
 }

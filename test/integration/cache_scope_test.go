@@ -121,7 +121,7 @@ func startScopedProvider(t *testing.T, p *site) (context.Context, cache.Cache) {
 		Tenant: tenant.Options{APIServer: p.cp.URL, CA: p.cp.CA.CertPEM}}))
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); <-done }) //nolint:errcheck // the manager stops with the context: its error says only that
 	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
 	return ctx, mgr.GetCache()
 }

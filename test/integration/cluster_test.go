@@ -110,8 +110,8 @@ func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
 	require.NoError(t, err)
 	getter := newClient(t, cfg)
 	eventually(t, 10e9, "the getter finds the namespace by name", func(ctx context.Context) (bool, error) {
-		got, err := cluster.GetTenantNamespace(ctx, getter, liqoNS, "cl-remote")
-		return got == tn, err
+		got, getTenantNamespaceErr := cluster.GetTenantNamespace(ctx, getter, liqoNS, "cl-remote")
+		return got == tn, getTenantNamespaceErr
 	})
 	_, err = cluster.GetTenantNamespace(ctx, getter, liqoNS, "cl-absent")
 	require.ErrorIs(t, err, cluster.ErrTenantNamespaceNotFound)

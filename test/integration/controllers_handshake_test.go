@@ -135,7 +135,7 @@ func TestControllersFullHandshake(t *testing.T) {
 
 // assertTenantAccess checks, with real requests made with the issued kubeconfig, what the
 // consumer may and may not do on the provider.
-func assertTenantAccess(t *testing.T, provider, consumer *site, kubeconfig []byte) {
+func assertTenantAccess(t *testing.T, _, consumer *site, kubeconfig []byte) {
 	t.Helper()
 	ctx := context.Background()
 	pTN := wire.TenantNamespaceName(consumer.id)

@@ -79,14 +79,14 @@ func TestCSRStatusWriterCannotPublishACertificate(t *testing.T) {
 			if csr.Status.Certificate == nil {
 				continue
 			}
-			err := writer.Status().Update(context.Background(), csr)
+			updateErr := writer.Status().Update(context.Background(), csr)
 			mu.Lock()
 			attempts++
-			if err == nil {
+			if updateErr == nil {
 				accepted++
 			}
 			mu.Unlock()
-			t.Logf("forging the certificate of %s (%s): %v", csr.Name, ev.Type, err)
+			t.Logf("forging the certificate of %s (%s): %v", csr.Name, ev.Type, updateErr)
 		}
 	}()
 	_, errOut, cliErr := runCLI(t, pairArgs("authenticate", consumer, provider)...)

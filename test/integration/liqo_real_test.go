@@ -133,7 +133,7 @@ func tail(s string, n int) string {
 
 // assertWorkingKubeconfig waits until the consumer holds a kubeconfig Secret for the
 // provider that authenticates there as the consumer's cluster ID.
-func assertWorkingKubeconfig(t *testing.T, consumer, provider *site, consumerID string, within time.Duration) {
+func assertWorkingKubeconfig(t *testing.T, consumer, provider *site, consumerID string, within time.Duration) { //nolint:unparam // the wait is the caller's to state
 	t.Helper()
 	tn := wire.TenantNamespaceName(provider.id)
 	var last string
@@ -217,15 +217,15 @@ func TestRealLiqoInterop(t *testing.T) {
 		require.NoError(t, err, "Liqo's liqoctl create nonce:\n%s", out)
 		var nonce corev1.Secret
 		eventually(t, 60*time.Second, "Liqo fills the nonce", func(ctx context.Context) (bool, error) {
-			err := provider.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(consumer.id), Name: wire.NonceSecretName}, &nonce)
-			return err == nil && len(nonce.Data[wire.NonceField]) > 0, nil
+			getErr := provider.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(consumer.id), Name: wire.NonceSecretName}, &nonce)
+			return getErr == nil && len(nonce.Data[wire.NonceField]) > 0, nil
 		})
 		tenantYAML, _ := mustCLI(t, "generate", "tenant", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id, "--nonce", string(nonce.Data[wire.NonceField]))
 		applyYAML(t, provider.client, []byte(tenantYAML))
 		eventually(t, 60*time.Second, "Liqo fills the Tenant's status", func(ctx context.Context) (bool, error) {
 			var tn authv1beta1.Tenant
-			err := provider.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(consumer.id), Name: consumer.id}, &tn)
-			return err == nil && tn.Status.AuthParams.HasCertificate(), nil
+			getErr := provider.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(consumer.id), Name: consumer.id}, &tn)
+			return getErr == nil && tn.Status.AuthParams.HasCertificate(), nil
 		})
 		identityYAML, err := l.liqoctlStdout(t, "generate", "identity", "--kubeconfig", provider.cp.Kubeconfig, "--remote-cluster-id", consumer.id)
 		require.NoError(t, err, "Liqo's liqoctl generate identity")

@@ -338,27 +338,27 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 		var s corev1.Secret
 		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: wire.NonceSecretName}, &s), "Liqo expects the nonce to stay")
 		nonce := string(s.Data[wire.NonceField])
-		sig, err := authn.SignNonce(key, nonce)
-		require.NoError(t, err)
-		want, err := handshake.ForgeTenant(consumerID, key, sig, tnName, "")
-		require.NoError(t, err)
+		sig, signNonceErr := authn.SignNonce(key, nonce)
+		require.NoError(t, signNonceErr)
+		want, signNonceErr := handshake.ForgeTenant(consumerID, key, sig, tnName, "")
+		require.NoError(t, signNonceErr)
 		var tn authv1beta1.Tenant
-		err = p.client.Get(ctx, client.ObjectKeyFromObject(want), &tn)
-		if apierrors.IsNotFound(err) {
+		signNonceErr = p.client.Get(ctx, client.ObjectKeyFromObject(want), &tn)
+		if apierrors.IsNotFound(signNonceErr) {
 			require.NoError(t, p.client.Create(ctx, want))
 			tn = *want
 		} else {
-			require.NoError(t, err)
+			require.NoError(t, signNonceErr)
 			tn.Spec = want.Spec
 			require.NoError(t, p.client.Update(ctx, &tn))
 		}
 		// Liqo's consumer waits for a filled authParams, nothing else.
 		eventually(t, 20*time.Second, "the provider fills authParams", func(ctx context.Context) (bool, error) {
-			err := p.client.Get(ctx, client.ObjectKeyFromObject(&tn), &tn)
-			return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, err
+			getErr := p.client.Get(ctx, client.ObjectKeyFromObject(&tn), &tn)
+			return getErr == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, getErr
 		})
-		_, err = authn.VerifyCertificate(tn.Status.AuthParams.SignedCRT, tn.Status.AuthParams.CA, key.Public(), consumerID, time.Now())
-		require.NoError(t, err)
+		_, signNonceErr = authn.VerifyCertificate(tn.Status.AuthParams.SignedCRT, tn.Status.AuthParams.CA, key.Public(), consumerID, time.Now())
+		require.NoError(t, signNonceErr)
 		return &tn, nonce
 	}
 	first, nonce1 := liqoRun()

@@ -24,14 +24,14 @@ func TestManagerFlagsOnOneHost(t *testing.T) {
 	cps := testenv.New(t, "host-a", "host-b")
 	installSites(t, cps, "cl-a", "cl-b")
 	for _, cp := range cps {
-		m, err := testenv.StartManager(bin, []string{"--kubeconfig", cp.Kubeconfig}, 30*time.Second)
-		require.NoError(t, err, "a manager with the default flags beside %s", cp.Name)
+		m, startManagerErr := testenv.StartManager(bin, []string{"--kubeconfig", cp.Kubeconfig}, 30*time.Second)
+		require.NoError(t, startManagerErr, "a manager with the default flags beside %s", cp.Name)
 		t.Cleanup(m.Stop)
 	}
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	out, err = exec.Command(bin, "--kubeconfig", cps[0].Kubeconfig, "--health-probe-bind-address", l.Addr().String()).CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), "Set --health-probe-bind-address to a free address")

@@ -320,8 +320,8 @@ func TestManagerWritesByUpdateAndApplyAreExact(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "liqo-resourceslice-b"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "mallory"}},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "liqo-resourceslice-b"}}
-	assert.Error(t, manager.Patch(ctx, applied, client.Apply, client.FieldOwner("thief"), client.ForceOwnership), "apply: a slice binding to another user")
+	assert.Error(t, manager.Patch(ctx, applied, client.Apply, client.FieldOwner("thief"), client.ForceOwnership), "apply: a slice binding to another user") //nolint:staticcheck // SA1019: the attack is an apply patch as any client sends it; Client.Apply needs apply configurations
 	lease := &coordinationv1.Lease{TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "other"}}
-	assert.Error(t, manager.Patch(ctx, lease, client.Apply, client.FieldOwner("thief"), client.ForceOwnership), "apply: a Lease of another name")
+	assert.Error(t, manager.Patch(ctx, lease, client.Apply, client.FieldOwner("thief"), client.ForceOwnership), "apply: a Lease of another name") //nolint:staticcheck // SA1019: as above
 }

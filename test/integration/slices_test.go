@@ -28,7 +28,7 @@ import (
 
 // sliceSites are a consumer authenticated with a provider, both running their controllers
 // for the whole test.
-func sliceSites(t *testing.T, provider ...func(*authmanager.Options)) (consumer, prov *site) {
+func sliceSites(t *testing.T, provider ...func(*authmanager.Options)) (consumer, prov *site) { //nolint:unparam // the provider's options are the hook a slice test uses to tune its manager
 	t.Helper()
 	consumer, prov = cliSites(t)
 	startControllers(t, prov, authmanager.Provider, provider...)
@@ -38,7 +38,7 @@ func sliceSites(t *testing.T, provider ...func(*authmanager.Options)) (consumer,
 }
 
 // localSlice is a slice as liqoctl create resourceslice (and Liqo's) writes it.
-func localSlice(c, p *site, name, class string, cpu string) *authv1beta1.ResourceSlice {
+func localSlice(_, p *site, name, class string, cpu string) *authv1beta1.ResourceSlice { //nolint:unparam // class is the slice's field as liqoctl writes it; the tests use the default class
 	return &authv1beta1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: wire.TenantNamespaceName(p.id), Name: name, Labels: map[string]string{
 			wire.RemoteClusterIDLabel: p.id, wire.ReplicationRequestedLabel: "true", "liqo.io/remoteID": p.id}},
@@ -182,8 +182,8 @@ func TestCLIResourceSlices(t *testing.T) {
 	mustCLI(t, "uncordon", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
 	rsD := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: wire.TenantNamespaceName(p.id), Name: "slice-d"}}
 	eventually(t, 30*time.Second, "uncordoned, the waiting slice is accepted", func(ctx context.Context) (bool, error) {
-		if err := c.client.Get(ctx, client.ObjectKeyFromObject(rsD), rsD); err != nil {
-			return false, err
+		if getErr := c.client.Get(ctx, client.ObjectKeyFromObject(rsD), rsD); getErr != nil {
+			return false, getErr
 		}
 		ok, _ := sliceAccepted(rsD)
 		return ok && rsD.Status.AuthParams != nil, nil

@@ -61,9 +61,9 @@ func TestSmokeCSRIssuedCertificateAuthenticates(t *testing.T) {
 
 		var issued []byte
 		require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			got, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
+			got, getErr := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
+			if getErr != nil {
+				return false, getErr
 			}
 			issued = got.Status.Certificate
 			return len(issued) > 0, nil
@@ -91,8 +91,8 @@ func TestSmokeCSRIssuedCertificateAuthenticates(t *testing.T) {
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "smoke-user"}}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-			_, err := user.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
-			return err == nil, nil
+			_, listErr := user.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+			return listErr == nil, nil
 		}), "the granted permission must work")
 		_, err = user.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
 		require.True(t, apierrors.IsForbidden(err), "secrets stay denied, got %v", err)

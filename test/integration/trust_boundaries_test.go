@@ -163,8 +163,8 @@ func TestStatusWriterCannotHijackTheFirstHandshake(t *testing.T) {
 	const evilServer = "https://127.0.0.1:9"
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var got authv1beta1.Tenant
-		if err := writer.Get(ctx, key, &got); err != nil {
-			return err
+		if getErr := writer.Get(ctx, key, &got); getErr != nil {
+			return getErr
 		}
 		got.Status.AuthParams = &authv1beta1.AuthParams{APIServer: evilServer, CA: evil.CertPEM, SignedCRT: forged}
 		got.Status.Certificate = &authv1beta1.CertificateInfo{SerialNumber: forgedCert.SerialNumber.Text(16),

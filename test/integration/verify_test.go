@@ -90,9 +90,9 @@ func TestVerify(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "verify-view"}}))
 	// RBAC's authorizer sees a new binding once its informer has: verify is run until then.
 	eventuallyNoError(t, ctx, "verify names the cluster-wide grant", func(context.Context) error {
-		_, _, err := runCLI(t, "verify", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id)
-		if err == nil || !strings.Contains(err.Error(), "cl-consumer on cl-provider: cluster-wide") {
-			return fmt.Errorf("not yet: %v", err)
+		_, _, runCLIErr := runCLI(t, "verify", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id)
+		if runCLIErr == nil || !strings.Contains(runCLIErr.Error(), "cl-consumer on cl-provider: cluster-wide") {
+			return fmt.Errorf("not yet: %v", runCLIErr)
 		}
 		return nil
 	})
@@ -104,8 +104,8 @@ func TestVerify(t *testing.T) {
 	require.NoError(t, provider.client.Delete(ctx, cp))
 	// No manager runs on the provider: nothing puts the binding back.
 	eventuallyNoError(t, ctx, "verify names the missing permissions, and only those", func(context.Context) error {
-		out, _, err := runCLI(t, "verify", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id, "-o", "json")
-		if err == nil {
+		out, _, runCLIErr := runCLI(t, "verify", "--kubeconfig", consumer.cp.Kubeconfig, "--remote-cluster-id", provider.id, "-o", "json")
+		if runCLIErr == nil {
 			return errors.New("verify passed")
 		}
 		_, by := checksOf(t, out)

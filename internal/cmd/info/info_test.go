@@ -77,18 +77,33 @@ func FuzzInfoEscapes(f *testing.F) {
 // TestInfoGolden: the JSON schema (info.liqo-auth.io/v1) and the table, as committed in
 // testdata (go test ./internal/cmd/info -update rewrites them).
 func TestInfoGolden(t *testing.T) {
-	expires, renewed := at.Add(24*time.Hour), at.Add(-time.Hour)
+	expires, renewed, refused := at.Add(24*time.Hour), at.Add(-time.Hour), at.Add(-30*time.Minute)
+	// A drained tenant whose last handshake was refused, and a slice identity whose
+	// certificate expired after a refused renewal: built as build builds them.
+	drained := tenantEntry(&authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-cl-d"}, Spec: authv1beta1.TenantSpec{ClusterID: "cl-d"},
+		Status: authv1beta1.TenantStatus{TenantCondition: authv1beta1.TenantConditionDrained,
+			Conditions:  []metav1.Condition{{Type: authv1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: "TenantDrained", Message: "the administrator drained this tenant"}},
+			LastRefusal: &authv1beta1.Refusal{Reason: "TenantDrained", Time: metav1.NewTime(refused)},
+			Certificate: &authv1beta1.CertificateInfo{SerialNumber: "4a", NotAfter: &metav1.Time{Time: expires}}}}, at)
+	expired := identityEntry(&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-cl-q"},
+		Spec: authv1beta1.IdentitySpec{ClusterID: "cl-q", Type: authv1beta1.ResourceSliceIdentityType},
+		Status: authv1beta1.IdentityStatus{Conditions: []metav1.Condition{{Type: authv1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready"}},
+			LastRefusal: &authv1beta1.Refusal{Reason: "NonceSignatureInvalid", Time: metav1.NewTime(refused)},
+			Certificate: &authv1beta1.CertificateInfo{SerialNumber: "5b", NotAfter: &metav1.Time{Time: renewed}}}}, at)
 	r := &Report{APIVersion: SchemaVersion, ClusterID: "cl-a", KeyFingerprint: "sha256:0a", CAFingerprint: "sha256:0c", APIServer: "https://a.example:6443",
 		Manager: Manager{State: ManagerRunning, Holder: "liqo-auth-manager-1", Version: "v1.2.3", Deployment: &Deployment{Name: "liqo-auth-manager", Replicas: 2, Ready: 2},
 			detail: "running (liqo-auth-manager-1), version v1.2.3; Deployment liqo/liqo-auth-manager 2/2 ready"},
 		Tenants: []Entry{{Namespace: "liqo-tenant-cl-b", Cluster: "cl-b", State: "Active", Ready: true, Reason: "Ready", Serial: "1f", Expires: &expires, LastRenewal: &renewed},
-			{Namespace: "liqo-tenant-cl-c", Cluster: "cl-c", State: "NonceIssued", next: "waiting for the consumer's Tenant"}},
+			{Namespace: "liqo-tenant-cl-c", Cluster: "cl-c", State: "NonceIssued", next: "waiting for the consumer's Tenant"},
+			drained},
 		Identities: []Entry{{Namespace: "liqo-tenant-cl-p", Cluster: "cl-p", Type: "ControlPlane", State: identityNoKubeconfig, Serial: "2e", Expires: &expires,
-			next: "no kubeconfig Secret liqo-tenant-cl-p/kubeconfig-controlplane-cl-p"}},
+			next: "no kubeconfig Secret liqo-tenant-cl-p/kubeconfig-controlplane-cl-p"},
+			expired},
 		Certificates: []Certificate{{Cluster: "cl-b", Serial: "1f", KeyFingerprint: "sha256:0b", Expires: expires, Authorizes: true, words: "the access of Tenant liqo-tenant-cl-b/cl-b"}},
 		PeeringUsers: []handshake.PeeringUser{{ConsumerID: "cl-c", User: "liqo-peer-user-cl-c-x1", Namespace: "liqo-tenant-cl-c", Serial: "3d", NotAfter: expires}},
 		ResourceSlices: []Slice{{Name: "gpu", Namespace: "liqo-tenant-cl-b", Role: "provider", Cluster: "cl-b", State: sliceDenied, Reason: "ResourceSliceResourcesDenied",
-			Resources: "cpu=4", decision: "Denied: over the tenant's limits"}},
+			Resources: "cpu=4", decision: "Denied: over the tenant's limits"},
+			{Name: "batch", Namespace: "liqo-tenant-cl-p", Role: "consumer", Cluster: "cl-p", State: "Accepted", Resources: "cpu=2,memory=4Gi", Expires: &expires}},
 	}
 	for format, file := range map[string]string{"json": "info.golden.json", "": "info.golden.txt"} {
 		var b bytes.Buffer

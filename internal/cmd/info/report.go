@@ -135,36 +135,13 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	if in.designated, err = s.Controllers().TenantNamespaces(ctx, s); err != nil {
 		return nil, s.Explain(err, "reading the tenant namespaces")
 	}
-	var tenants authv1beta1.TenantList
-	if err := s.Client.List(ctx, &tenants); err != nil {
-		return nil, err
-	}
 	seen := map[string]bool{}
-	var placed []authv1beta1.Tenant
-	for i := range tenants.Items {
-		t := &tenants.Items[i]
-		if !in.keep(t.Namespace, string(t.Spec.ClusterID)) {
-			continue
-		}
-		placed = append(placed, *t)
-		seen["t/"+t.Namespace] = true
-		r.Tenants = append(r.Tenants, tenantEntry(t, now))
-	}
-	var ids authv1beta1.IdentityList
-	if err := s.Client.List(ctx, &ids); err != nil {
+	placed, err := readTenants(ctx, s, in, r, seen, now)
+	if err != nil {
 		return nil, err
 	}
-	for i := range ids.Items {
-		id := &ids.Items[i]
-		if !in.keep(id.Namespace, string(id.Spec.ClusterID)) {
-			continue
-		}
-		seen["i/"+id.Namespace] = true
-		e := identityEntry(id, now)
-		if err := noKubeconfig(ctx, s, id, &e); err != nil {
-			return nil, err
-		}
-		r.Identities = append(r.Identities, e)
+	if err = readIdentities(ctx, s, in, r, seen, now); err != nil {
+		return nil, err
 	}
 	records, err := cluster.ListTenantRecords(ctx, s.Client, s.Namespace)
 	if err != nil {
@@ -187,6 +164,48 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		s.Report.Warn("%d objects naming a peer outside the tenant namespace this cluster designated for it were ignored (Tenants, Identities, ResourceSlices, nonce Secrets: whoever may write in another namespace can create them; only the tenant records decide)", in.ignored)
 	}
 	return r, nil
+}
+
+// readTenants adds to r the Tenants in their designated namespace, marks them seen and
+// returns them.
+func readTenants(ctx context.Context, s *handshake.Side, in *reader, r *Report, seen map[string]bool, now time.Time) ([]authv1beta1.Tenant, error) {
+	var tenants authv1beta1.TenantList
+	if err := s.Client.List(ctx, &tenants); err != nil {
+		return nil, err
+	}
+	var placed []authv1beta1.Tenant
+	for i := range tenants.Items {
+		t := &tenants.Items[i]
+		if !in.keep(t.Namespace, string(t.Spec.ClusterID)) {
+			continue
+		}
+		placed = append(placed, *t)
+		seen["t/"+t.Namespace] = true
+		r.Tenants = append(r.Tenants, tenantEntry(t, now))
+	}
+	return placed, nil
+}
+
+// readIdentities adds to r the Identities in their designated namespace and marks them
+// seen.
+func readIdentities(ctx context.Context, s *handshake.Side, in *reader, r *Report, seen map[string]bool, now time.Time) error {
+	var ids authv1beta1.IdentityList
+	if err := s.Client.List(ctx, &ids); err != nil {
+		return err
+	}
+	for i := range ids.Items {
+		id := &ids.Items[i]
+		if !in.keep(id.Namespace, string(id.Spec.ClusterID)) {
+			continue
+		}
+		seen["i/"+id.Namespace] = true
+		e := identityEntry(id, now)
+		if err := noKubeconfig(ctx, s, id, &e); err != nil {
+			return err
+		}
+		r.Identities = append(r.Identities, e)
+	}
+	return nil
 }
 
 // reader keeps the objects of designated tenant namespaces and counts the others.

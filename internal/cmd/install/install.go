@@ -102,6 +102,17 @@ func (o *Options) Complete() error {
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
+	if err := o.validateValues(); err != nil {
+		return err
+	}
+	if err := o.validateManager(); err != nil {
+		return err
+	}
+	return o.Output.Validate()
+}
+
+// validateValues checks the flags that carry a value of their own.
+func (o *Options) validateValues() error {
 	if o.ClusterID != "" {
 		if err := cluster.ValidateClusterID(o.ClusterID); err != nil {
 			return fmt.Errorf("--cluster-id: %w", err)
@@ -120,6 +131,11 @@ func (o *Options) Validate() error {
 	if o.CertificateLifetime != 0 && o.CertificateLifetime < authmanager.MinCertificateLifetime {
 		return fmt.Errorf("--certificate-lifetime must be at least %s, the shortest the CertificateSigningRequest API accepts", authmanager.MinCertificateLifetime)
 	}
+	return nil
+}
+
+// validateManager checks the flags that go with --with-manager, and picks its image.
+func (o *Options) validateManager() error {
 	if o.Wait && !o.WithManager {
 		return fmt.Errorf("--wait goes with --with-manager")
 	}
@@ -131,7 +147,7 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("this liqoctl is a development build (version %q) and has no released image of liqo-auth-manager: pass --manager-image (make image builds one)", version.Get().Version)
 		}
 	}
-	return o.Output.Validate()
+	return nil
 }
 
 // Run installs, or prints.

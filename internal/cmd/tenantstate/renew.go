@@ -57,20 +57,20 @@ func (o *RenewOptions) Run(ctx context.Context) error {
 	}
 	key := client.ObjectKey{Namespace: tn, Name: o.ClusterID}
 	t := &authv1beta1.Tenant{}
-	if err := s.Client.Get(ctx, key, t); err != nil {
-		return s.Explain(err, "reading the Tenant of "+o.ClusterID)
+	if getErr := s.Client.Get(ctx, key, t); getErr != nil {
+		return s.Explain(getErr, "reading the Tenant of "+o.ClusterID)
 	}
 	if state := t.Status.TenantCondition; state == authv1beta1.TenantConditionDrained {
-		return fmt.Errorf("Tenant %s/%s is Drained: it gets no certificate (liqoctl uncordon tenant %s first)", tn, o.ClusterID, o.ClusterID)
+		return fmt.Errorf("Tenant %s/%s is Drained: it gets no certificate (liqoctl uncordon tenant %s first)", tn, o.ClusterID, o.ClusterID) //nolint:staticcheck // ST1005: Tenant is the kind's name
 	}
 	// The certificate to replace, and whether it was, are read from the tenant record,
 	// which only the administrator and the manager write, never from the Tenant's status:
 	// a status writer would have the renewal asked for a serial nobody published, and this
 	// command report a renewal that never happened.
 	published := func() (*x509.Certificate, error) {
-		rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, o.ClusterID)
-		if err != nil {
-			return nil, s.Explain(err, "reading the tenant record of "+o.ClusterID)
+		rec, getTenantRecordErr := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, o.ClusterID)
+		if getTenantRecordErr != nil {
+			return nil, s.Explain(getTenantRecordErr, "reading the tenant record of "+o.ClusterID)
 		}
 		cert, _, _ := rec.PublishedIn(string(t.UID))
 		return cert, nil
@@ -83,25 +83,25 @@ func (o *RenewOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("the provider published no certificate in Tenant %s/%s (its Ready condition says why: kubectl get tenant -n %s %s)", tn, o.ClusterID, tn, o.ClusterID)
 	}
 	old := cert.SerialNumber.Text(16)
-	if err := cli.ApplyControllers(ctx, s, o.Controllers.Local); err != nil {
-		return err
+	if applyControllersErr := cli.ApplyControllers(ctx, s, o.Controllers.Local); applyControllersErr != nil {
+		return applyControllersErr
 	}
 	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
-	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Provider}); err != nil {
-		return err
+	if ensureErr := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Provider}); ensureErr != nil {
+		return ensureErr
 	}
-	if err := cluster.UpdateTenantRecord(ctx, s.Client, s.Client, s.Namespace, o.ClusterID, false, func(rec *cluster.TenantRecord) error {
+	if updateTenantRecordErr := cluster.UpdateTenantRecord(ctx, s.Client, s.Client, s.Namespace, o.ClusterID, false, func(rec *cluster.TenantRecord) error {
 		rec.RenewSerial = old
 		return nil
-	}); err != nil {
-		return s.Explain(err, "recording the renewal request of "+o.ClusterID)
+	}); updateTenantRecordErr != nil {
+		return s.Explain(updateTenantRecordErr, "recording the renewal request of "+o.ClusterID)
 	}
 	s.Report.Info("Renewal of certificate %s requested", old)
 	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		var err error
-		cert, err = published()
-		return cert != nil && cert.SerialNumber.Text(16) != old, err
+		var pollUntilContextCancelErr error
+		cert, pollUntilContextCancelErr = published()
+		return cert != nil && cert.SerialNumber.Text(16) != old, pollUntilContextCancelErr
 	})
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("interrupted while waiting for the new certificate of %q (the renewal stays requested): %w", o.ClusterID, context.Canceled)

@@ -112,9 +112,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	t := &authv1beta1.Tenant{}
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: o.ClusterID}, t); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return s.Explain(err, "reading the Tenant of "+o.ClusterID)
+	if getErr := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: o.ClusterID}, t); getErr != nil {
+		if !apierrors.IsNotFound(getErr) {
+			return s.Explain(getErr, "reading the Tenant of "+o.ClusterID)
 		}
 		t = nil
 	}

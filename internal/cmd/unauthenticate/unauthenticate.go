@@ -81,14 +81,14 @@ on the other cluster and the command its administrator runs there.`,
 
 // Complete connects to both clusters.
 func (o *Options) Complete() (err error) {
-	if err := o.Remote.RequireRemote(); err != nil {
-		return fmt.Errorf("%w; or, when it is gone, --remote-cluster-id ID to clean this cluster only", err)
+	if requireRemoteErr := o.Remote.RequireRemote(); requireRemoteErr != nil {
+		return fmt.Errorf("%w; or, when it is gone, --remote-cluster-id ID to clean this cluster only", requireRemoteErr)
 	}
 	if o.RemoteClusterID != "" {
 		return errors.New("--remote-cluster-id cleans this cluster only: it goes without --remote-kubeconfig, --remote-context and --remote-server")
 	}
-	if err := o.Controllers.Validate(); err != nil {
-		return err
+	if validateErr := o.Controllers.Validate(); validateErr != nil {
+		return validateErr
 	}
 	o.pair, err = cli.NewPair(o.Global, &o.Remote)
 	return err
@@ -164,11 +164,11 @@ func (o *Options) RunLocal(ctx context.Context) error {
 	if local.ClusterID == o.RemoteClusterID {
 		return fmt.Errorf("--remote-cluster-id %q is this cluster's own ID", o.RemoteClusterID)
 	}
-	if err := cli.ApplyControllers(ctx, local, o.Controllers.Local); err != nil {
-		return err
+	if applyControllersErr := cli.ApplyControllers(ctx, local, o.Controllers.Local); applyControllersErr != nil {
+		return applyControllersErr
 	}
-	if err := handshake.CheckKnownPeer(ctx, local, o.RemoteClusterID, "--remote-cluster-id"); err != nil {
-		return err
+	if checkKnownPeerErr := handshake.CheckKnownPeer(ctx, local, o.RemoteClusterID, "--remote-cluster-id"); checkKnownPeerErr != nil {
+		return checkKnownPeerErr
 	}
 	h, err := handshake.InspectPeer(ctx, local, o.RemoteClusterID)
 	if err != nil {
@@ -178,8 +178,8 @@ func (o *Options) RunLocal(ctx context.Context) error {
 	defer ctrls.Stop()
 	if h.Provider() {
 		// The Tenant's and the slices' finalizers are handled by the provider's controllers.
-		if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: local, Role: authmanager.Provider}); err != nil {
-			return err
+		if ensureErr := ctrls.Ensure(ctx, authmanager.SideRole{Side: local, Role: authmanager.Provider}); ensureErr != nil {
+			return ensureErr
 		}
 	}
 	left, err := handshake.ForgetPeer(ctx, local, h, o.DeleteResourceSlices, o.DeleteNamespaces, o.Global.Clock())

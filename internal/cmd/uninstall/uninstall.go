@@ -107,6 +107,12 @@ func (o *Options) Run(ctx context.Context) error {
 		p.Info("Cluster ID, key, tenant records and tenant namespaces kept in namespace %q", s.Namespace)
 		return nil
 	}
+	return removeIdentity(ctx, s, p, tenantNS)
+}
+
+// removeIdentity deletes the tenant namespaces, then the Liqo namespace when liqo-auth
+// created it (with the cluster ID and key).
+func removeIdentity(ctx context.Context, s *handshake.Side, p *cli.Printer, tenantNS []string) error {
 	for _, ns := range tenantNS {
 		if err := s.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
 			return s.Explain(err, "deleting tenant namespace "+ns)

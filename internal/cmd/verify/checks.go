@@ -120,8 +120,8 @@ func (v verifier) verify(ctx context.Context, c *handshake.Side, providerID stri
 		return out
 	}
 	var id authv1beta1.Identity
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(providerID)}, &id); err != nil {
-		p.add("identity", ResultFail, "Identity %s/%s: %v", tn, wire.IdentityName(providerID), err)
+	if getErr := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(providerID)}, &id); getErr != nil {
+		p.add("identity", ResultFail, "Identity %s/%s: %v", tn, wire.IdentityName(providerID), getErr)
 		return out
 	}
 	cert, err := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT)
@@ -333,7 +333,7 @@ func (v verifier) clockSkew(ctx context.Context, p peer, c *handshake.Side, prov
 	}
 	skew := remote - local
 	s := skew.Seconds()
-	p.Peer.ClockSkewSeconds = &s
+	p.ClockSkewSeconds = &s
 	if skew.Abs() > v.maxSkew+time.Second {
 		p.add("clock-skew", ResultFail, "the provider's clock is %s from the consumer's (more than %s): certificates may be refused as not yet valid or expired", skew.Round(time.Second), v.maxSkew)
 		return

@@ -78,17 +78,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var remote *handshake.Side
-	if o.Remote.RequireRemote() == nil {
-		if remote, err = o.Remote.Side(handshake.Remote, o.Global.Printer().Scoped(handshake.Remote)); err != nil {
-			return err
-		}
-		if err := (&handshake.Pair{Consumer: local, Provider: remote}).Identify(ctx); err != nil {
-			return err
-		}
-		if o.RemoteClusterID != "" && o.RemoteClusterID != remote.ClusterID {
-			return fmt.Errorf("--remote-cluster-id %q is not the cluster the remote kubeconfig reaches (%q)", o.RemoteClusterID, remote.ClusterID)
-		}
+	remote, err := o.remoteSide(ctx, local)
+	if err != nil {
+		return err
 	}
 	warnStale(ctx, local, o.Global.Clock())
 	if remote != nil {
@@ -125,6 +117,24 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	return r.Err()
+}
+
+// remoteSide is the provider reached with --remote-kubeconfig, identified; nil without it.
+func (o *Options) remoteSide(ctx context.Context, local *handshake.Side) (*handshake.Side, error) {
+	if o.Remote.RequireRemote() != nil {
+		return nil, nil //nolint:nilerr // without --remote-kubeconfig there is no remote side: not an error
+	}
+	remote, err := o.Remote.Side(handshake.Remote, o.Global.Printer().Scoped(handshake.Remote))
+	if err != nil {
+		return nil, err
+	}
+	if err := (&handshake.Pair{Consumer: local, Provider: remote}).Identify(ctx); err != nil {
+		return nil, err
+	}
+	if o.RemoteClusterID != "" && o.RemoteClusterID != remote.ClusterID {
+		return nil, fmt.Errorf("--remote-cluster-id %q is not the cluster the remote kubeconfig reaches (%q)", o.RemoteClusterID, remote.ClusterID)
+	}
+	return remote, nil
 }
 
 // printReport writes the report as data (-o) or as the sanitized table.

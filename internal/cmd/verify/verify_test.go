@@ -65,7 +65,8 @@ func TestPermissionsSummary(t *testing.T) {
 	assert.Contains(t, permissionsSummary("tn", 5, many[:2], many[2:]), "likely the tenant role differs")
 }
 
-// TestVerifyTableGolden: the table, one line per check, a long detail summarized.
+// TestVerifyTableGolden: the table, one line per check, a long detail summarized, a
+// multi-line one on one line; and -o json, every item kept (testdata, -update).
 func TestVerifyTableGolden(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	p := peer{&Peer{Consumer: "cl-a", Provider: "cl-b", Expires: &at, RenewsAt: &at, Checks: []Check{}}}
@@ -76,14 +77,25 @@ func TestVerifyTableGolden(t *testing.T) {
 	p.summarize(permissionsSummary("liqo-tenant-cl-a", len(missing), missing, nil))
 	p.add("cluster-wide", ResultPass, "no permission granted in every namespace")
 	p.add(CheckEveryNamespace, ResultSkip, "not checked: run verify with --remote-kubeconfig of the provider")
-	var b bytes.Buffer
-	require.NoError(t, printReport(&b, &Report{Peers: []Peer{*p.Peer}}, outputFlags("")))
-	golden := filepath.Join("testdata", "verify.golden.txt")
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(golden, b.Bytes(), 0o644))
+	// The other direction: a provider that refused the identity, whose answer spans
+	// lines, and a clock that drifted.
+	skew := 3.5
+	q := peer{&Peer{Consumer: "cl-b", Provider: "cl-a", Expires: &at, ClockSkewSeconds: &skew, Checks: []Check{}}}
+	q.add("identity", ResultPass, "Identity liqo-tenant-cl-a/controlplane-cl-a, certificate 2e for cl-b")
+	q.add("authentication", ResultFail, "the provider refused the certificate:\n  Unauthorized\n  (TenantDrained at %s)", at.Format(time.RFC3339))
+	q.add("clock-skew", ResultFail, "the provider's clock is %.1f s ahead of this cluster's (more than 2 s)", skew)
+	q.add("expiry", ResultSkip, "no renewal scheduled: the tenant is drained")
+	r := &Report{Peers: []Peer{*p.Peer, *q.Peer}}
+	for format, file := range map[string]string{"": "verify.golden.txt", "json": "verify.golden.json"} {
+		var b bytes.Buffer
+		require.NoError(t, printReport(&b, r, outputFlags(format)))
+		golden := filepath.Join("testdata", file)
+		if *update {
+			require.NoError(t, os.MkdirAll("testdata", 0o755))
+			require.NoError(t, os.WriteFile(golden, b.Bytes(), 0o644))
+		}
+		want, err := os.ReadFile(golden)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), b.String(), "%s changed (go test ./pkg/cmd/verify -update rewrites it)", file)
 	}
-	want, err := os.ReadFile(golden)
-	require.NoError(t, err)
-	assert.Equal(t, string(want), b.String())
 }

@@ -161,8 +161,8 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 // checkPlacement verifies that the Identity is named, labelled and placed for its provider.
 func (r *Reconciler) checkPlacement(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
 	p := string(id.Spec.ClusterID)
-	if err := cluster.ValidateClusterID(p); err != nil {
-		return authv1beta1.ReasonInvalidClusterID, "spec.clusterID: " + err.Error(), nil
+	if validateClusterIDErr := cluster.ValidateClusterID(p); validateClusterIDErr != nil {
+		return authv1beta1.ReasonInvalidClusterID, "spec.clusterID: " + validateClusterIDErr.Error(), nil //nolint:nilerr // an invalid name is a decision (the reason), not a retry
 	}
 	switch id.Spec.Type {
 	case authv1beta1.ControlPlaneIdentityType:
@@ -203,7 +203,7 @@ func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity
 		return string(authn.ReasonOf(err)), err.Error(), nil
 	}
 	provider := string(id.Spec.ClusterID)
-	if rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider); err == nil && rec != nil && rec.CAFingerprint == got {
+	if rec, getTenantRecordErr := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider); getTenantRecordErr == nil && rec != nil && rec.CAFingerprint == got {
 		return "", "", nil // the usual case, from the cache
 	}
 	err = cluster.UpdateCachedTenantRecord(ctx, r.Client, r.Placement.Live, r.Placement.LiqoNamespace, provider, false, func(rec *cluster.TenantRecord) error {
@@ -243,8 +243,8 @@ func (r *Reconciler) ensureSecret(ctx context.Context, id *authv1beta1.Identity,
 	want.OwnerReferences = slices.DeleteFunc(want.OwnerReferences, func(o metav1.OwnerReference) bool {
 		return o.Kind == "Identity" && o.UID != id.UID
 	})
-	if err := controllerutil.SetControllerReference(id, want, r.Client.Scheme()); err != nil {
-		return false, "", err
+	if setControllerReferenceErr := controllerutil.SetControllerReference(id, want, r.Client.Scheme()); setControllerReferenceErr != nil {
+		return false, "", setControllerReferenceErr
 	}
 	switch {
 	case s.ResourceVersion == "":

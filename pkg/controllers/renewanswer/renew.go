@@ -96,11 +96,11 @@ func (r *Reconciler) answer(ctx context.Context, rn *authv1beta1.Renew) (*authv1
 		return nil, authv1beta1.ReasonRenewUnsupported, fmt.Sprintf("identityType %q: this provider renews only ControlPlane identities through a Renew", rn.Spec.IdentityType), nil
 	}
 	t := &authv1beta1.Tenant{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rn.Namespace, Name: id}, t); err != nil {
-		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("no Tenant %s/%s: %v", rn.Namespace, id, err), client.IgnoreNotFound(err)
+	if getErr := r.Client.Get(ctx, client.ObjectKey{Namespace: rn.Namespace, Name: id}, t); getErr != nil {
+		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("no Tenant %s/%s: %v", rn.Namespace, id, getErr), client.IgnoreNotFound(getErr)
 	}
 	if t.Status.AcceptedKeyFingerprint == "" || tenant.VerifySealed(t, r.Key.Public()) != nil {
-		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name), nil
+		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name), nil //nolint:nilerr // an unsealed Tenant is answered with the reason, not retried
 	}
 	state, err := placement.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
 	if err != nil {

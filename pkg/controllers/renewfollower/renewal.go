@@ -111,8 +111,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	var s corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Status.KubeconfigSecretRef.Name}, &s); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if getErr := r.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Status.KubeconfigSecretRef.Name}, &s); getErr != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(getErr)
 	}
 	kubeconfig := s.Data[wire.KubeconfigField]
 	hash := sha256.Sum256(kubeconfig)
@@ -255,8 +255,8 @@ func (r *Reconciler) report(ctx context.Context, key types.NamespacedName, err e
 // Renew), picking up each newer certificate it publishes, until the watch ends.
 // established says the list succeeded.
 func (r *Reconciler) follow(ctx context.Context, remote client.WithWatch, key types.NamespacedName, list client.ObjectList, sel []client.ListOption) (established bool, err error) {
-	if err := remote.List(ctx, list, sel...); err != nil {
-		return false, err
+	if listErr := remote.List(ctx, list, sel...); listErr != nil {
+		return false, listErr
 	}
 	items, err := meta.ExtractList(list)
 	if err != nil {

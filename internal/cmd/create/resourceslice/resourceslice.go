@@ -130,15 +130,15 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Consumer}, authmanager.SideRole{Side: remote, Role: authmanager.Provider}); err != nil {
-		return err
+	if ensureErr := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Consumer}, authmanager.SideRole{Side: remote, Role: authmanager.Provider}); ensureErr != nil {
+		return ensureErr
 	}
 	rs := handshake.ForgeSlice(ns, o.Name, o.RemoteClusterID, o.Class, o.resources)
-	switch err := s.Client.Create(ctx, rs); {
-	case apierrors.IsAlreadyExists(err):
+	switch createErr := s.Client.Create(ctx, rs); {
+	case apierrors.IsAlreadyExists(createErr):
 		s.Report.Info("ResourceSlice %s/%s exists: waiting for the provider's answer", ns, o.Name)
-	case err != nil:
-		return s.Explain(err, "creating the ResourceSlice")
+	case createErr != nil:
+		return s.Explain(createErr, "creating the ResourceSlice")
 	default:
 		s.Report.Info("ResourceSlice %s/%s created, asking for %s", ns, o.Name, authv1beta1.FormatResources(o.resources))
 	}

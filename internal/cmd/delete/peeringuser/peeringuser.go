@@ -52,8 +52,8 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := handshake.CheckKnownPeer(ctx, s, o.ConsumerClusterID, "--consumer-cluster-id"); err != nil {
-		return err
+	if checkKnownPeerErr := handshake.CheckKnownPeer(ctx, s, o.ConsumerClusterID, "--consumer-cluster-id"); checkKnownPeerErr != nil {
+		return checkKnownPeerErr
 	}
 	_, err = handshake.DeletePeeringUser(ctx, s, o.ConsumerClusterID)
 	return err

@@ -67,8 +67,8 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := handshake.CheckKnownPeer(ctx, s, o.RemoteClusterID, "--remote-cluster-id"); err != nil {
-		return err
+	if checkKnownPeerErr := handshake.CheckKnownPeer(ctx, s, o.RemoteClusterID, "--remote-cluster-id"); checkKnownPeerErr != nil {
+		return checkKnownPeerErr
 	}
 	ns, err := s.TenantNamespace(ctx, o.RemoteClusterID)
 	if err != nil {

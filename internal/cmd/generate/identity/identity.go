@@ -84,8 +84,8 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
-	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Provider}); err != nil {
-		return err
+	if ensureErr := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Provider}); ensureErr != nil {
+		return ensureErr
 	}
 	t, err := handshake.WaitTenant(ctx, s, client.ObjectKey{Namespace: tn, Name: o.RemoteClusterID}, o.Global.Clock())
 	if err != nil {

@@ -111,12 +111,12 @@ func (o *Options) Run(ctx context.Context) error {
 	out := pu.Kubeconfig
 	if o.Output == "json" {
 		var buf bytes.Buffer
-		raw, err := yaml.YAMLToJSON(pu.Kubeconfig)
-		if err == nil {
-			err = json.Indent(&buf, raw, "", "    ")
+		raw, yamlErr := yaml.YAMLToJSON(pu.Kubeconfig)
+		if yamlErr == nil {
+			yamlErr = json.Indent(&buf, raw, "", "    ")
 		}
-		if err != nil {
-			return err
+		if yamlErr != nil {
+			return yamlErr
 		}
 		out = append(buf.Bytes(), '\n')
 	}

@@ -89,18 +89,18 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if o.ExpectFingerprint != "" {
-		if err := handshake.PinCAFingerprint(ctx, s, o.RemoteClusterID, o.ExpectFingerprint, "--expect-fingerprint gives "+o.ExpectFingerprint); err != nil {
-			return err
+		if pinCAFingerprintErr := handshake.PinCAFingerprint(ctx, s, o.RemoteClusterID, o.ExpectFingerprint, "--expect-fingerprint gives "+o.ExpectFingerprint); pinCAFingerprintErr != nil {
+			return pinCAFingerprintErr
 		}
 		s.Report.Info("Provider CA %s pinned", o.ExpectFingerprint)
 	}
 	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
-	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Consumer}); err != nil {
-		return err
+	if ensureErr := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Consumer}); ensureErr != nil {
+		return ensureErr
 	}
-	if err := handshake.EnsureSignedNonce(ctx, s, tn, o.RemoteClusterID, o.Nonce, nil); err != nil {
-		return err
+	if ensureSignedNonceErr := handshake.EnsureSignedNonce(ctx, s, tn, o.RemoteClusterID, o.Nonce, nil); ensureSignedNonceErr != nil {
+		return ensureSignedNonceErr
 	}
 	sig, err := handshake.WaitSignedNonce(ctx, s, tn, o.Nonce)
 	if err != nil {

@@ -72,8 +72,8 @@ func ensureControlled(ctx context.Context, c client.Client, live client.Reader, 
 			return false, fmt.Errorf("creating %T %s/%s: %w", want, want.GetNamespace(), want.GetName(), err)
 		}
 		// It exists, and the cache does not show it: read it as it is.
-		if err := live.Get(ctx, client.ObjectKeyFromObject(want), current); err != nil {
-			return false, err
+		if getErr := live.Get(ctx, client.ObjectKeyFromObject(want), current); getErr != nil {
+			return false, getErr
 		}
 		if sameAccess(current, want) && metav1.IsControlledBy(current, owner) {
 			return true, nil

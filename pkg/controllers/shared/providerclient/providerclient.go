@@ -40,8 +40,8 @@ func ProviderConfig(ctx context.Context, c client.Reader, liqoNS string, key cry
 	case info.ProxyURL != ptr.Deref(ap.ProxyURL, ""):
 		return nil, fmt.Errorf("its proxy %q is not the Identity's", info.ProxyURL)
 	}
-	if err := authn.ValidateServerURL(info.Server); err != nil {
-		return nil, err
+	if validateServerURLErr := authn.ValidateServerURL(info.Server); validateServerURLErr != nil {
+		return nil, validateServerURLErr
 	}
 	held, err := authn.ParsePrivateKey(info.KeyPEM)
 	if err != nil {
@@ -50,8 +50,8 @@ func ProviderConfig(ctx context.Context, c client.Reader, liqoNS string, key cry
 	if !authn.PublicKeysEqual(held.Public(), key.Public()) {
 		return nil, fmt.Errorf("it holds another key than this cluster's")
 	}
-	if _, err := authn.VerifyCertificate(info.CertPEM, info.CA, key.Public(), clusterID, now); err != nil {
-		return nil, err
+	if _, verifyCertificateErr := authn.VerifyCertificate(info.CertPEM, info.CA, key.Public(), clusterID, now); verifyCertificateErr != nil {
+		return nil, verifyCertificateErr
 	}
 	fp, err := authn.CAFingerprint(info.CA)
 	if err != nil {
