@@ -56,6 +56,33 @@ func ValidateCSR(data []byte, pub crypto.PublicKey, clusterID string) (*x509.Cer
 // pub skips the key check (a Tenant whose authzPolicy is TolerateNoHandshake); every other
 // rule holds.
 func ValidateCSRFor(data []byte, pub crypto.PublicKey, cn, org string) (*x509.CertificateRequest, error) {
+	block, err := decodeCSRPEM(data)
+	if err != nil {
+		return nil, err
+	}
+	csr, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil, refuse(ReasonCSRMalformed, "the CSR cannot be parsed", err)
+	}
+	if err := csr.CheckSignature(); err != nil {
+		return nil, refuse(ReasonCSRSelfSignatureInvalid, "the CSR self-signature does not verify", err)
+	}
+	if pub != nil && !PublicKeysEqual(csr.PublicKey, pub) {
+		return nil, refuse(ReasonCSRKeyMismatch, "the CSR is for a different key than the tenant's public key", nil)
+	}
+	if err := checkCSRSubject(csr, cn, org); err != nil {
+		return nil, err
+	}
+	if err := checkCSRRequestsNothingElse(csr); err != nil {
+		return nil, err
+	}
+	return csr, nil
+}
+
+// decodeCSRPEM is the envelope half of ValidateCSRFor, checked before any DER is parsed:
+// the size bound, then exactly one CERTIFICATE REQUEST block without headers and nothing
+// after it. Each refusal keeps the reason it had inline.
+func decodeCSRPEM(data []byte) (*pem.Block, error) {
 	if len(data) > MaxCSRSize {
 		return nil, refuse(ReasonCSRTooLarge, fmt.Sprintf("the CSR is %d bytes, more than the %d allowed", len(data), MaxCSRSize), nil)
 	}
@@ -72,31 +99,25 @@ func ValidateCSRFor(data []byte, pub crypto.PublicKey, cn, org string) (*x509.Ce
 		}
 		return nil, refuse(ReasonCSRTrailingData, fmt.Sprintf("the CSR has %d bytes of data after its PEM block", len(extra)), nil)
 	}
-	csr, err := x509.ParseCertificateRequest(block.Bytes)
-	if err != nil {
-		return nil, refuse(ReasonCSRMalformed, "the CSR cannot be parsed", err)
-	}
-	if err := csr.CheckSignature(); err != nil {
-		return nil, refuse(ReasonCSRSelfSignatureInvalid, "the CSR self-signature does not verify", err)
-	}
-	if pub != nil && !PublicKeysEqual(csr.PublicKey, pub) {
-		return nil, refuse(ReasonCSRKeyMismatch, "the CSR is for a different key than the tenant's public key", nil)
-	}
-	if err := checkCSRSubject(csr, cn, org); err != nil {
-		return nil, err
-	}
+	return block, nil
+}
+
+// checkCSRRequestsNothingElse is the last step of ValidateCSRFor, after the subject: a
+// control-plane CSR asks for no subject alternative names, no extensions and no
+// attributes (an empty extension request excepted), checked in that order.
+func checkCSRRequestsNothingElse(csr *x509.CertificateRequest) error {
 	if n := len(csr.DNSNames) + len(csr.IPAddresses) + len(csr.EmailAddresses) + len(csr.URIs); n > 0 {
-		return nil, refuse(ReasonCSRSubjectAltNames, fmt.Sprintf("the CSR requests %d subject alternative names; a control-plane CSR has none", n), nil)
+		return refuse(ReasonCSRSubjectAltNames, fmt.Sprintf("the CSR requests %d subject alternative names; a control-plane CSR has none", n), nil)
 	}
 	if len(csr.Extensions) > 0 {
-		return nil, refuse(ReasonCSRExtensions, fmt.Sprintf("the CSR requests %d extensions (first %s); a control-plane CSR has none", len(csr.Extensions), csr.Extensions[0].Id), nil)
+		return refuse(ReasonCSRExtensions, fmt.Sprintf("the CSR requests %d extensions (first %s); a control-plane CSR has none", len(csr.Extensions), csr.Extensions[0].Id), nil)
 	}
 	for _, attr := range csr.Attributes { //nolint:staticcheck // the deprecated field is the only view of raw attributes
 		if !attr.Type.Equal(oidExtensionRequest) || len(attr.Value) > 0 && len(attr.Value[0]) > 0 {
-			return nil, refuse(ReasonCSRAttributes, fmt.Sprintf("the CSR carries attribute %s; a control-plane CSR has none", attr.Type), nil)
+			return refuse(ReasonCSRAttributes, fmt.Sprintf("the CSR carries attribute %s; a control-plane CSR has none", attr.Type), nil)
 		}
 	}
-	return csr, nil
+	return nil
 }
 
 func checkCSRSubject(csr *x509.CertificateRequest, cn, org string) error {

@@ -69,40 +69,9 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 	c, pr := p.Consumer, p.Provider
 	// The two clusters are read at once.
 	var eg errgroup.Group
-	eg.Go(func() error {
-		tn, err := pr.TenantNamespace(ctx, c.ClusterID)
-		if err != nil {
-			return nil
-		}
-		t := &authv1beta1.Tenant{}
-		if err := pr.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: c.ClusterID}, t); err == nil {
-			st.Tenant = t
-		} else if !apierrors.IsNotFound(err) {
-			return pr.Explain(err, "reading the Tenant")
-		}
-		return nil
-	})
-	eg.Go(func() error {
-		rec, err := pr.Controllers().Record(ctx, pr, c.ClusterID)
-		if err != nil {
-			return pr.Explain(err, "reading the tenant record")
-		}
-		st.ProviderRecord = rec
-		return nil
-	})
-	eg.Go(func() error {
-		tn, err := c.TenantNamespace(ctx, pr.ClusterID)
-		if err != nil {
-			return nil
-		}
-		id := &authv1beta1.Identity{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(pr.ClusterID)}, id); err == nil {
-			st.Identity = id
-		} else if !apierrors.IsNotFound(err) {
-			return c.Explain(err, "reading the Identity")
-		}
-		return nil
-	})
+	eg.Go(func() error { return p.readTenant(ctx, st) })
+	eg.Go(func() error { return p.readProviderRecord(ctx, st) })
+	eg.Go(func() error { return p.readIdentity(ctx, st) })
 	if err := eg.Wait(); err != nil {
 		return nil, err
 	}
@@ -118,32 +87,93 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 		return nil, err
 	}
 	if pr.Controllers().Liqo() {
-		// Liqo's provider records no acceptance: its answer is the certificate itself.
-		cert, err := verifyPublished(st.Tenant, key.Public(), c.ClusterID, p.now())
-		if err == nil {
-			err = pr.checkTrustedCA(st.Tenant.Status.AuthParams.CA)
-		}
-		st.KeyAccepted, st.TenantAccepted, st.Certificate = err == nil, err == nil, cert
+		p.inspectLiqoAcceptance(st, key.Public())
 	} else {
-		ready := meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionReady)
-		st.KeyAccepted = st.Tenant.Status.AcceptedKeyFingerprint == fp &&
-			meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionAuthenticated)
-		st.TenantAccepted = st.KeyAccepted && ready && certValid(st.Tenant, p.now())
-		if st.TenantAccepted {
-			// What the status publishes counts only if the provider published it: a
-			// status writer may have put another CA, server or certificate there.
-			st.Certificate, err = authn.ParseCertificate(st.Tenant.Status.AuthParams.SignedCRT)
-			if err == nil {
-				err = pr.checkPublishedBy(st.ProviderRecord, st.Tenant, st.Certificate)
-				st.NotPublished = err
-			}
-			if err != nil {
-				st.TenantAccepted, st.Certificate = false, nil
-			}
-		}
+		p.inspectAcceptance(st, fp)
 	}
 	st.Complete = st.TenantAccepted && identityHolds(st.Identity, st.Tenant, st.Certificate, c.Controllers().Liqo())
 	return st, nil
+}
+
+// readTenant is Inspect's read of the consumer's Tenant on the provider into st.Tenant
+// (left nil when there is no tenant namespace or no Tenant).
+func (p *Pair) readTenant(ctx context.Context, st *State) error {
+	c, pr := p.Consumer, p.Provider
+	tn, err := pr.TenantNamespace(ctx, c.ClusterID)
+	if err != nil {
+		return nil
+	}
+	t := &authv1beta1.Tenant{}
+	if err := pr.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: c.ClusterID}, t); err == nil {
+		st.Tenant = t
+	} else if !apierrors.IsNotFound(err) {
+		return pr.Explain(err, "reading the Tenant")
+	}
+	return nil
+}
+
+// readProviderRecord is Inspect's read of the provider's record of the consumer into
+// st.ProviderRecord.
+func (p *Pair) readProviderRecord(ctx context.Context, st *State) error {
+	c, pr := p.Consumer, p.Provider
+	rec, err := pr.Controllers().Record(ctx, pr, c.ClusterID)
+	if err != nil {
+		return pr.Explain(err, "reading the tenant record")
+	}
+	st.ProviderRecord = rec
+	return nil
+}
+
+// readIdentity is Inspect's read of the consumer's Identity of the provider into
+// st.Identity (left nil when there is no tenant namespace or no Identity).
+func (p *Pair) readIdentity(ctx context.Context, st *State) error {
+	c, pr := p.Consumer, p.Provider
+	tn, err := c.TenantNamespace(ctx, pr.ClusterID)
+	if err != nil {
+		return nil
+	}
+	id := &authv1beta1.Identity{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(pr.ClusterID)}, id); err == nil {
+		st.Identity = id
+	} else if !apierrors.IsNotFound(err) {
+		return c.Explain(err, "reading the Identity")
+	}
+	return nil
+}
+
+// inspectLiqoAcceptance is Inspect's verdict on st.Tenant when Liqo's controllers run on
+// the provider: they record no acceptance, so their answer is the certificate itself, for
+// the consumer's key pub and chaining to a CA the provider's kubeconfig trusts.
+func (p *Pair) inspectLiqoAcceptance(st *State, pub crypto.PublicKey) {
+	cert, err := verifyPublished(st.Tenant, pub, p.Consumer.ClusterID, p.now())
+	if err == nil {
+		err = p.Provider.checkTrustedCA(st.Tenant.Status.AuthParams.CA)
+	}
+	st.KeyAccepted, st.TenantAccepted, st.Certificate = err == nil, err == nil, cert
+}
+
+// inspectAcceptance is Inspect's verdict on st.Tenant when this project's controllers run
+// on the provider: the key whose fingerprint is fp accepted, and a certificate valid now
+// that the provider's record says it published.
+func (p *Pair) inspectAcceptance(st *State, fp string) {
+	ready := meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionReady)
+	st.KeyAccepted = st.Tenant.Status.AcceptedKeyFingerprint == fp &&
+		meta.IsStatusConditionTrue(st.Tenant.Status.Conditions, authv1beta1.ConditionAuthenticated)
+	st.TenantAccepted = st.KeyAccepted && ready && certValid(st.Tenant, p.now())
+	if !st.TenantAccepted {
+		return
+	}
+	// What the status publishes counts only if the provider published it: a status
+	// writer may have put another CA, server or certificate there.
+	var err error
+	st.Certificate, err = authn.ParseCertificate(st.Tenant.Status.AuthParams.SignedCRT)
+	if err == nil {
+		err = p.Provider.checkPublishedBy(st.ProviderRecord, st.Tenant, st.Certificate)
+		st.NotPublished = err
+	}
+	if err != nil {
+		st.TenantAccepted, st.Certificate = false, nil
+	}
 }
 
 // verifyPublished checks the certificate a Tenant's status publishes as the consumer
@@ -179,24 +209,70 @@ func identityHolds(id *authv1beta1.Identity, t *authv1beta1.Tenant, cert *x509.C
 // and a complete pair changes nothing.
 func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identity, error) {
 	c, pr := p.Consumer, p.Provider
-	// The two tenant namespaces are ensured at once; the steps are reported in order.
-	var cTN, pTN string
+	cTN, pTN, err := p.ensureTenantNamespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if checkAdminStateErr := checkAdminState(st.Tenant, st.ProviderRecord, c.ClusterID); checkAdminStateErr != nil {
+		return nil, checkAdminStateErr
+	}
+	t, err := p.acceptedTenant(ctx, st, cTN, pTN)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := authn.ParseCertificate(t.Status.AuthParams.SignedCRT)
+	if err != nil {
+		return nil, pr.Explain(err, "reading the certificate the provider published")
+	}
+	id, err := ForgeIdentity(pr.ClusterID, t, cTN)
+	if err != nil {
+		return nil, pr.Explain(err, "generating the Identity")
+	}
+	pr.Report.Info("Identity correctly generated")
+	if !c.Controllers().Liqo() {
+		// A Liqo consumer keeps no pin: this project's record is not its.
+		if pinProviderCAErr := PinProviderCA(ctx, c, pr.ClusterID, t.Status.AuthParams.CA); pinProviderCAErr != nil {
+			return nil, pinProviderCAErr
+		}
+	}
+	if applyIdentityErr := ApplyIdentity(ctx, c, id); applyIdentityErr != nil {
+		return nil, applyIdentityErr
+	}
+	c.Report.Info("Identity correctly applied on consumer cluster")
+	if id, err = c.Controllers().WaitIdentity(ctx, c, client.ObjectKeyFromObject(id), t.Status.AuthParams.SignedCRT, cert.SerialNumber.Text(16)); err != nil {
+		return nil, err
+	}
+	c.Report.Info("Identity status is filled")
+	return id, nil
+}
+
+// ensureTenantNamespaces is Authenticate's first step: the two tenant namespaces, ensured
+// at once and reported in order (the consumer's first), as the consumer's and the
+// provider's names.
+func (p *Pair) ensureTenantNamespaces(ctx context.Context) (cTN, pTN string, err error) {
+	c, pr := p.Consumer, p.Provider
 	var errC, errP error
 	var wg sync.WaitGroup
 	wg.Go(func() { cTN, errC = c.EnsureTenantNamespace(ctx, pr.ClusterID) })
 	wg.Go(func() { pTN, errP = pr.EnsureTenantNamespace(ctx, c.ClusterID) })
 	wg.Wait()
 	if errC != nil {
-		return nil, errC
+		return "", "", errC
 	}
 	c.Report.Info("Tenant namespace correctly ensured")
 	if errP != nil {
-		return nil, errP
+		return "", "", errP
 	}
 	pr.Report.Info("Tenant namespace correctly ensured")
-	if err := checkAdminState(st.Tenant, st.ProviderRecord, c.ClusterID); err != nil {
-		return nil, err
-	}
+	return cTN, pTN, nil
+}
+
+// acceptedTenant is the step of Authenticate that gets the Tenant the provider answered,
+// from where Inspect left the pair (st): an accepted Tenant as it is, an accepted key's
+// Tenant once the provider published (or renewed) its certificate, otherwise the nonce
+// exchange.
+func (p *Pair) acceptedTenant(ctx context.Context, st *State, cTN, pTN string) (*authv1beta1.Tenant, error) {
+	pr := p.Provider
 	t := st.Tenant
 	var err error
 	switch {
@@ -219,30 +295,7 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 			return nil, err
 		}
 	}
-	cert, err := authn.ParseCertificate(t.Status.AuthParams.SignedCRT)
-	if err != nil {
-		return nil, pr.Explain(err, "reading the certificate the provider published")
-	}
-	id, err := ForgeIdentity(pr.ClusterID, t, cTN)
-	if err != nil {
-		return nil, pr.Explain(err, "generating the Identity")
-	}
-	pr.Report.Info("Identity correctly generated")
-	if !c.Controllers().Liqo() {
-		// A Liqo consumer keeps no pin: this project's record is not its.
-		if err := PinProviderCA(ctx, c, pr.ClusterID, t.Status.AuthParams.CA); err != nil {
-			return nil, err
-		}
-	}
-	if err := ApplyIdentity(ctx, c, id); err != nil {
-		return nil, err
-	}
-	c.Report.Info("Identity correctly applied on consumer cluster")
-	if id, err = c.Controllers().WaitIdentity(ctx, c, client.ObjectKeyFromObject(id), t.Status.AuthParams.SignedCRT, cert.SerialNumber.Text(16)); err != nil {
-		return nil, err
-	}
-	c.Report.Info("Identity status is filled")
-	return id, nil
+	return t, nil
 }
 
 // exchange is the nonce challenge and the Tenant: everything up to the provider's
@@ -266,27 +319,7 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 		return nil, err
 	}
 	if c.Controllers().Liqo() {
-		// Liqo's controllers sign the nonce written on the consumer: the Tenant waits.
-		if err := EnsureSignedNonce(ctx, c, cTN, pr.ClusterID, nonce, nil); err != nil {
-			return nil, err
-		}
-		c.Report.Info("Signed nonce secret ensured")
-		sig, err := WaitSignedNonce(ctx, c, cTN, nonce)
-		if err != nil {
-			return nil, err
-		}
-		c.Report.Info("Nonce is signed")
-		c.Report.Info("Signed nonce retrieved")
-		t, err := ForgeTenant(c.ClusterID, key, sig, pTN, p.ProxyURL)
-		if err != nil {
-			return nil, c.Explain(err, "generating the Tenant")
-		}
-		c.Report.Info("Tenant correctly generated")
-		if err := ApplyTenant(ctx, pr, t); err != nil {
-			return nil, err
-		}
-		pr.Report.Info("Tenant correctly applied on provider cluster")
-		return p.waitTenantFilled(ctx, t)
+		return p.exchangeThroughLiqo(ctx, key, nonce, cTN, pTN)
 	}
 	// Signed here, with the cluster key this command reads anyway to make the CSR: this
 	// project's controllers sign the same way and leave a nonce signed by that key alone,
@@ -315,6 +348,32 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 	c.Report.Info("Tenant correctly generated")
 	if errApply != nil {
 		return nil, errApply
+	}
+	pr.Report.Info("Tenant correctly applied on provider cluster")
+	return p.waitTenantFilled(ctx, t)
+}
+
+// exchangeThroughLiqo is the end of exchange when Liqo's controllers run on the consumer:
+// they sign the nonce written there, and the Tenant waits for that signature.
+func (p *Pair) exchangeThroughLiqo(ctx context.Context, key crypto.Signer, nonce, cTN, pTN string) (*authv1beta1.Tenant, error) {
+	c, pr := p.Consumer, p.Provider
+	if err := EnsureSignedNonce(ctx, c, cTN, pr.ClusterID, nonce, nil); err != nil {
+		return nil, err
+	}
+	c.Report.Info("Signed nonce secret ensured")
+	sig, err := WaitSignedNonce(ctx, c, cTN, nonce)
+	if err != nil {
+		return nil, err
+	}
+	c.Report.Info("Nonce is signed")
+	c.Report.Info("Signed nonce retrieved")
+	t, err := ForgeTenant(c.ClusterID, key, sig, pTN, p.ProxyURL)
+	if err != nil {
+		return nil, c.Explain(err, "generating the Tenant")
+	}
+	c.Report.Info("Tenant correctly generated")
+	if err := ApplyTenant(ctx, pr, t); err != nil {
+		return nil, err
 	}
 	pr.Report.Info("Tenant correctly applied on provider cluster")
 	return p.waitTenantFilled(ctx, t)

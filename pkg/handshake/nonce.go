@@ -39,8 +39,8 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 		if nonce, ok := reusableNonce(&s, consumerID, now); ok {
 			return &Nonce{Value: nonce, CreatedAt: s.CreationTimestamp.Time}, nil
 		}
-		if err := p.Client.Delete(ctx, &s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
-			return nil, p.Explain(err, "replacing the old nonce")
+		if deleteErr := p.Client.Delete(ctx, &s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(deleteErr) != nil {
+			return nil, p.Explain(deleteErr, "replacing the old nonce")
 		}
 	case !apierrors.IsNotFound(err):
 		return nil, p.Explain(err, "reading the nonce")

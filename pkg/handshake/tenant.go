@@ -74,11 +74,11 @@ func WaitTenant(ctx context.Context, p *Side, key client.ObjectKey, validAt time
 				return false, "the published certificate has expired: waiting for the provider to renew it", nil
 			}
 			if done {
-				if err := p.checkPublished(ctx, t); err != nil {
-					if errors.Is(err, cluster.ErrNotPublished) {
-						return false, err.Error() + ": waiting for the provider to publish its own", nil
+				if checkPublishedErr := p.checkPublished(ctx, t); checkPublishedErr != nil {
+					if errors.Is(checkPublishedErr, cluster.ErrNotPublished) {
+						return false, checkPublishedErr.Error() + ": waiting for the provider to publish its own", nil
 					}
-					return false, "", err
+					return false, "", checkPublishedErr
 				}
 			}
 			return done, state, err

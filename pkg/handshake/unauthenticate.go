@@ -357,8 +357,8 @@ func IdentityCredential(ctx context.Context, c *Side, ns, name, providerID strin
 	if !authn.PublicKeysEqual(cert.PublicKey, key.Public()) {
 		return nil, fmt.Errorf("%sIdentity %s/%s holds a certificate for another key than this cluster's: it proves nothing", c.prefix(), ns, name)
 	}
-	if err := c.checkIdentityCA(ctx, providerID, ap.CA, remote); err != nil {
-		return nil, fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, err)
+	if checkIdentityCAErr := c.checkIdentityCA(ctx, providerID, ap.CA, remote); checkIdentityCAErr != nil {
+		return nil, fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, checkIdentityCAErr)
 	}
 	keyPEM, err := authn.MarshalPrivateKey(key)
 	if err != nil {

@@ -64,36 +64,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	remote := ns.Labels[wire.RemoteClusterIDLabel]
-	if ns.DeletionTimestamp != nil || !cluster.IsTenantNamespaceOf(ns, remote) || ns.Name != wire.TenantNamespaceName(remote) {
+	creator, candidate := r.candidate(ns, remote)
+	if !candidate {
 		return ctrl.Result{}, nil
 	}
-	creator, ok, err := cluster.NamespaceCreator(ns)
-	if !ok {
-		return ctrl.Result{}, nil
-	}
-	if err != nil {
-		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, authv1beta1.ReasonTenantNamespaceNotDesignated, "Designate",
-			"not a tenant namespace: its creator cannot be read exactly (%v); this cluster's administrator makes one with liqoctl authenticate, create nonce or generate tenant", err)
-		return ctrl.Result{}, nil
-	}
-	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.LiqoNamespace, remote)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if rec != nil && rec.Namespace == ns.Name && rec.NamespaceUID == ns.UID {
-		return ctrl.Result{}, nil // recorded already, by liqoctl or by this controller
-	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	if age := now().Sub(ns.CreationTimestamp.Time); age < Grace {
-		return ctrl.Result{RequeueAfter: Grace - age}, nil
-	}
-	// liqoctl records the namespaces it makes right after making them: the cache may
-	// not show it yet.
-	if rec, err = cluster.GetTenantRecord(ctx, r.Live, r.LiqoNamespace, remote); err != nil || rec != nil && rec.Namespace == ns.Name && rec.NamespaceUID == ns.UID {
-		return ctrl.Result{}, err
+	if res, settled, err := r.settled(ctx, ns, remote); settled {
+		return res, err
 	}
 	allowed, err := r.mayRecord(ctx, creator)
 	if err != nil {
@@ -116,6 +92,57 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, authv1beta1.ReasonTenantNamespaceDesignated, "Designate",
 		"tenant namespace of cluster %q: created by %q, who may make tenant records", remote, creator.User)
 	return ctrl.Result{}, nil
+}
+
+// candidate is Reconcile's first decision, on the namespace alone: a live tenant namespace
+// of remote, under its protocol name, whose creator was recorded and is read exactly. An
+// unreadable creator is said in an event; every other miss is silent, as it was inline.
+func (r *Reconciler) candidate(ns *corev1.Namespace, remote string) (cluster.Creator, bool) {
+	if ns.DeletionTimestamp != nil || !cluster.IsTenantNamespaceOf(ns, remote) || ns.Name != wire.TenantNamespaceName(remote) {
+		return cluster.Creator{}, false
+	}
+	creator, ok, err := cluster.NamespaceCreator(ns)
+	if !ok {
+		return creator, false
+	}
+	if err != nil {
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, authv1beta1.ReasonTenantNamespaceNotDesignated, "Designate",
+			"not a tenant namespace: its creator cannot be read exactly (%v); this cluster's administrator makes one with liqoctl authenticate, create nonce or generate tenant", err)
+		return creator, false
+	}
+	return creator, true
+}
+
+// settled is Reconcile's second decision, on the tenant record: true when there is nothing
+// to decide now, with the result to return: the record names this namespace already (in
+// the cache, or in a live read once the namespace is past Grace), the namespace is still
+// left to the liqoctl that made it (a requeue), or a read failed.
+func (r *Reconciler) settled(ctx context.Context, ns *corev1.Namespace, remote string) (ctrl.Result, bool, error) {
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.LiqoNamespace, remote)
+	if err != nil {
+		return ctrl.Result{}, true, err
+	}
+	if recordsNamespace(rec, ns) {
+		return ctrl.Result{}, true, nil // recorded already, by liqoctl or by this controller
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	if age := now().Sub(ns.CreationTimestamp.Time); age < Grace {
+		return ctrl.Result{RequeueAfter: Grace - age}, true, nil
+	}
+	// liqoctl records the namespaces it makes right after making them: the cache may
+	// not show it yet.
+	if rec, err = cluster.GetTenantRecord(ctx, r.Live, r.LiqoNamespace, remote); err != nil || recordsNamespace(rec, ns) {
+		return ctrl.Result{}, true, err
+	}
+	return ctrl.Result{}, false, nil
+}
+
+// recordsNamespace tells whether rec names ns, by name and UID.
+func recordsNamespace(rec *cluster.TenantRecord, ns *corev1.Namespace) bool {
+	return rec != nil && rec.Namespace == ns.Name && rec.NamespaceUID == ns.UID
 }
 
 // mayRecord asks the API server whether the creator, with every attribute it was

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/x509"
 	"fmt"
 	"slices"
 	"strings"
@@ -96,25 +97,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // that announce a change of the status go to notes, recorded once the status is saved.
 func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, notes *status.Deferred) (ctrl.Result, error) {
 	if reason, msg, err := r.checkPlacement(ctx, id); err != nil || reason != "" {
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		r.refuse(id, notes, reason, msg)
-		return ctrl.Result{}, nil
+		return r.refuseOrFail(id, notes, reason, msg, err)
 	}
 	params := id.Spec.AuthParams
 	now := r.Now()
 	if reason, msg, err := r.checkPinnedCA(ctx, id); err != nil || reason != "" {
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		r.refuse(id, notes, reason, msg)
-		return ctrl.Result{}, nil
+		return r.refuseOrFail(id, notes, reason, msg, err)
 	}
-	user := r.ClusterID
-	if id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
-		user = authn.SliceUserName(id.Labels[wire.SliceNameLabel], r.ClusterID)
-	}
+	user := kubeconfigUser(id, r.ClusterID)
 	kubeconfig, err := authn.ForgeKubeconfig(authn.KubeconfigParams{
 		ClusterName: string(id.Spec.ClusterID), User: user, Server: params.APIServer, CA: params.CA,
 		ProxyURL: ptr.Deref(params.ProxyURL, ""), CertPEM: params.SignedCRT, Key: r.Key, Namespace: ptr.Deref(id.Spec.Namespace, ""),
@@ -142,6 +132,35 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 		}
 		return ctrl.Result{}, err
 	}
+	setReady(id, notes, cert, caFP, user, now)
+	// Come back when the certificate expires, to report it.
+	return ctrl.Result{RequeueAfter: cert.NotAfter.Sub(now) + time.Second}, nil
+}
+
+// refuseOrFail ends reconcile after a check that returned a reason or an error: an error
+// is returned (a retry), a reason is recorded as a refusal (a decision).
+func (r *Reconciler) refuseOrFail(id *authv1beta1.Identity, notes *status.Deferred, reason, msg string, err error) (ctrl.Result, error) {
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.refuse(id, notes, reason, msg)
+	return ctrl.Result{}, nil
+}
+
+// kubeconfigUser is the user the provider knows this cluster as: its cluster ID for the
+// control plane, the slice's user name for a ResourceSlice Identity.
+func kubeconfigUser(id *authv1beta1.Identity, clusterID string) string {
+	if id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
+		return authn.SliceUserName(id.Labels[wire.SliceNameLabel], clusterID)
+	}
+	return clusterID
+}
+
+// setReady is reconcile's last step, once the Secret holds the kubeconfig: the status
+// names the Secret, the CA and the certificate (a new serial is a renewal), and Ready is
+// true, announced by an Event when it changed.
+func setReady(id *authv1beta1.Identity, notes *status.Deferred, cert *x509.Certificate, caFP, user string, now time.Time) {
+	params := id.Spec.AuthParams
 	id.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: wire.KubeconfigSecretName(id.Name)}
 	id.Status.CAFingerprint = caFP
 	if old := id.Status.Certificate; old != nil && old.SerialNumber != "" && old.SerialNumber != cert.SerialNumber.Text(16) {
@@ -154,8 +173,6 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 	if status.SetCondition(&id.Status.Conditions, authv1beta1.ConditionReady, true, authv1beta1.ReasonKubeconfigReady, msg, id.Generation) {
 		notes.Eventf(id, nil, corev1.EventTypeNormal, authv1beta1.ReasonKubeconfigReady, "WriteKubeconfig", "%s", msg)
 	}
-	// Come back when the certificate expires, to report it.
-	return ctrl.Result{RequeueAfter: cert.NotAfter.Sub(now) + time.Second}, nil
 }
 
 // checkPlacement verifies that the Identity is named, labelled and placed for its provider.
