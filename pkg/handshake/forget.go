@@ -61,23 +61,41 @@ func InspectPeer(ctx context.Context, s *Side, peerID string) (*PeerHere, error)
 		return nil, s.Explain(err, "finding the tenant namespace")
 	}
 	h.TenantNamespace = tn
+	if err := readPeerObjects(ctx, s, h); err != nil {
+		return nil, err
+	}
+	if err := readPeerSlices(ctx, s, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// readPeerObjects is InspectPeer's read of the peer's Identity and Tenant in the tenant
+// namespace h names, into h: an absent one (or an absent API) is nil.
+func readPeerObjects(ctx context.Context, s *Side, h *PeerHere) error {
 	var id authv1beta1.Identity
-	switch err := s.Client.Get(ctx, client.ObjectKey{Namespace: h.TenantNamespace, Name: wire.IdentityName(peerID)}, &id); {
+	switch err := s.Client.Get(ctx, client.ObjectKey{Namespace: h.TenantNamespace, Name: wire.IdentityName(h.PeerID)}, &id); {
 	case err == nil:
 		h.Identity = &id
 	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
-		return nil, s.Explain(err, "reading the Identity")
+		return s.Explain(err, "reading the Identity")
 	}
 	var t authv1beta1.Tenant
-	switch err := s.Client.Get(ctx, client.ObjectKey{Namespace: h.TenantNamespace, Name: peerID}, &t); {
+	switch err := s.Client.Get(ctx, client.ObjectKey{Namespace: h.TenantNamespace, Name: h.PeerID}, &t); {
 	case err == nil:
 		h.Tenant = &t
 	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
-		return nil, s.Explain(err, "reading the Tenant")
+		return s.Explain(err, "reading the Tenant")
 	}
+	return nil
+}
+
+// readPeerSlices is InspectPeer's sort of the ResourceSlices in the tenant namespace h
+// names into those given to the peer and those asked of it.
+func readPeerSlices(ctx context.Context, s *Side, h *PeerHere) error {
 	var list authv1beta1.ResourceSliceList
 	if err := s.Client.List(ctx, &list, client.InNamespace(h.TenantNamespace)); err != nil && !meta.IsNoMatchError(err) {
-		return nil, s.Explain(err, "listing the ResourceSlices")
+		return s.Explain(err, "listing the ResourceSlices")
 	}
 	// The namespace is the peer's: a slice there is given to the peer (a provider's copy
 	// naming it as consumer), or else asked of it by this cluster, whatever its labels
@@ -87,13 +105,13 @@ func InspectPeer(ctx context.Context, s *Side, peerID string) (*PeerHere, error)
 	for i := range list.Items {
 		rs := &list.Items[i]
 		switch consumer, providerCopy := access.SliceConsumer(rs); {
-		case providerCopy && consumer == peerID:
+		case providerCopy && consumer == h.PeerID:
 			h.ProviderSlices = append(h.ProviderSlices, rs.Name)
 		case !providerCopy || consumer == s.ClusterID:
 			h.ConsumerSlices = append(h.ConsumerSlices, rs.Name)
 		}
 	}
-	return h, nil
+	return nil
 }
 
 // ForgetPeer undoes, on cluster s alone, its peering with a cluster that cannot be
@@ -110,64 +128,95 @@ func ForgetPeer(ctx context.Context, s *Side, h *PeerHere, deleteSlices, deleteN
 			s.prefix(), h.PeerID, strings.Join(h.ConsumerSlices, ", "))
 	}
 	if h.Consumer() {
-		for _, name := range h.ConsumerSlices {
-			if err := forgetConsumerSlice(ctx, s, h.TenantNamespace, name); err != nil {
-				return nil, err
-			}
-			s.Report.Info("ResourceSlice %s removed here; its provider was not told", name)
-		}
-		if err := RemoveIdentity(ctx, s, h.PeerID); err != nil {
+		what, err := forgetAsConsumer(ctx, s, h)
+		if err != nil {
 			return nil, err
-		}
-		what := fmt.Sprintf("as provider: the Tenant %s, its bindings", s.ClusterID)
-		if len(h.ConsumerSlices) > 0 {
-			what += ", ResourceSlices " + strings.Join(h.ConsumerSlices, ", ")
-		}
-		if h.Identity != nil && h.Identity.Status.Certificate != nil && h.Identity.Status.Certificate.NotAfter != nil {
-			what += fmt.Sprintf("; the certificate it issued to %s stays valid until %s", s.ClusterID, h.Identity.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
 		}
 		left = append(left, what)
 	}
 	if h.Provider() {
-		for _, name := range h.ProviderSlices {
-			if err := deleteIgnoringAbsence(ctx, s.Client, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: h.TenantNamespace, Name: name}}); err != nil {
-				return nil, s.Explain(err, "deleting ResourceSlice "+name)
-			}
-		}
-		for _, name := range h.ProviderSlices {
-			if err := waitFor(ctx, s.Client, client.ObjectKey{Namespace: h.TenantNamespace, Name: name}, &authv1beta1.ResourceSliceList{}, "ResourceSlice "+name+" to be deleted",
-				func(rs *authv1beta1.ResourceSlice) (bool, string, error) {
-					return rs == nil, "its finalizer is handled by " + s.Controllers().String(), nil
-				}); err != nil {
-				return nil, s.Explain(err, "deleting the ResourceSlices given to the peer")
-			}
-		}
-		if len(h.ProviderSlices) > 0 {
-			s.Report.Info("ResourceSlices %s deleted", strings.Join(h.ProviderSlices, ", "))
-		}
-		if err := RemoveTenant(ctx, s, h.PeerID); err != nil {
+		what, err := forgetAsProvider(ctx, s, h, now)
+		if err != nil {
 			return nil, err
 		}
-		if err := VerifyRevoked(ctx, s, h.PeerID, h.TenantNamespace, nil, now); err != nil {
-			return nil, err
-		}
-		left = append(left, fmt.Sprintf("as consumer: the Identity %s, its kubeconfig and the signed nonce (they authorize nothing here any more)", wire.IdentityName(s.ClusterID)))
+		left = append(left, what)
 	}
 	if !h.Consumer() && !h.Provider() {
 		s.Report.Info("No Identity, Tenant or ResourceSlice of cluster %q here", h.PeerID)
 	}
+	if err := forgetTenantNamespace(ctx, s, h, deleteNamespace); err != nil {
+		return nil, err
+	}
+	return left, nil
+}
+
+// forgetAsConsumer is ForgetPeer's consumer half: the slices s asked of the peer, then its
+// Identity. It returns what stays on the peer of it.
+func forgetAsConsumer(ctx context.Context, s *Side, h *PeerHere) (string, error) {
+	for _, name := range h.ConsumerSlices {
+		if err := forgetConsumerSlice(ctx, s, h.TenantNamespace, name); err != nil {
+			return "", err
+		}
+		s.Report.Info("ResourceSlice %s removed here; its provider was not told", name)
+	}
+	if err := RemoveIdentity(ctx, s, h.PeerID); err != nil {
+		return "", err
+	}
+	what := fmt.Sprintf("as provider: the Tenant %s, its bindings", s.ClusterID)
+	if len(h.ConsumerSlices) > 0 {
+		what += ", ResourceSlices " + strings.Join(h.ConsumerSlices, ", ")
+	}
+	if h.Identity != nil && h.Identity.Status.Certificate != nil && h.Identity.Status.Certificate.NotAfter != nil {
+		what += fmt.Sprintf("; the certificate it issued to %s stays valid until %s", s.ClusterID, h.Identity.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return what, nil
+}
+
+// forgetAsProvider is ForgetPeer's provider half: the slices s gave the peer (all deleted,
+// then all waited for), then its Tenant, and the proof that the peer's user lost its
+// access. It returns what stays on the peer of it.
+func forgetAsProvider(ctx context.Context, s *Side, h *PeerHere, now time.Time) (string, error) {
+	for _, name := range h.ProviderSlices {
+		if err := deleteIgnoringAbsence(ctx, s.Client, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: h.TenantNamespace, Name: name}}); err != nil {
+			return "", s.Explain(err, "deleting ResourceSlice "+name)
+		}
+	}
+	for _, name := range h.ProviderSlices {
+		if err := waitFor(ctx, s.Client, client.ObjectKey{Namespace: h.TenantNamespace, Name: name}, &authv1beta1.ResourceSliceList{}, "ResourceSlice "+name+" to be deleted",
+			func(rs *authv1beta1.ResourceSlice) (bool, string, error) {
+				return rs == nil, "its finalizer is handled by " + s.Controllers().String(), nil
+			}); err != nil {
+			return "", s.Explain(err, "deleting the ResourceSlices given to the peer")
+		}
+	}
+	if len(h.ProviderSlices) > 0 {
+		s.Report.Info("ResourceSlices %s deleted", strings.Join(h.ProviderSlices, ", "))
+	}
+	if err := RemoveTenant(ctx, s, h.PeerID); err != nil {
+		return "", err
+	}
+	if err := VerifyRevoked(ctx, s, h.PeerID, h.TenantNamespace, nil, now); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("as consumer: the Identity %s, its kubeconfig and the signed nonce (they authorize nothing here any more)", wire.IdentityName(s.ClusterID)), nil
+}
+
+// forgetTenantNamespace is ForgetPeer's last step, with deleteNamespace: the tenant
+// namespace and its place in the record, unless it is not the designated one (then it is
+// left alone, and said so).
+func forgetTenantNamespace(ctx context.Context, s *Side, h *PeerHere, deleteNamespace bool) error {
 	if deleteNamespace && h.Undesignated {
 		s.Report.Warn("Namespace %s is not the designated tenant namespace of %q: it is left alone", h.TenantNamespace, h.PeerID)
 	} else if deleteNamespace {
 		if err := deleteIgnoringAbsence(ctx, s.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.TenantNamespace}}); err != nil {
-			return nil, s.Explain(err, "deleting the tenant namespace")
+			return s.Explain(err, "deleting the tenant namespace")
 		}
 		if err := cluster.ForgetTenantNamespace(ctx, s.Client, s.Namespace, h.PeerID); err != nil {
-			return nil, s.Explain(err, "updating the tenant record")
+			return s.Explain(err, "updating the tenant record")
 		}
 		s.Report.Info("Tenant namespace %s deleted", h.TenantNamespace)
 	}
-	return left, nil
+	return nil
 }
 
 // forgetConsumerSlice removes a slice this consumer asked of a provider it cannot reach:

@@ -108,6 +108,14 @@ func RemoveTenant(ctx context.Context, pr *Side, consumerID string) error {
 	} else {
 		pr.Report.Info("No Tenant to delete")
 	}
+	return removeTenantLeftovers(ctx, pr, pTN, consumerID)
+}
+
+// removeTenantLeftovers is RemoveTenant's second half, once the Tenant is gone: what its
+// finalizer should have removed (bindings, the nonce, the Renew, and the certificate
+// requests, with Liqo's own when Liqo's controllers run on pr), deleted if still there and
+// reported.
+func removeTenantLeftovers(ctx context.Context, pr *Side, pTN, consumerID string) error {
 	leftovers := append(access.AccessObjects(pTN, consumerID),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.NonceSecretName}},
 		&authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.IdentityName(pr.ClusterID)}})
