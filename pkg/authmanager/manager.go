@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -190,6 +191,59 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	reader := mgr.GetAPIReader()
+	if err := o.readIdentity(ctx, reader); err != nil {
+		return err
+	}
+	c, err := o.scopedClient(ctx, mgr, reader)
+	if err != nil {
+		return err
+	}
+	var counters *metrics.Metrics
+	if o.Metrics != nil {
+		counters = metrics.New()
+		if err := counters.Register(o.Metrics, mgr.GetCache(), o.Namespace, o.ClusterID, o.Role.Has(Provider), o.Role.Has(Consumer), time.Now); err != nil {
+			return fmt.Errorf("registering the metrics: %w", err)
+		}
+	}
+	d := deps{c: c, reader: reader, rec: status.ShortNotes(mgr.GetEventRecorder(wire.ManagerName)), counters: counters}
+	d.placement = placement.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
+	setups := []setup{
+		&designation.Reconciler{Client: c, Live: reader, LiqoNamespace: o.Namespace, Recorder: d.rec},
+	}
+	if o.Role.Has(Provider) {
+		provider, err := o.providerSetups(ctx, mgr, d)
+		if err != nil {
+			return err
+		}
+		setups = append(setups, provider...)
+	}
+	if o.Role.Has(Consumer) {
+		setups = append(setups, o.consumerSetups(mgr, d)...)
+	}
+	for _, s := range setups {
+		if err := s.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up %T: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// setup is a reconciler Setup registers with the manager.
+type setup = interface{ SetupWithManager(ctrl.Manager) error }
+
+// deps is what Setup gives every reconciler: the clients, the placement check, the event
+// recorder and the metrics (nil: none).
+type deps struct {
+	c         client.Client
+	reader    client.Reader
+	placement placement.Placement
+	rec       events.EventRecorder
+	counters  *metrics.Metrics
+}
+
+// readIdentity is Setup's first read: the cluster ID and key the options leave unset,
+// from the Liqo namespace, in that order.
+func (o *Options) readIdentity(ctx context.Context, reader client.Reader) error {
 	if o.ClusterID == "" {
 		id, err := cluster.GetClusterID(ctx, reader, o.Namespace)
 		if err != nil {
@@ -204,70 +258,70 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		o.Key = key
 	}
-	c := mgr.GetClient()
-	if o.Scope != nil {
-		if err := o.Scope.Load(ctx, reader); err != nil {
-			return fmt.Errorf("reading the tenant records: %w", err)
-		}
-		if err := o.Scope.Follow(ctx, mgr.GetCache()); err != nil {
-			return err
-		}
-		c = liveWhenStripped{Client: c, live: reader}
-	}
-	var counters *metrics.Metrics
-	if o.Metrics != nil {
-		counters = metrics.New()
-		if err := counters.Register(o.Metrics, mgr.GetCache(), o.Namespace, o.ClusterID, o.Role.Has(Provider), o.Role.Has(Consumer), time.Now); err != nil {
-			return fmt.Errorf("registering the metrics: %w", err)
-		}
-	}
-	rec := status.ShortNotes(mgr.GetEventRecorder(wire.ManagerName))
-	placement := placement.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
-	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&designation.Reconciler{Client: c, Live: reader, LiqoNamespace: o.Namespace, Recorder: rec},
-	}
-	if o.Role.Has(Provider) {
-		if o.Self == nil {
-			self, err := tenant.SelfReviewer(ctx, c)
-			if err != nil {
-				return err
-			}
-			o.Self = &self
-		}
-		self := *o.Self
-		if o.Scope != nil {
-			o.Scope.SetSelf(self.Username)
-		}
-		signatures, err := followSignatures(ctx, mgr.GetCache())
-		if err != nil {
-			return err
-		}
-		setups = append(setups,
-			&noncecreator.Reconciler{Client: c, Placement: placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
-			&tenant.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self, Metrics: counters, Signatures: signatures},
-			&renewanswer.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID},
-			&providerslice.Reconciler{Client: c, APIReader: reader, Placement: placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID, Metrics: counters,
-				Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
-				Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout, Signatures: signatures}})
-		if o.PeerGoneAfter > 0 {
-			setups = append(setups, &peergc.Reconciler{Client: c, Key: o.Key, Live: reader, Placement: placement, Recorder: rec, GoneAfter: o.PeerGoneAfter})
-		}
-	}
-	if o.Role.Has(Consumer) {
-		setups = append(setups,
-			&noncesigner.Reconciler{Client: c, Placement: placement, Recorder: rec, Key: o.Key},
-			&identity.Reconciler{Client: c, Placement: placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
-			&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key})
-		if o.WatchRenewals {
-			setups = append(setups, &renewfollower.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Key: o.Key, PresenceInterval: o.PresenceInterval})
-		}
-	}
-	for _, s := range setups {
-		if err := s.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up %T: %w", s, err)
-		}
-	}
 	return nil
+}
+
+// scopedClient is the manager's client, or, with a Scope, the client that reads live what
+// the scoped cache strips, once the scope has read the tenant records and follows them.
+func (o *Options) scopedClient(ctx context.Context, mgr ctrl.Manager, reader client.Reader) (client.Client, error) {
+	c := mgr.GetClient()
+	if o.Scope == nil {
+		return c, nil
+	}
+	if err := o.Scope.Load(ctx, reader); err != nil {
+		return nil, fmt.Errorf("reading the tenant records: %w", err)
+	}
+	if err := o.Scope.Follow(ctx, mgr.GetCache()); err != nil {
+		return nil, err
+	}
+	return liveWhenStripped{Client: c, live: reader}, nil
+}
+
+// providerSetups are the provider's reconcilers, once the manager's own user is known (it
+// is excluded from the scope) and the signer is followed.
+func (o *Options) providerSetups(ctx context.Context, mgr ctrl.Manager, d deps) ([]setup, error) {
+	c, reader, rec := d.c, d.reader, d.rec
+	if o.Self == nil {
+		self, err := tenant.SelfReviewer(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		o.Self = &self
+	}
+	self := *o.Self
+	if o.Scope != nil {
+		o.Scope.SetSelf(self.Username)
+	}
+	signatures, err := followSignatures(ctx, mgr.GetCache())
+	if err != nil {
+		return nil, err
+	}
+	setups := []setup{
+		&noncecreator.Reconciler{Client: c, Placement: d.placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
+		&tenant.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self, Metrics: d.counters, Signatures: signatures},
+		&renewanswer.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID},
+		&providerslice.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID, Metrics: d.counters,
+			Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
+			Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout, Signatures: signatures}},
+	}
+	if o.PeerGoneAfter > 0 {
+		setups = append(setups, &peergc.Reconciler{Client: c, Key: o.Key, Live: reader, Placement: d.placement, Recorder: rec, GoneAfter: o.PeerGoneAfter})
+	}
+	return setups, nil
+}
+
+// consumerSetups are the consumer's reconcilers.
+func (o *Options) consumerSetups(mgr ctrl.Manager, d deps) []setup {
+	c, rec := d.c, d.rec
+	setups := []setup{
+		&noncesigner.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Key: o.Key},
+		&identity.Reconciler{Client: c, Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
+		&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
+	}
+	if o.WatchRenewals {
+		setups = append(setups, &renewfollower.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Key: o.Key, PresenceInterval: o.PresenceInterval})
+	}
+	return setups
 }
 
 // followSignatures feeds issuances waiting for the signer from the cache's informer of
