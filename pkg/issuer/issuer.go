@@ -162,19 +162,9 @@ func Pending(csr *certificatesv1.CertificateSigningRequest) bool {
 // submitted or approved: a non-nil Issuance it returns refuses the submission, saying why.
 // foreign lists the pending requests others made with s's labels.
 func (i *Issuer) Ensure(ctx context.Context, s Subject, now time.Time, check func(context.Context) (*Issuance, error)) (is *Issuance, foreign []string, err error) {
-	csr, foreign, err := i.Find(ctx, s)
-	if err != nil {
-		return nil, nil, err
-	}
-	if csr == nil || Pending(csr) {
-		if refusal, checkErr := check(ctx); refusal != nil || checkErr != nil {
-			return refusal, foreign, checkErr
-		}
-	}
-	if csr == nil {
-		if csr, err = i.create(ctx, s); err != nil {
-			return nil, foreign, err
-		}
+	csr, foreign, refusal, err := i.findOrCreate(ctx, s, check)
+	if refusal != nil || err != nil {
+		return refusal, foreign, err
 	}
 	approved, denied, failed := CSRState(csr)
 	switch {
@@ -186,24 +176,58 @@ func (i *Issuer) Ensure(ctx context.Context, s Subject, now time.Time, check fun
 		if i.Signatures != nil {
 			answered, done := i.Signatures.expect(csr.Name)
 			defer done()
-			defer func() {
-				if err == nil && is != nil && is.Cert == nil && is.Reason == authv1beta1.ReasonCertificatePending {
-					is = i.awaitSigner(ctx, csr, answered, is)
-				}
-			}()
+			defer func() { is = i.afterApproval(ctx, csr, answered, is, err) }()
 		}
-		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: s.Reason, Message: s.Message, LastUpdateTime: metav1.NewTime(now),
-		})
-		if err := i.Client.SubResource("approval").Update(ctx, csr); err != nil {
-			return nil, foreign, fmt.Errorf("approving CertificateSigningRequest %s: %w", csr.Name, err)
+		if approved, err = i.approve(ctx, csr, s, now); err != nil {
+			return nil, foreign, err
 		}
-		approved = &csr.Status.Conditions[len(csr.Status.Conditions)-1]
 	}
 	if len(csr.Status.Certificate) == 0 {
 		return i.waiting(csr, approved, now), foreign, nil
 	}
 	return issued(csr), foreign, nil
+}
+
+// findOrCreate is Ensure's first step: the request of s (with the foreign ones found), or
+// a new one; before a request is created or while it is pending, check may refuse (a
+// non-nil Issuance) or fail. A failed Find returns no foreign names.
+func (i *Issuer) findOrCreate(ctx context.Context, s Subject, check func(context.Context) (*Issuance, error)) (*certificatesv1.CertificateSigningRequest, []string, *Issuance, error) {
+	csr, foreign, err := i.Find(ctx, s)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if csr == nil || Pending(csr) {
+		if refusal, checkErr := check(ctx); refusal != nil || checkErr != nil {
+			return nil, foreign, refusal, checkErr
+		}
+	}
+	if csr == nil {
+		if csr, err = i.create(ctx, s); err != nil {
+			return nil, foreign, nil, err
+		}
+	}
+	return csr, foreign, nil, nil
+}
+
+// approve approves csr for s at now, and returns its approval condition.
+func (i *Issuer) approve(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, s Subject, now time.Time) (*certificatesv1.CertificateSigningRequestCondition, error) {
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: s.Reason, Message: s.Message, LastUpdateTime: metav1.NewTime(now),
+	})
+	if err := i.Client.SubResource("approval").Update(ctx, csr); err != nil {
+		return nil, fmt.Errorf("approving CertificateSigningRequest %s: %w", csr.Name, err)
+	}
+	return &csr.Status.Conditions[len(csr.Status.Conditions)-1], nil
+}
+
+// afterApproval is what Ensure returns once it approved csr itself, with the signer
+// followed: an issuance still pending (is, returned with err) waits for the signer's
+// answer; any other is returned as it is.
+func (i *Issuer) afterApproval(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, answered <-chan struct{}, is *Issuance, err error) *Issuance {
+	if err == nil && is != nil && is.Cert == nil && is.Reason == authv1beta1.ReasonCertificatePending {
+		return i.awaitSigner(ctx, csr, answered, is)
+	}
+	return is
 }
 
 // issued is the issuance of a request that holds its certificate: the certificate, or
