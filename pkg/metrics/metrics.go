@@ -194,33 +194,55 @@ func (g *gauges) collectProvider(ctx context.Context, out *emitter) {
 	if err != nil {
 		return
 	}
+	g.collectTenants(ctx, out, known)
+	g.collectProviderSlices(ctx, out, known)
+	g.collectNonces(ctx, out, known)
+}
+
+// collectTenants emits, for each Tenant this provider accepted in its designated tenant
+// namespace, its readiness and the expiry of the last control-plane certificate recorded.
+// A failed list emits nothing.
+func (g *gauges) collectTenants(ctx context.Context, out *emitter, known *peers) {
 	var tenants authv1beta1.TenantList
-	if err := g.reader.List(ctx, &tenants); err == nil {
-		for i := range tenants.Items {
-			t := &tenants.Items[i]
-			peer := string(t.Spec.ClusterID)
-			if peer == "" || !known.designated(peer, t.Namespace) || t.Status.AcceptedKeyFingerprint == "" {
-				continue // not a tenant this provider accepted
-			}
-			out.emit(readyDesc, ready(t.Status.Conditions), SideProvider, peer)
-			if at, ok := lastIssued(known.records[peer], ""); ok {
-				out.emit(expiryDesc, float64(at.Unix()), SideProvider, peer, KindControlPlane, "")
-			}
+	if err := g.reader.List(ctx, &tenants); err != nil {
+		return
+	}
+	for i := range tenants.Items {
+		t := &tenants.Items[i]
+		peer := string(t.Spec.ClusterID)
+		if peer == "" || !known.designated(peer, t.Namespace) || t.Status.AcceptedKeyFingerprint == "" {
+			continue // not a tenant this provider accepted
+		}
+		out.emit(readyDesc, ready(t.Status.Conditions), SideProvider, peer)
+		if at, ok := lastIssued(known.records[peer], ""); ok {
+			out.emit(expiryDesc, float64(at.Unix()), SideProvider, peer, KindControlPlane, "")
 		}
 	}
+}
+
+// collectProviderSlices emits, for each slice given to a peer from its designated tenant
+// namespace, the expiry of the last certificate recorded for it. A failed list emits
+// nothing.
+func (g *gauges) collectProviderSlices(ctx context.Context, out *emitter, known *peers) {
 	var slices authv1beta1.ResourceSliceList
-	if err := g.reader.List(ctx, &slices); err == nil {
-		for i := range slices.Items {
-			rs := &slices.Items[i]
-			peer, providerCopy := access.SliceConsumer(rs)
-			if !providerCopy || peer == "" || peer == g.self || !known.designated(peer, rs.Namespace) {
-				continue
-			}
-			if at, ok := lastIssued(known.records[peer], rs.Name); ok {
-				out.emit(expiryDesc, float64(at.Unix()), SideProvider, peer, KindResourceSlice, rs.Name)
-			}
+	if err := g.reader.List(ctx, &slices); err != nil {
+		return
+	}
+	for i := range slices.Items {
+		rs := &slices.Items[i]
+		peer, providerCopy := access.SliceConsumer(rs)
+		if !providerCopy || peer == "" || peer == g.self || !known.designated(peer, rs.Namespace) {
+			continue
+		}
+		if at, ok := lastIssued(known.records[peer], rs.Name); ok {
+			out.emit(expiryDesc, float64(at.Unix()), SideProvider, peer, KindResourceSlice, rs.Name)
 		}
 	}
+}
+
+// collectNonces emits the age of each unused nonce of a known peer. A failed list emits
+// nothing.
+func (g *gauges) collectNonces(ctx context.Context, out *emitter, known *peers) {
 	var nonces corev1.SecretList
 	if err := g.reader.List(ctx, &nonces, client.MatchingLabels{wire.NonceLabel: "true"}); err != nil {
 		return
