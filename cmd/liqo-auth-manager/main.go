@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
@@ -118,14 +119,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if checkListenErr := checkListen("--health-probe-bind-address", f.healthAddr); checkListenErr != nil {
-		return checkListenErr
-	}
-	if checkListenErr := checkListen("--metrics-bind-address", f.metricsAddr); checkListenErr != nil {
-		return checkListenErr
-	}
-	if checkListenErr := checkListen("--pprof-bind-address", f.pprofAddr); checkListenErr != nil {
-		return checkListenErr
+	if checkListensErr := checkListens(f); checkListensErr != nil {
+		return checkListensErr
 	}
 	if f.showVersion {
 		fmt.Println("liqo-auth-manager", version.Get())
@@ -139,41 +134,12 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var cfg *rest.Config
-	if f.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
-	} else {
-		cfg, err = ctrl.GetConfig()
-	}
-	if err != nil {
-		return fmt.Errorf("loading the cluster configuration: %w", err)
-	}
-	cfg.QPS, cfg.Burst = f.qps, f.burst
-	direct, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	cfg, direct, err := connect(ctx, f)
 	if err != nil {
 		return err
 	}
-	if prepareErr := prepare(ctx, f, direct, cfg.Host); prepareErr != nil {
-		return prepareErr
-	}
-	if completeErr := f.opts.Complete(); completeErr != nil {
-		return completeErr
-	}
-	f.opts.Scope = authmanager.NewCacheScope(f.opts.Namespace)
-	if f.metricsAddr != "0" {
-		f.opts.Metrics = ctrlmetrics.Registry
-	}
-	if f.opts.Role.Has(authmanager.Provider) {
-		var ca []byte
-		if f.apiServerCAFile != "" {
-			if ca, err = os.ReadFile(f.apiServerCAFile); err != nil {
-				return fmt.Errorf("reading --api-server-ca-file: %w", err)
-			}
-		}
-		if f.opts.Tenant.APIServer, f.opts.Tenant.CA, err = authmanager.ResolveAPIServer(ctx, direct, f.opts.Namespace, cfg, f.apiServerURL, ca); err != nil {
-			return err
-		}
-		log.Info("provider side", "apiServer", f.opts.Tenant.APIServer, "certificateLifetime", f.opts.Tenant.CertificateLifetime.String())
+	if completeOptionsErr := completeOptions(ctx, f, direct, cfg, log); completeOptionsErr != nil {
+		return completeOptionsErr
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme.New(), Cache: authmanager.CacheOptions(f.opts.Namespace, f.opts.Scope),
@@ -195,14 +161,7 @@ func run() error {
 		return err
 	}
 	if !f.leaderElect {
-		id, err := presenceIdentity()
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(&authmanager.Presence{
-			Client: direct, Namespace: f.opts.Namespace, Identity: id,
-			Duration: 15 * time.Second, Renew: 5 * time.Second, Logger: log.WithName("presence"),
-		}); err != nil {
+		if err := addPresence(mgr, f, direct, log); err != nil {
 			return err
 		}
 	}
@@ -211,6 +170,84 @@ func run() error {
 	}
 	log.Info("starting", "version", version.Get().Version, "clusterID", f.opts.ClusterID, "role", f.opts.Role.String())
 	return mgr.Start(ctx)
+}
+
+// checkListens refuses, before anything else is done, a listen address that is not one:
+// health probes, metrics and pprof, in that order.
+func checkListens(f *flags) error {
+	if err := checkListen("--health-probe-bind-address", f.healthAddr); err != nil {
+		return err
+	}
+	if err := checkListen("--metrics-bind-address", f.metricsAddr); err != nil {
+		return err
+	}
+	return checkListen("--pprof-bind-address", f.pprofAddr)
+}
+
+// connect is run's first step on the cluster: the client configuration (from --kubeconfig,
+// or controller-runtime's lookup) with the flags' rate limits, a direct client, and the
+// cluster ID and key pair it reads or fills (prepare).
+func connect(ctx context.Context, f *flags) (*rest.Config, client.Client, error) {
+	var cfg *rest.Config
+	var err error
+	if f.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading the cluster configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
+	direct, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := prepare(ctx, f, direct, cfg.Host); err != nil {
+		return nil, nil, err
+	}
+	return cfg, direct, nil
+}
+
+// completeOptions fills the manager's options from the flags and the cluster: defaults,
+// the cache scope, the metrics registry unless metrics are off, and, on a provider, the
+// API server and CA given to tenants.
+func completeOptions(ctx context.Context, f *flags, direct client.Client, cfg *rest.Config, log logr.Logger) error {
+	if err := f.opts.Complete(); err != nil {
+		return err
+	}
+	f.opts.Scope = authmanager.NewCacheScope(f.opts.Namespace)
+	if f.metricsAddr != "0" {
+		f.opts.Metrics = ctrlmetrics.Registry
+	}
+	if !f.opts.Role.Has(authmanager.Provider) {
+		return nil
+	}
+	var ca []byte
+	var err error
+	if f.apiServerCAFile != "" {
+		if ca, err = os.ReadFile(f.apiServerCAFile); err != nil {
+			return fmt.Errorf("reading --api-server-ca-file: %w", err)
+		}
+	}
+	if f.opts.Tenant.APIServer, f.opts.Tenant.CA, err = authmanager.ResolveAPIServer(ctx, direct, f.opts.Namespace, cfg, f.apiServerURL, ca); err != nil {
+		return err
+	}
+	log.Info("provider side", "apiServer", f.opts.Tenant.APIServer, "certificateLifetime", f.opts.Tenant.CertificateLifetime.String())
+	return nil
+}
+
+// addPresence adds, without leader election, the lease that tells another manager of the
+// same cluster that this one runs.
+func addPresence(mgr ctrl.Manager, f *flags, direct client.Client, log logr.Logger) error {
+	id, err := presenceIdentity()
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&authmanager.Presence{
+		Client: direct, Namespace: f.opts.Namespace, Identity: id,
+		Duration: 15 * time.Second, Renew: 5 * time.Second, Logger: log.WithName("presence"),
+	})
 }
 
 // prepare reads the cluster ID and the key pair. An installation applied from a manifest
