@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/liqo-auth/liqo-auth/internal/cli"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -106,10 +107,7 @@ func (o *Options) Validate() error {
 func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	if err := o.pair.Identify(ctx); err != nil {
-		if o.pair.Consumer.ClusterID != "" && o.pair.Provider.ClusterID == "" && handshake.Unreachable(err) {
-			return fmt.Errorf("%w\nIf that cluster is gone for good, clean this one only: liqoctl unauthenticate --remote-cluster-id ID (its cluster ID)", err)
-		}
+	if err := o.identify(ctx); err != nil {
 		return err
 	}
 	if err := o.Controllers.Apply(ctx, o.pair); err != nil {
@@ -120,17 +118,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	c, pr := o.pair.Consumer, o.pair.Provider
-	slices, err := handshake.SlicesFor(ctx, c, pr.ClusterID)
-	if err != nil && !meta.IsNoMatchError(err) {
-		return c.Explain(err, "listing the ResourceSlices asked of the provider")
-	}
-	names := make([]string, 0, len(slices))
-	for _, rs := range slices {
-		names = append(names, rs.Name)
-	}
-	if len(names) > 0 && !o.DeleteResourceSlices {
-		return c.Errorf("this cluster holds ResourceSlices from provider %q: %s; their identities would keep working until their certificates expire: delete them first (liqoctl delete resourceslice NAME --remote-cluster-id %s), or pass --delete-resourceslices",
-			pr.ClusterID, strings.Join(names, ", "), pr.ClusterID)
+	slices, names, err := o.slicesToDelete(ctx)
+	if err != nil {
+		return err
 	}
 	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
@@ -150,6 +140,38 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 	return o.pair.Unauthenticate(ctx, o.DeleteNamespaces)
+}
+
+// identify identifies the pair; when only the provider cannot be reached, the error says
+// how to clean this cluster alone.
+func (o *Options) identify(ctx context.Context) error {
+	if err := o.pair.Identify(ctx); err != nil {
+		if o.pair.Consumer.ClusterID != "" && o.pair.Provider.ClusterID == "" && handshake.Unreachable(err) {
+			return fmt.Errorf("%w\nIf that cluster is gone for good, clean this one only: liqoctl unauthenticate --remote-cluster-id ID (its cluster ID)", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// slicesToDelete lists the ResourceSlices the consumer asked of the provider (none when the
+// API is absent), and refuses them without --delete-resourceslices: their identities would
+// outlive the Tenant.
+func (o *Options) slicesToDelete(ctx context.Context) ([]authv1beta1.ResourceSlice, []string, error) {
+	c, pr := o.pair.Consumer, o.pair.Provider
+	slices, err := handshake.SlicesFor(ctx, c, pr.ClusterID)
+	if err != nil && !meta.IsNoMatchError(err) {
+		return nil, nil, c.Explain(err, "listing the ResourceSlices asked of the provider")
+	}
+	names := make([]string, 0, len(slices))
+	for _, rs := range slices {
+		names = append(names, rs.Name)
+	}
+	if len(names) > 0 && !o.DeleteResourceSlices {
+		return nil, nil, c.Errorf("this cluster holds ResourceSlices from provider %q: %s; their identities would keep working until their certificates expire: delete them first (liqoctl delete resourceslice NAME --remote-cluster-id %s), or pass --delete-resourceslices",
+			pr.ClusterID, strings.Join(names, ", "), pr.ClusterID)
+	}
+	return slices, names, nil
 }
 
 // RunLocal cleans this cluster only, for a peer that cannot be reached, and says what
