@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"slices"
@@ -134,39 +135,9 @@ func (v verifier) verify(ctx context.Context, c *handshake.Side, providerID stri
 	expires, renews := cert.NotAfter.UTC(), cert.NotBefore.Add(cert.NotAfter.Sub(cert.NotBefore)*2/3).UTC()
 	out.Expires, out.RenewsAt = &expires, &renews
 
-	key, err := c.ClusterKey(ctx)
-	switch {
-	case err != nil:
-		p.add("certificate-key", ResultFail, "reading the cluster key: %v", err)
-	case !authn.PublicKeysEqual(cert.PublicKey, key.Public()):
-		p.add("certificate-key", ResultFail, "the certificate is for another key than this cluster's")
-	default:
-		p.add("certificate-key", ResultPass, "the certificate is for this cluster's key")
-	}
-
-	fp, err := authn.CAFingerprint(id.Spec.AuthParams.CA)
-	rec, recErr := c.Controllers().Record(ctx, c, providerID)
-	switch {
-	case err != nil:
-		p.add("ca-pin", ResultFail, "the Identity's CA: %v", err)
-	case recErr != nil:
-		p.add("ca-pin", ResultFail, "reading the tenant record of %s: %v", providerID, recErr)
-	case rec == nil || rec.CAFingerprint == "":
-		p.add("ca-pin", ResultSkip, "no CA pinned for %s on this cluster (Liqo's controllers, or an older liqo-auth)", providerID)
-	case rec.CAFingerprint != fp:
-		p.add("ca-pin", ResultFail, "the Identity's CA %s is not the CA pinned for %s (%s)", fp, providerID, rec.CAFingerprint)
-	default:
-		p.add("ca-pin", ResultPass, "CA %s is the one pinned", fp)
-	}
-
-	switch left := expires.Sub(now); {
-	case left <= 0:
-		p.add("expiry", ResultFail, "expired at %s", expires.Format(time.RFC3339))
-	case now.After(renews.Add(left / 2)):
-		p.add("expiry", ResultFail, "expires at %s and was due for renewal at %s: is the provider's manager running?", expires.Format(time.RFC3339), renews.Format(time.RFC3339))
-	default:
-		p.add("expiry", ResultPass, "expires at %s, renewal due at %s", expires.Format(time.RFC3339), renews.Format(time.RFC3339))
-	}
+	checkCertificateKey(ctx, p, c, cert)
+	checkCAPin(ctx, p, c, providerID, &id)
+	checkExpiry(p, expires, renews, now)
 	if !now.Before(expires) {
 		return out
 	}
@@ -192,6 +163,53 @@ func (v verifier) verify(ctx context.Context, c *handshake.Side, providerID stri
 	v.everyNamespace(ctx, p, trusted, c.ClusterID, identityTN)
 	v.clockSkew(ctx, p, c, cfg)
 	return out
+}
+
+// checkCertificateKey is the "certificate-key" check of verify: the Identity's
+// certificate is for this cluster's key.
+func checkCertificateKey(ctx context.Context, p peer, c *handshake.Side, cert *x509.Certificate) {
+	key, err := c.ClusterKey(ctx)
+	switch {
+	case err != nil:
+		p.add("certificate-key", ResultFail, "reading the cluster key: %v", err)
+	case !authn.PublicKeysEqual(cert.PublicKey, key.Public()):
+		p.add("certificate-key", ResultFail, "the certificate is for another key than this cluster's")
+	default:
+		p.add("certificate-key", ResultPass, "the certificate is for this cluster's key")
+	}
+}
+
+// checkCAPin is the "ca-pin" check of verify: the Identity's CA is the one this cluster
+// pinned for the provider (skipped when none is pinned).
+func checkCAPin(ctx context.Context, p peer, c *handshake.Side, providerID string, id *authv1beta1.Identity) {
+	fp, err := authn.CAFingerprint(id.Spec.AuthParams.CA)
+	rec, recErr := c.Controllers().Record(ctx, c, providerID)
+	switch {
+	case err != nil:
+		p.add("ca-pin", ResultFail, "the Identity's CA: %v", err)
+	case recErr != nil:
+		p.add("ca-pin", ResultFail, "reading the tenant record of %s: %v", providerID, recErr)
+	case rec == nil || rec.CAFingerprint == "":
+		p.add("ca-pin", ResultSkip, "no CA pinned for %s on this cluster (Liqo's controllers, or an older liqo-auth)", providerID)
+	case rec.CAFingerprint != fp:
+		p.add("ca-pin", ResultFail, "the Identity's CA %s is not the CA pinned for %s (%s)", fp, providerID, rec.CAFingerprint)
+	default:
+		p.add("ca-pin", ResultPass, "CA %s is the one pinned", fp)
+	}
+}
+
+// checkExpiry is the "expiry" check of verify: the certificate is valid at now, and not
+// long overdue for renewal (half the time left after renews, which would mean nobody
+// renews it).
+func checkExpiry(p peer, expires, renews, now time.Time) {
+	switch left := expires.Sub(now); {
+	case left <= 0:
+		p.add("expiry", ResultFail, "expired at %s", expires.Format(time.RFC3339))
+	case now.After(renews.Add(left / 2)):
+		p.add("expiry", ResultFail, "expires at %s and was due for renewal at %s: is the provider's manager running?", expires.Format(time.RFC3339), renews.Format(time.RFC3339))
+	default:
+		p.add("expiry", ResultPass, "expires at %s, renewal due at %s", expires.Format(time.RFC3339), renews.Format(time.RFC3339))
+	}
 }
 
 // authentication asks the provider who the identity is.
