@@ -110,49 +110,16 @@ func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) 
 	if o.Namespace == "" {
 		o.Namespace = wire.DefaultLiqoNamespace
 	}
-	if o.ClusterID != "" {
-		if err := cluster.ValidateClusterID(o.ClusterID); err != nil {
-			return nil, err
-		}
-	}
-	if o.Config.APIServerURL != "" {
-		if err := authn.ValidateServerURL(o.Config.APIServerURL); err != nil {
-			return nil, err
-		}
+	if validateInstallOptionsErr := validateInstallOptions(o); validateInstallOptionsErr != nil {
+		return nil, validateInstallOptionsErr
 	}
 	objs, err := InstallObjects(o)
 	if err != nil {
 		return nil, err
 	}
 	res := &InstallResult{}
-	for _, obj := range objs {
-		if !o.TakeOver {
-			owner, foreignExistingErr := foreignExisting(ctx, c, obj)
-			if foreignExistingErr != nil {
-				return nil, foreignExistingErr
-			}
-			if owner != "" {
-				gvk, gvkErr := apiutil.GVKForObject(obj, c.Scheme())
-				if gvkErr != nil {
-					return nil, gvkErr
-				}
-				res.Kept = append(res.Kept, Kept{Kind: gvk.Kind, Name: obj.GetName(), Owner: owner})
-				_, isCRD := obj.(*apiextensionsv1.CustomResourceDefinition)
-				res.ForeignCRDs = res.ForeignCRDs || isCRD
-				continue
-			}
-		}
-		if applyErr := cluster.Apply(ctx, c, obj, wire.FieldOwner); applyErr != nil {
-			if _, isMAP := obj.(*admissionregistrationv1.MutatingAdmissionPolicy); meta.IsNoMatchError(applyErr) && isMAP {
-				res.Unsupported = append(res.Unsupported, "MutatingAdmissionPolicy "+obj.GetName())
-				continue
-			}
-			if _, isBinding := obj.(*admissionregistrationv1.MutatingAdmissionPolicyBinding); meta.IsNoMatchError(applyErr) && isBinding {
-				continue
-			}
-			return nil, applyErr
-		}
-		res.AppliedObjects++
+	if applyInstallObjectsErr := applyInstallObjects(ctx, c, o, objs, res); applyInstallObjectsErr != nil {
+		return nil, applyInstallObjectsErr
 	}
 	if waitCRDsEstablishedErr := WaitCRDsEstablished(ctx, c); waitCRDsEstablishedErr != nil {
 		return nil, waitCRDsEstablishedErr
@@ -173,6 +140,71 @@ func EnsureInstalled(ctx context.Context, c client.WithWatch, o InstallOptions) 
 		return nil, err
 	}
 	return res, nil
+}
+
+// validateInstallOptions refuses, before anything is applied, a cluster ID or an API
+// server URL given but invalid.
+func validateInstallOptions(o InstallOptions) error {
+	if o.ClusterID != "" {
+		if err := cluster.ValidateClusterID(o.ClusterID); err != nil {
+			return err
+		}
+	}
+	if o.Config.APIServerURL != "" {
+		if err := authn.ValidateServerURL(o.Config.APIServerURL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyInstallObjects applies objs in order, counting them in res: without TakeOver, an
+// object another installation owns is kept (and listed); a MutatingAdmissionPolicy (and
+// its binding) the API server does not serve is listed as unsupported and skipped.
+func applyInstallObjects(ctx context.Context, c client.WithWatch, o InstallOptions, objs []client.Object, res *InstallResult) error {
+	for _, obj := range objs {
+		if !o.TakeOver {
+			kept, err := keepForeign(ctx, c, obj, res)
+			if err != nil {
+				return err
+			}
+			if kept {
+				continue
+			}
+		}
+		if applyErr := cluster.Apply(ctx, c, obj, wire.FieldOwner); applyErr != nil {
+			if _, isMAP := obj.(*admissionregistrationv1.MutatingAdmissionPolicy); meta.IsNoMatchError(applyErr) && isMAP {
+				res.Unsupported = append(res.Unsupported, "MutatingAdmissionPolicy "+obj.GetName())
+				continue
+			}
+			if _, isBinding := obj.(*admissionregistrationv1.MutatingAdmissionPolicyBinding); meta.IsNoMatchError(applyErr) && isBinding {
+				continue
+			}
+			return applyErr
+		}
+		res.AppliedObjects++
+	}
+	return nil
+}
+
+// keepForeign reports whether obj exists and is another installation's, and then lists it
+// in res as kept (a CRD kept makes res.ForeignCRDs).
+func keepForeign(ctx context.Context, c client.WithWatch, obj client.Object, res *InstallResult) (bool, error) {
+	owner, err := foreignExisting(ctx, c, obj)
+	if err != nil {
+		return false, err
+	}
+	if owner == "" {
+		return false, nil
+	}
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return false, err
+	}
+	res.Kept = append(res.Kept, Kept{Kind: gvk.Kind, Name: obj.GetName(), Owner: owner})
+	_, isCRD := obj.(*apiextensionsv1.CustomResourceDefinition)
+	res.ForeignCRDs = res.ForeignCRDs || isCRD
+	return true, nil
 }
 
 // WaitCRDsEstablished waits until every embedded CRD is established.
