@@ -59,41 +59,10 @@ func main() {
 
 func run() error {
 	ctrllog.SetLogger(logr.Discard()) // the benchmark's clients log nothing
-	var c config
-	var scale string
-	flag.StringVar(&c.bin, "bin", "bin", "directory of liqoctl and liqo-auth-manager")
-	flag.StringVar(&c.out, "out", "", "also write the report to this Markdown file")
-	flag.IntVar(&c.rounds, "rounds", 20, "rounds of each latency measurement")
-	flag.IntVar(&c.cliRounds, "cli-rounds", 100, "rounds of each CLI cold-start measurement")
-	flag.StringVar(&scale, "scale", "10,50,200,1000,3000", "numbers of concurrent consumers for the scale runs")
-	flag.IntVar(&c.sliceConsumers, "slice-consumers", 20, "consumers of the slice scale run")
-	flag.IntVar(&c.slicesEach, "slices-each", 5, "slices each consumer asks for at once in the slice scale run")
-	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of the provider's API server and manager, taken during the handshakes of the last scale run, to this directory")
-	managerArgs := flag.String("manager-args", "", "extra arguments, space-separated, for every liqo-auth-manager started (e.g. --kube-api-qps=500)")
-	only := flag.String("only", "", "comma-separated sections to run, of "+strings.Join(sections, ",")+" (default: all)")
-	flag.Parse()
-	c.managerArgs = strings.Fields(*managerArgs)
-	if *only != "" {
-		c.only = map[string]bool{}
-		for _, s := range strings.Split(*only, ",") {
-			if !slices.Contains(sections, s) {
-				return fmt.Errorf("--only: unknown section %q (want some of %s)", s, strings.Join(sections, ","))
-			}
-			c.only[s] = true
-		}
-	}
-	for _, s := range strings.Split(scale, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("--scale: %q is not a positive number", s)
-		}
-		c.scale = append(c.scale, n)
-	}
-	abs, err := filepath.Abs(c.bin)
+	c, err := parseFlags()
 	if err != nil {
 		return err
 	}
-	c.bin = abs
 	binDir, err := testenv.BinDir()
 	if err != nil {
 		return err
@@ -117,12 +86,72 @@ func run() error {
 		return err
 	}
 	defer env.stop()
+	if measureLatenciesErr := env.measureLatencies(ctx, c, r); measureLatenciesErr != nil {
+		return measureLatenciesErr
+	}
+	if measureScaleErr := env.measureScale(ctx, c, r); measureScaleErr != nil {
+		return measureScaleErr
+	}
+	r.finished = time.Now()
+	md := r.markdown()
+	fmt.Print(md)
+	if c.out != "" {
+		return os.WriteFile(c.out, []byte(md), 0o644)
+	}
+	return nil
+}
+
+// parseFlags reads the command line into a config: --only's sections checked, --scale's
+// numbers parsed, --bin made absolute.
+func parseFlags() (config, error) {
+	var c config
+	var scale string
+	flag.StringVar(&c.bin, "bin", "bin", "directory of liqoctl and liqo-auth-manager")
+	flag.StringVar(&c.out, "out", "", "also write the report to this Markdown file")
+	flag.IntVar(&c.rounds, "rounds", 20, "rounds of each latency measurement")
+	flag.IntVar(&c.cliRounds, "cli-rounds", 100, "rounds of each CLI cold-start measurement")
+	flag.StringVar(&scale, "scale", "10,50,200,1000,3000", "numbers of concurrent consumers for the scale runs")
+	flag.IntVar(&c.sliceConsumers, "slice-consumers", 20, "consumers of the slice scale run")
+	flag.IntVar(&c.slicesEach, "slices-each", 5, "slices each consumer asks for at once in the slice scale run")
+	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of the provider's API server and manager, taken during the handshakes of the last scale run, to this directory")
+	managerArgs := flag.String("manager-args", "", "extra arguments, space-separated, for every liqo-auth-manager started (e.g. --kube-api-qps=500)")
+	only := flag.String("only", "", "comma-separated sections to run, of "+strings.Join(sections, ",")+" (default: all)")
+	flag.Parse()
+	c.managerArgs = strings.Fields(*managerArgs)
+	if *only != "" {
+		c.only = map[string]bool{}
+		for _, s := range strings.Split(*only, ",") {
+			if !slices.Contains(sections, s) {
+				return c, fmt.Errorf("--only: unknown section %q (want some of %s)", s, strings.Join(sections, ","))
+			}
+			c.only[s] = true
+		}
+	}
+	for _, s := range strings.Split(scale, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("--scale: %q is not a positive number", s)
+		}
+		c.scale = append(c.scale, n)
+	}
+	abs, err := filepath.Abs(c.bin)
+	if err != nil {
+		return c, err
+	}
+	c.bin = abs
+	return c, nil
+}
+
+// measureLatencies runs the latency sections c asks for, in report order (floor, auth,
+// slices, manual), into r.
+func (e *env) measureLatencies(ctx context.Context, c config, r *report) error {
+	var err error
 	if c.runs("floor") {
 		log("floor: API calls and the signer alone")
-		if r.floor, err = env.floorRounds(ctx); err != nil {
+		if r.floor, err = e.floorRounds(ctx); err != nil {
 			return fmt.Errorf("floor: %w", err)
 		}
-		if r.idle, err = env.idleManager(); err != nil {
+		if r.idle, err = e.idleManager(); err != nil {
 			return fmt.Errorf("idle manager: %w", err)
 		}
 	}
@@ -131,7 +160,7 @@ func run() error {
 			break
 		}
 		log("authenticate latency, " + mode)
-		res, authenticateRoundsErr := env.authenticateRounds(ctx, mode)
+		res, authenticateRoundsErr := e.authenticateRounds(ctx, mode)
 		if authenticateRoundsErr != nil {
 			return fmt.Errorf("authenticate (%s): %w", mode, authenticateRoundsErr)
 		}
@@ -142,7 +171,7 @@ func run() error {
 			break
 		}
 		log("resource slice latency, " + mode)
-		create, remove, sliceRoundsErr := env.sliceRounds(ctx, mode)
+		create, remove, sliceRoundsErr := e.sliceRounds(ctx, mode)
 		if sliceRoundsErr != nil {
 			return fmt.Errorf("resource slices (%s): %w", mode, sliceRoundsErr)
 		}
@@ -150,32 +179,33 @@ func run() error {
 	}
 	if c.runs("manual") {
 		log("manual flow latency")
-		if r.manual, err = env.manualRounds(ctx); err != nil {
+		if r.manual, err = e.manualRounds(ctx); err != nil {
 			return fmt.Errorf("manual flow: %w", err)
 		}
 	}
+	return nil
+}
+
+// measureScale runs the scale sections c asks for (provider scale for each --scale, then
+// slice scale) into r; the last provider scale run is the profiled one.
+func (e *env) measureScale(ctx context.Context, c config, r *report) error {
 	for _, n := range c.scale {
 		if !c.runs("scale") {
 			break
 		}
 		log(fmt.Sprintf("provider scale, %d consumers", n))
-		res, scaleRunErr := env.scaleRun(ctx, n, n == c.scale[len(c.scale)-1])
-		if scaleRunErr != nil {
-			return fmt.Errorf("scale %d: %w", n, scaleRunErr)
+		res, err := e.scaleRun(ctx, n, n == c.scale[len(c.scale)-1])
+		if err != nil {
+			return fmt.Errorf("scale %d: %w", n, err)
 		}
 		r.scale = append(r.scale, res)
 	}
 	if c.runs("slice-scale") {
 		log(fmt.Sprintf("slice scale, %d consumers x %d slices", c.sliceConsumers, c.slicesEach))
-		if r.sliceScale, err = env.sliceScaleRun(ctx, c.sliceConsumers, c.slicesEach); err != nil {
+		var err error
+		if r.sliceScale, err = e.sliceScaleRun(ctx, c.sliceConsumers, c.slicesEach); err != nil {
 			return fmt.Errorf("slice scale: %w", err)
 		}
-	}
-	r.finished = time.Now()
-	md := r.markdown()
-	fmt.Print(md)
-	if c.out != "" {
-		return os.WriteFile(c.out, []byte(md), 0o644)
 	}
 	return nil
 }
