@@ -244,17 +244,13 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	if res.heapIdleMiB, err = liveHeapMiB(ctx, pprofAddr); err != nil {
 		return nil, err
 	}
-	consumers := make([]*testenv.VirtualConsumer, n)
-	for i := range consumers {
-		if consumers[i], err = testenv.NewVirtualConsumer(fmt.Sprintf("cl-scale-%d-%03d", n, i)); err != nil {
-			return nil, err
-		}
+	consumers, err := newVirtualConsumers(n)
+	if err != nil {
+		return nil, err
 	}
 	// Five minutes, and a tenth of a second more per consumer beyond a thousand.
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute+time.Duration(max(0, n-1000))*100*time.Millisecond)
 	defer cancel()
-	var mu sync.Mutex
-	var eg errgroup.Group
 	before := e.cpuSnapshot(m)
 	apiBefore, err := testenv.ReadAPICounters(ctx, e.provider.Config)
 	if err != nil {
@@ -265,29 +261,9 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 		e.profile(ctx, pprofAddr, n, &profiles)
 	}
 	start := time.Now()
-	for i, v := range consumers {
-		eg.Go(func() error {
-			t0 := time.Now()
-			_, authenticateErr := v.Authenticate(ctx, e.consumers, "cl-provider")
-			res.perHandshake[i] = time.Since(t0)
-			if authenticateErr != nil {
-				mu.Lock()
-				res.failed++
-				if res.firstFailure == "" {
-					res.firstFailure = v.ID + ": " + authenticateErr.Error()
-				}
-				mu.Unlock()
-			}
-			return nil
-		})
-	}
-	_ = eg.Wait()
+	authenticateAll(ctx, e, consumers, res)
 	res.total = time.Since(start)
-	if _, statErr := os.Stat(fmt.Sprintf("/proc/%d", m.Pid())); statErr != nil || res.failed > 0 {
-		// The manager's own words explain a run that failed or a manager that is gone.
-		logs := m.Logs()
-		log(fmt.Sprintf("  %d failed; the manager's last lines:\n%s", res.failed, logs[max(0, len(logs)-4000):]))
-	}
+	logManagerTrouble(m, res)
 	res.peakRSSMiB, res.cpuS = usage(m.Pid())
 	// The live heap is read once the manager is idle: the work that follows the last
 	// certificates (nonce marks, CSR deletions, Events) is not what it keeps.
@@ -310,6 +286,67 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 		return nil, err
 	}
 	res.api = apiAfter.PerHandshake(apiBefore, n)
+	countRetries(m, res)
+	if waitErr := profiles.Wait(); waitErr != nil {
+		return nil, waitErr
+	}
+	start = time.Now()
+	if removeScaleTenantsErr := e.removeScaleTenants(ctx, consumers, n); removeScaleTenantsErr != nil {
+		return nil, removeScaleTenantsErr
+	}
+	res.teardown = time.Since(start)
+	return res, nil
+}
+
+// newVirtualConsumers makes the n consumers of a scale run, named after n.
+func newVirtualConsumers(n int) ([]*testenv.VirtualConsumer, error) {
+	consumers := make([]*testenv.VirtualConsumer, n)
+	for i := range consumers {
+		var err error
+		if consumers[i], err = testenv.NewVirtualConsumer(fmt.Sprintf("cl-scale-%d-%03d", n, i)); err != nil {
+			return nil, err
+		}
+	}
+	return consumers, nil
+}
+
+// authenticateAll authenticates every consumer at once into the provider, timing each
+// handshake into res and counting failures (the first one kept): a failed handshake is a
+// result, not an error of the run.
+func authenticateAll(ctx context.Context, e *env, consumers []*testenv.VirtualConsumer, res *scaleResult) {
+	var mu sync.Mutex
+	var eg errgroup.Group
+	for i, v := range consumers {
+		eg.Go(func() error {
+			t0 := time.Now()
+			_, authenticateErr := v.Authenticate(ctx, e.consumers, "cl-provider")
+			res.perHandshake[i] = time.Since(t0)
+			if authenticateErr != nil {
+				mu.Lock()
+				res.failed++
+				if res.firstFailure == "" {
+					res.firstFailure = v.ID + ": " + authenticateErr.Error()
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = eg.Wait()
+}
+
+// logManagerTrouble prints the manager's last log lines when a handshake failed or the
+// manager is gone: its own words explain it.
+func logManagerTrouble(m *testenv.Manager, res *scaleResult) {
+	if _, statErr := os.Stat(fmt.Sprintf("/proc/%d", m.Pid())); statErr != nil || res.failed > 0 {
+		logs := m.Logs()
+		log(fmt.Sprintf("  %d failed; the manager's last lines:\n%s", res.failed, logs[max(0, len(logs)-4000):]))
+	}
+}
+
+// countRetries counts the reconciles the manager retried during the run (its "Reconciler
+// error" lines), keeping the first.
+func countRetries(m *testenv.Manager, res *scaleResult) {
 	for _, l := range strings.Split(m.Logs(), "\n") {
 		if strings.Contains(l, "Reconciler error") {
 			if res.retries++; res.firstRetry == "" {
@@ -317,10 +354,12 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 			}
 		}
 	}
-	if waitErr := profiles.Wait(); waitErr != nil {
-		return nil, waitErr
-	}
-	start = time.Now()
+}
+
+// removeScaleTenants deletes the Tenants of a scale run's consumers at once, and waits
+// until the provider's finalizer let each go: one List every 50 ms.
+func (e *env) removeScaleTenants(ctx context.Context, consumers []*testenv.VirtualConsumer, n int) error {
+	var eg errgroup.Group
 	for _, v := range consumers {
 		eg.Go(func() error {
 			tn := &authv1beta1.Tenant{}
@@ -328,12 +367,11 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 			return client.IgnoreNotFound(e.consumers.Delete(ctx, tn))
 		})
 	}
-	if waitErr := eg.Wait(); waitErr != nil {
-		return nil, waitErr
+	if err := eg.Wait(); err != nil {
+		return err
 	}
-	// Gone once the provider's finalizer let each go: one List every 50 ms.
 	prefix := fmt.Sprintf("cl-scale-%d-", n)
-	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		var list authv1beta1.TenantList
 		if listErr := e.pc.List(ctx, &list); listErr != nil {
 			return false, listErr
@@ -346,10 +384,9 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 		return true, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("waiting for the Tenants to go: %w", err)
+		return fmt.Errorf("waiting for the Tenants to go: %w", err)
 	}
-	res.teardown = time.Since(start)
-	return res, nil
+	return nil
 }
 
 // cliCost times short liqoctl commands, with kubectl as a reference when it

@@ -28,6 +28,30 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s RAM, Linux %s, %s. Clusters: local etcd + kube-apiserver + kube-controller-manager v1.37.1 on loopback (internal/testenv), the same machine as liqoctl.\n\n",
 		cpuModel(), runtime.NumCPU(), memTotal(), strings.TrimSpace(readFile("/proc/sys/kernel/osrelease")), runtime.Version())
 
+	r.latencyMarkdown(&b)
+
+	if len(r.floor) > 0 {
+		r.floorMarkdown(&b)
+	}
+	r.scaleMarkdown(&b)
+	if len(r.scale) > 0 {
+		r.cpuSplitMarkdown(&b)
+	}
+
+	r.sliceScaleMarkdown(&b)
+
+	if r.cli != nil {
+		r.cliMarkdown(&b)
+	}
+	if history := readFile(historyFile); history != "" {
+		b.WriteString("\n" + history)
+	}
+	return b.String()
+}
+
+// latencyMarkdown is the latency section: every latency measurement, unauthenticate
+// after each authenticate mode, then the steps of each mode with the slowest in bold.
+func (r *report) latencyMarkdown(b *strings.Builder) {
 	all := append([]*latency{}, r.auth...)
 	if r.manual != nil {
 		all = append(all, r.manual)
@@ -37,13 +61,13 @@ func (r *report) markdown() string {
 		b.WriteString("## Latency\n\nWall time of the liqoctl process, unauthenticate between rounds.\n\n| measurement | rounds | p50 | p95 | max |\n|---|---|---|---|---|\n")
 	}
 	for _, l := range all {
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", l.name, len(l.rounds), ms(percentile(l.rounds, .5)), ms(percentile(l.rounds, .95)), ms(percentile(l.rounds, 1)))
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s |\n", l.name, len(l.rounds), ms(percentile(l.rounds, .5)), ms(percentile(l.rounds, .95)), ms(percentile(l.rounds, 1)))
 	}
 	for _, l := range r.auth {
-		fmt.Fprintf(&b, "| unauthenticate (after %s) | %d | %s | %s | %s |\n", strings.TrimPrefix(l.name, "authenticate, "), len(l.unauth), ms(percentile(l.unauth, .5)), ms(percentile(l.unauth, .95)), ms(percentile(l.unauth, 1)))
+		fmt.Fprintf(b, "| unauthenticate (after %s) | %d | %s | %s | %s |\n", strings.TrimPrefix(l.name, "authenticate, "), len(l.unauth), ms(percentile(l.unauth, .5)), ms(percentile(l.unauth, .95)), ms(percentile(l.unauth, 1)))
 	}
 	for _, l := range r.auth {
-		fmt.Fprintf(&b, "\n### Steps of %s\n\nTime from the previous step line to this one (liqoctl -v), p50 and p95 over the rounds; the slowest step is in bold.\n\n| step | p50 | p95 |\n|---|---|---|\n", l.name)
+		fmt.Fprintf(b, "\n### Steps of %s\n\nTime from the previous step line to this one (liqoctl -v), p50 and p95 over the rounds; the slowest step is in bold.\n\n| step | p50 | p95 |\n|---|---|---|\n", l.name)
 		slowest := ""
 		for _, s := range l.stepOrder {
 			if slowest == "" || percentile(l.steps[s], .5) > percentile(l.steps[slowest], .5) {
@@ -55,51 +79,44 @@ func (r *report) markdown() string {
 			if s == slowest {
 				name = "**" + s + "**"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", name, ms(percentile(l.steps[s], .5)), ms(percentile(l.steps[s], .95)))
+			fmt.Fprintf(b, "| %s | %s | %s |\n", name, ms(percentile(l.steps[s], .5)), ms(percentile(l.steps[s], .95)))
 		}
 	}
+}
 
-	if len(r.floor) > 0 {
-		r.floorMarkdown(&b)
-	}
+// scaleMarkdown is the provider scale table, with each run's first failure and first
+// retried reconcile.
+func (r *report) scaleMarkdown(b *strings.Builder) {
 	if len(r.scale) > 0 {
 		b.WriteString("\n## Provider scale\n\nN consumers (key pairs without their own control plane; the provider and its liqo-auth-manager are real) authenticate concurrently into one provider; then all are removed.\n\n")
 		b.WriteString("The manager's live heap is its heap in use right after a forced collection (pprof), before the handshakes and once they are done; per consumer is the difference divided by N. Its peak RSS is what the kernel saw at most, garbage included (Go lets the heap grow to twice what is live before it collects, unless GOMEMLIMIT says otherwise).\n\n")
 		b.WriteString("| consumers | total | handshakes/s | p50 per handshake | p95 per handshake | failed | reconciles retried | manager peak RSS | manager live heap | live heap per consumer | manager CPU | teardown |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	}
 	for _, s := range r.scale {
-		fmt.Fprintf(&b, "| %d | %s | %.1f | %s | %s | %d | %d | %.0f MiB | %.1f MiB | %.1f KiB | %.1f s | %s |\n", s.n, ms(s.total), float64(s.n)/s.total.Seconds(),
+		fmt.Fprintf(b, "| %d | %s | %.1f | %s | %s | %d | %d | %.0f MiB | %.1f MiB | %.1f KiB | %.1f s | %s |\n", s.n, ms(s.total), float64(s.n)/s.total.Seconds(),
 			ms(percentile(s.perHandshake, .5)), ms(percentile(s.perHandshake, .95)), s.failed, s.retries, s.peakRSSMiB, s.heapMiB,
 			(s.heapMiB-s.heapIdleMiB)*1024/float64(s.n), s.cpuS, ms(s.teardown))
 		if s.firstFailure != "" {
-			fmt.Fprintf(&b, "\nFirst failure at %d: %s\n\n", s.n, s.firstFailure)
+			fmt.Fprintf(b, "\nFirst failure at %d: %s\n\n", s.n, s.firstFailure)
 		}
 		if s.firstRetry != "" {
-			fmt.Fprintf(&b, "\nFirst retried reconcile at %d: `%.300s`\n\n", s.n, s.firstRetry)
+			fmt.Fprintf(b, "\nFirst retried reconcile at %d: `%.300s`\n\n", s.n, s.firstRetry)
 		}
 	}
-	if len(r.scale) > 0 {
-		r.cpuSplitMarkdown(&b)
-	}
+}
 
+// sliceScaleMarkdown is the slice scale section, when it ran.
+func (r *report) sliceScaleMarkdown(b *strings.Builder) {
 	if s := r.sliceScale; s != nil {
-		fmt.Fprintf(&b, "\n## Slice scale\n\n%d consumers (virtual, authenticated beforehand) each ask the provider for %d ResourceSlices at once; its liqo-auth-manager decides each and has each slice identity's certificate issued; then every slice is deleted.\n\n", s.consumers, s.perConsumer)
+		fmt.Fprintf(b, "\n## Slice scale\n\n%d consumers (virtual, authenticated beforehand) each ask the provider for %d ResourceSlices at once; its liqo-auth-manager decides each and has each slice identity's certificate issued; then every slice is deleted.\n\n", s.consumers, s.perConsumer)
 		b.WriteString("| slices | total | slices/s | p50 per slice | p95 per slice | failed | manager peak RSS | manager CPU | teardown |\n|---|---|---|---|---|---|---|---|---|\n")
 		n := s.consumers * s.perConsumer
-		fmt.Fprintf(&b, "| %d | %s | %.1f | %s | %s | %d | %.0f MiB | %.1f s | %s |\n", n, ms(s.total), float64(n)/s.total.Seconds(),
+		fmt.Fprintf(b, "| %d | %s | %.1f | %s | %s | %d | %.0f MiB | %.1f s | %s |\n", n, ms(s.total), float64(n)/s.total.Seconds(),
 			ms(percentile(s.perSlice, .5)), ms(percentile(s.perSlice, .95)), s.failed, s.peakRSSMiB, s.cpuS, ms(s.teardown))
 		if s.firstFailure != "" {
-			fmt.Fprintf(&b, "\nFirst failure: %s\n", s.firstFailure)
+			fmt.Fprintf(b, "\nFirst failure: %s\n", s.firstFailure)
 		}
 	}
-
-	if r.cli != nil {
-		r.cliMarkdown(&b)
-	}
-	if history := readFile(historyFile); history != "" {
-		b.WriteString("\n" + history)
-	}
-	return b.String()
 }
 
 func (r *report) cliMarkdown(b *strings.Builder) {
