@@ -43,13 +43,13 @@ func TestEnsureSteps(t *testing.T) {
 		waiting   int
 	}
 	cases := []struct {
-		name      string
-		listErr   error
-		check     func(context.Context) (*Issuance, error)
+		name       string
+		listErr    error
+		check      func(context.Context) (*Issuance, error)
 		approveErr error
-		sign      bool
-		sigs      bool
-		want      result
+		sign       bool
+		sigs       bool
+		want       result
 	}{
 		{name: "list error", listErr: errBoom, want: result{err: "boom"}},
 		{name: "refused", check: func(context.Context) (*Issuance, error) { return refusal, nil }, want: result{reason: "Refused", hasIssue: true, foreign: 1, checks: 1}},
