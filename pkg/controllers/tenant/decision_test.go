@@ -25,8 +25,7 @@ func TestDecideCertificate(t *testing.T) {
 		drained  = authv1beta1.TenantConditionDrained
 	)
 	refuse := func(reason, evType string) certAction {
-		a := certAction{verb: certRefuse, reason: reason, eventType: evType}
-		return a
+		return certAction{verb: certRefuse, reason: reason, eventType: evType}
 	}
 	for _, tc := range []struct {
 		name        string
