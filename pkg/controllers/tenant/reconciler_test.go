@@ -71,30 +71,38 @@ func TestRefusedHandshakes(t *testing.T) {
 			tn := f.tenant.DeepCopy()
 			objs := append(tc.mutate(f, tn), tn)
 			w := f.newWorld(nil, objs...)
-			res, got, writes, evs := w.reconcile()
-			c := condition(t, got, authv1beta1.ConditionAuthenticated)
-			if c.Status != metav1.ConditionFalse || c.Reason != tc.reason {
-				t.Fatalf("Authenticated is %s %s (%s), want False %s", c.Status, c.Reason, c.Message, tc.reason)
-			}
-			if ready := condition(t, got, authv1beta1.ConditionReady); ready.Status != metav1.ConditionFalse || ready.Reason != tc.reason {
-				t.Errorf("Ready is %s %s, want False %s", ready.Status, ready.Reason, tc.reason)
-			}
-			if !hasEvent(evs, "Warning", tc.reason) {
-				t.Errorf("no Warning Event %s in %v", tc.reason, evs)
-			}
-			if got.Status.LastRefusal == nil || got.Status.LastRefusal.Reason != tc.reason || !got.Status.LastRefusal.Time.Equal(&metav1.Time{Time: f.now}) {
-				t.Errorf("last refusal %+v, want %s at %v", got.Status.LastRefusal, tc.reason, f.now)
-			}
-			if len(got.Finalizers) != 0 || got.Status.AcceptedKeyFingerprint != "" || res.RequeueAfter != 0 {
-				t.Errorf("a refused Tenant got finalizers %v, acceptance %q, requeue %v", got.Finalizers, got.Status.AcceptedKeyFingerprint, res.RequeueAfter)
-			}
-			if want := map[string]int{"update Tenant/status": 1}; !equalCounts(writes, want) {
-				t.Errorf("writes %v, want %v", writes, want)
-			}
-			if _, _, writes, evs := w.reconcile(); len(writes) != 0 || len(evs) != 0 {
-				t.Errorf("the same refusal decided again wrote %v, recorded %v", writes, evs)
-			}
+			checkRefusal(t, w, tc.reason)
 		})
+	}
+}
+
+// checkRefusal reconciles a Tenant whose handshake is refused for reason, twice: the
+// second decision writes nothing.
+func checkRefusal(t *testing.T, w *world, reason string) {
+	t.Helper()
+	f := w.fixture
+	res, got, writes, evs := w.reconcile()
+	c := condition(t, got, authv1beta1.ConditionAuthenticated)
+	if c.Status != metav1.ConditionFalse || c.Reason != reason {
+		t.Fatalf("Authenticated is %s %s (%s), want False %s", c.Status, c.Reason, c.Message, reason)
+	}
+	if ready := condition(t, got, authv1beta1.ConditionReady); ready.Status != metav1.ConditionFalse || ready.Reason != reason {
+		t.Errorf("Ready is %s %s, want False %s", ready.Status, ready.Reason, reason)
+	}
+	if !hasEvent(evs, "Warning", reason) {
+		t.Errorf("no Warning Event %s in %v", reason, evs)
+	}
+	if got.Status.LastRefusal == nil || got.Status.LastRefusal.Reason != reason || !got.Status.LastRefusal.Time.Equal(&metav1.Time{Time: f.now}) {
+		t.Errorf("last refusal %+v, want %s at %v", got.Status.LastRefusal, reason, f.now)
+	}
+	if len(got.Finalizers) != 0 || got.Status.AcceptedKeyFingerprint != "" || res.RequeueAfter != 0 {
+		t.Errorf("a refused Tenant got finalizers %v, acceptance %q, requeue %v", got.Finalizers, got.Status.AcceptedKeyFingerprint, res.RequeueAfter)
+	}
+	if want := map[string]int{"update Tenant/status": 1}; !equalCounts(writes, want) {
+		t.Errorf("writes %v, want %v", writes, want)
+	}
+	if _, _, writes, evs := w.reconcile(); len(writes) != 0 || len(evs) != 0 {
+		t.Errorf("the same refusal decided again wrote %v, recorded %v", writes, evs)
 	}
 }
 
@@ -177,14 +185,21 @@ func TestPublishedStatusIsRepaired(t *testing.T) {
 		t.Fatalf("a Tenant in its steady state: writes %v, events %v, requeue %v", writes, evs, res.RequeueAfter)
 	}
 
-	// A status writer changes the CA and back-dates the renewal: both are put back, and
-	// no certificate is issued.
+	tamperAndRepair(t, w, got, renewAt)
+}
+
+// tamperAndRepair: a status writer changes the CA and back-dates the renewal of got, a
+// Tenant in its steady state: both are put back, with one status write, and no
+// certificate is issued.
+func tamperAndRepair(t *testing.T, w *world, got *authv1beta1.Tenant, renewAt time.Time) {
+	t.Helper()
+	f := w.fixture
 	got.Status.AuthParams.CA = []byte("forged")
 	got.Status.Certificate.RenewAfter = &metav1.Time{Time: f.now.Add(-time.Hour)}
 	if err := w.c.Status().Update(t.Context(), got); err != nil {
 		t.Fatal(err)
 	}
-	res, got, writes, evs = w.reconcile()
+	res, got, writes, evs := w.reconcile()
 	if !bytes.Equal(got.Status.AuthParams.CA, f.caPEM) || !got.Status.Certificate.RenewAfter.Time.Equal(renewAt) {
 		t.Errorf("not put back: CA %q, renewAfter %v", got.Status.AuthParams.CA, got.Status.Certificate.RenewAfter)
 	}
