@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -284,5 +285,20 @@ func TestAdministrativeStates(t *testing.T) {
 				t.Errorf("an administrative state is no refusal: %+v", got.Status.LastRefusal)
 			}
 		})
+	}
+}
+
+// TestDrainedButStillAllowed: a Drained tenant whose user SubjectAccessReviews still
+// allow is said to keep its access, with a Warning, never said revoked.
+func TestDrainedButStillAllowed(t *testing.T) {
+	f := newFixture(t)
+	w := f.newWorld(func(r *cluster.TenantRecord) { r.State = string(authv1beta1.TenantConditionDrained) }, f.accepted())
+	w.allowed = func(sar *authorizationv1.SubjectAccessReview) bool { return sar.Spec.User == f.id }
+	_, got, _, evs := w.reconcile()
+	if c := condition(t, got, authv1beta1.ConditionAccessGranted); c.Status != metav1.ConditionTrue || c.Reason != authv1beta1.ReasonAccessStillAllowed {
+		t.Errorf("AccessGranted is %s %s (%s)", c.Status, c.Reason, c.Message)
+	}
+	if !hasEvent(evs, "Warning", authv1beta1.ReasonAccessStillAllowed) {
+		t.Errorf("no Warning Event in %v", evs)
 	}
 }
