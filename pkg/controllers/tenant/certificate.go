@@ -70,10 +70,16 @@ func (r *Reconciler) checkSubmission(ctx context.Context, t *authv1beta1.Tenant)
 	if err != nil || len(problems) == 0 {
 		return nil, err
 	}
-	return &issuer.Issuance{Reason: authv1beta1.ReasonClusterIDHasPermissions, RequeueAfter: time.Minute, Message: fmt.Sprintf(
+	return &issuer.Issuance{Reason: authv1beta1.ReasonClusterIDHasPermissions, RequeueAfter: permissionsRecheck, Message: fmt.Sprintf(
 		"no certificate is issued: user %q (the consumer's cluster ID) with group %q already has permissions this provider did not grant to the tenant, and a certificate would hand them over: %s. Remove them, or give the consumer another cluster ID",
 		t.Spec.ClusterID, wire.UserGroup, strings.Join(problems, "; "))}, nil
 }
+
+// permissionsRecheck is when a Tenant refused because its cluster ID already holds
+// permissions is decided again: they are granted by bindings (ClusterRoleBindings among
+// them) whose changes this controller does not reconcile on, so no event says that the
+// administrator removed them.
+const permissionsRecheck = time.Minute
 
 // checkIssued checks that the signer issued what was asked: the tenant's key, CN and O.
 func checkIssued(cert *x509.Certificate, t *authv1beta1.Tenant) error {
@@ -168,23 +174,15 @@ func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, 
 }
 
 // restorePublished puts back, in a Tenant whose status was rewritten, the certificate the
-// record rec says this provider last published in this very Tenant, when it still fits:
-// recorded as issued for the accepted key, not expired. It says whether it did.
+// record rec says this provider last published in this very Tenant, when it still fits
+// (restorable). It says whether it did.
 func (r *Reconciler) restorePublished(t *authv1beta1.Tenant, rec *cluster.TenantRecord, now time.Time) bool {
-	cert, pem, ok := rec.PublishedIn(string(t.UID))
-	if !ok || t.Status.AcceptedKeyFingerprint == "" || !now.Before(cert.NotAfter) {
-		return false
-	}
-	fp, err := authn.Fingerprint(cert.PublicKey)
-	serial := cert.SerialNumber.Text(16)
-	if err != nil || fp != t.Status.AcceptedKeyFingerprint ||
-		!slices.ContainsFunc(rec.Certificates, func(c cluster.IssuedCertificate) bool {
-			return c.Serial == serial && c.KeyFingerprint == fp && c.Slice == ""
-		}) {
+	cert, pem, ok := restorable(t, rec, now)
+	if !ok {
 		return false
 	}
 	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, authv1beta1.ReasonStatusTampered, "CheckPublished",
-		"the status does not publish the certificate this provider last published in it (rewritten, or a save that lost a race): %s is put back", serial)
+		"the status does not publish the certificate this provider last published in it (rewritten, or a save that lost a race): %s is put back", cert.SerialNumber.Text(16))
 	reason := authv1beta1.ReasonCertificateIssued
 	if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionCertificateIssued); c != nil && c.Reason == authv1beta1.ReasonCertificateRenewed {
 		reason = c.Reason
@@ -193,34 +191,59 @@ func (r *Reconciler) restorePublished(t *authv1beta1.Tenant, rec *cluster.Tenant
 	return true
 }
 
+// restorable returns the certificate (and its PEM) the record rec says this provider last
+// published in Tenant t, when it still fits: recorded as issued for the accepted key, as
+// the control-plane certificate (no slice's), not expired at now. It reads of t only its
+// UID and the accepted key, which only a sealed acceptance sets.
+func restorable(t *authv1beta1.Tenant, rec *cluster.TenantRecord, now time.Time) (*x509.Certificate, []byte, bool) {
+	cert, pem, ok := rec.PublishedIn(string(t.UID))
+	if !ok || t.Status.AcceptedKeyFingerprint == "" || !now.Before(cert.NotAfter) {
+		return nil, nil, false
+	}
+	fp, err := authn.Fingerprint(cert.PublicKey)
+	serial := cert.SerialNumber.Text(16)
+	if err != nil || fp != t.Status.AcceptedKeyFingerprint ||
+		!slices.ContainsFunc(rec.Certificates, func(c cluster.IssuedCertificate) bool {
+			return c.Serial == serial && c.KeyFingerprint == fp && c.Slice == ""
+		}) {
+		return nil, nil, false
+	}
+	return cert, pem, true
+}
+
 // issuedHere says whether the certificate the Tenant publishes is the one this provider
 // last published in this Tenant (by its record; a record from before it kept that: one it
 // issued for the accepted key), the one status.certificate describes. It returns the record
 // it decided on: cached, the reconcile's, when that says yes; else the API server's, which
 // a certificate recorded a moment ago may be in only.
 func (r *Reconciler) issuedHere(ctx context.Context, t *authv1beta1.Tenant, cached *cluster.TenantRecord) (*cluster.TenantRecord, bool, error) {
-	published := func(rec *cluster.TenantRecord) bool {
-		cert, err := authn.ParseCertificate(t.Status.AuthParams.SignedCRT)
-		if err != nil || rec == nil {
-			return false
-		}
-		fp, err := authn.Fingerprint(cert.PublicKey)
-		serial := cert.SerialNumber.Text(16)
-		if err != nil || fp != t.Status.AcceptedKeyFingerprint || t.Status.Certificate.SerialNumber != serial {
-			return false
-		}
-		if rec.PublishedForTenant != "" {
-			last, _, ok := rec.PublishedIn(string(t.UID))
-			return ok && last.SerialNumber.Cmp(cert.SerialNumber) == 0
-		}
-		return slices.ContainsFunc(rec.Certificates, func(c cluster.IssuedCertificate) bool { return c.Serial == serial && c.KeyFingerprint == fp })
-	}
-	if published(cached) {
+	if publishesRecorded(t, cached) {
 		return cached, true, nil
 	}
 	live, err := cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
 	if err != nil {
 		return nil, false, err
 	}
-	return live, published(live), nil
+	return live, publishesRecorded(t, live), nil
+}
+
+// publishesRecorded says whether the certificate the Tenant's status publishes is the one
+// the record rec (nil: none) says this provider last published in this Tenant (a record
+// from before it kept that: one it issued for the accepted key), and the one
+// status.certificate describes.
+func publishesRecorded(t *authv1beta1.Tenant, rec *cluster.TenantRecord) bool {
+	cert, err := authn.ParseCertificate(t.Status.AuthParams.SignedCRT)
+	if err != nil || rec == nil {
+		return false
+	}
+	fp, err := authn.Fingerprint(cert.PublicKey)
+	serial := cert.SerialNumber.Text(16)
+	if err != nil || fp != t.Status.AcceptedKeyFingerprint || t.Status.Certificate.SerialNumber != serial {
+		return false
+	}
+	if rec.PublishedForTenant != "" {
+		last, _, ok := rec.PublishedIn(string(t.UID))
+		return ok && last.SerialNumber.Cmp(cert.SerialNumber) == 0
+	}
+	return slices.ContainsFunc(rec.Certificates, func(c cluster.IssuedCertificate) bool { return c.Serial == serial && c.KeyFingerprint == fp })
 }

@@ -159,29 +159,8 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 	if placed != nil {
 		return ctrl.Result{}, r.refuse(t, placed)
 	}
-	var sealErr error
-	if t.Status.AcceptedKeyFingerprint != "" {
-		sealErr = VerifySealed(t, r.Key.Public())
-	}
-	if t.Status.AcceptedKeyFingerprint == "" || sealErr != nil {
-		if err := r.checkNotSliceUser(ctx, t); err != nil {
-			return ctrl.Result{}, r.refuse(t, err)
-		}
-		acc, err := verifyHandshake(ctx, r.Client, r.APIReader, t, r.Options.NonceTTL, now)
-		if err == nil {
-			d.accepted, err = r.consumeNonce(ctx, t, acc, now)
-		}
-		if err != nil {
-			return ctrl.Result{}, r.refuse(t, r.refuseRecorded(t, sealErr, err))
-		}
-		if err := r.accept(t, acc, now); err != nil {
-			return ctrl.Result{}, err
-		}
-	} else if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionAuthenticated); c == nil || c.Status != metav1.ConditionTrue {
-		// The sealed acceptance holds again (a write that made the Tenant refused was
-		// undone): a refusal lasts only as long as its cause, or the peering would stay
-		// broken until someone deleted the Tenant. Not a new handshake: nothing is counted.
-		r.setCondition(t, authv1beta1.ConditionAuthenticated, true, authv1beta1.ReasonHandshakeAccepted, acceptedMessage(t.Status.AcceptedKeyFingerprint), "")
+	if refused, err := r.authenticate(ctx, t, now, d); refused || err != nil {
+		return ctrl.Result{}, err
 	}
 	// Accepted, the Tenant is about to cause something (bindings, a CSR): only now does it
 	// get the finalizer. A refused or stray Tenant causes nothing, and a finalizer nothing
@@ -190,91 +169,127 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 		return ctrl.Result{}, err
 	}
 	t.Status.TenantNamespace = t.Namespace
-	res := ctrl.Result{}
 	// The tenant record holds the administrator's decisions: the state and a renewal asked
 	// for now. Read once, here.
 	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
 	if err != nil {
-		return res, err
+		return ctrl.Result{}, err
 	}
 	state := cluster.StateInForce(rec, t.Spec.TenantCondition)
 	t.Status.TenantCondition = state
-	switch state {
-	case authv1beta1.TenantConditionDrained:
+	if err := r.reconcileAccess(ctx, t, state); err != nil {
+		return ctrl.Result{}, err
+	}
+	res, err := r.reconcileCertificate(ctx, t, state, rec, now, d)
+	r.setReady(t)
+	return res, err
+}
+
+// authenticate verifies the Tenant's handshake, unless the acceptance its status records
+// is sealed by this provider for its spec: it accepts a handshake that verifies (the nonce
+// consumed), or refuses the Tenant (refused: nothing more is decided). An error without a
+// reason is transient.
+func (r *Reconciler) authenticate(ctx context.Context, t *authv1beta1.Tenant, now time.Time, d *decided) (refused bool, err error) {
+	var sealErr error
+	if t.Status.AcceptedKeyFingerprint != "" {
+		sealErr = VerifySealed(t, r.Key.Public())
+		if sealErr == nil {
+			r.reaffirm(t)
+			return false, nil
+		}
+	}
+	if err := r.checkNotSliceUser(ctx, t); err != nil {
+		return true, r.refuse(t, err)
+	}
+	acc, err := verifyHandshake(ctx, r.Client, r.APIReader, t, r.Options.NonceTTL, now)
+	if err == nil {
+		d.accepted, err = r.consumeNonce(ctx, t, acc, now)
+	}
+	if err != nil {
+		return true, r.refuse(t, r.refuseRecorded(t, sealErr, err))
+	}
+	return false, r.accept(t, acc, now)
+}
+
+// reaffirm sets Authenticated again when the sealed acceptance holds again (a write that
+// made the Tenant refused was undone): a refusal lasts only as long as its cause, or the
+// peering would stay broken until someone deleted the Tenant. Not a new handshake:
+// nothing is counted.
+func (r *Reconciler) reaffirm(t *authv1beta1.Tenant) {
+	if c := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionAuthenticated); c == nil || c.Status != metav1.ConditionTrue {
+		r.setCondition(t, authv1beta1.ConditionAuthenticated, true, authv1beta1.ReasonHandshakeAccepted, acceptedMessage(t.Status.AcceptedKeyFingerprint), "")
+	}
+}
+
+// reconcileAccess follows the state in force with the Tenant's bindings: a Drained tenant
+// loses them (and SubjectAccessReviews prove it), a Cordoned one keeps those it has and
+// gets none new, an Active one gets them.
+func (r *Reconciler) reconcileAccess(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition) error {
+	if state == authv1beta1.TenantConditionDrained {
 		still, err := r.revokeAccess(ctx, t)
 		if err != nil {
-			return res, err
+			return err
 		}
 		if still != "" {
 			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessStillAllowed, "the tenant is Drained, but SubjectAccessReviews still allow: "+still, corev1.EventTypeWarning)
 		} else {
 			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonAccessRevoked, "the tenant is Drained: its bindings were removed and SubjectAccessReviews confirm every permission is denied", corev1.EventTypeNormal)
 		}
-	default:
-		cordoned := state == authv1beta1.TenantConditionCordoned
-		granted, err := r.ensureAccess(ctx, t, cordoned)
-		if err != nil {
-			return res, err
-		}
-		if granted {
-			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessGranted, fmt.Sprintf("user %q may use role %s in namespace %q", t.Spec.ClusterID, wire.ControlPlaneRoleName, t.Namespace), "")
-		} else {
-			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonCordonedNoGrant, "the tenant is Cordoned: no new access is granted", corev1.EventTypeNormal)
-		}
+		return nil
 	}
-	res, err = r.reconcileCertificate(ctx, t, state, rec, now, d)
-	r.setReady(t)
-	return res, err
+	granted, err := r.ensureAccess(ctx, t, state == authv1beta1.TenantConditionCordoned)
+	if err != nil {
+		return err
+	}
+	if granted {
+		r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessGranted, fmt.Sprintf("user %q may use role %s in namespace %q", t.Spec.ClusterID, wire.ControlPlaneRoleName, t.Namespace), "")
+	} else {
+		r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonCordonedNoGrant, "the tenant is Cordoned: no new access is granted", corev1.EventTypeNormal)
+	}
+	return nil
 }
 
+// reconcileCertificate repairs what the status publishes from what this provider
+// published (checkPublished), then decides the certificate (decideCertificate) and
+// carries the decision out: an issuance goes to the signer, and what it came to is
+// decided again (afterIssuance).
 func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, rec *cluster.TenantRecord, now time.Time, d *decided) (ctrl.Result, error) {
 	if err := r.checkPublished(ctx, t, rec, now); err != nil {
 		return ctrl.Result{}, err
 	}
-	hasCert := t.Status.AuthParams.HasCertificate() && t.Status.Certificate != nil
-	due := !hasCert || (t.Status.Certificate.RenewAfter != nil && !now.Before(t.Status.Certificate.RenewAfter.Time))
-	if hasCert && !due && rec != nil && rec.RenewSerial != "" {
-		// The administrator asked to replace this very certificate now (liqoctl renew
-		// tenant), in the tenant record, where the tenant cannot write.
-		due = rec.RenewSerial == t.Status.Certificate.SerialNumber
-	}
-	switch {
-	case state == authv1beta1.TenantConditionDrained:
-		if !hasCert {
-			r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, authv1beta1.ReasonDrainedNoCertificate, "the tenant is Drained: no certificate is issued", corev1.EventTypeNormal)
+	a := decideCertificate(r.certificateFacts(t, state, rec, now))
+	if a.verb == certIssue || a.verb == certRenew {
+		renewing := a.verb == certRenew
+		is, err := r.ensureCertificate(ctx, t, now)
+		if err != nil {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, nil
-	case !hasCert && state == authv1beta1.TenantConditionCordoned:
-		r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, authv1beta1.ReasonCordonedNoCertificate, "the tenant is Cordoned: no new certificate is issued", corev1.EventTypeNormal)
-		return ctrl.Result{}, nil
-	case !due:
-		return ctrl.Result{RequeueAfter: t.Status.Certificate.RenewAfter.Sub(now)}, nil
-	}
-	if r.Options.APIServer == "" || len(r.Options.CA) == 0 {
-		r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, authv1beta1.ReasonAPIServerUnknown,
-			"the provider does not know the API server URL and CA to hand to consumers: run liqoctl install --api-server-url, or start the manager with --api-server-url", corev1.EventTypeWarning)
-		return ctrl.Result{}, nil
-	}
-	is, err := r.ensureCertificate(ctx, t, now)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if is.Cert == nil {
-		evType := corev1.EventTypeNormal
-		if is.Reason != authv1beta1.ReasonCertificatePending {
-			evType = corev1.EventTypeWarning
+		if a = afterIssuance(is, renewing); a.verb == certPublish {
+			return r.recordAndPublish(ctx, t, is, renewing, now, d)
 		}
-		if !hasCert {
-			r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, is.Reason, is.Message, evType)
-		} else if evType == corev1.EventTypeWarning {
-			r.Recorder.Eventf(t, nil, evType, is.Reason, "RenewCertificate", "%s", is.Message)
-			r.Metrics.Certificate(metrics.KindControlPlane, metrics.OutcomeFailed)
-			if t.Status.LastRefusal == nil || t.Status.LastRefusal.Reason != is.Reason {
-				r.noteRefusal(t, is.Reason)
-			}
-		}
-		return ctrl.Result{RequeueAfter: is.RequeueAfter}, nil
 	}
+	r.carryOut(t, a)
+	return ctrl.Result{RequeueAfter: a.requeueAfter}, nil
+}
+
+// carryOut does in the status what a certificate action that publishes nothing says: the
+// one place where such an action sets the CertificateIssued condition.
+func (r *Reconciler) carryOut(t *authv1beta1.Tenant, a certAction) {
+	switch a.verb {
+	case certRefuse:
+		r.setCondition(t, authv1beta1.ConditionCertificateIssued, false, a.reason, a.message, a.eventType)
+	case certRenewFailed:
+		r.Recorder.Eventf(t, nil, a.eventType, a.reason, "RenewCertificate", "%s", a.message)
+		r.Metrics.Certificate(metrics.KindControlPlane, metrics.OutcomeFailed)
+		if t.Status.LastRefusal == nil || t.Status.LastRefusal.Reason != a.reason {
+			r.noteRefusal(t, a.reason)
+		}
+	}
+}
+
+// recordAndPublish records the certificate the signer issued in the tenant record, then
+// publishes it in the status; the reconcile comes back at its renewal time.
+func (r *Reconciler) recordAndPublish(ctx context.Context, t *authv1beta1.Tenant, is *issuer.Issuance, renewing bool, now time.Time, d *decided) (ctrl.Result, error) {
 	// Recorded before it is published: a certificate Kubernetes cannot revoke is listed
 	// until it expires, even after the Tenant is gone.
 	caFP, err := authn.CAFingerprint(r.Options.CA)
@@ -285,7 +300,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 		rec.AddCertificate(cluster.IssuedCertificate{Serial: is.Cert.SerialNumber.Text(16), NotAfter: is.Cert.NotAfter, KeyFingerprint: t.Status.AcceptedKeyFingerprint}, now)
 		rec.PublishedCAFingerprint, rec.PublishedAPIServer = caFP, r.Options.APIServer
 		rec.PublishedCertificate, rec.PublishedForTenant = string(is.PEM), string(t.UID)
-		if hasCert && rec.RenewSerial == t.Status.Certificate.SerialNumber {
+		if renewing && rec.RenewSerial == t.Status.Certificate.SerialNumber {
 			rec.RenewSerial = "" // the renewal asked for is done: it is asked for once
 		}
 		return nil
@@ -294,7 +309,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Te
 	}
 	reason := authv1beta1.ReasonCertificateIssued
 	d.certificate = metrics.OutcomeIssued
-	if hasCert {
+	if renewing {
 		reason, d.certificate = authv1beta1.ReasonCertificateRenewed, metrics.OutcomeRenewed
 		t.Status.LastRenewal = &metav1.Time{Time: now.Truncate(time.Second)}
 	}

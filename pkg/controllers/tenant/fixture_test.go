@@ -1,0 +1,267 @@
+package tenant
+
+import (
+	"context"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+	"github.com/liqo-auth/liqo-auth/pkg/issuer"
+)
+
+const (
+	testLiqoNS    = "liqo"
+	testAPIServer = "https://provider.example:6443"
+	testLifetime  = 24 * time.Hour
+)
+
+// fixture is one consumer's handshake with a provider, made of real keys, nonce,
+// signature, CSR and certificates, for a Reconciler on a fake client.
+type fixture struct {
+	t          *testing.T
+	now        time.Time
+	id, ns     string
+	nsUID      types.UID
+	clusterKey crypto.Signer
+	fp         string
+	nonce      string
+	caPEM      []byte
+	// cert is a certificate of the tenant's key the provider issued (certPEM); otherPEM
+	// another one.
+	cert              *x509.Certificate
+	certPEM, otherPEM []byte
+	// tenant is the Tenant as the consumer creates it: not accepted yet.
+	tenant *authv1beta1.Tenant
+}
+
+// must is v, or a panic: the fixture's crypto does not fail.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{t: t, now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), id: "cl-consumer", nsUID: "ns-uid-1"}
+	f.ns = "liqo-tenant-" + f.id
+	f.clusterKey = must(authn.GenerateKey(authn.Ed25519))
+	tenantKey := must(authn.GenerateKey(authn.Ed25519))
+	f.fp = must(authn.Fingerprint(tenantKey.Public()))
+	f.nonce = must(authn.NewNonce())
+	caPub, caKey := must2(ed25519.GenerateKey(rand.Reader))
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"}, NotBefore: f.now.Add(-time.Hour),
+		NotAfter: f.now.Add(365 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER := must(x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caPub, caKey))
+	f.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	leaf := func(serial int64) []byte {
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: f.id, Organization: []string{wire.UserGroup}},
+			NotBefore: f.now.Add(-time.Hour), NotAfter: f.now.Add(testLifetime - time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		der := must(x509.CreateCertificate(rand.Reader, tmpl, must(x509.ParseCertificate(caDER)), tenantKey.Public(), caKey))
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	}
+	f.certPEM, f.otherPEM = leaf(0xabc), leaf(0xdef)
+	f.cert = must(authn.ParseCertificate(f.certPEM))
+	f.tenant = &authv1beta1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: f.id, Namespace: f.ns, UID: "tenant-uid-1", Generation: 1, Labels: map[string]string{wire.RemoteClusterIDLabel: f.id}},
+		Spec: authv1beta1.TenantSpec{ClusterID: authv1beta1.ClusterID(f.id), PublicKey: must(authn.MarshalPublicKey(tenantKey.Public())),
+			CSR: must(authn.ForgeCSR(tenantKey, f.id)), Signature: must(authn.SignNonce(tenantKey, f.nonce))},
+	}
+	return f
+}
+
+func must2[A, B any](a A, b B, err error) (A, B) {
+	if err != nil {
+		panic(err)
+	}
+	return a, b
+}
+
+// testCert is a certificate for the tests that need any.
+func testCert(t *testing.T) *x509.Certificate { return newFixture(t).cert }
+
+// accepted is the Tenant once this provider sealed its acceptance, with nothing published.
+func (f *fixture) accepted() *authv1beta1.Tenant {
+	t := f.tenant.DeepCopy()
+	t.Finalizers = []string{wire.TenantFinalizer}
+	t.Status.AcceptedKeyFingerprint, t.Status.AcceptedCSRDigest = f.fp, CSRDigest(t.Spec.CSR)
+	t.Status.AcceptanceSeal = must(authn.SealAcceptance(f.clusterKey, authn.Acceptance{TenantUID: string(t.UID), ClusterID: f.id,
+		KeyFingerprint: f.fp, CSRDigest: t.Status.AcceptedCSRDigest}))
+	t.Status.AcceptedAt = &metav1.Time{Time: f.now.Add(-time.Hour).Truncate(time.Second)}
+	return t
+}
+
+// published is the accepted Tenant publishing cert, as this provider published it.
+func (f *fixture) published() *authv1beta1.Tenant {
+	t := f.accepted()
+	t.Status.AuthParams = &authv1beta1.AuthParams{APIServer: testAPIServer, CA: f.caPEM, SignedCRT: f.certPEM}
+	t.Status.Certificate = issuer.CertificateInfo(f.cert, 0)
+	return t
+}
+
+// nonceSecret is the nonce the consumer signed, issued a minute ago.
+func (f *fixture) nonceSecret() *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: wire.NonceSecretName, Namespace: f.ns, UID: "nonce-uid-1",
+		CreationTimestamp: metav1.NewTime(f.now.Add(-time.Minute)), Labels: map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: f.id}},
+		Data: map[string][]byte{wire.NonceField: []byte(f.nonce)}}
+}
+
+// world is a Reconciler on a fake cluster and what it did there.
+type world struct {
+	*fixture
+	c        client.WithWatch
+	r        *Reconciler
+	recorder *events.FakeRecorder
+	mu       sync.Mutex
+	counting bool
+	// writes counts the writes of the Reconciler, by verb and kind ("update Tenant/status").
+	writes map[string]int
+	// allowed answers the SubjectAccessReviews (nil: nothing is allowed).
+	allowed func(*authorizationv1.SubjectAccessReview) bool
+}
+
+// indexer registers a cache's indexes with a fake client.
+type indexer struct{ b *fake.ClientBuilder }
+
+func (i indexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
+	i.b.WithIndex(obj, field, fn)
+	return nil
+}
+
+// newWorld makes a provider holding the tenant namespace and its record (changed by rec)
+// and objs, and a Reconciler for it whose clock is f.now.
+func (f *fixture) newWorld(rec func(*cluster.TenantRecord), objs ...client.Object) *world {
+	w := &world{fixture: f, writes: map[string]int{}, recorder: events.NewFakeRecorder(100)}
+	objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns, UID: f.nsUID, Labels: cluster.TenantNamespaceLabels(f.id)}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testLiqoNS, UID: "liqo-ns-uid"}})
+	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&authv1beta1.Tenant{}).WithObjects(objs...).
+		WithInterceptorFuncs(w.funcs())
+	if err := cluster.IndexSliceUsers(context.Background(), indexer{b}); err != nil {
+		f.t.Fatal(err)
+	}
+	w.c = b.Build()
+	if err := cluster.UpdateTenantRecord(context.Background(), w.c, w.c, testLiqoNS, f.id, true, func(r *cluster.TenantRecord) error {
+		r.Namespace, r.NamespaceUID = f.ns, f.nsUID
+		if rec != nil {
+			rec(r)
+		}
+		return nil
+	}); err != nil {
+		f.t.Fatal(err)
+	}
+	w.r = &Reconciler{Client: w.c, APIReader: w.c, Placement: placement.Placement{Cache: w.c, Live: w.c, LiqoNamespace: testLiqoNS},
+		Recorder: w.recorder, Key: f.clusterKey, Now: func() time.Time { return f.now },
+		Self:    authenticationv1.UserInfo{Username: "system:serviceaccount:liqo:liqo-auth-manager", UID: "manager-uid"},
+		Options: Options{APIServer: testAPIServer, CA: f.caPEM, NonceTTL: time.Hour, CertificateLifetime: testLifetime, CSRTimeout: time.Minute}}
+	w.counting = true
+	return w
+}
+
+// count notes a write of obj.
+func (w *world) count(verb string, obj client.Object, sub string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.counting {
+		return
+	}
+	kind := fmt.Sprintf("%T", obj)
+	kind = kind[strings.LastIndex(kind, ".")+1:]
+	if sub != "" {
+		kind += "/" + sub
+	}
+	w.writes[verb+" "+kind]++
+}
+
+// funcs counts every write and answers SubjectAccessReviews, which a fake client cannot.
+func (w *world) funcs() interceptor.Funcs {
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
+				sar.Status.Allowed = w.allowed != nil && w.allowed(sar)
+				return nil
+			}
+			w.count("create", obj, "")
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			w.count("update", obj, "")
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			w.count("patch", obj, "")
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			w.count("delete", obj, "")
+			return c.Delete(ctx, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			w.count("update", obj, sub)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			w.count("patch", obj, sub)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}
+}
+
+// reconcile runs one Reconcile of the Tenant and returns it as saved, with the writes made
+// and the Events recorded.
+func (w *world) reconcile() (ctrl.Result, *authv1beta1.Tenant, map[string]int, []string) {
+	w.t.Helper()
+	w.mu.Lock()
+	w.writes = map[string]int{}
+	w.mu.Unlock()
+	res, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: w.ns, Name: w.id}})
+	if err != nil {
+		w.t.Fatalf("reconcile: %v", err)
+	}
+	var evs []string
+	for len(w.recorder.Events) > 0 {
+		evs = append(evs, <-w.recorder.Events)
+	}
+	t := &authv1beta1.Tenant{}
+	if err := w.c.Get(context.Background(), types.NamespacedName{Namespace: w.ns, Name: w.id}, t); err != nil {
+		w.t.Fatal(err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	writes := map[string]int{}
+	for k, v := range w.writes {
+		writes[k] = v
+	}
+	return res, t, writes, evs
+}
+
+// record reads the tenant record.
+func (w *world) record() *cluster.TenantRecord {
+	return must(cluster.GetTenantRecord(context.Background(), w.c, testLiqoNS, w.id))
+}
