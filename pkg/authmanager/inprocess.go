@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -135,7 +134,7 @@ func (c *InProcess) Start(ctx context.Context, s *handshake.Side, role Role) (st
 	wg.Go(func() { o.Key, errKey = s.ClusterKey(ctx) })
 	if role.Has(Provider) {
 		wg.Go(func() { stored, errConfig = cluster.GetConfig(ctx, s.Client, s.Namespace) })
-		wg.Go(func() { self, errSelf = tenant.SelfReviewer(ctx, s.Client) })
+		wg.Go(func() { self, errSelf = selfReviewer(ctx, s.Client) })
 	}
 	wg.Wait()
 	if apierrors.IsForbidden(errLease) {

@@ -35,6 +35,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/providerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewanswer"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/renewfollower"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/issuing"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/status"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
@@ -66,7 +67,7 @@ type Options struct {
 	// controller, a Consumer the nonce signer and the identity controller.
 	Role Role
 	// Tenant configures the provider side.
-	Tenant tenant.Options
+	Tenant issuing.Options
 	// WatchRenewals makes the consumer side follow its Tenants on the providers to pick up
 	// renewed certificates, and renew its presence there: for a long-running manager, not
 	// for a single command.
@@ -282,7 +283,7 @@ func (o *Options) scopedClient(ctx context.Context, mgr ctrl.Manager, reader cli
 func (o *Options) providerSetups(ctx context.Context, mgr ctrl.Manager, d deps) ([]setup, error) {
 	c, reader, rec := d.c, d.reader, d.rec
 	if o.Self == nil {
-		self, err := tenant.SelfReviewer(ctx, c)
+		self, err := selfReviewer(ctx, c)
 		if err != nil {
 			return nil, err
 		}

@@ -78,8 +78,7 @@ func rooms() []room {
 		{pkg: "pkg/issuer", may: []string{"pkg/authn", wire, types}, why: "a library"},
 		{pkg: "pkg/metrics", may: []string{"pkg/access", "pkg/cluster", wire, types}, why: "metrics read the cache and the records, and decide nothing"},
 		{pkg: "pkg/controllers/shared/*", may: []string{"pkg/controllers/shared/*", "pkg/access", "pkg/cluster", "pkg/authn", wire, types}, why: "what reconcilers share, one package per job"},
-		{pkg: "pkg/controllers/*", may: controllerImports, why: "one reconciler each, knowing nothing of the CLI",
-			extra: []string{"pkg/controllers/providerslice=pkg/controllers/tenant", "pkg/controllers/renewanswer=pkg/controllers/tenant", "pkg/controllers/peergc=pkg/controllers/tenant"}},
+		{pkg: "pkg/controllers/*", may: controllerImports, why: "one reconciler each, knowing nothing of the CLI nor of another controller (what they share is in pkg/controllers/shared)"},
 		{pkg: "pkg/handshake", may: []string{"pkg/cluster", "pkg/access", "pkg/revocation", "pkg/authn", wire, types}, why: "the CLI's steps run no controller"},
 		{pkg: "pkg/authmanager", may: below("pkg/controllers/*", "pkg/handshake"), why: "the controllers of a role"},
 		{pkg: "internal/cli", may: []string{"pkg/handshake", "pkg/cluster", wire, types, scheme, startup}, why: "kubectl's cmdutil for liqoctl: no controller, authmanager or installer"},
@@ -152,6 +151,7 @@ func TestAllowListFailsOnAViolation(t *testing.T) {
 	for _, tc := range []struct{ pkg, imp string }{
 		{"pkg/controllers/tenant", "internal/cli"},
 		{"pkg/controllers/identity", "pkg/controllers/tenant"},
+		{"pkg/controllers/providerslice", "pkg/controllers/tenant"},
 		{"pkg/authn", "pkg/cluster"},
 		{"internal/cli", "internal/installer"},
 		{"internal/cmd/verify", "internal/installer"},

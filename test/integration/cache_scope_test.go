@@ -27,7 +27,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/issuing"
 )
 
 // TestManagerCacheKeepsOnlyWhatItOwns acts as a namespace editor (Secrets labelled for a
@@ -118,7 +118,7 @@ func startScopedProvider(t *testing.T, p *site) (context.Context, cache.Cache) {
 		Controller: authmanager.ControllerConfig(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: testLogger(t)})
 	require.NoError(t, err)
 	require.NoError(t, authmanager.Setup(ctx, mgr, authmanager.Options{Role: authmanager.Provider, Scope: scope,
-		Tenant: tenant.Options{APIServer: p.cp.URL, CA: p.cp.CA.CertPEM}}))
+		Tenant: issuing.Options{APIServer: p.cp.URL, CA: p.cp.CA.CertPEM}}))
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done }) //nolint:errcheck // the manager stops with the context: its error says only that

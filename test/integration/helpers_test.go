@@ -23,7 +23,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/issuing"
 )
 
 // site is one control plane with liqo-auth installed.
@@ -67,7 +67,7 @@ func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return le
 func startControllers(t testing.TB, s *site, role authmanager.Role, mut ...func(*authmanager.Options)) *authmanager.Runner {
 	t.Helper()
 	o := authmanager.Options{Role: role,
-		Tenant: tenant.Options{APIServer: s.cp.URL, CA: s.cp.CA.CertPEM}}
+		Tenant: issuing.Options{APIServer: s.cp.URL, CA: s.cp.CA.CertPEM}}
 	for _, m := range mut {
 		m(&o)
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/issuing"
 )
 
 var caFingerprintLine = regexp.MustCompile(`whose CA fingerprint is (sha256:[0-9a-f]{64})`)
@@ -102,7 +102,7 @@ func runProviderControllers(t *testing.T, s *site) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := authmanager.Start(ctx, s.cp.Config, authmanager.Connection{},
-		authmanager.Options{Role: authmanager.Provider, Tenant: tenant.Options{APIServer: s.cp.URL, CA: s.cp.CA.CertPEM}}, testLogger(t))
+		authmanager.Options{Role: authmanager.Provider, Tenant: issuing.Options{APIServer: s.cp.URL, CA: s.cp.CA.CertPEM}}, testLogger(t))
 	require.NoError(t, err)
 	require.NoError(t, r.WaitSynced(ctx))
 	var once sync.Once

@@ -29,6 +29,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
@@ -503,7 +504,7 @@ func TestStatusWritersCannotAcceptATenant(t *testing.T) {
 			fp, err := authn.Fingerprint(victim.key.Public())
 			require.NoError(t, err)
 			require.NoError(t, mallory.Get(ctx, client.ObjectKeyFromObject(forged), forged))
-			forged.Status.AcceptedKeyFingerprint, forged.Status.AcceptedCSRDigest = fp, tenant.CSRDigest(forged.Spec.CSR)
+			forged.Status.AcceptedKeyFingerprint, forged.Status.AcceptedCSRDigest = fp, acceptance.CSRDigest(forged.Spec.CSR)
 			forged.Status.AcceptanceSeal, forged.Status.AcceptedAt = seal, ptr.To(metav1.Now())
 			meta.SetStatusCondition(&forged.Status.Conditions, metav1.Condition{Type: authv1beta1.ConditionAuthenticated, Status: metav1.ConditionTrue, Reason: "HandshakeAccepted", Message: "forged"})
 			require.NoError(t, mallory.Status().Update(ctx, forged))

@@ -40,9 +40,9 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
 // Reconciler collects the Tenants of consumers that are gone.
@@ -82,13 +82,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// A stray Tenant (misnamed, mislabelled, or outside its tenant namespace) caused
 	// nothing to collect: the tenant controller's own placement check says so. Nor did
 	// one whose acceptance this provider did not seal.
-	if err := tenant.CheckPlacement(ctx, r.Placement, t); err != nil {
+	if err := acceptance.CheckPlacement(ctx, r.Placement, t); err != nil {
 		if authn.ReasonOf(err) != "" {
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	if tenant.VerifySealed(t, r.Key.Public()) != nil {
+	if acceptance.VerifySealed(t, r.Key.Public()) != nil {
 		return ctrl.Result{}, nil //nolint:nilerr // an unsealed Tenant is not the manager's acceptance: nothing to collect, nothing to retry
 	}
 	now := r.Now()

@@ -51,10 +51,11 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/issuing"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/ownedrbac"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
@@ -67,7 +68,7 @@ const DefaultClass = "default"
 type Options struct {
 	// Tenant are the issuing options shared with the tenant controller (URL, CA,
 	// certificate lifetime, renewal, CSR timeout).
-	Tenant tenant.Options
+	Tenant issuing.Options
 	// DisableDefaultClass denies slices of the default class.
 	DisableDefaultClass bool
 	// Classes are the classes offered besides the default one.
@@ -238,7 +239,7 @@ func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, 
 		}
 		return authDenied(fmt.Sprintf("there is no Tenant %s/%s: the consumer must authenticate first", rs.Namespace, id))
 	}
-	if t.Status.AcceptedKeyFingerprint == "" || tenant.VerifySealed(t, r.Key.Public()) != nil {
+	if t.Status.AcceptedKeyFingerprint == "" || acceptance.VerifySealed(t, r.Key.Public()) != nil {
 		return authDenied(fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name))
 	}
 	state, err := placement.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
@@ -430,7 +431,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 	s := issuer.Subject{Owner: rs, Annotation: wire.SliceAnnotation, RemoteID: string(t.Spec.ClusterID), Request: rs.Spec.CSR, CurrentSerial: serial,
 		Reason: authv1beta1.ReasonLiqoResourceSliceAccepted, Message: fmt.Sprintf("ResourceSlice %s/%s of an accepted Tenant", rs.Namespace, rs.Name)}
 	is, foreign, err := r.Issuer.Ensure(ctx, s, now, func(ctx context.Context) (*issuer.Issuance, error) {
-		if err := tenant.VerifySealed(t, r.Key.Public()); err != nil {
+		if err := acceptance.VerifySealed(t, r.Key.Public()); err != nil {
 			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: err.Error()}, nil
 		}
 		problems, err := revocation.UnexpectedPermissions(ctx, r.Client, user, []string{string(t.Spec.ClusterID)}, func(b revocation.Binding) bool {

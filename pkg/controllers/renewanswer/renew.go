@@ -32,9 +32,9 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 )
 
 // Reconciler answers Renews with the Tenant's current authentication parameters.
@@ -99,7 +99,7 @@ func (r *Reconciler) answer(ctx context.Context, rn *authv1beta1.Renew) (*authv1
 	if getErr := r.Client.Get(ctx, client.ObjectKey{Namespace: rn.Namespace, Name: id}, t); getErr != nil {
 		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("no Tenant %s/%s: %v", rn.Namespace, id, getErr), client.IgnoreNotFound(getErr)
 	}
-	if t.Status.AcceptedKeyFingerprint == "" || tenant.VerifySealed(t, r.Key.Public()) != nil {
+	if t.Status.AcceptedKeyFingerprint == "" || acceptance.VerifySealed(t, r.Key.Public()) != nil {
 		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name), nil //nolint:nilerr // an unsealed Tenant is answered with the reason, not retried
 	}
 	state, err := placement.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)

@@ -9,16 +9,15 @@ import (
 	"strings"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 )
 
@@ -63,7 +62,7 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenan
 // the sealed, accepted one and that the cluster ID holds no permission of its own. A
 // refusal is returned as an issuance that says why.
 func (r *Reconciler) checkSubmission(ctx context.Context, t *authv1beta1.Tenant) (*issuer.Issuance, error) {
-	if err := VerifySealed(t, r.Key.Public()); err != nil {
+	if err := acceptance.VerifySealed(t, r.Key.Public()); err != nil {
 		return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: "no certificate is requested: " + err.Error()}, nil
 	}
 	problems, err := r.extraPermissions(ctx, t)
@@ -104,15 +103,6 @@ func (r *Reconciler) reportForeign(t *authv1beta1.Tenant, foreign []string) {
 	r.setCondition(t, authv1beta1.ConditionCSRIntegrity, false, authv1beta1.ReasonForeignCSR, fmt.Sprintf(
 		"CertificateSigningRequests not created by liqo-auth carry this Tenant's labels: %s; they are never approved: delete them and find out who created them", strings.Join(foreign, ", ")),
 		corev1.EventTypeWarning)
-}
-
-// SelfReviewer asks the API server who the client is.
-func SelfReviewer(ctx context.Context, c client.Client) (authenticationv1.UserInfo, error) {
-	review := &authenticationv1.SelfSubjectReview{}
-	if err := c.Create(ctx, review); err != nil {
-		return authenticationv1.UserInfo{}, fmt.Errorf("asking the API server who this manager is (SelfSubjectReview): %w", err)
-	}
-	return review.Status.UserInfo, nil
 }
 
 // checkPublished compares what the Tenant's status publishes with what this provider

@@ -31,6 +31,8 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/issuing"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 )
@@ -111,7 +113,7 @@ func testCert(t *testing.T) *x509.Certificate { return newFixture(t).cert }
 func (f *fixture) accepted() *authv1beta1.Tenant {
 	t := f.tenant.DeepCopy()
 	t.Finalizers = []string{wire.TenantFinalizer}
-	t.Status.AcceptedKeyFingerprint, t.Status.AcceptedCSRDigest = f.fp, CSRDigest(t.Spec.CSR)
+	t.Status.AcceptedKeyFingerprint, t.Status.AcceptedCSRDigest = f.fp, acceptance.CSRDigest(t.Spec.CSR)
 	t.Status.AcceptanceSeal = must(authn.SealAcceptance(f.clusterKey, authn.Acceptance{TenantUID: string(t.UID), ClusterID: f.id,
 		KeyFingerprint: f.fp, CSRDigest: t.Status.AcceptedCSRDigest}))
 	t.Status.AcceptedAt = &metav1.Time{Time: f.now.Add(-time.Hour).Truncate(time.Second)}
@@ -179,7 +181,7 @@ func (f *fixture) newWorld(rec func(*cluster.TenantRecord), objs ...client.Objec
 	w.r = &Reconciler{Client: w.c, APIReader: w.c, Placement: placement.Placement{Cache: w.c, Live: w.c, LiqoNamespace: testLiqoNS},
 		Recorder: w.recorder, Key: f.clusterKey, Now: func() time.Time { return f.now },
 		Self:    authenticationv1.UserInfo{Username: "system:serviceaccount:liqo:liqo-auth-manager", UID: "manager-uid"},
-		Options: Options{APIServer: testAPIServer, CA: f.caPEM, NonceTTL: time.Hour, CertificateLifetime: testLifetime, CSRTimeout: time.Minute}}
+		Options: issuing.Options{APIServer: testAPIServer, CA: f.caPEM, NonceTTL: time.Hour, CertificateLifetime: testLifetime, CSRTimeout: time.Minute}}
 	w.counting = true
 	return w
 }

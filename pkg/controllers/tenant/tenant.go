@@ -36,6 +36,8 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/issuing"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/status"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
@@ -43,31 +45,13 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 )
 
-// Options configure the provider side of the handshake.
-type Options struct {
-	// APIServer is the provider API server URL handed to consumers.
-	APIServer string
-	// CA is the PEM CA bundle for APIServer.
-	CA []byte
-	// NonceTTL is how long a nonce may be used after it was issued.
-	NonceTTL time.Duration
-	// CertificateLifetime is the expirationSeconds asked for each certificate.
-	CertificateLifetime time.Duration
-	// CSRTimeout is how long an approved CSR may wait for its certificate before the
-	// Tenant reports "approved but not issued".
-	CSRTimeout time.Duration
-	// RenewBefore, when set, renews a certificate when less than this remains; otherwise
-	// a certificate is renewed after two thirds of its lifetime.
-	RenewBefore time.Duration
-}
-
 // Reconciler reconciles Tenants.
 type Reconciler struct {
 	Client    client.Client
 	APIReader client.Reader
 	Placement placement.Placement
 	Recorder  events.EventRecorder
-	Options   Options
+	Options   issuing.Options
 	// Key is this cluster's key: it seals each acceptance.
 	Key crypto.Signer
 	// Self is the identity the manager talks to the API server as: the only requester
@@ -133,7 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if t.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.finalize(ctx, t)
 	}
-	placed := CheckPlacement(ctx, r.Placement, t)
+	placed := acceptance.CheckPlacement(ctx, r.Placement, t)
 	if placed != nil && authn.ReasonOf(placed) == "" {
 		return ctrl.Result{}, placed
 	}
@@ -192,7 +176,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 func (r *Reconciler) authenticate(ctx context.Context, t *authv1beta1.Tenant, now time.Time, d *decided) (refused bool, err error) {
 	var sealErr error
 	if t.Status.AcceptedKeyFingerprint != "" {
-		sealErr = VerifySealed(t, r.Key.Public())
+		sealErr = acceptance.VerifySealed(t, r.Key.Public())
 		if sealErr == nil {
 			r.reaffirm(t)
 			return false, nil
@@ -336,12 +320,12 @@ func (r *Reconciler) publish(t *authv1beta1.Tenant, cert *x509.Certificate, pem 
 // handshake applied again (a Liqo consumer re-running, or a status save that failed)
 // converges; a replay in a re-created Tenant does not. The nonce Secret itself is kept,
 // marked, for Liqo consumers expect it.
-func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, acc *acceptance, now time.Time) (fresh bool, err error) {
+func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, acc *verified, now time.Time) (fresh bool, err error) {
 	nonce := string(acc.nonce.Data[wire.NonceField])
 	err = cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
 		fresh = false // the update may run again, on a conflict
 		if rec.Consumed(nonce, acc.fingerprint) {
-			return refusal(authv1beta1.ReasonNonceConsumed, "the nonce in namespace %q was already used, at %s, by the handshake of another key: a nonce is single-use; start a new handshake (liqoctl create nonce, or liqoctl authenticate)",
+			return acceptance.Refusal(authv1beta1.ReasonNonceConsumed, "the nonce in namespace %q was already used, at %s, by the handshake of another key: a nonce is single-use; start a new handshake (liqoctl create nonce, or liqoctl authenticate)",
 				t.Namespace, rec.ConsumedNonce.At.UTC().Format(time.RFC3339))
 		}
 		c := rec.ConsumedNonce
@@ -380,7 +364,7 @@ func (r *Reconciler) afterStatus(ctx context.Context, t *authv1beta1.Tenant) err
 	return nil
 }
 
-func (r *Reconciler) accept(t *authv1beta1.Tenant, acc *acceptance, now time.Time) error {
+func (r *Reconciler) accept(t *authv1beta1.Tenant, acc *verified, now time.Time) error {
 	seal, err := authn.SealAcceptance(r.Key, authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID),
 		KeyFingerprint: acc.fingerprint, CSRDigest: acc.csrDigest})
 	if err != nil {
@@ -415,7 +399,7 @@ func (r *Reconciler) refuseRecorded(t *authv1beta1.Tenant, sealErr, err error) e
 	case sealErr == nil:
 		return err
 	case authn.ReasonOf(sealErr) == authv1beta1.ReasonHandshakeChanged:
-		return refusal(authv1beta1.ReasonHandshakeChanged, "spec.publicKey or spec.csr changed after the handshake was accepted, and the new handshake is refused: %v", err)
+		return acceptance.Refusal(authv1beta1.ReasonHandshakeChanged, "spec.publicKey or spec.csr changed after the handshake was accepted, and the new handshake is refused: %v", err)
 	}
 	recorded := authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID),
 		KeyFingerprint: t.Status.AcceptedKeyFingerprint, CSRDigest: t.Status.AcceptedCSRDigest}
@@ -423,7 +407,7 @@ func (r *Reconciler) refuseRecorded(t *authv1beta1.Tenant, sealErr, err error) e
 		t.Status.AcceptedKeyFingerprint, t.Status.AcceptedCSRDigest, t.Status.AcceptanceSeal, t.Status.AcceptedAt = "", "", nil, nil
 		t.Status.AuthParams, t.Status.Certificate = nil, nil
 	}
-	return refusal(authn.ReasonAcceptanceSealInvalid, "the acceptance recorded in the status was not sealed by this provider (%v), and the handshake does not verify: %v", sealErr, err)
+	return acceptance.Refusal(authn.ReasonAcceptanceSealInvalid, "the acceptance recorded in the status was not sealed by this provider (%v), and the handshake does not verify: %v", sealErr, err)
 }
 
 // refuse records a refusal: a condition and, when it is new, a Warning Event. Nothing is
