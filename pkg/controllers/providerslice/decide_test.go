@@ -150,7 +150,9 @@ func checkCases() []checkCase {
 	authDenied, resDenied := authv1beta1.ReasonSliceAuthenticationDenied, authv1beta1.ReasonSliceResourcesDenied
 	cordoned := func(in *input) { in.state = authv1beta1.TenantConditionCordoned }
 	grant := func(in *input, l corev1.ResourceList) { in.grants[in.slice.UID] = l }
-	cpu := func(s string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)} }
+	cpu := func(s string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)}
+	}
 	return []checkCase{
 		{name: "passes", mutate: func(*input) {}},
 		{name: "cluster ID empty", mutate: func(in *input) { in.id = "" }, check: "clusterID", typ: auth, reason: authDenied, msg: "spec.consumerClusterID: the cluster ID is empty"},
