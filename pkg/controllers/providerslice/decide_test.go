@@ -231,6 +231,11 @@ func checkCases() []checkCase {
 			in.grants["other"] = cpu("1500m")
 		}, check: "limits", typ: res, reason: resDenied, authenticated: true,
 			msg: "the slice does not fit in the tenant's limits (liqoctl limit tenant on the provider): cpu=1 asked, 1500m of the 2 this tenant may hold already granted"},
+		{name: "over the limits, asks more than its grant", mutate: func(in *input) {
+			in.limits, in.slice.Spec.Resources = cpu("2500m"), cpu("2")
+			grant(in, cpu("1"))
+			in.grants["other"] = cpu("1")
+		}, check: "limits", typ: res, reason: resDenied, authenticated: true, msg: "cpu=2 asked, 1 of the 2500m"},
 		{name: "within the limits", mutate: func(in *input) { in.limits = cpu("2"); in.grants["other"] = cpu("1") }},
 		{name: "over the limits, keeps its grant", mutate: func(in *input) { in.limits = cpu("1"); in.grants["other"] = cpu("1"); grant(in, cpu("1")) }},
 		{name: "a limit on what it does not ask", mutate: func(in *input) { in.limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1")} }},

@@ -62,6 +62,23 @@ func (w *writes) reset() {
 	w.status, w.patch, w.update, w.del, w.create, w.created = 0, 0, 0, 0, 0, nil
 }
 
+// liveReader is the API server as the reconciler reads it directly, counting the reads
+// of tenant records: each is a request, which the handshake's budget counts.
+type liveReader struct {
+	client.Reader
+	mu      sync.Mutex
+	records int
+}
+
+func (l *liveReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.ConfigMap); ok {
+		l.mu.Lock()
+		l.records++
+		l.mu.Unlock()
+	}
+	return l.Reader.Get(ctx, key, obj, opts...)
+}
+
 // env is a provider, as the fake client holds it: its tenant namespace of testID, recorded.
 type env struct {
 	k   keys
@@ -69,6 +86,8 @@ type env struct {
 	rec *events.FakeRecorder
 	r   *Reconciler
 	w   *writes
+	// live is the reconciler's APIReader.
+	live *liveReader
 }
 
 // setup makes the provider: the tenant namespace of testID and its record (changed by
@@ -94,7 +113,8 @@ func setup(t *testing.T, record func(*cluster.TenantRecord), objs ...client.Obje
 		}
 	}
 	e.w.reset()
-	e.r = &Reconciler{Client: e.c, APIReader: e.c, Placement: common.Placement{Cache: e.c, LiqoNamespace: testLiqoNS}, Recorder: e.rec,
+	e.live = &liveReader{Reader: e.c}
+	e.r = &Reconciler{Client: e.c, APIReader: e.live, Placement: common.Placement{Cache: e.c, LiqoNamespace: testLiqoNS}, Recorder: e.rec,
 		Key: e.k.provider, ClusterID: "provider-x", Now: func() time.Time { return testNow },
 		Options: Options{Classes: []string{"gold"}, Tenant: tenant.Options{APIServer: "https://provider.example:6443", CA: []byte("ca"),
 			CertificateLifetime: time.Hour, CSRTimeout: time.Minute, RenewBefore: 10 * time.Minute}},
@@ -232,14 +252,22 @@ func TestReconcileAccepts(t *testing.T) {
 	if e.w.status != 1 {
 		t.Fatalf("%d status writes, want 1", e.w.status)
 	}
+	if e.live.records != 1 {
+		t.Fatalf("the limits were read %d times from the API server, want once", e.live.records)
+	}
 
-	// Nothing changed: nothing is written again.
+	// Nothing changed: nothing is written again, and a slice that keeps its grant has
+	// no limit to read.
 	e.w.reset()
+	e.live.records = 0
 	if _, _, err := e.reconcile(t, testSlice); err != nil {
 		t.Fatal(err)
 	}
 	if e.w.status+e.w.patch+e.w.update+e.w.create+e.w.del != 0 {
 		t.Fatalf("an unchanged slice was written: %+v", e.w)
+	}
+	if e.live.records != 0 {
+		t.Fatalf("the limits of a slice that keeps its grant were read %d times", e.live.records)
 	}
 	wantEvents(t, e.events())
 }
