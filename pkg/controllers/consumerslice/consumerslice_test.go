@@ -349,3 +349,34 @@ func TestRecheck(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletingWaitsForTheProvider: a deleted slice has its provider's copy deleted, is
+// read back at providerRemovalPoll while the copy is there, and lets go once it is gone.
+func TestDeletingWaitsForTheProvider(t *testing.T) {
+	rs := request(sliceName, 0)
+	rs.Finalizers = []string{wire.ConsumerSliceFinalizer}
+	rs.DeletionTimestamp = &metav1.Time{Time: now}
+	e := setup(t, true, rs)
+	cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName, Finalizers: []string{wire.ProviderSliceFinalizer}}}
+	remote, _ := provider(t, nil, cp)
+	for range 2 { // deleted, then still there
+		res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil)
+		if err != nil || res.RequeueAfter != providerRemovalPoll {
+			t.Fatalf("result %+v, %v; want a requeue after %v", res, err, providerRemovalPoll)
+		}
+	}
+	if err := remote.Get(context.Background(), client.ObjectKeyFromObject(cp), cp); err != nil || cp.DeletionTimestamp == nil {
+		t.Fatalf("copy %+v, %v", cp.ObjectMeta, err)
+	}
+	cp.Finalizers = nil // the provider's controller let it go
+	if err := remote.Update(context.Background(), cp); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil); err != nil || res != (ctrl.Result{}) {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(rs), &authv1beta1.ResourceSlice{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the slice is kept: %v", err)
+	}
+	wantEvents(t, e.events())
+}
