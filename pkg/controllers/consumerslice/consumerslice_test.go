@@ -2,6 +2,7 @@ package consumerslice
 
 import (
 	"context"
+	"crypto"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -215,18 +216,7 @@ func TestCompletesThenWaitsForTheControlPlane(t *testing.T) {
 	if got.Spec.ConsumerClusterID == nil || *got.Spec.ConsumerClusterID != consumerID || got.Spec.ProviderClusterID == nil || *got.Spec.ProviderClusterID != providerID {
 		t.Fatalf("spec %+v", got.Spec)
 	}
-	block, _ := pem.Decode(got.Spec.CSR)
-	if block == nil {
-		t.Fatal("no CSR")
-	}
-	csr, err := x509.ParseCertificateRequest(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if user := authn.SliceUserName(sliceName, consumerID); csr.Subject.CommonName != user || !slices.Equal(csr.Subject.Organization, []string{consumerID}) ||
-		!authn.PublicKeysEqual(csr.PublicKey, e.r.Key.Public()) {
-		t.Fatalf("CSR for %v", csr.Subject)
-	}
+	wantSliceCSR(t, got, e.r.Key.Public())
 	wantEvents(t, e.events())
 
 	e.n.reset()
@@ -238,6 +228,23 @@ func TestCompletesThenWaitsForTheControlPlane(t *testing.T) {
 		t.Fatalf("writes %+v", e.n)
 	}
 	wantEvents(t, e.events(), "Warning "+ReasonNoControlPlane)
+}
+
+// wantSliceCSR checks that the slice's CSR is for its user and this cluster, with key pub.
+func wantSliceCSR(t *testing.T, got *authv1beta1.ResourceSlice, pub crypto.PublicKey) {
+	t.Helper()
+	block, _ := pem.Decode(got.Spec.CSR)
+	if block == nil {
+		t.Fatal("no CSR")
+	}
+	csr, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user := authn.SliceUserName(sliceName, consumerID); csr.Subject.CommonName != user || !slices.Equal(csr.Subject.Organization, []string{consumerID}) ||
+		!authn.PublicKeysEqual(csr.PublicKey, pub) {
+		t.Fatalf("CSR for %v", csr.Subject)
+	}
 }
 
 // TestDeletedWithoutControlPlane: a deleted slice whose copy cannot be reached lets go.

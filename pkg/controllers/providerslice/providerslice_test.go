@@ -226,26 +226,7 @@ func TestReconcileAccepts(t *testing.T) {
 		t.Fatalf("result %+v: the pending certificate is not waited for", res)
 	}
 	user := authn.SliceUserName(testSlice, testID)
-	wantCondition(t, got, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ResourceSliceAccepted, authv1beta1.ReasonSliceAuthenticationAccepted,
-		`identity "`+user+`" (group "`+testID+`") for the consumer's accepted key`)
-	wantCondition(t, got, authv1beta1.ResourceSliceConditionResources, authv1beta1.ResourceSliceAccepted, authv1beta1.ReasonSliceResourcesAccepted,
-		`class "default", resources as requested`)
-	if got.Status.Class != DefaultClass || !got.Status.Resources.Cpu().Equal(resource.MustParse("1")) || got.Status.ObservedGeneration != got.Generation {
-		t.Fatalf("status %+v", got.Status)
-	}
-	if !slices.Contains(got.Finalizers, wire.ProviderSliceFinalizer) {
-		t.Fatalf("no finalizer: %v", got.Finalizers)
-	}
-	wantEvents(t, e.events(), "Normal "+authv1beta1.ReasonSliceAuthenticationAccepted, "Normal "+authv1beta1.ReasonSliceResourcesAccepted)
-	// The access of the slice's identity, its grant recorded on the Role.
-	grants, err := e.r.grants(context.Background(), testNS)
-	if g := grants[got.UID]; err != nil || !g.Cpu().Equal(resource.MustParse("1")) {
-		t.Fatalf("grants %v, %v", grants, err)
-	}
-	var rb rbacv1.RoleBinding
-	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: testNS, Name: access.SliceAccessName(testSlice)}, &rb); err != nil || rb.Subjects[0].Name != user {
-		t.Fatalf("RoleBinding %+v, %v", rb.Subjects, err)
-	}
+	wantAccepted(t, e, got, user)
 	// The CSR is for the slice's user and group, approved; the signer is the integration
 	// tests' to play.
 	wantCSR(t, e.c, got, user)
@@ -270,6 +251,31 @@ func TestReconcileAccepts(t *testing.T) {
 		t.Fatalf("the limits of a slice that keeps its grant were read %d times", e.live.records)
 	}
 	wantEvents(t, e.events())
+}
+
+// wantAccepted checks an accepted slice: its status, finalizer, Events and the access of
+// its identity, its grant recorded on the Role.
+func wantAccepted(t *testing.T, e *env, got *authv1beta1.ResourceSlice, user string) {
+	t.Helper()
+	wantCondition(t, got, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ResourceSliceAccepted, authv1beta1.ReasonSliceAuthenticationAccepted,
+		`identity "`+user+`" (group "`+testID+`") for the consumer's accepted key`)
+	wantCondition(t, got, authv1beta1.ResourceSliceConditionResources, authv1beta1.ResourceSliceAccepted, authv1beta1.ReasonSliceResourcesAccepted,
+		`class "default", resources as requested`)
+	if got.Status.Class != DefaultClass || !got.Status.Resources.Cpu().Equal(resource.MustParse("1")) || got.Status.ObservedGeneration != got.Generation {
+		t.Fatalf("status %+v", got.Status)
+	}
+	if !slices.Contains(got.Finalizers, wire.ProviderSliceFinalizer) {
+		t.Fatalf("no finalizer: %v", got.Finalizers)
+	}
+	wantEvents(t, e.events(), "Normal "+authv1beta1.ReasonSliceAuthenticationAccepted, "Normal "+authv1beta1.ReasonSliceResourcesAccepted)
+	grants, err := e.r.grants(context.Background(), testNS)
+	if g := grants[got.UID]; err != nil || !g.Cpu().Equal(resource.MustParse("1")) {
+		t.Fatalf("grants %v, %v", grants, err)
+	}
+	var rb rbacv1.RoleBinding
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: testNS, Name: access.SliceAccessName(testSlice)}, &rb); err != nil || rb.Subjects[0].Name != user {
+		t.Fatalf("RoleBinding %+v, %v", rb.Subjects, err)
+	}
 }
 
 func wantCSR(t *testing.T, c client.Client, rs *authv1beta1.ResourceSlice, user string) {
