@@ -216,7 +216,7 @@ func gitGrep(t *testing.T, re string, pathspecs ...string) string {
 // controller passes a reason as a literal: a reason a user greps for, a test asserts and
 // liqoctl explains is one constant.
 func TestReasonsHaveOneHome(t *testing.T) {
-	assert.Empty(t, gitGrep(t, `^\s*(const\s+)?Reason[A-Za-z]*\s*(Reason\s*)?=\s*"`, ":!pkg/apis/authentication/v1beta1/*", ":!pkg/authn/*"),
+	assert.Empty(t, gitGrep(t, `^\s*(const\s+)?[Rr]eason[A-Za-z]*\s*(Reason\s*)?=\s*"`, ":!pkg/apis/authentication/v1beta1/*", ":!pkg/authn/*"),
 		"reasons defined outside pkg/apis/authentication/v1beta1/reasons.go")
 	assert.Empty(t, gitGrep(t, `EventType(Normal|Warning), "|Reason: "[A-Z]|, (true|false), "[A-Z]`, "pkg/controllers/*.go", "pkg/handshake/*.go"),
 		"reasons passed as literals: name them in pkg/apis/authentication/v1beta1/reasons.go")

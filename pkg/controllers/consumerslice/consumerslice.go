@@ -48,6 +48,45 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 )
 
+// Requeue intervals of a consumer's slice. The provider's answer is on the provider, where
+// this controller watches nothing, and the control-plane Identity it needs comes from
+// another controller's work or an administrator's: what it waits for is read back at
+// these paces rather than by the queue's failure backoff, which doubles up to minutes.
+const (
+	// providerRemovalPoll: a deleted slice waits for the provider to remove its copy (its
+	// finalizer revokes what the slice was granted, within milliseconds): read back
+	// shortly, at a steady pace.
+	providerRemovalPoll = 50 * time.Millisecond
+	// noControlPlaneRetry: the control-plane identity is missing or not usable yet (a
+	// handshake to run or finish); each try records a Warning Event, so it is tried again
+	// rarely enough for the Events to stay few.
+	noControlPlaneRetry = 5 * time.Second
+	// providerRetry: writing the slice to the provider failed (unreachable, refused); each
+	// failure records a Warning Event too.
+	providerRetry = 2 * time.Second
+	// answerPoll: the provider decides a new slice and has its certificate signed within
+	// milliseconds, while liqoctl waits for the answer.
+	answerPoll = 50 * time.Millisecond
+	// answerSlowAfter and answerSlowPoll: an answer that has taken longer than
+	// answerSlowAfter waits on something slower (a signer, an administrator): it is read
+	// back less often, so that an undecided slice costs the provider few requests.
+	answerSlowAfter = 10 * time.Second
+	answerSlowPoll  = 2 * time.Second
+	// deniedRecheck: a denied slice is asked about again, for the provider's administrator
+	// to change their mind (a tenant uncordoned, a class added, limits raised) without
+	// anything on this side saying so.
+	deniedRecheck = 3 * time.Second
+	// acceptedRecheck: an accepted slice comes back at least this often for its renewed
+	// certificate.
+	acceptedRecheck = time.Minute
+	// renewMargin: an accepted slice comes back this long after its certificate's
+	// RenewAfter, when the provider has renewed it, and never sooner than this from now.
+	renewMargin = time.Second
+	// providerRequestTimeout bounds each request to the provider: an unreachable provider
+	// holds a worker no longer than this.
+	providerRequestTimeout = 10 * time.Second
+)
+
 // Reconciler drives the consumer's ResourceSlices.
 type Reconciler struct {
 	Client    client.Client
@@ -116,19 +155,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	remote, remoteNS, err := r.providerClient(ctx, rs.Namespace, provider)
 	if rs.DeletionTimestamp != nil {
-		if err := r.finalize(ctx, rs, remote, remoteNS, err); !errors.Is(err, errProviderRemoving) {
-			return ctrl.Result{}, err
-		}
-		// Read back shortly, at a steady pace: returned as an error, the wait would grow
-		// by the queue's failure backoff, doubling up to seconds.
-		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
+		return r.deleting(ctx, rs, remote, remoteNS, err)
 	}
-	if !controllerutil.ContainsFinalizer(rs, wire.ConsumerSliceFinalizer) {
-		patch := client.MergeFrom(rs.DeepCopy())
-		controllerutil.AddFinalizer(rs, wire.ConsumerSliceFinalizer)
-		if err := r.Client.Patch(ctx, rs, patch); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.addFinalizer(ctx, rs); err != nil {
+		return ctrl.Result{}, err
 	}
 	orig := rs.DeepCopy()
 	if changed, err := r.complete(rs, provider); err != nil || changed {
@@ -141,12 +171,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err != nil {
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonNoControlPlane, "RequestResourceSlice", "%v", err)
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: noControlPlaneRetry}, nil
 	}
+	return r.request(ctx, rs, provider, remote, remoteNS)
+}
+
+// request writes the slice to the provider, reads the provider's answer back into the
+// local slice's status, and turns an accepted one into the slice's Identity.
+func (r *Reconciler) request(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, remote client.Client, remoteNS string) (ctrl.Result, error) {
 	answer, err := r.sync(ctx, rs, remote, remoteNS)
 	if err != nil {
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonProviderUnreachable, "RequestResourceSlice", "writing the slice to provider %s: %v", provider, err)
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: providerRetry}, nil
 	}
 	before := rs.Status.DeepCopy()
 	rs.Status = *answer.Status.DeepCopy()
@@ -158,25 +194,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if pendingAnswer(answer) {
 		// Not decided, or accepted and its certificate not issued yet: the provider's
 		// answer is read back shortly, less often as it takes longer.
-		wait := 50 * time.Millisecond
-		if age := r.Now().Sub(rs.CreationTimestamp.Time); age > 10*time.Second {
-			wait = 2 * time.Second
+		wait := answerPoll
+		if age := r.Now().Sub(rs.CreationTimestamp.Time); age > answerSlowAfter {
+			wait = answerSlowPoll
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if err := r.ensureIdentity(ctx, rs, provider, remoteNS); err != nil {
 		return ctrl.Result{}, err
 	}
-	// Come back for the renewed certificate, or, when denied, for the provider to change
-	// its mind (a tenant uncordoned, a class added).
-	next := time.Minute
+	return ctrl.Result{RequeueAfter: r.recheck(rs, answer)}, nil
+}
+
+// recheck is when a decided slice is read back: for the renewed certificate, or, when
+// denied, for the provider to change its mind (a tenant uncordoned, a class added).
+func (r *Reconciler) recheck(rs, answer *authv1beta1.ResourceSlice) time.Duration {
+	next := acceptedRecheck
 	if ok, _ := authv1beta1.SliceVerdict(answer.Status.Conditions); !ok {
-		next = 3 * time.Second
+		next = deniedRecheck
 	}
 	if c := rs.Status.Certificate; c != nil && c.RenewAfter != nil {
-		next = min(next, max(time.Until(c.RenewAfter.Time)+time.Second, time.Second))
+		next = min(next, max(c.RenewAfter.Sub(r.Now())+renewMargin, renewMargin))
 	}
-	return ctrl.Result{RequeueAfter: next}, nil
+	return next
 }
 
 // pendingAnswer reports whether the provider has yet to decide on its copy of a slice, or
@@ -243,7 +283,7 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string) (c
 	if err != nil {
 		return nil, "", fmt.Errorf("the control-plane kubeconfig is refused: %w", err)
 	}
-	cfg.Timeout = 10 * time.Second
+	cfg.Timeout = providerRequestTimeout
 	c, err := client.New(cfg, client.Options{Scheme: r.Scheme})
 	if err != nil {
 		return nil, "", err
@@ -329,6 +369,27 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		return err
 	}
 	return r.removeFinalizer(ctx, rs)
+}
+
+// deleting finalizes a deleted slice, or waits for the provider to remove its copy.
+func (r *Reconciler) deleting(ctx context.Context, rs *authv1beta1.ResourceSlice, remote client.Client, remoteNS string, remoteErr error) (ctrl.Result, error) {
+	if err := r.finalize(ctx, rs, remote, remoteNS, remoteErr); !errors.Is(err, errProviderRemoving) {
+		return ctrl.Result{}, err
+	}
+	// Read back shortly, at a steady pace: returned as an error, the wait would grow by
+	// the queue's failure backoff, doubling up to seconds.
+	return ctrl.Result{RequeueAfter: providerRemovalPoll}, nil
+}
+
+// addFinalizer puts the finalizer on a slice in its place before anything is written to
+// the provider: its copy there is removed with it.
+func (r *Reconciler) addFinalizer(ctx context.Context, rs *authv1beta1.ResourceSlice) error {
+	if controllerutil.ContainsFinalizer(rs, wire.ConsumerSliceFinalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(rs.DeepCopy())
+	controllerutil.AddFinalizer(rs, wire.ConsumerSliceFinalizer)
+	return r.Client.Patch(ctx, rs, patch)
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, rs *authv1beta1.ResourceSlice) error {

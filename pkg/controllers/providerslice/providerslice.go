@@ -38,7 +38,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -151,7 +150,10 @@ func csrToSlice(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-// Reconcile decides one slice.
+// Reconcile decides one slice: it reads what the decision needs, asks the checks in
+// order, sets the conditions from the first failure (or accepts), and only then acts:
+// deletes the slice of a Drained tenant, or grants an accepted slice its access and
+// certificate. The status is written only when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rs := &authv1beta1.ResourceSlice{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
@@ -168,254 +170,101 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
 	before := rs.Status.DeepCopy()
-	res, deleted, err := r.decide(ctx, rs, id)
-	if err != nil || deleted {
+	in := r.newInput(rs, id)
+	v, err := firstFailure(in, func(s stage) error { return r.load(ctx, in, s) })
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	rs.Status.ObservedGeneration = rs.Generation
-	if !equality.Semantic.DeepEqual(before, &rs.Status) {
-		if err := r.Client.Status().Update(ctx, rs); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+	if v != nil && v.drained {
+		return ctrl.Result{}, r.drain(ctx, in)
+	}
+	r.setConditions(in, v)
+	var res ctrl.Result
+	if v == nil {
+		if res, err = r.grant(ctx, in); err != nil {
+			return ctrl.Result{}, err
 		}
-		if now := rs.Status.Certificate; now != nil && (before.Certificate == nil || before.Certificate.SerialNumber != now.SerialNumber) {
-			outcome := metrics.OutcomeIssued
-			if before.Certificate != nil {
-				outcome = metrics.OutcomeRenewed
-			}
-			r.Metrics.Certificate(metrics.KindResourceSlice, outcome)
-		}
+	}
+	if err := r.saveStatus(ctx, rs, before); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return res, nil
 }
 
-// deny records a denial of type typ (and of Authentication, when typ is Resources and
-// nothing was accepted yet), with a Warning Event when it is new.
-func (r *Reconciler) deny(rs *authv1beta1.ResourceSlice, typ, reason, msg string) {
-	now := metav1.NewTime(r.Now())
-	if authv1beta1.SetSliceCondition(&rs.Status.Conditions, typ, authv1beta1.ResourceSliceDenied, reason, msg, now) {
-		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, reason, "DecideResourceSlice", "%s", msg)
+// setConditions sets the slice's conditions from the decision, with an Event for each
+// condition that changed: v is the first failed check (nil: every check passed).
+func (r *Reconciler) setConditions(in *input, v *verdict) {
+	rs, now := in.slice, metav1.NewTime(r.Now())
+	set := func(typ, status, reason, msg string) {
+		if !authv1beta1.SetSliceCondition(&rs.Status.Conditions, typ, status, reason, msg, now) {
+			return
+		}
+		eventType := corev1.EventTypeNormal
+		if status == authv1beta1.ResourceSliceDenied {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(rs, nil, eventType, reason, "DecideResourceSlice", "%s", msg)
+	}
+	switch {
+	case v == nil:
+		class := rs.Spec.Class
+		if class == "" {
+			class = DefaultClass
+		}
+		rs.Status.Class, rs.Status.Resources = authv1beta1.ResourceSliceClass(class), rs.Spec.Resources.DeepCopy()
+		set(authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ResourceSliceAccepted, authv1beta1.ReasonSliceAuthenticationAccepted,
+			fmt.Sprintf("identity %q (group %q) for the consumer's accepted key", in.user, in.id))
+		set(authv1beta1.ResourceSliceConditionResources, authv1beta1.ResourceSliceAccepted, authv1beta1.ReasonSliceResourcesAccepted,
+			fmt.Sprintf("class %q, resources as requested", class))
+	case v.authenticated:
+		set(authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ResourceSliceAccepted, authv1beta1.ReasonSliceAuthenticationAccepted,
+			"the slice's CSR is for the consumer's accepted key")
+		set(v.typ, authv1beta1.ResourceSliceDenied, v.reason, v.msg)
+	default:
+		set(v.typ, authv1beta1.ResourceSliceDenied, v.reason, v.msg)
 	}
 }
 
-func (r *Reconciler) accept(rs *authv1beta1.ResourceSlice, typ, reason, msg string) {
-	now := metav1.NewTime(r.Now())
-	if authv1beta1.SetSliceCondition(&rs.Status.Conditions, typ, authv1beta1.ResourceSliceAccepted, reason, msg, now) {
-		r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, reason, "DecideResourceSlice", "%s", msg)
-	}
+// drain deletes the slice of a Drained tenant.
+func (r *Reconciler) drain(ctx context.Context, in *input) error {
+	err := r.Client.Delete(ctx, in.slice)
+	r.Recorder.Eventf(in.tenant, nil, corev1.EventTypeNormal, authv1beta1.ReasonSliceDeletedDrained, "DrainTenant", "ResourceSlice %s deleted: the tenant is Drained", in.slice.Name)
+	return client.IgnoreNotFound(err)
 }
 
-// decide computes the slice's status; deleted says the slice was deleted (its tenant is
-// Drained).
-func (r *Reconciler) decide(ctx context.Context, rs *authv1beta1.ResourceSlice, id string) (ctrl.Result, bool, error) {
-	authDenied := func(msg string) (ctrl.Result, bool, error) {
-		r.deny(rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationDenied, msg)
-		return ctrl.Result{}, false, nil
+// grant gives an accepted slice's identity its access (only repaired for a Cordoned
+// tenant) and has its certificate issued.
+func (r *Reconciler) grant(ctx context.Context, in *input) (ctrl.Result, error) {
+	rs := in.slice
+	objs := access.SliceAccessObjects(rs.Namespace, rs.Name, in.user, in.id, rs.Spec.Resources)
+	if _, err := ownedrbac.EnsureControlled(ctx, r.Client, r.APIReader, rs, objs, in.state == authv1beta1.TenantConditionCordoned); err != nil {
+		return ctrl.Result{}, err
 	}
-	if err := cluster.ValidateClusterID(id); err != nil {
-		return authDenied(fmt.Sprintf("spec.consumerClusterID: %v", err))
-	}
-	if err := wire.ValidateSliceName(rs.Name); err != nil {
-		return authDenied(err.Error())
-	}
-	ok, why, err := r.Placement.Verify(ctx, rs.Namespace, id)
-	if err != nil {
-		return ctrl.Result{}, false, err
-	}
-	if !ok {
-		return authDenied(why + ": a ResourceSlice is decided only in the tenant namespace of its consumer")
-	}
-	// Only a slice in its place gets the finalizer: a stray one causes nothing.
-	if !controllerutil.ContainsFinalizer(rs, wire.ProviderSliceFinalizer) {
-		patch := client.MergeFrom(rs.DeepCopy())
-		controllerutil.AddFinalizer(rs, wire.ProviderSliceFinalizer)
-		if err := r.Client.Patch(ctx, rs, patch); err != nil {
-			return ctrl.Result{}, false, err
-		}
-	}
-	t := &authv1beta1.Tenant{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: id}, t); err != nil {
-		if client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, false, err
-		}
-		return authDenied(fmt.Sprintf("there is no Tenant %s/%s: the consumer must authenticate first", rs.Namespace, id))
-	}
-	if t.Status.AcceptedKeyFingerprint == "" || acceptance.VerifySealed(t, r.Key.Public()) != nil {
-		return authDenied(fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name))
-	}
-	state, err := placement.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
-	if err != nil {
-		return ctrl.Result{}, false, err
-	}
-	switch state {
-	case authv1beta1.TenantConditionDrained:
-		err := r.Client.Delete(ctx, rs)
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, authv1beta1.ReasonSliceDeletedDrained, "DrainTenant", "ResourceSlice %s deleted: the tenant is Drained", rs.Name)
-		return ctrl.Result{}, true, client.IgnoreNotFound(err)
-	}
-	// What this provider granted is read from its own record of the grant (the slices'
-	// Roles), never from a slice's status, which others may write.
-	grants, err := r.grants(ctx, rs.Namespace)
-	if err != nil {
-		return ctrl.Result{}, false, err
-	}
-	mine, granted := grants[rs.UID]
-	if state == authv1beta1.TenantConditionCordoned {
-		if !granted {
-			return authDenied(fmt.Sprintf("Tenant %s/%s is Cordoned: it gets no new ResourceSlice", t.Namespace, t.Name))
-		}
-		if !equality.Semantic.DeepEqual(mine, rs.Spec.Resources) {
-			r.deny(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied,
-				fmt.Sprintf("Tenant %s/%s is Cordoned: its slices keep what they were granted (%s)", t.Namespace, t.Name, authv1beta1.FormatResources(mine)))
-			return ctrl.Result{}, false, nil
-		}
-	}
-	user := authn.SliceUserName(rs.Name, id)
-	var pub crypto.PublicKey
-	if !r.Options.HonorNoHandshake || ptr.Deref(t.Spec.AuthzPolicy, authv1beta1.KeysExchange) != authv1beta1.TolerateNoHandshake {
-		if pub, err = authn.ParsePublicKey(t.Spec.PublicKey); err != nil {
-			return authDenied(err.Error())
-		}
-	}
-	if _, err := authn.ValidateCSRFor(rs.Spec.CSR, pub, user, id); err != nil {
-		return authDenied(fmt.Sprintf("spec.csr: %v", err))
-	}
-	// A slice user is <slice>-<hash>, which a consumer's cluster ID may equal: that
-	// cluster's grants would be this identity's too. Whichever came first keeps its name:
-	// a slice granted before is not taken back (the Tenant of that cluster ID is refused).
-	if rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, user); !granted && (err != nil || rec != nil) {
-		if err != nil {
-			return ctrl.Result{}, false, err
-		}
-		return authDenied(fmt.Sprintf("the slice's user %q is the cluster ID of a consumer of this provider: name the slice otherwise", user))
-	}
-	if !granted {
-		if msg, err := r.checkCount(ctx, rs); err != nil || msg != "" {
-			if err != nil {
-				return ctrl.Result{}, false, err
-			}
-			r.accept(rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationAccepted, "the slice's CSR is for the consumer's accepted key")
-			r.deny(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied, msg)
-			return ctrl.Result{}, false, nil
-		}
-	}
-	if msg := negativeResources(rs.Spec.Resources); msg != "" {
-		r.accept(rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationAccepted, "the slice's CSR is for the consumer's accepted key")
-		r.deny(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied, msg)
-		return ctrl.Result{}, false, nil
-	}
-	if reason, msg := r.checkClass(rs); reason != "" {
-		r.accept(rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationAccepted, "the slice's CSR is for the consumer's accepted key")
-		r.deny(rs, authv1beta1.ResourceSliceConditionResources, reason, msg)
-		return ctrl.Result{}, false, nil
-	}
-	if msg, err := r.checkLimits(ctx, rs, id, grants); err != nil || msg != "" {
-		if err != nil {
-			return ctrl.Result{}, false, err
-		}
-		r.accept(rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationAccepted, "the slice's CSR is for the consumer's accepted key")
-		r.deny(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesDenied, msg)
-		return ctrl.Result{}, false, nil
-	}
-	class := rs.Spec.Class
-	if class == "" {
-		class = DefaultClass
-	}
-	rs.Status.Class, rs.Status.Resources = authv1beta1.ResourceSliceClass(class), rs.Spec.Resources.DeepCopy()
-	r.accept(rs, authv1beta1.ResourceSliceConditionAuthentication, authv1beta1.ReasonSliceAuthenticationAccepted,
-		fmt.Sprintf("identity %q (group %q) for the consumer's accepted key", user, id))
-	r.accept(rs, authv1beta1.ResourceSliceConditionResources, authv1beta1.ReasonSliceResourcesAccepted,
-		fmt.Sprintf("class %q, resources as requested", class))
-	if _, err := ownedrbac.EnsureControlled(ctx, r.Client, r.APIReader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, user, id, rs.Spec.Resources), state == authv1beta1.TenantConditionCordoned); err != nil {
-		return ctrl.Result{}, false, err
-	}
-	res, err := r.certificate(ctx, rs, t, user, pub)
-	return res, false, err
+	return r.certificate(ctx, rs, in.tenant, in.user)
 }
 
-// checkClass says why the slice's class is not offered ("" when it is).
-func (r *Reconciler) checkClass(rs *authv1beta1.ResourceSlice) (reason, msg string) {
-	switch class := string(rs.Spec.Class); {
-	case class == "" || class == DefaultClass:
-		if r.Options.DisableDefaultClass {
-			return authv1beta1.ReasonDefaultSliceClassDisabled, "this provider offers no default class: ask for one of " + strings.Join(r.Options.Classes, ", ")
-		}
-	case !slices.Contains(r.Options.Classes, class):
-		offered := append([]string{}, r.Options.Classes...)
-		if !r.Options.DisableDefaultClass {
-			offered = append([]string{DefaultClass}, offered...)
-		}
-		return authv1beta1.ReasonSliceResourcesDenied, fmt.Sprintf("class %q is not offered by this provider (offered: %s)", class, strings.Join(offered, ", "))
+// saveStatus writes the slice's status when it differs from before, and counts a
+// certificate that is new in it.
+func (r *Reconciler) saveStatus(ctx context.Context, rs *authv1beta1.ResourceSlice, before *authv1beta1.ResourceSliceStatus) error {
+	rs.Status.ObservedGeneration = rs.Generation
+	if equality.Semantic.DeepEqual(before, &rs.Status) {
+		return nil
 	}
-	return "", ""
-}
-
-// grants reads from the API server what this provider granted the slices of namespace ns,
-// by slice UID: the resources recorded on each slice's Role that a slice controls. The
-// tenant may write its slices and their status, never a Role.
-func (r *Reconciler) grants(ctx context.Context, ns string) (map[types.UID]corev1.ResourceList, error) {
-	var roles rbacv1.RoleList
-	if err := r.APIReader.List(ctx, &roles, client.InNamespace(ns), client.MatchingLabels{wire.ManagedByLabel: wire.ManagedByValue}); err != nil {
-		return nil, err
+	if err := r.Client.Status().Update(ctx, rs); err != nil {
+		return err
 	}
-	out := map[types.UID]corev1.ResourceList{}
-	for i := range roles.Items {
-		role := &roles.Items[i]
-		ref := metav1.GetControllerOf(role)
-		if ref == nil || ref.Kind != "ResourceSlice" || role.Labels[wire.SliceNameLabel] != ref.Name {
-			continue
+	if now := rs.Status.Certificate; now != nil && (before.Certificate == nil || before.Certificate.SerialNumber != now.SerialNumber) {
+		outcome := metrics.OutcomeIssued
+		if before.Certificate != nil {
+			outcome = metrics.OutcomeRenewed
 		}
-		if l, ok := access.SliceGrant(role); ok {
-			out[ref.UID] = l
-		}
+		r.Metrics.Certificate(metrics.KindResourceSlice, outcome)
 	}
-	return out, nil
-}
-
-// checkLimits says why the slice's resources do not fit in what the provider's
-// administrator lets the tenant hold ("" when they fit, or when no limit is set): what
-// was granted to its other slices (grants) plus these. A slice already granted what it
-// asks keeps it.
-func (r *Reconciler) checkLimits(ctx context.Context, rs *authv1beta1.ResourceSlice, id string, grants map[types.UID]corev1.ResourceList) (string, error) {
-	if mine, ok := grants[rs.UID]; ok && equality.Semantic.DeepEqual(mine, rs.Spec.Resources) {
-		return "", nil
-	}
-	rec, err := cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, id)
-	if err != nil || rec == nil || len(rec.SliceLimits) == 0 {
-		return "", err
-	}
-	used := corev1.ResourceList{}
-	for uid, l := range grants {
-		if uid == rs.UID {
-			continue
-		}
-		for n, q := range l {
-			sum := used[n]
-			sum.Add(q)
-			used[n] = sum
-		}
-	}
-	var over []string
-	for n, limit := range rec.SliceLimits {
-		want, ok := rs.Spec.Resources[n]
-		if !ok {
-			continue
-		}
-		total := used[n]
-		total.Add(want)
-		if total.Cmp(limit) > 0 {
-			inUse := used[n]
-			over = append(over, fmt.Sprintf("%s=%s asked, %s of the %s this tenant may hold already granted", n, want.String(), inUse.String(), limit.String()))
-		}
-	}
-	if len(over) == 0 {
-		return "", nil
-	}
-	slices.Sort(over)
-	return "the slice does not fit in the tenant's limits (liqoctl limit tenant on the provider): " + strings.Join(over, "; "), nil
+	return nil
 }
 
 // certificate has the slice's identity certificate issued or renewed and published.
-func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, user string, pub crypto.PublicKey) (ctrl.Result, error) {
+func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, user string) (ctrl.Result, error) {
 	now := r.Now()
 	cur := rs.Status.Certificate
 	if rs.Status.AuthParams.HasCertificate() && cur != nil && cur.RenewAfter != nil && now.Before(cur.RenewAfter.Time) {
@@ -430,19 +279,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 	}
 	s := issuer.Subject{Owner: rs, Annotation: wire.SliceAnnotation, RemoteID: string(t.Spec.ClusterID), Request: rs.Spec.CSR, CurrentSerial: serial,
 		Reason: authv1beta1.ReasonLiqoResourceSliceAccepted, Message: fmt.Sprintf("ResourceSlice %s/%s of an accepted Tenant", rs.Namespace, rs.Name)}
-	is, foreign, err := r.Issuer.Ensure(ctx, s, now, func(ctx context.Context) (*issuer.Issuance, error) {
-		if err := acceptance.VerifySealed(t, r.Key.Public()); err != nil {
-			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: err.Error()}, nil
-		}
-		problems, err := revocation.UnexpectedPermissions(ctx, r.Client, user, []string{string(t.Spec.ClusterID)}, func(b revocation.Binding) bool {
-			return b.Kind == "RoleBinding" && b.Namespace == rs.Namespace && b.Name == wire.SliceAccessName(rs.Name) && b.ControllerUID == string(rs.UID)
-		})
-		if err != nil || len(problems) == 0 {
-			return nil, err
-		}
-		return &issuer.Issuance{Reason: authv1beta1.ReasonClusterIDHasPermissions, RequeueAfter: time.Minute, Message: fmt.Sprintf(
-			"no certificate is issued: user %q with group %q already has permissions this provider did not grant to the slice: %s", user, t.Spec.ClusterID, strings.Join(problems, "; "))}, nil
-	})
+	is, foreign, err := r.Issuer.Ensure(ctx, s, now, r.beforeSubmit(rs, t, user))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -457,6 +294,31 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 		}
 		return ctrl.Result{RequeueAfter: max(is.RequeueAfter, 50*time.Millisecond)}, nil
 	}
+	return r.publish(ctx, rs, t, user, is, now)
+}
+
+// beforeSubmit is what is checked again right before the slice's CSR is submitted or
+// approved: the Tenant's sealed acceptance, and that the slice's user holds no permission
+// this provider did not grant it.
+func (r *Reconciler) beforeSubmit(rs *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, user string) func(ctx context.Context) (*issuer.Issuance, error) {
+	return func(ctx context.Context) (*issuer.Issuance, error) {
+		if err := acceptance.VerifySealed(t, r.Key.Public()); err != nil {
+			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: err.Error()}, nil
+		}
+		problems, err := revocation.UnexpectedPermissions(ctx, r.Client, user, []string{string(t.Spec.ClusterID)}, func(b revocation.Binding) bool {
+			return b.Kind == "RoleBinding" && b.Namespace == rs.Namespace && b.Name == wire.SliceAccessName(rs.Name) && b.ControllerUID == string(rs.UID)
+		})
+		if err != nil || len(problems) == 0 {
+			return nil, err
+		}
+		return &issuer.Issuance{Reason: authv1beta1.ReasonClusterIDHasPermissions, RequeueAfter: time.Minute, Message: fmt.Sprintf(
+			"no certificate is issued: user %q with group %q already has permissions this provider did not grant to the slice: %s", user, t.Spec.ClusterID, strings.Join(problems, "; "))}, nil
+	}
+}
+
+// publish checks an issued certificate, records it in the tenant record and publishes
+// it in the slice's status.
+func (r *Reconciler) publish(ctx context.Context, rs *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, user string, is *issuer.Issuance, now time.Time) (ctrl.Result, error) {
 	if err := checkIssued(is.Cert, rs.Spec.CSR, user, string(t.Spec.ClusterID)); err != nil {
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonIssuedCertificateBroken, "IssueCertificate", "%v", err)
 		return ctrl.Result{}, nil
@@ -507,49 +369,4 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 	patch := client.MergeFrom(rs.DeepCopy())
 	controllerutil.RemoveFinalizer(rs, wire.ProviderSliceFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, rs, patch))
-}
-
-// negativeResources says which quantities a slice asks for are negative ("" when none):
-// a negative slice would make room under the tenant's limits for the others. This
-// project's CRD refuses them; a CRD installed by Liqo's chart does not.
-func negativeResources(l corev1.ResourceList) string {
-	var bad []string
-	for n, q := range l {
-		if q.Sign() < 0 {
-			bad = append(bad, fmt.Sprintf("%s=%s", n, q.String()))
-		}
-	}
-	if len(bad) == 0 {
-		return ""
-	}
-	slices.Sort(bad)
-	return "a slice asks for no negative quantity: " + strings.Join(bad, ", ")
-}
-
-// checkCount says why a slice not granted yet is one too many for its tenant ("" when it
-// is not): the first MaxPerTenant slices of a tenant namespace, oldest first, may be
-// decided; any later one is denied until others are deleted.
-func (r *Reconciler) checkCount(ctx context.Context, rs *authv1beta1.ResourceSlice) (string, error) {
-	limit := r.Options.MaxPerTenant
-	if limit <= 0 {
-		limit = DefaultMaxPerTenant
-	}
-	var list authv1beta1.ResourceSliceList
-	if err := r.Client.List(ctx, &list, client.InNamespace(rs.Namespace), client.MatchingLabels{wire.ReplicationStatusLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
-		return "", err
-	}
-	if len(list.Items) <= limit {
-		return "", nil
-	}
-	older := 0
-	for i := range list.Items {
-		o := &list.Items[i]
-		if o.DeletionTimestamp == nil && (o.CreationTimestamp.Before(&rs.CreationTimestamp) || o.CreationTimestamp.Equal(&rs.CreationTimestamp) && o.Name < rs.Name) {
-			older++
-		}
-	}
-	if older < limit {
-		return "", nil
-	}
-	return fmt.Sprintf("the tenant holds %d ResourceSlices, and this provider decides at most %d per tenant: delete others first", len(list.Items), limit), nil
 }

@@ -149,14 +149,10 @@ func unknownAPIServerRule(f certificateFacts) (certAction, bool) {
 	if f.canPublish {
 		return certAction{}, false
 	}
-	return certAction{verb: certRefuse, reason: reasonAPIServerUnknown,
+	return certAction{verb: certRefuse, reason: authv1beta1.ReasonAPIServerUnknown,
 		message:   "the provider does not know the API server URL and CA to hand to consumers: run liqoctl install --api-server-url, or start the manager with --api-server-url",
 		eventType: corev1.EventTypeWarning}, true
 }
-
-// reasonAPIServerUnknown is the reason of a False CertificateIssued when the provider
-// does not know the API server URL and CA to hand to consumers.
-const reasonAPIServerUnknown = "APIServerUnknown"
 
 // afterIssuance decides what an issuance (issue or renew, renewing set for the latter)
 // came to: a certificate is published; otherwise a first issuance says why it has none

@@ -51,8 +51,8 @@ func TestDecideCertificate(t *testing.T) {
 		{"Cordoned, a certificate held: renewed when due", cordoned, cert(0), "", true, certAction{verb: certRenew}},
 		{"Cordoned, a certificate held: wait while not due", cordoned, cert(time.Minute), "", true, certAction{verb: certWait, requeueAfter: time.Minute}},
 		{"not due wins over an unknown API server", active, cert(time.Minute), "", false, certAction{verb: certWait, requeueAfter: time.Minute}},
-		{"unknown API server, due: refused, Warning", active, cert(0), "", false, refuse(reasonAPIServerUnknown, corev1.EventTypeWarning)},
-		{"unknown API server, no certificate: refused, Warning", active, nil, "", false, refuse(reasonAPIServerUnknown, corev1.EventTypeWarning)},
+		{"unknown API server, due: refused, Warning", active, cert(0), "", false, refuse(authv1beta1.ReasonAPIServerUnknown, corev1.EventTypeWarning)},
+		{"unknown API server, no certificate: refused, Warning", active, nil, "", false, refuse(authv1beta1.ReasonAPIServerUnknown, corev1.EventTypeWarning)},
 	} {
 		got := decideCertificate(certificateFacts{state: tc.state, published: tc.published, renewSerial: tc.renewSerial, canPublish: tc.canPublish, now: now})
 		if got.verb == certRefuse && got.message == "" {

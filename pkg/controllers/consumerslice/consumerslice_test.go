@@ -1,0 +1,389 @@
+package consumerslice
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+)
+
+const (
+	liqoNS     = "liqo"
+	consumerID = "consumer-a"
+	providerID = "provider-a"
+	tenantNS   = "liqo-tenant-provider-a"
+	remoteNS   = "liqo-tenant-consumer-a"
+	sliceName  = "slice-1"
+)
+
+var now = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// counts counts the writes made through a fake client.
+type counts struct {
+	mu                          sync.Mutex
+	status, patch, update, made int
+}
+
+func (c *counts) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status + c.patch + c.update + c.made
+}
+
+func (c *counts) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status, c.patch, c.update, c.made = 0, 0, 0, 0
+}
+
+func (c *counts) inc(n *int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*n++
+}
+
+// counting is interceptors that count writes in n; failCreate, when set, fails creations.
+func counting(n *counts, failCreate error) interceptor.Funcs {
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			n.inc(&n.made)
+			if failCreate != nil {
+				return failCreate
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			n.inc(&n.update)
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			n.inc(&n.patch)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			n.inc(&n.status)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	}
+}
+
+type env struct {
+	c   client.Client
+	n   *counts
+	rec *events.FakeRecorder
+	r   *Reconciler
+}
+
+// setup is a consumer holding objs; recorded says whether its record names tenantNS as
+// the tenant namespace of providerID.
+func setup(t *testing.T, recorded bool, objs ...client.Object) *env {
+	t.Helper()
+	key, err := authn.GenerateKey(authn.Ed25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, UID: "ns-uid",
+		Labels: map[string]string{wire.TenantNamespaceLabel: "true", wire.RemoteClusterIDLabel: providerID}}}
+	e := &env{n: &counts{}, rec: events.NewFakeRecorder(100)}
+	s := scheme.New()
+	e.c = fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&authv1beta1.ResourceSlice{}).
+		WithObjects(append([]client.Object{ns}, objs...)...).WithInterceptorFuncs(counting(e.n, nil)).Build()
+	if recorded {
+		if err := cluster.UpdateTenantRecord(context.Background(), e.c, e.c, liqoNS, providerID, true, func(r *cluster.TenantRecord) error {
+			r.Namespace, r.NamespaceUID = tenantNS, ns.UID
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.n.reset()
+	e.r = &Reconciler{Client: e.c, Scheme: s, Placement: placement.Placement{Cache: e.c, LiqoNamespace: liqoNS}, Recorder: e.rec,
+		ClusterID: consumerID, Key: key, Now: func() time.Time { return now }}
+	return e
+}
+
+// request is a slice the consumer asks provider providerID for, created age ago.
+func request(name string, age time.Duration) *authv1beta1.ResourceSlice {
+	return &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name, UID: "slice-uid",
+		CreationTimestamp: metav1.NewTime(now.Add(-age)),
+		Labels:            map[string]string{wire.ReplicationRequestedLabel: "true", wire.RemoteClusterIDLabel: providerID}}}
+}
+
+func (e *env) reconcile(t *testing.T, name string) (ctrl.Result, *authv1beta1.ResourceSlice, error) {
+	t.Helper()
+	res, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: tenantNS, Name: name}})
+	rs := &authv1beta1.ResourceSlice{}
+	if gerr := e.c.Get(context.Background(), client.ObjectKey{Namespace: tenantNS, Name: name}, rs); apierrors.IsNotFound(gerr) {
+		rs = nil
+	} else if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return res, rs, err
+}
+
+func (e *env) events() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.rec.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+func wantEvents(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("events %q; want %d: %q", got, len(want), want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Fatalf("event %d %q; want %q", i, got[i], want[i])
+		}
+	}
+}
+
+// TestNotRequested: what the controller leaves alone, or refuses with an Event only.
+func TestNotRequested(t *testing.T) {
+	notRequest := request("other", 0)
+	notRequest.Labels = map[string]string{wire.RemoteClusterIDLabel: providerID}
+	badName := request("slice.with.dots", 0)
+	for _, tc := range []struct {
+		name     string
+		recorded bool
+		rs       *authv1beta1.ResourceSlice
+		events   []string
+		msg      string
+	}{
+		{"not a request", true, notRequest, nil, ""},
+		{"invalid name", true, badName, []string{"Warning " + authv1beta1.ReasonSliceMisplaced}, "not requested: the ResourceSlice name"},
+		{"unknown tenant namespace", false, request(sliceName, 0), []string{"Warning " + authv1beta1.ReasonSliceMisplaced}, "this cluster never made one for it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setup(t, tc.recorded, tc.rs)
+			res, got, err := e.reconcile(t, tc.rs.Name)
+			if err != nil || res != (ctrl.Result{}) {
+				t.Fatalf("result %+v, %v", res, err)
+			}
+			evs := e.events()
+			wantEvents(t, evs, tc.events...)
+			if tc.msg != "" && !strings.Contains(evs[0], tc.msg) {
+				t.Fatalf("event %q does not say %q", evs[0], tc.msg)
+			}
+			if e.n.total() != 0 || len(got.Finalizers) != 0 || got.Spec.CSR != nil {
+				t.Fatalf("writes %+v; slice %+v", e.n, got)
+			}
+		})
+	}
+}
+
+// TestCompletesThenWaitsForTheControlPlane: a placed slice gets the finalizer and its
+// spec completed; without a control-plane identity it is tried again later, at the pace
+// noControlPlaneRetry says.
+func TestCompletesThenWaitsForTheControlPlane(t *testing.T) {
+	e := setup(t, true, request(sliceName, 0))
+	res, got, err := e.reconcile(t, sliceName)
+	if err != nil || res != (ctrl.Result{}) {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if !slices.Contains(got.Finalizers, wire.ConsumerSliceFinalizer) || e.n.patch != 2 {
+		t.Fatalf("finalizers %v, %d patches", got.Finalizers, e.n.patch)
+	}
+	if got.Spec.ConsumerClusterID == nil || *got.Spec.ConsumerClusterID != consumerID || got.Spec.ProviderClusterID == nil || *got.Spec.ProviderClusterID != providerID {
+		t.Fatalf("spec %+v", got.Spec)
+	}
+	wantSliceCSR(t, got, e.r.Key.Public())
+	wantEvents(t, e.events())
+
+	e.n.reset()
+	res, _, err = e.reconcile(t, sliceName)
+	if err != nil || res.RequeueAfter != noControlPlaneRetry {
+		t.Fatalf("result %+v, %v; want a retry after %v", res, err, noControlPlaneRetry)
+	}
+	if e.n.total() != 0 {
+		t.Fatalf("writes %+v", e.n)
+	}
+	wantEvents(t, e.events(), "Warning "+authv1beta1.ReasonNoControlPlane)
+}
+
+// wantSliceCSR checks that the slice's CSR is for its user and this cluster, with key pub.
+func wantSliceCSR(t *testing.T, got *authv1beta1.ResourceSlice, pub crypto.PublicKey) {
+	t.Helper()
+	block, _ := pem.Decode(got.Spec.CSR)
+	if block == nil {
+		t.Fatal("no CSR")
+	}
+	csr, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user := authn.SliceUserName(sliceName, consumerID); csr.Subject.CommonName != user || !slices.Equal(csr.Subject.Organization, []string{consumerID}) ||
+		!authn.PublicKeysEqual(csr.PublicKey, pub) {
+		t.Fatalf("CSR for %v", csr.Subject)
+	}
+}
+
+// TestDeletedWithoutControlPlane: a deleted slice whose copy cannot be reached lets go.
+func TestDeletedWithoutControlPlane(t *testing.T) {
+	rs := request(sliceName, 0)
+	rs.Finalizers = []string{wire.ConsumerSliceFinalizer}
+	rs.DeletionTimestamp = &metav1.Time{Time: now}
+	e := setup(t, true, rs)
+	res, got, err := e.reconcile(t, sliceName)
+	if err != nil || res != (ctrl.Result{}) || got != nil {
+		t.Fatalf("result %+v, %v; slice %+v", res, err, got)
+	}
+	wantEvents(t, e.events(), "Warning "+authv1beta1.ReasonNoControlPlane)
+}
+
+// provider is the provider's side of a request: a fake client that holds its copies.
+func provider(t *testing.T, failCreate error, objs ...client.Object) (client.Client, *counts) {
+	t.Helper()
+	n := &counts{}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&authv1beta1.ResourceSlice{}).
+		WithObjects(objs...).WithInterceptorFuncs(counting(n, failCreate)).Build()
+	return c, n
+}
+
+func decided(auth, res string) []authv1beta1.ResourceSliceCondition {
+	return []authv1beta1.ResourceSliceCondition{
+		{Type: authv1beta1.ResourceSliceConditionAuthentication, Status: auth, Reason: "r", Message: "m"},
+		{Type: authv1beta1.ResourceSliceConditionResources, Status: res, Reason: "r", Message: "m"},
+	}
+}
+
+// TestRequest: the slice written to the provider, its answer read back at the paces the
+// constants say, and the status written only when the answer changed it.
+func TestRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		age     time.Duration
+		answer  []authv1beta1.ResourceSliceCondition // nil: none yet
+		fail    error
+		want    time.Duration
+		written bool
+		events  []string
+	}{
+		{name: "new, undecided", age: time.Second, want: answerPoll},
+		{name: "old, undecided", age: answerSlowAfter + time.Second, want: answerSlowPoll},
+		{name: "accepted, no certificate yet", answer: decided(authv1beta1.ResourceSliceAccepted, authv1beta1.ResourceSliceAccepted), want: answerPoll, written: true},
+		{name: "denied", answer: decided(authv1beta1.ResourceSliceAccepted, authv1beta1.ResourceSliceDenied), want: deniedRecheck, written: true},
+		{name: "provider refuses", fail: errors.New("forbidden"), want: providerRetry, events: []string{"Warning " + authv1beta1.ReasonProviderUnreachable}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := request(sliceName, tc.age)
+			e := setup(t, true, rs)
+			var objs []client.Object
+			if tc.answer != nil {
+				cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName}, Spec: rs.Spec,
+					Status: authv1beta1.ResourceSliceStatus{Conditions: tc.answer}}
+				objs = append(objs, cp)
+			}
+			remote, rn := provider(t, tc.fail, objs...)
+			for range 2 {
+				e.n.reset()
+				res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS)
+				if err != nil || res.RequeueAfter != tc.want {
+					t.Fatalf("result %+v, %v; want a requeue after %v", res, err, tc.want)
+				}
+				wantEvents(t, e.events(), tc.events...)
+				if got := e.n.status == 1; got != tc.written {
+					t.Fatalf("%d status writes; want one: %v", e.n.status, tc.written)
+				}
+				tc.written = false // the same answer again: nothing to write
+			}
+			cp := &authv1beta1.ResourceSlice{}
+			err := remote.Get(context.Background(), client.ObjectKey{Namespace: remoteNS, Name: sliceName}, cp)
+			if tc.fail != nil {
+				if !apierrors.IsNotFound(err) {
+					t.Fatalf("copy %+v, %v", cp, err)
+				}
+				return
+			}
+			if err != nil || cp.Labels[wire.RemoteClusterIDLabel] != consumerID && tc.answer == nil || rn.update != 0 {
+				t.Fatalf("copy %+v, %v; provider writes %+v", cp.ObjectMeta, err, rn)
+			}
+		})
+	}
+}
+
+// TestRecheck: when a decided slice is read back, by the reconciler's clock.
+func TestRecheck(t *testing.T) {
+	r := &Reconciler{Now: func() time.Time { return now }}
+	accepted := &authv1beta1.ResourceSlice{Status: authv1beta1.ResourceSliceStatus{Conditions: decided(authv1beta1.ResourceSliceAccepted, authv1beta1.ResourceSliceAccepted)}}
+	denied := &authv1beta1.ResourceSlice{Status: authv1beta1.ResourceSliceStatus{Conditions: decided(authv1beta1.ResourceSliceAccepted, authv1beta1.ResourceSliceDenied)}}
+	renewing := func(d time.Duration) *authv1beta1.ResourceSlice {
+		return &authv1beta1.ResourceSlice{Status: authv1beta1.ResourceSliceStatus{Certificate: &authv1beta1.CertificateInfo{RenewAfter: &metav1.Time{Time: now.Add(d)}}}}
+	}
+	for _, tc := range []struct {
+		name      string
+		rs, reply *authv1beta1.ResourceSlice
+		want      time.Duration
+	}{
+		{"accepted", accepted, accepted, acceptedRecheck},
+		{"denied", denied, denied, deniedRecheck},
+		{"renewal due soon", renewing(10 * time.Second), accepted, 10*time.Second + renewMargin},
+		{"renewal overdue", renewing(-time.Hour), accepted, renewMargin},
+		{"renewal far", renewing(time.Hour), accepted, acceptedRecheck},
+		{"denied, renewal far", renewing(time.Hour), denied, deniedRecheck},
+	} {
+		if got := r.recheck(tc.rs, tc.reply); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestDeletingWaitsForTheProvider: a deleted slice has its provider's copy deleted, is
+// read back at providerRemovalPoll while the copy is there, and lets go once it is gone.
+func TestDeletingWaitsForTheProvider(t *testing.T) {
+	rs := request(sliceName, 0)
+	rs.Finalizers = []string{wire.ConsumerSliceFinalizer}
+	rs.DeletionTimestamp = &metav1.Time{Time: now}
+	e := setup(t, true, rs)
+	cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName, Finalizers: []string{wire.ProviderSliceFinalizer}}}
+	remote, _ := provider(t, nil, cp)
+	for range 2 { // deleted, then still there
+		res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil)
+		if err != nil || res.RequeueAfter != providerRemovalPoll {
+			t.Fatalf("result %+v, %v; want a requeue after %v", res, err, providerRemovalPoll)
+		}
+	}
+	if err := remote.Get(context.Background(), client.ObjectKeyFromObject(cp), cp); err != nil || cp.DeletionTimestamp == nil {
+		t.Fatalf("copy %+v, %v", cp.ObjectMeta, err)
+	}
+	cp.Finalizers = nil // the provider's controller let it go
+	if err := remote.Update(context.Background(), cp); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil); err != nil || res != (ctrl.Result{}) {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(rs), &authv1beta1.ResourceSlice{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the slice is kept: %v", err)
+	}
+	wantEvents(t, e.events())
+}
