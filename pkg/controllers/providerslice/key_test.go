@@ -18,11 +18,9 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 )
 
-// TestKeyReadOnlyOnceTheTenantIsRead (review of h1; low severity, unreachable in the
-// manager, which always sets Key): at e10b6ec, r.Key.Public() is first called when the
-// Tenant's sealed acceptance is verified, after the cluster-ID, name and placement checks.
-// h1's newInput calls it up front, for every slice: a Reconciler without Key (or a Signer
-// whose Public fails/panics) now panics on a slice the old code simply denied.
+// TestKeyReadOnlyOnceTheTenantIsRead: the provider's key verifies the Tenant's seal and
+// nothing before it; a Reconciler without a key denies a slice that the checks before the
+// Tenant's refuse (an invalid consumer cluster ID), as it always did, instead of panicking.
 func TestKeyReadOnlyOnceTheTenantIsRead(t *testing.T) {
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-x", Name: "slice-1", UID: "u",
 		Labels: map[string]string{wire.ReplicationStatusLabel: "true"}},
