@@ -67,7 +67,7 @@ func TestValidateCSRForPrecedence(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var p any = tc.pub
+			p := any(tc.pub)
 			var csr *x509.CertificateRequest
 			var err error
 			if p == nil {

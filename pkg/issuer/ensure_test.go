@@ -65,8 +65,7 @@ func TestEnsureSteps(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got result
-			var c client.Client
-			c = fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(foreignCSR.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(foreignCSR.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
 				List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 					if tc.listErr != nil {
 						return tc.listErr

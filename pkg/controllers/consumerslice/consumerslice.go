@@ -157,17 +157,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rs.DeletionTimestamp != nil {
 		return r.deleting(ctx, rs, remote, remoteNS, err)
 	}
-	if err := r.addFinalizer(ctx, rs); err != nil {
-		return ctrl.Result{}, err
+	if addFinalizerErr := r.addFinalizer(ctx, rs); addFinalizerErr != nil {
+		return ctrl.Result{}, addFinalizerErr
 	}
 	orig := rs.DeepCopy()
-	if changed, err := r.complete(rs, provider); err != nil || changed {
-		if err == nil {
+	if changed, completeErr := r.complete(rs, provider); completeErr != nil || changed {
+		if completeErr == nil {
 			// A patch of what was completed (the cache keeps only this project's
 			// annotations), with the resourceVersion read.
-			err = r.Client.Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+			completeErr = r.Client.Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, completeErr
 	}
 	if err != nil {
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonNoControlPlane, "RequestResourceSlice", "%v", err)
@@ -324,7 +324,7 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.Resourc
 	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, id, func() error {
 		if ref := metav1.GetControllerOf(id); ref != nil && ref.UID != rs.UID {
-			return fmt.Errorf("Identity %s is controlled by another object", key)
+			return fmt.Errorf("Identity %s is controlled by another object", key) //nolint:staticcheck // ST1005: the message starts with the kind's name
 		}
 		if id.Labels == nil {
 			id.Labels = map[string]string{}
@@ -351,8 +351,8 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
 		switch {
 		case err == nil && cp.DeletionTimestamp == nil:
-			if err := remote.Delete(ctx, cp); client.IgnoreNotFound(err) != nil {
-				return err
+			if deleteErr := remote.Delete(ctx, cp); client.IgnoreNotFound(deleteErr) != nil {
+				return deleteErr
 			}
 			return errProviderRemoving
 		case err == nil:

@@ -269,7 +269,7 @@ func provider(t *testing.T, failCreate error, objs ...client.Object) (client.Cli
 	return c, n
 }
 
-func decided(auth, res string) []authv1beta1.ResourceSliceCondition {
+func decided(auth, res string) []authv1beta1.ResourceSliceCondition { //nolint:unparam // a helper of the tables: each case says both verdicts
 	return []authv1beta1.ResourceSliceCondition{
 		{Type: authv1beta1.ResourceSliceConditionAuthentication, Status: auth, Reason: "r", Message: "m"},
 		{Type: authv1beta1.ResourceSliceConditionResources, Status: res, Reason: "r", Message: "m"},

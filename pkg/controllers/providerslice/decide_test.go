@@ -275,7 +275,7 @@ func otherKey() crypto.Signer {
 }
 
 // otherCSR is a CSR for cn and org with a key other than the consumer's.
-func otherCSR(_ *input, cn, org string) []byte {
+func otherCSR(_ *input, cn, org string) []byte { //nolint:unparam // the subject is the case: both of its fields are named
 	csr, err := authn.ForgeCSRFor(otherKey(), cn, org)
 	if err != nil {
 		panic(err)

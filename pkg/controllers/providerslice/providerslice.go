@@ -303,7 +303,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 func (r *Reconciler) beforeSubmit(rs *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, user string) func(ctx context.Context) (*issuer.Issuance, error) {
 	return func(ctx context.Context) (*issuer.Issuance, error) {
 		if err := acceptance.VerifySealed(t, r.Key.Public()); err != nil {
-			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: err.Error()}, nil
+			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: err.Error()}, nil //nolint:nilerr // a refusal is an issuance that says why, not a retry
 		}
 		problems, err := revocation.UnexpectedPermissions(ctx, r.Client, user, []string{string(t.Spec.ClusterID)}, func(b revocation.Binding) bool {
 			return b.Kind == "RoleBinding" && b.Namespace == rs.Namespace && b.Name == wire.SliceAccessName(rs.Name) && b.ControllerUID == string(rs.UID)

@@ -94,7 +94,7 @@ type env struct {
 // record), the objects objs, and a reconciler with a fixed clock. The API server's part
 // is played by interceptors: it records the manager as the requester of the CSRs it
 // creates, and allows no SubjectAccessReview.
-func setup(t *testing.T, record func(*cluster.TenantRecord), objs ...client.Object) *env {
+func setup(t *testing.T, record func(*cluster.TenantRecord), objs ...client.Object) *env { //nolint:unparam // objs: a case that needs more objects adds them here
 	t.Helper()
 	e := &env{k: newKeys(t), rec: events.NewFakeRecorder(100), w: &writes{}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "ns-uid",
@@ -322,7 +322,7 @@ func both(_ *testing.T, _ *env, tn *authv1beta1.Tenant, rs *authv1beta1.Resource
 }
 
 // grantRole is the Role of a slice granted l before.
-func grantRole(t *testing.T, e *env, rs *authv1beta1.ResourceSlice, l corev1.ResourceList) client.Object {
+func grantRole(t *testing.T, rs *authv1beta1.ResourceSlice, l corev1.ResourceList) client.Object {
 	t.Helper()
 	role := access.SliceAccessObjects(rs.Namespace, rs.Name, authn.SliceUserName(rs.Name, testID), testID, l)[0]
 	role.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: authv1beta1.GroupVersion.String(), Kind: "ResourceSlice", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}})
@@ -353,7 +353,7 @@ func denials() []denial {
 		}, typ: auth, reason: authDenied, finalized: true, msg: "is Cordoned"},
 		{name: "Cordoned, granted less", record: func(r *cluster.TenantRecord) { r.State = string(authv1beta1.TenantConditionCordoned) },
 			objects: func(t *testing.T, e *env, tn *authv1beta1.Tenant, rs *authv1beta1.ResourceSlice) []client.Object {
-				return []client.Object{tn, rs, grantRole(t, e, rs, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")})}
+				return []client.Object{tn, rs, grantRole(t, rs, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")})}
 			}, typ: res, reason: resDenied, finalized: true, msg: "its slices keep what they were granted (cpu=500m)"},
 		{name: "CSR for another key", record: none, objects: func(_ *testing.T, _ *env, tn *authv1beta1.Tenant, rs *authv1beta1.ResourceSlice) []client.Object {
 			rs.Spec.CSR = otherCSR(nil, authn.SliceUserName(rs.Name, testID), testID)

@@ -19,8 +19,8 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *authv1beta1.Tenant, on
 // revokeAccess deletes the Tenant's Role and RoleBindings, then proves that its user can
 // do none of what they granted, in any namespace, and is named by no other binding.
 func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant) (stillAllowed string, err error) {
-	if err := r.deleteOwned(ctx, t); err != nil {
-		return "", err
+	if deleteOwnedErr := r.deleteOwned(ctx, t); deleteOwnedErr != nil {
+		return "", deleteOwnedErr
 	}
 	left, err := revocation.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, access.TenantRules(t.Name))
 	if err != nil {

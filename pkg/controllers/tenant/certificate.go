@@ -52,7 +52,7 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenan
 	r.reportForeign(t, foreign)
 	if is.Cert != nil {
 		if err := checkIssued(is.Cert, t); err != nil {
-			return &issuer.Issuance{Reason: authv1beta1.ReasonIssuedCertificateBroken, Message: err.Error()}, nil
+			return &issuer.Issuance{Reason: authv1beta1.ReasonIssuedCertificateBroken, Message: err.Error()}, nil //nolint:nilerr // a broken certificate is reported, not retried
 		}
 	}
 	return is, nil
@@ -63,7 +63,7 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenan
 // refusal is returned as an issuance that says why.
 func (r *Reconciler) checkSubmission(ctx context.Context, t *authv1beta1.Tenant) (*issuer.Issuance, error) {
 	if err := acceptance.VerifySealed(t, r.Key.Public()); err != nil {
-		return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: "no certificate is requested: " + err.Error()}, nil
+		return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: "no certificate is requested: " + err.Error()}, nil //nolint:nilerr // a refusal is an issuance that says why, not a retry
 	}
 	problems, err := r.extraPermissions(ctx, t)
 	if err != nil || len(problems) == 0 {
@@ -143,7 +143,7 @@ func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, 
 	// When the certificate is renewed is read from the certificate itself, never from what
 	// the status says: a status writer who back-dated status.certificate.renewAfter would
 	// have the provider issue a new certificate (TestAttack5StatusWriterBackdatesRenewAfter).
-	if cert, err := authn.ParseCertificate(ap.SignedCRT); err == nil {
+	if cert, parseCertificateErr := authn.ParseCertificate(ap.SignedCRT); parseCertificateErr == nil {
 		if info := issuer.CertificateInfo(cert, r.Options.RenewBefore); !equality.Semantic.DeepEqual(info, t.Status.Certificate) {
 			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, authv1beta1.ReasonStatusTampered, "CheckPublished",
 				"the status described certificate %s otherwise than the certificate says: put back", info.SerialNumber)

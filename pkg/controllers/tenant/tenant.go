@@ -161,8 +161,8 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 	}
 	state := cluster.StateInForce(rec, t.Spec.TenantCondition)
 	t.Status.TenantCondition = state
-	if err := r.reconcileAccess(ctx, t, state); err != nil {
-		return ctrl.Result{}, err
+	if reconcileAccessErr := r.reconcileAccess(ctx, t, state); reconcileAccessErr != nil {
+		return ctrl.Result{}, reconcileAccessErr
 	}
 	res, err := r.reconcileCertificate(ctx, t, state, rec, now, d)
 	r.setReady(t)
@@ -182,8 +182,8 @@ func (r *Reconciler) authenticate(ctx context.Context, t *authv1beta1.Tenant, no
 			return false, nil
 		}
 	}
-	if err := r.checkNotSliceUser(ctx, t); err != nil {
-		return true, r.refuse(t, err)
+	if checkNotSliceUserErr := r.checkNotSliceUser(ctx, t); checkNotSliceUserErr != nil {
+		return true, r.refuse(t, checkNotSliceUserErr)
 	}
 	acc, err := verifyHandshake(ctx, r.Client, r.APIReader, t, r.Options.NonceTTL, now)
 	if err == nil {
@@ -345,7 +345,7 @@ func (r *Reconciler) afterStatus(ctx context.Context, t *authv1beta1.Tenant) err
 	if t.Status.AcceptedKeyFingerprint != "" {
 		var s corev1.Secret
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: wire.NonceSecretName}, &s)
-		if err == nil && s.Annotations[wire.NonceConsumedAtAnnotation] == "" && s.CreationTimestamp.Time.Before(t.Status.AcceptedAt.Time.Add(time.Second)) {
+		if err == nil && s.Annotations[wire.NonceConsumedAtAnnotation] == "" && s.CreationTimestamp.Time.Before(t.Status.AcceptedAt.Time.Add(time.Second)) { //nolint:staticcheck // QF1008: metav1.Time has its own Before(*metav1.Time); this is time.Time's
 			patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			if s.Annotations == nil {
 				s.Annotations = map[string]string{}

@@ -52,11 +52,11 @@ func verifyHandshake(ctx context.Context, c, live client.Reader, t *authv1beta1.
 	if err != nil {
 		return nil, err
 	}
-	if err := authn.VerifyNonceSignature(pub, nonce, t.Spec.Signature); err != nil {
-		return nil, err
+	if verifyNonceSignatureErr := authn.VerifyNonceSignature(pub, nonce, t.Spec.Signature); verifyNonceSignatureErr != nil {
+		return nil, verifyNonceSignatureErr
 	}
-	if _, err := authn.ValidateCSR(t.Spec.CSR, pub, id); err != nil {
-		return nil, err
+	if _, validateCSRErr := authn.ValidateCSR(t.Spec.CSR, pub, id); validateCSRErr != nil {
+		return nil, validateCSRErr
 	}
 	fp, err := authn.Fingerprint(pub)
 	if err != nil {

@@ -83,8 +83,8 @@ func VerifySealed(t *authv1beta1.Tenant, pub crypto.PublicKey) error {
 	if acc.KeyFingerprint != t.Status.AcceptedKeyFingerprint || acc.CSRDigest != t.Status.AcceptedCSRDigest {
 		return Refusal(authv1beta1.ReasonHandshakeChanged, "spec.publicKey or spec.csr changed after the handshake was accepted")
 	}
-	if err := authn.VerifyAcceptanceSeal(pub, acc, t.Status.AcceptanceSeal); err != nil {
-		return err
+	if verifyAcceptanceSealErr := authn.VerifyAcceptanceSeal(pub, acc, t.Status.AcceptanceSeal); verifyAcceptanceSealErr != nil {
+		return verifyAcceptanceSealErr
 	}
 	tenantKey, err := authn.ParsePublicKey(t.Spec.PublicKey)
 	if err != nil {
