@@ -26,6 +26,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/controllertest"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 )
 
@@ -132,27 +133,16 @@ func request(name string, age time.Duration) *authv1beta1.ResourceSlice {
 }
 
 func (e *env) reconcile(t *testing.T, name string) (ctrl.Result, *authv1beta1.ResourceSlice, error) {
-	t.Helper()
-	res, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: tenantNS, Name: name}})
 	rs := &authv1beta1.ResourceSlice{}
-	if gerr := e.c.Get(context.Background(), client.ObjectKey{Namespace: tenantNS, Name: name}, rs); apierrors.IsNotFound(gerr) {
+	res, there, err := controllertest.Reconcile(t, e.r, e.c, client.ObjectKey{Namespace: tenantNS, Name: name}, rs)
+	if !there {
 		rs = nil
-	} else if gerr != nil {
-		t.Fatal(gerr)
 	}
 	return res, rs, err
 }
 
 func (e *env) events() []string {
-	var out []string
-	for {
-		select {
-		case ev := <-e.rec.Events:
-			out = append(out, ev)
-		default:
-			return out
-		}
-	}
+	return controllertest.Events(e.rec)
 }
 
 func wantEvents(t *testing.T, got []string, want ...string) {

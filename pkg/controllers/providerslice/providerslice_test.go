@@ -15,7 +15,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -31,6 +30,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/controllertest"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/issuing"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
@@ -159,28 +159,17 @@ func (e *env) interceptors() interceptor.Funcs {
 // reconcile reconciles slice name and returns its result and the slice after it (nil:
 // gone).
 func (e *env) reconcile(t *testing.T, name string) (ctrl.Result, *authv1beta1.ResourceSlice, error) {
-	t.Helper()
-	res, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: testNS, Name: name}})
 	rs := &authv1beta1.ResourceSlice{}
-	if gerr := e.c.Get(context.Background(), client.ObjectKey{Namespace: testNS, Name: name}, rs); apierrors.IsNotFound(gerr) {
+	res, there, err := controllertest.Reconcile(t, e.r, e.c, client.ObjectKey{Namespace: testNS, Name: name}, rs)
+	if !there {
 		rs = nil
-	} else if gerr != nil {
-		t.Fatal(gerr)
 	}
 	return res, rs, err
 }
 
 // events drains the Events recorded so far.
 func (e *env) events() []string {
-	var out []string
-	for {
-		select {
-		case ev := <-e.rec.Events:
-			out = append(out, ev)
-		default:
-			return out
-		}
-	}
+	return controllertest.Events(e.rec)
 }
 
 func wantCondition(t *testing.T, rs *authv1beta1.ResourceSlice, typ, status, reason, msg string) {

@@ -32,6 +32,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/controllertest"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/issuing"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
@@ -246,10 +247,7 @@ func (w *world) reconcile() (ctrl.Result, *authv1beta1.Tenant, map[string]int, [
 	if err != nil {
 		w.t.Fatalf("reconcile: %v", err)
 	}
-	var evs []string
-	for len(w.recorder.Events) > 0 {
-		evs = append(evs, <-w.recorder.Events)
-	}
+	evs := controllertest.Events(w.recorder)
 	t := &authv1beta1.Tenant{}
 	if err := w.c.Get(context.Background(), types.NamespacedName{Namespace: w.ns, Name: w.id}, t); err != nil {
 		w.t.Fatal(err)
