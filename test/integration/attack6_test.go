@@ -29,6 +29,7 @@ import (
 // makes it "due". Each time, the provider issues a new certificate: the status writer
 // makes the provider issue at will.
 func TestAttack6StatusWriterReplaysRenewRequest(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	startManager(t, provider, "--consumer=false")
@@ -77,6 +78,7 @@ func TestAttack6StatusWriterReplaysRenewRequest(t *testing.T) {
 // take it as the peer's tenant namespace (designated() compares the name only) and report
 // the namespace creator's nonce and Tenant as the peer's.
 func TestAttack6NamespaceCreatorRevivesSeriesOfADeletedTenantNamespace(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
 	p := installSites(t, testenv.New(t, "attack6-metrics"), "cl-provider")[0]
 	addr := freeLoopbackAddr(t)
 	startManager(t, p, "--consumer=false", "--metrics-bind-address="+addr)

@@ -70,6 +70,7 @@ func assertConverged(t *testing.T, c, p *site, rec *csrRecorder, wantCSRs int) {
 // TestManagerRestartsMidHandshake: the provider's manager dies while the consumer waits
 // for its Tenant; a new manager finishes the handshake.
 func TestManagerRestartsMidHandshake(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
 	c, p := cliSites(t)
 	startManager(t, c)
 	m := startManager(t, p)
@@ -129,6 +130,7 @@ func TestManagerCrashAfterCSRApproval(t *testing.T) {
 // TestProviderAPIServerRestartsDuringAuthenticate restarts the provider's API server while
 // authenticate runs; re-running the command converges.
 func TestProviderAPIServerRestartsDuringAuthenticate(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
 	c, p := cliSites(t)
 	for _, delay := range []time.Duration{50 * time.Millisecond, 250 * time.Millisecond} {
 		done := make(chan error, 1)

@@ -293,6 +293,7 @@ func TestOperatingPeers(t *testing.T) {
 // it has been silent for that long. The consumer's identity may renew its own presence
 // Lease, and nothing else about Leases.
 func TestPeerGoneIsCollected(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	startManager(t, provider, "--consumer=false", "--peer-gone-after=6s")

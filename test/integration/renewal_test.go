@@ -64,6 +64,7 @@ func hasEvent(t *testing.T, s *site, ns, name, reason string) bool {
 // failed request, the serial changes each time, a consumer manager down through renewals
 // catches up when it returns, and both sides record Events.
 func TestCertificateRenewal(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
 	c, p := cliSites(t)
 	consumerMgr := startManager(t, c)
 	startManager(t, p, renewingProvider...)

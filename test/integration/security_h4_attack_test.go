@@ -164,6 +164,7 @@ func TestManagerSliceBindingsNameOnlyTheSliceUser(t *testing.T) {
 // Lease's creation, older than the grace period. The consumer must not be collected before
 // a grace period has passed since its last renewal.
 func TestPresenceLeaseWriterCannotCollectALiveConsumer(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
 	const grace = 20 * time.Second
 	p := peerWithManager(t, "--peer-gone-after="+grace.String())
 	ctx, provider, pTN, key := context.Background(), p.provider, p.tn, p.key
@@ -224,6 +225,7 @@ func TestPresenceLeaseWriterCannotCollectALiveConsumer(t *testing.T) {
 // deletes them as dangling, cannot remove them. The manager's cache must not keep their
 // data: each would cost the manager 256 KiB of memory, for as long as the writer wants.
 func TestForgedKubeconfigSecretsAreNotCachedWhole(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
 	p := installSites(t, testenv.New(t, "cache-forged-kubeconfig"), "cl-provider")[0]
 	tn := ensureTN(t, p.client, "cl-consumer")
 	ctx, cached := startScopedProvider(t, p)
