@@ -80,6 +80,10 @@ func TestRefusedIdentities(t *testing.T) {
 			id.Name, id.Spec.Type = wire.SliceIdentityName("s1"), authv1beta1.ResourceSliceIdentityType
 			return nil
 		}, reason: authv1beta1.ReasonIdentityNameMismatch},
+		{name: "a ResourceSlice Identity named for no slice, without its slice label", mutate: func(_ *fixture, id *authv1beta1.Identity) []client.Object {
+			id.Name, id.Spec.Type = wire.SliceIdentityName(""), authv1beta1.ResourceSliceIdentityType
+			return nil
+		}, reason: authv1beta1.ReasonIdentityNameMismatch},
 		{name: "a ResourceSlice Identity named for another slice", mutate: func(_ *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Name, id.Spec.Type, id.Labels[wire.SliceNameLabel] = wire.SliceIdentityName("s2"), authv1beta1.ResourceSliceIdentityType, "s1"
 			return nil
@@ -310,8 +314,13 @@ func TestKubeconfigSecretOwnership(t *testing.T) {
 			Name: "controlplane-cl-other", UID: "identity-uid-0", Controller: ptr.To(true)}}, data: "someone's", refused: true},
 		{name: "owned but not controlled by the Identity", owners: []metav1.OwnerReference{{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Identity",
 			Name: wire.IdentityName(testProvider), UID: "identity-uid-1"}}, data: "someone's", refused: true},
+		{name: "controlled by another kind of this group, of the Identity's name", owners: []metav1.OwnerReference{{APIVersion: authv1beta1.GroupVersion.String(),
+			Kind: "Tenant", Name: wire.IdentityName(testProvider), UID: "tenant-uid", Controller: ptr.To(true)}}, data: "someone's", refused: true},
 		{name: "left by an earlier Identity of that name", owners: []metav1.OwnerReference{{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Identity",
 			Name: wire.IdentityName(testProvider), UID: "identity-uid-0", Controller: ptr.To(true)}}, data: "old"},
+		{name: "left by an earlier Identity of that name, also owned by another Identity", owners: []metav1.OwnerReference{{APIVersion: authv1beta1.GroupVersion.String(),
+			Kind: "Identity", Name: wire.IdentityName(testProvider), UID: "identity-uid-0", Controller: ptr.To(true)},
+			{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Identity", Name: "controlplane-cl-other", UID: "identity-uid-2"}}, data: "old"},
 		{name: "controlled by the Identity, changed by someone", owners: []metav1.OwnerReference{{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Identity",
 			Name: wire.IdentityName(testProvider), UID: "identity-uid-1", Controller: ptr.To(true)}}, data: "tampered"},
 	} {
