@@ -63,6 +63,10 @@ func TestRefusedIdentities(t *testing.T) {
 		pinned bool
 		mutate func(f *fixture, id *authv1beta1.Identity) []client.Object
 		reason string
+		// pinsCA says the refusal comes after the Identity's CA was pinned on first use:
+		// the certificate is checked after the CA is (the refusals before leave the record
+		// as it was).
+		pinsCA bool
 	}{
 		{name: "in a namespace labelled for the provider but not recorded", mutate: func(_ *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Namespace = "elsewhere"
@@ -112,23 +116,23 @@ func TestRefusedIdentities(t *testing.T) {
 			other := must(authn.GenerateKey(authn.Ed25519))
 			id.Spec.AuthParams.SignedCRT = f.ca.leaf(other.Public(), testSelf, 2, f.now.Add(time.Hour))
 			return nil
-		}, reason: string(authn.ReasonCertificateKeyMismatch)},
+		}, reason: string(authn.ReasonCertificateKeyMismatch), pinsCA: true},
 		{name: "a certificate for another user", mutate: func(f *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Spec.AuthParams.SignedCRT = f.ca.leaf(f.key.Public(), "cl-other", 2, f.now.Add(time.Hour))
 			return nil
-		}, reason: string(authn.ReasonCertificateSubject)},
+		}, reason: string(authn.ReasonCertificateSubject), pinsCA: true},
 		{name: "a ResourceSlice Identity with the control-plane user's certificate", mutate: func(_ *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Name, id.Spec.Type, id.Labels[wire.SliceNameLabel] = wire.SliceIdentityName("s1"), authv1beta1.ResourceSliceIdentityType, "s1"
 			return nil
-		}, reason: string(authn.ReasonCertificateSubject)},
+		}, reason: string(authn.ReasonCertificateSubject), pinsCA: true},
 		{name: "a certificate not chaining to the given CA", mutate: func(f *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Spec.AuthParams.SignedCRT = newCA(f.now).leaf(f.key.Public(), testSelf, 2, f.now.Add(time.Hour))
 			return nil
-		}, reason: string(authn.ReasonCertificateNotTrusted)},
+		}, reason: string(authn.ReasonCertificateNotTrusted), pinsCA: true},
 		{name: "an expired certificate", mutate: func(f *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Spec.AuthParams.SignedCRT = f.ca.leaf(f.key.Public(), testSelf, 2, f.now.Add(-time.Minute))
 			return nil
-		}, reason: string(authn.ReasonCertificateExpired)},
+		}, reason: string(authn.ReasonCertificateExpired), pinsCA: true},
 		{name: "another CA than the pinned one", pinned: true, mutate: func(f *fixture, id *authv1beta1.Identity) []client.Object {
 			other := newCA(f.now)
 			id.Spec.AuthParams.CA, id.Spec.AuthParams.SignedCRT = other.pem, other.leaf(f.key.Public(), testSelf, 2, f.now.Add(time.Hour))
@@ -170,12 +174,12 @@ func TestRefusedIdentities(t *testing.T) {
 			if s := w.secret(id.Namespace, id.Name); s != nil {
 				t.Errorf("a refused Identity got a kubeconfig Secret: %v", s.Name)
 			}
-			if rec := w.record(); rec.CAFingerprint != pin && tc.reason != string(authn.ReasonCertificateKeyMismatch) &&
-				tc.reason != string(authn.ReasonCertificateSubject) && tc.reason != string(authn.ReasonCertificateNotTrusted) &&
-				tc.reason != string(authn.ReasonCertificateExpired) {
-				// The certificate is checked after the CA is pinned on first use: only a
-				// refusal before that (or of the CA) leaves the record as it was.
-				t.Errorf("the record pins %q after the refusal, want %q", rec.CAFingerprint, pin)
+			wantPin := pin
+			if tc.pinsCA {
+				wantPin = must(authn.CAFingerprint(id.Spec.AuthParams.CA))
+			}
+			if rec := w.record(); rec.CAFingerprint != wantPin {
+				t.Errorf("the record pins %q after the refusal, want %q", rec.CAFingerprint, wantPin)
 			}
 			if want := map[string]int{"update Identity/status": 1}; !equalCounts(withoutRecord(writes), want) {
 				t.Errorf("writes %v, want %v", writes, want)
