@@ -165,8 +165,11 @@ func TestSilentConsumerIsCollected(t *testing.T) {
 		lease func(tn *authv1beta1.Tenant) *coordinationv1.Lease
 	}{
 		{"never renewed since its creation", func(tn *authv1beta1.Tenant) *coordinationv1.Lease { return presence(tn, goneAfter+time.Second, nil) }},
-		{"last renewed longer ago than the grace period", func(tn *authv1beta1.Tenant) *coordinationv1.Lease {
+		{"last renewed exactly the grace period ago", func(tn *authv1beta1.Tenant) *coordinationv1.Lease {
 			return presence(tn, 10*goneAfter, ptr.To(goneAfter))
+		}},
+		{"a renewal back-dated before the Lease's creation", func(tn *authv1beta1.Tenant) *coordinationv1.Lease {
+			return presence(tn, 2*goneAfter, ptr.To(100*goneAfter))
 		}},
 		{"given to the Tenant longer ago than the grace period", func(tn *authv1beta1.Tenant) *coordinationv1.Lease {
 			l := presence(tn, 10*goneAfter, nil)
@@ -210,9 +213,9 @@ func TestLiveConsumerIsKept(t *testing.T) {
 		{"renewed ten minutes ago", func(tn *authv1beta1.Tenant) *coordinationv1.Lease {
 			return presence(tn, 10*goneAfter, ptr.To(10*time.Minute))
 		}, goneAfter - 10*time.Minute},
-		{"renewed exactly the grace period ago less a second", func(tn *authv1beta1.Tenant) *coordinationv1.Lease {
-			return presence(tn, 10*goneAfter, ptr.To(goneAfter-time.Second))
-		}, time.Second},
+		{"renewed the grace period ago less a millisecond", func(tn *authv1beta1.Tenant) *coordinationv1.Lease {
+			return presence(tn, 10*goneAfter, ptr.To(goneAfter-time.Millisecond))
+		}, time.Millisecond},
 		{"given to the Tenant a minute ago", func(tn *authv1beta1.Tenant) *coordinationv1.Lease {
 			l := presence(tn, 10*goneAfter, ptr.To(5*goneAfter))
 			l.Spec.AcquireTime = ptr.To(metav1.NewMicroTime(testNow.Add(-time.Minute)))
@@ -362,4 +365,27 @@ func TestLeaseOfAnEarlierTenantIsAdopted(t *testing.T) {
 
 func reconcileRequest(tn *authv1beta1.Tenant) ctrl.Request {
 	return ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tn)}
+}
+
+// failingReader fails every read: the API server is away.
+type failingReader struct{ client.Reader }
+
+func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return apierrors.NewServiceUnavailable("away")
+}
+
+// TestPlacementUnknown: when whether the Tenant sits in its tenant namespace cannot be
+// read, the reconcile fails (and is retried); nothing is collected.
+func TestPlacementUnknown(t *testing.T) {
+	key := must(authn.GenerateKey(authn.Ed25519))
+	tn := sealedTenant(key, testNS)
+	e := setup(t, key, tn, presence(tn, 100*goneAfter, nil), slice("mine", testID, true))
+	e.r.Placement = placement.Placement{Cache: failingReader{}, LiqoNamespace: testLiqoNS}
+	var got authv1beta1.Tenant
+	if _, found, err := controllertest.Reconcile(t, e.r, e.c, client.ObjectKeyFromObject(tn), &got); err == nil || !found || got.DeletionTimestamp != nil {
+		t.Errorf("error %v, found %v, deleted %v", err, found, got.DeletionTimestamp)
+	}
+	if got := e.sliceNames(t); !slices.Equal(got, []string{"mine"}) {
+		t.Errorf("slices %v", got)
+	}
 }
