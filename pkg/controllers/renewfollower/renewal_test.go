@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -151,6 +152,17 @@ func (e *env) read(t *testing.T) (*authv1beta1.Identity, *corev1.Secret) {
 	return id, s
 }
 
+// hold puts crt in the Identity, as the certificate it holds.
+func (e *env) hold(t *testing.T, crt []byte) {
+	t.Helper()
+	id, _ := e.read(t)
+	id.Spec.AuthParams.SignedCRT = crt
+	if err := e.c.Update(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	e.writes = nil
+}
+
 func hasEvent(evs []string, evType, reason string) bool {
 	return slices.ContainsFunc(evs, func(e string) bool { return strings.HasPrefix(e, evType+" "+reason+" ") })
 }
@@ -162,23 +174,35 @@ func hasEvent(evs []string, evType, reason string) bool {
 func TestPickUpRefuses(t *testing.T) {
 	other := must(authn.GenerateKey(authn.Ed25519))
 	rogue := newCA("rogue-ca")
+	// Each case publishes the CA its certificate chains to, as a provider (or whoever
+	// wrote its status) would: only the Identity's CA counts.
 	for _, tc := range []struct {
 		name string
-		cert func(e *env) []byte
+		cert func(e *env) (crt, caPEM []byte)
 	}{
-		{"for another key", func(e *env) []byte { return e.pinned.leaf(other.Public(), testID, 20, 24*time.Hour) }},
-		{"from another CA", func(e *env) []byte { return rogue.leaf(e.key.Public(), testID, 20, 24*time.Hour) }},
-		{"from another CA, with the pinned CA's name", func(e *env) []byte {
-			return newCA("provider-ca").leaf(e.key.Public(), testID, 20, 24*time.Hour)
+		{"for another key", func(e *env) ([]byte, []byte) {
+			return e.pinned.leaf(other.Public(), testID, 20, 24*time.Hour), e.pinned.pem
 		}},
-		{"for another user", func(e *env) []byte { return e.pinned.leaf(e.key.Public(), "cl-other", 20, 24*time.Hour) }},
-		{"expired", func(e *env) []byte { return e.pinned.leaf(e.key.Public(), testID, 20, -time.Minute) }},
-		{"not a certificate", func(*env) []byte { return []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n") }},
+		{"from another CA", func(e *env) ([]byte, []byte) { return rogue.leaf(e.key.Public(), testID, 20, 24*time.Hour), rogue.pem }},
+		{"from another CA, with the pinned CA's name", func(e *env) ([]byte, []byte) {
+			impostor := newCA("provider-ca")
+			return impostor.leaf(e.key.Public(), testID, 20, 24*time.Hour), impostor.pem
+		}},
+		{"for another user", func(e *env) ([]byte, []byte) {
+			return e.pinned.leaf(e.key.Public(), "cl-other", 20, 24*time.Hour), e.pinned.pem
+		}},
+		{"expired", func(e *env) ([]byte, []byte) {
+			return e.pinned.leaf(e.key.Public(), testID, 20, -time.Minute), e.pinned.pem
+		}},
+		{"not a certificate", func(e *env) ([]byte, []byte) {
+			return []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), e.pinned.pem
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := setup(t)
 			_, before := e.read(t)
-			e.r.pickUp(context.Background(), e.key2(), &authv1beta1.AuthParams{APIServer: "https://provider.example:6443", CA: e.pinned.pem, SignedCRT: tc.cert(e)})
+			crt, caPEM := tc.cert(e)
+			e.r.pickUp(context.Background(), e.key2(), &authv1beta1.AuthParams{APIServer: "https://provider.example:6443", CA: caPEM, SignedCRT: crt})
 			id, after := e.read(t)
 			if !bytes.Equal(id.Spec.AuthParams.SignedCRT, e.current) {
 				t.Error("the Identity took the refused certificate")
@@ -193,25 +217,36 @@ func TestPickUpRefuses(t *testing.T) {
 	}
 }
 
-// TestPickUpIgnores: nothing published, the certificate the Identity holds, or one that
-// is valid but expires no later than it, changes nothing and says nothing.
+// TestPickUpIgnores: nothing published, the certificate the Identity holds (even one
+// expired since), or one that is valid but expires no later than it, changes nothing and
+// says nothing.
 func TestPickUpIgnores(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		ap   func(e *env) *authv1beta1.AuthParams
+		// held replaces the certificate the Identity holds (nil: keep it).
+		held func(e *env) []byte
 	}{
-		{"nothing published", func(*env) *authv1beta1.AuthParams { return nil }},
-		{"no certificate yet", func(e *env) *authv1beta1.AuthParams { return &authv1beta1.AuthParams{CA: e.pinned.pem} }},
-		{"the certificate held", func(e *env) *authv1beta1.AuthParams { return &authv1beta1.AuthParams{SignedCRT: e.current} }},
+		{"nothing published", func(*env) *authv1beta1.AuthParams { return nil }, nil},
+		{"no certificate yet", func(e *env) *authv1beta1.AuthParams { return &authv1beta1.AuthParams{CA: e.pinned.pem} }, nil},
+		{"the certificate held", func(e *env) *authv1beta1.AuthParams { return &authv1beta1.AuthParams{SignedCRT: e.current} }, nil},
+		{"the certificate held, expired since", func(e *env) *authv1beta1.AuthParams { return &authv1beta1.AuthParams{SignedCRT: e.current} },
+			func(e *env) []byte {
+				e.current = e.pinned.leaf(e.key.Public(), testID, 9, -time.Minute)
+				return e.current
+			}},
 		{"an older one", func(e *env) *authv1beta1.AuthParams {
 			return &authv1beta1.AuthParams{SignedCRT: e.pinned.leaf(e.key.Public(), testID, 5, 6*time.Hour)}
-		}},
+		}, nil},
 		{"one expiring at the same time", func(e *env) *authv1beta1.AuthParams {
 			return &authv1beta1.AuthParams{SignedCRT: e.pinned.leaf(e.key.Public(), testID, 11, 12*time.Hour)}
-		}},
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := setup(t)
+			if tc.held != nil {
+				e.hold(t, tc.held(e))
+			}
 			e.r.pickUp(context.Background(), e.key2(), tc.ap(e))
 			id, _ := e.read(t)
 			if !bytes.Equal(id.Spec.AuthParams.SignedCRT, e.current) || len(e.writes) != 0 {
@@ -239,12 +274,8 @@ func TestPickUpNewer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := setup(t)
-			id, before := e.read(t)
-			id.Spec.AuthParams.SignedCRT = tc.held(e)
-			if err := e.c.Update(context.Background(), id); err != nil {
-				t.Fatal(err)
-			}
-			e.writes = nil
+			e.hold(t, tc.held(e))
+			_, before := e.read(t)
 			newer := e.pinned.leaf(e.key.Public(), testID, 30, 24*time.Hour)
 			e.r.pickUp(context.Background(), e.key2(), &authv1beta1.AuthParams{APIServer: "https://evil.example", CA: newCA("evil").pem, SignedCRT: newer})
 			got, after := e.read(t)
@@ -361,16 +392,36 @@ func TestReconcileWatchers(t *testing.T) {
 		}
 	})
 
+	t.Run("the same kubeconfig", func(t *testing.T) {
+		e := setup(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		e.r.ctx = ctx
+		_, s := e.read(t)
+		cancelled := false
+		w := &watcher{kubeconfigHash: sha256.Sum256(s.Data[wire.KubeconfigField]), cancel: func() { cancelled = true }}
+		e.r.watchers[e.key2()] = w
+		if _, err := e.r.Reconcile(context.Background(), reconcileRequest(e.key2())); err != nil {
+			t.Fatal(err)
+		}
+		if e.r.watchers[e.key2()] != w || cancelled || len(controllertest.Events(e.rec)) != 0 {
+			t.Errorf("the watcher of an unchanged kubeconfig was restarted or cancelled (%v)", cancelled)
+		}
+	})
+
 	t.Run("a kubeconfig liqo-auth did not write", func(t *testing.T) {
 		e := setup(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		e.r.ctx = ctx
+		// The watcher of a kubeconfig this Secret held before.
+		cancelled := false
+		e.r.watchers[e.key2()] = &watcher{kubeconfigHash: [32]byte{1}, cancel: func() { cancelled = true }}
 		if _, err := e.r.Reconcile(context.Background(), reconcileRequest(e.key2())); err != nil {
 			t.Fatal(err)
 		}
-		if len(e.r.watchers) != 0 {
-			t.Errorf("watchers %v", e.r.watchers)
+		if len(e.r.watchers) != 0 || !cancelled {
+			t.Errorf("watchers %v, the earlier one cancelled: %v", e.r.watchers, cancelled)
 		}
 		if evs := controllertest.Events(e.rec); !hasEvent(evs, corev1.EventTypeWarning, authv1beta1.ReasonKubeconfigRefused) {
 			t.Errorf("events %v", evs)
@@ -378,4 +429,6 @@ func TestReconcileWatchers(t *testing.T) {
 	})
 }
 
-func reconcileRequest(key types.NamespacedName) ctrl.Request { return ctrl.Request{NamespacedName: key} }
+func reconcileRequest(key types.NamespacedName) ctrl.Request {
+	return ctrl.Request{NamespacedName: key}
+}
