@@ -56,7 +56,7 @@ test-unit: ## Unit tests (no cluster needed).
 	$(GO) test -count=1 $(UNIT_PKGS)
 
 test-integration: ## Integration tests on real control planes (builds them on first use).
-	$(CONTROLPLANE); $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
+	$(CONTROLPLANE); $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 4 ./test/...
 
 fuzz-short: ## Run every fuzz target briefly (FUZZTIME executions each).
 	for pt in $(FUZZ_TARGETS); do $(GO) test -run '^$$' -fuzz "^$${pt#*:}$$" -fuzztime $(FUZZTIME) "$${pt%%:*}" || exit 1; done
