@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -93,11 +92,7 @@ type env struct {
 func (e *env) note(verb string, obj client.Object, sub string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	kind := reflect.TypeOf(obj).Elem().Name()
-	if sub != "" {
-		kind += "/" + sub
-	}
-	e.writes = append(e.writes, verb+" "+kind)
+	e.writes = append(e.writes, verb+" "+controllertest.Kind(obj, sub))
 }
 
 func setup(t *testing.T, k keys, state authv1beta1.TenantCondition, objs ...client.Object) *env {
@@ -108,32 +103,7 @@ func setup(t *testing.T, k keys, state authv1beta1.TenantCondition, objs ...clie
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "squat", UID: "squat-uid", Labels: cluster.TenantNamespaceLabels(testID)}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testLiqoNS, UID: "liqo-uid"}})
 	e.c = fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&authv1beta1.Renew{}, &authv1beta1.Tenant{}).
-		WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			e.note("create", obj, "")
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			e.note("update", obj, "")
-			return c.Update(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			e.note("patch", obj, "")
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			e.note("delete", obj, "")
-			return c.Delete(ctx, obj, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			e.note("update", obj, sub)
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			e.note("patch", obj, sub)
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
-	}).Build()
+		WithObjects(objs...).WithInterceptorFuncs(controllertest.Counting(e.note)).Build()
 	if err := cluster.UpdateTenantRecord(context.Background(), e.c, e.c, testLiqoNS, testID, true, func(rec *cluster.TenantRecord) error {
 		rec.Namespace, rec.NamespaceUID, rec.State = testNS, "ns-uid", string(state)
 		return nil

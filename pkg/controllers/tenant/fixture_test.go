@@ -8,9 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
 	"math/big"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -194,46 +192,21 @@ func (w *world) count(verb string, obj client.Object, sub string) {
 	if !w.counting {
 		return
 	}
-	kind := fmt.Sprintf("%T", obj)
-	kind = kind[strings.LastIndex(kind, ".")+1:]
-	if sub != "" {
-		kind += "/" + sub
-	}
-	w.writes[verb+" "+kind]++
+	w.writes[verb+" "+controllertest.Kind(obj, sub)]++
 }
 
 // funcs counts every write and answers SubjectAccessReviews, which a fake client cannot.
 func (w *world) funcs() interceptor.Funcs {
-	return interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
-				sar.Status.Allowed = w.allowed != nil && w.allowed(sar)
-				return nil
-			}
-			w.count("create", obj, "")
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			w.count("update", obj, "")
-			return c.Update(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			w.count("patch", obj, "")
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			w.count("delete", obj, "")
-			return c.Delete(ctx, obj, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			w.count("update", obj, sub)
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			w.count("patch", obj, sub)
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
+	f := controllertest.Counting(w.count)
+	create := f.Create
+	f.Create = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
+			sar.Status.Allowed = w.allowed != nil && w.allowed(sar)
+			return nil
+		}
+		return create(ctx, c, obj, opts...)
 	}
+	return f
 }
 
 // reconcile runs one Reconcile of the Tenant and returns it as saved, with the writes made

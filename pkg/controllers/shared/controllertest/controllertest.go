@@ -5,12 +5,14 @@ package controllertest
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -38,4 +40,47 @@ func Reconcile(t *testing.T, r reconcile.Reconciler, c client.Reader, key client
 		t.Fatal(gerr)
 	}
 	return res, true, err
+}
+
+// Counting is interceptor.Funcs that passes every write through to the fake client and
+// tells note about it first: verb is "create", "update", "patch" or "delete", sub the
+// subresource ("" for the object itself). A test that also plays the API server (a
+// SubjectAccessReview, which a fake client cannot answer) wraps the Create it returns.
+func Counting(note func(verb string, obj client.Object, sub string)) interceptor.Funcs {
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			note("create", obj, "")
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			note("update", obj, "")
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			note("patch", obj, "")
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			note("delete", obj, "")
+			return c.Delete(ctx, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			note("update", obj, sub)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			note("patch", obj, sub)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}
+}
+
+// Kind names a write's object as the tests count it: "Identity", or "Identity/status" for
+// a subresource.
+func Kind(obj client.Object, sub string) string {
+	kind := reflect.TypeOf(obj).Elem().Name()
+	if sub != "" {
+		kind += "/" + sub
+	}
+	return kind
 }
