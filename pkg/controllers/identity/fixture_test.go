@@ -9,7 +9,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
-	"sync"
 	"testing"
 	"time"
 
@@ -110,16 +109,14 @@ type world struct {
 	c        client.WithWatch
 	r        *Reconciler
 	recorder *events.FakeRecorder
-	mu       sync.Mutex
-	counting bool
 	// writes counts the writes of the Reconciler, by verb and kind ("update Identity/status").
-	writes map[string]int
+	writes controllertest.Writes
 }
 
 // newWorld makes a consumer holding the provider's tenant namespace, its record (pinning
 // pin as the provider's CA, none if empty) and objs.
 func (f *fixture) newWorld(pin string, objs ...client.Object) *world {
-	w := &world{fixture: f, writes: map[string]int{}, recorder: events.NewFakeRecorder(100)}
+	w := &world{fixture: f, recorder: events.NewFakeRecorder(100)}
 	objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns, UID: "ns-uid-1", Labels: cluster.TenantNamespaceLabels(testProvider)}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testLiqoNS, UID: "liqo-ns-uid"}})
 	w.c = fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&authv1beta1.Identity{}).WithObjects(objs...).
@@ -132,31 +129,20 @@ func (f *fixture) newWorld(pin string, objs ...client.Object) *world {
 	}
 	w.r = &Reconciler{Client: w.c, Placement: placement.Placement{Cache: w.c, Live: w.c, LiqoNamespace: testLiqoNS},
 		Recorder: w.recorder, ClusterID: testSelf, Key: f.key, Now: func() time.Time { return f.now }}
-	w.counting = true
+	w.writes.Start()
 	return w
-}
-
-func (w *world) count(verb string, obj client.Object, sub string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.counting {
-		return
-	}
-	w.writes[verb+" "+controllertest.Kind(obj, sub)]++
 }
 
 // funcs counts every write.
 func (w *world) funcs() interceptor.Funcs {
-	return controllertest.Counting(w.count)
+	return controllertest.Counting(w.writes.Note)
 }
 
 // reconcile runs one Reconcile of the Identity key and returns it as saved, with the
 // writes made and the Events recorded.
 func (w *world) reconcile(key types.NamespacedName) (ctrl.Result, *authv1beta1.Identity, map[string]int, []string) {
 	w.t.Helper()
-	w.mu.Lock()
-	w.writes = map[string]int{}
-	w.mu.Unlock()
+	w.writes.Take()
 	id := &authv1beta1.Identity{}
 	res, found, err := controllertest.Reconcile(w.t, w.r, w.c, key, id)
 	if err != nil {
@@ -165,12 +151,7 @@ func (w *world) reconcile(key types.NamespacedName) (ctrl.Result, *authv1beta1.I
 	if !found {
 		w.t.Fatalf("Identity %s is gone", key)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	writes := map[string]int{}
-	for k, v := range w.writes {
-		writes[k] = v
-	}
+	writes := w.writes.Take()
 	return res, id, writes, controllertest.Events(w.recorder)
 }
 

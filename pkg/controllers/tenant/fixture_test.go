@@ -9,7 +9,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
-	"sync"
 	"testing"
 	"time"
 
@@ -140,10 +139,8 @@ type world struct {
 	c        client.WithWatch
 	r        *Reconciler
 	recorder *events.FakeRecorder
-	mu       sync.Mutex
-	counting bool
 	// writes counts the writes of the Reconciler, by verb and kind ("update Tenant/status").
-	writes map[string]int
+	writes controllertest.Writes
 	// allowed answers the SubjectAccessReviews (nil: nothing is allowed).
 	allowed func(*authorizationv1.SubjectAccessReview) bool
 }
@@ -159,7 +156,7 @@ func (i indexer) IndexField(_ context.Context, obj client.Object, field string, 
 // newWorld makes a provider holding the tenant namespace and its record (changed by rec)
 // and objs, and a Reconciler for it whose clock is f.now.
 func (f *fixture) newWorld(rec func(*cluster.TenantRecord), objs ...client.Object) *world {
-	w := &world{fixture: f, writes: map[string]int{}, recorder: events.NewFakeRecorder(100)}
+	w := &world{fixture: f, recorder: events.NewFakeRecorder(100)}
 	objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns, UID: f.nsUID, Labels: cluster.TenantNamespaceLabels(f.id)}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testLiqoNS, UID: "liqo-ns-uid"}})
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&authv1beta1.Tenant{}).WithObjects(objs...).
@@ -181,23 +178,13 @@ func (f *fixture) newWorld(rec func(*cluster.TenantRecord), objs ...client.Objec
 		Recorder: w.recorder, Key: f.clusterKey, Now: func() time.Time { return f.now },
 		Self:    authenticationv1.UserInfo{Username: "system:serviceaccount:liqo:liqo-auth-manager", UID: "manager-uid"},
 		Options: issuing.Options{APIServer: testAPIServer, CA: f.caPEM, NonceTTL: time.Hour, CertificateLifetime: testLifetime, CSRTimeout: time.Minute}}
-	w.counting = true
+	w.writes.Start()
 	return w
-}
-
-// count notes a write of obj.
-func (w *world) count(verb string, obj client.Object, sub string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.counting {
-		return
-	}
-	w.writes[verb+" "+controllertest.Kind(obj, sub)]++
 }
 
 // funcs counts every write and answers SubjectAccessReviews, which a fake client cannot.
 func (w *world) funcs() interceptor.Funcs {
-	f := controllertest.Counting(w.count)
+	f := controllertest.Counting(w.writes.Note)
 	create := f.Create
 	f.Create = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 		if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
@@ -213,9 +200,7 @@ func (w *world) funcs() interceptor.Funcs {
 // and the Events recorded.
 func (w *world) reconcile() (ctrl.Result, *authv1beta1.Tenant, map[string]int, []string) {
 	w.t.Helper()
-	w.mu.Lock()
-	w.writes = map[string]int{}
-	w.mu.Unlock()
+	w.writes.Take()
 	res, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: w.ns, Name: w.id}})
 	if err != nil {
 		w.t.Fatalf("reconcile: %v", err)
@@ -225,12 +210,7 @@ func (w *world) reconcile() (ctrl.Result, *authv1beta1.Tenant, map[string]int, [
 	if err := w.c.Get(context.Background(), types.NamespacedName{Namespace: w.ns, Name: w.id}, t); err != nil {
 		w.t.Fatal(err)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	writes := map[string]int{}
-	for k, v := range w.writes {
-		writes[k] = v
-	}
+	writes := w.writes.Take()
 	return res, t, writes, evs
 }
 

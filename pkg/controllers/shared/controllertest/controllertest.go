@@ -6,6 +6,7 @@ package controllertest
 import (
 	"context"
 	"reflect"
+	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -83,4 +84,37 @@ func Kind(obj client.Object, sub string) string {
 		kind += "/" + sub
 	}
 	return kind
+}
+
+// Writes counts a reconciler's writes by "verb Kind[/sub]" (Note, given to Counting), from
+// Start on: the set-up's own writes are not counted.
+type Writes struct {
+	mu sync.Mutex
+	on bool
+	n  map[string]int
+}
+
+// Start counts from now on, from zero.
+func (w *Writes) Start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.on, w.n = true, map[string]int{}
+}
+
+// Note counts one write, once Start was called.
+func (w *Writes) Note(verb string, obj client.Object, sub string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.on {
+		w.n[verb+" "+Kind(obj, sub)]++
+	}
+}
+
+// Take returns the writes counted so far and counts again from zero.
+func (w *Writes) Take() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	taken := w.n
+	w.n = map[string]int{}
+	return taken
 }
