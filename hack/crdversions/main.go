@@ -46,6 +46,15 @@ func run(args []string) error {
 	return nil
 }
 
+// liqoKind says whether Liqo's documents apply kind as v1alpha1.
+func liqoKind(kind string) bool {
+	switch kind {
+	case "Tenant", "Identity", "ResourceSlice", "Renew":
+		return true
+	}
+	return false
+}
+
 func addAlpha(in []byte) ([]byte, error) {
 	var crd map[string]any
 	if err := yaml.Unmarshal(in, &crd); err != nil {
@@ -69,6 +78,11 @@ func addAlpha(in []byte) ([]byte, error) {
 		return nil, unmarshalErr
 	}
 	names, _ := spec["names"].(map[string]any)
+	if !liqoKind(fmt.Sprint(names["kind"])) {
+		// A kind of this project's own (Peering): Liqo never served it, nothing to be
+		// compatible with.
+		return in, nil
+	}
 	alpha["name"] = "v1alpha1"
 	alpha["storage"] = false
 	alpha["deprecated"] = true

@@ -18,6 +18,7 @@ const (
 	IdentityResource      = "identities"
 	ResourceSliceResource = "resourceslices"
 	RenewResource         = "renews"
+	PeeringResource       = "peerings"
 )
 
 // AddToScheme registers the types of this package in a scheme.
@@ -27,6 +28,7 @@ func AddToScheme(s *runtime.Scheme) error {
 		&Identity{}, &IdentityList{},
 		&ResourceSlice{}, &ResourceSliceList{},
 		&Renew{}, &RenewList{},
+		&Peering{}, &PeeringList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

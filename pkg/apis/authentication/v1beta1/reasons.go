@@ -127,3 +127,31 @@ const (
 	ReasonRenewKeyMismatch = "RenewKeyMismatch"
 	ReasonRenewAnswered    = "RenewAnswered"
 )
+
+// Reasons of a Peering's Ready condition (and of its Events): where the declared peering
+// stands, and, when it is stuck, what to do.
+const (
+	ReasonPeered                     = "Peered"
+	ReasonPeeringAuthenticating      = "Authenticating"
+	ReasonBootstrapSecretMissing     = "BootstrapSecretMissing"
+	ReasonBootstrapCredentialInvalid = "BootstrapCredentialInvalid"
+	ReasonBootstrapCredentialRefused = "BootstrapCredentialRefused"
+	ReasonBootstrapExpired           = "BootstrapExpired"
+	ReasonBootstrapConsumed          = "BootstrapConsumed"
+	ReasonProviderMismatch           = "ProviderMismatch"
+	ReasonProviderCAMismatch         = "ProviderCAMismatch"
+	ReasonProviderPeeredElsewhere    = "ProviderPeeredByAnotherPeering"
+	ReasonPeeringWaitingForApproval  = "WaitingForApproval"
+	ReasonPeeringDenied              = "DeniedByProvider"
+	ReasonHandshakeFailed            = "HandshakeFailed"
+	ReasonPeeringLeaving             = "Leaving"
+	ReasonPeeringLeaveFailed         = "LeaveFailed"
+	ReasonPeeringIdentityNotReady    = "IdentityNotReady"
+	ReasonBootstrapRetired           = "Retired"
+	ReasonBootstrapNotRetired        = "NotRetired"
+	ReasonBootstrapRetirePending     = "NotYetUsed"
+	ReasonPeeringSlicesAccepted      = "SlicesAccepted"
+	ReasonPeeringSlicesPending       = "SlicesPending"
+	ReasonPeeringSliceDenied         = "SliceDenied"
+	ReasonPeeringNoSlices            = "NoSlices"
+)
