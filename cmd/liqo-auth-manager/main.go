@@ -102,6 +102,7 @@ func parse(args []string) (*flags, error) {
 		}
 	}
 	f.opts.WatchRenewals = true
+	f.opts.Peerings = true
 	if f.provider {
 		f.opts.Role |= authmanager.Provider
 	}

@@ -94,6 +94,10 @@ func ManagerRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{wire.ControlPlaneRoleName, wire.ManagerTenantRoleName}, Verbs: []string{"bind"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}, Verbs: []string{"create"}},
+		// A declared peering (a Peering) makes the consumer's tenant namespace of its
+		// provider, as liqoctl authenticate does: the admission policy
+		// liqo-auth-manager-namespaces lets it create only tenant namespaces.
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 	}...)
 }
@@ -108,6 +112,10 @@ func ManagerNamespaceRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{wire.KeysSecretName}, Verbs: []string{"update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+		// Carrying out the Peerings declared here: their finalizer and status.
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"peerings"}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"peerings/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"peerings/finalizers"}, Verbs: []string{"update"}},
 	}...)
 }
 

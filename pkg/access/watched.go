@@ -52,6 +52,8 @@ func ManagerWatched() []Watched {
 			ReadBy: "tenant (its cluster ID against the slice users), providerslice, consumerslice, peergc, metrics", Writers: []Writer{tenantSlices, nsCreatorSlices, sliceWriter, statusSlices}},
 		{Object: &authv1beta1.Identity{}, Group: authv1beta1.GroupVersion.Group, Resource: "identities", Roles: Consumer,
 			ReadBy: "identity, renewfollower, consumerslice, metrics", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
+		{Object: &authv1beta1.Peering{}, Group: authv1beta1.GroupVersion.Group, Resource: "peerings", Roles: Consumer, InLiqoNamespace: true,
+			ReadBy: "peering", Writers: []Writer{liqoNSPeerings, statusPeerings}},
 		{Object: &rbacv1.RoleBinding{}, Group: rbacv1.GroupName, Resource: "rolebindings", Roles: Provider, Stripped: true,
 			ReadBy: "tenant, providerslice (the binding scan)", Writers: []Writer{nsCreatorBindings}},
 		{Object: &rbacv1.ClusterRoleBinding{}, Group: rbacv1.GroupName, Resource: "clusterrolebindings", Roles: Provider, Stripped: true,

@@ -85,6 +85,8 @@ var (
 	clusterRoleBinder = Writer{Principal: ClusterRoleBinder, Writes: "ClusterRoleBindings of ClusterRoles it holds, with any name, labels (a peering user's included) and subjects"}
 	nsCreatorRoles    = Writer{Principal: NamespaceCreator, Writes: "Roles labelled as this project's, in namespaces it creates"}
 	roleWriter        = Writer{Principal: RoleWriter, Writes: "Roles of the tenant namespace labelled as this project's, named like a slice's"}
+	liqoNSPeerings    = Writer{Principal: LiqoNamespaceWriter, Writes: "Peerings and their bootstrap Secrets in the Liqo namespace: the administrator's declarations (a Peering elsewhere is never read)", Trusted: true}
+	statusPeerings    = Writer{Principal: StatusWriter, Writes: "Peering status in every namespace (state, provider, bootstrap, conditions)"}
 	csrCreator        = Writer{Principal: CSRCreator, Writes: "CertificateSigningRequests with any name, labels (this project's, a Tenant's UID) and request; never `spec.username`", Tests: []string{"TestCSRSquattingIsNeverApproved"}}
 )
 

@@ -48,6 +48,9 @@ const (
 	DefaultNonceTTL            = cluster.DefaultNonceTTL
 	DefaultCertificateLifetime = 30 * 24 * time.Hour
 	DefaultCSRTimeout          = 30 * time.Second
+	// DefaultPeeringAttemptTimeout bounds one handshake attempt of a Peering: a handshake
+	// takes a fraction of a second; one that waits longer is tried again later.
+	DefaultPeeringAttemptTimeout = 30 * time.Second
 	// MinCertificateLifetime is the shortest expirationSeconds the CSR API accepts.
 	MinCertificateLifetime = 10 * time.Minute
 )
@@ -72,6 +75,12 @@ type Options struct {
 	// renewed certificates, and renew its presence there: for a long-running manager, not
 	// for a single command.
 	WatchRenewals bool
+	// Peerings makes the consumer side carry out the Peerings of the Liqo namespace
+	// (declared peerings): a long-running manager's job, never a single command's.
+	Peerings bool
+	// PeeringAttemptTimeout bounds one handshake attempt of a Peering
+	// (DefaultPeeringAttemptTimeout when 0).
+	PeeringAttemptTimeout time.Duration
 	// PresenceInterval is how often the consumer side renews its presence on each provider
 	// (renewfollower.DefaultPresenceInterval when 0).
 	PresenceInterval time.Duration
@@ -318,6 +327,9 @@ func (o *Options) consumerSetups(mgr ctrl.Manager, d deps) []setup {
 		&noncesigner.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Key: o.Key},
 		&identity.Reconciler{Client: c, Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
 		&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
+	}
+	if o.Peerings {
+		setups = append(setups, o.peeringSetup(mgr, d))
 	}
 	if o.WatchRenewals {
 		setups = append(setups, &renewfollower.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Key: o.Key, PresenceInterval: o.PresenceInterval})

@@ -39,6 +39,7 @@ const (
 	recordPubCertKey      = "publishedCertificate"
 	recordPubTenantKey    = "publishedForTenant"
 	recordPeeringUserKey  = "peeringUser"
+	recordPeeringKey      = "peering"
 )
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
@@ -91,6 +92,57 @@ type TenantRecord struct {
 	// administrator asked to replace now (liqoctl renew tenant): the manager renews it
 	// ahead of time while the Tenant publishes that serial.
 	RenewSerial string
+	// Peering is, on a consumer, the Peering that declared the peering with the remote
+	// cluster, and the bootstrap credentials it consumed: what its manager decides from,
+	// where a Peering's status writer cannot reach.
+	Peering *RecordedPeering
+}
+
+// RecordedPeering is, on a consumer, what its manager keeps of a declared peering.
+type RecordedPeering struct {
+	// Name and UID of the Peering that owns the peering (empty once it left).
+	Name string `json:"name,omitempty"`
+	UID  string `json:"uid,omitempty"`
+	// Consumed are the bootstrap credentials used with this provider, until they expire:
+	// none is used twice.
+	Consumed []ConsumedBootstrap `json:"consumed,omitempty"`
+}
+
+// ConsumedBootstrap is a bootstrap credential (a provider's peering user) a Peering used.
+type ConsumedBootstrap struct {
+	// User and Serial of the peering user's certificate.
+	User   string `json:"user"`
+	Serial string `json:"serial"`
+	// NotAfter is when that certificate expires: it is forgotten then.
+	NotAfter time.Time `json:"notAfter"`
+	// Retired is when the peering user was proven retired on the provider (nil: not yet).
+	Retired *time.Time `json:"retired,omitempty"`
+}
+
+// ConsumedBootstrap returns the bootstrap credential of serial the record says was used,
+// nil when none.
+func (r *TenantRecord) ConsumedBootstrap(serial string) *ConsumedBootstrap {
+	if r == nil || r.Peering == nil {
+		return nil
+	}
+	for i := range r.Peering.Consumed {
+		if r.Peering.Consumed[i].Serial == serial {
+			return &r.Peering.Consumed[i]
+		}
+	}
+	return nil
+}
+
+// Consume records the bootstrap credential b as used (once), and forgets those expired
+// at now.
+func (r *TenantRecord) Consume(b ConsumedBootstrap, now time.Time) {
+	if r.Peering == nil {
+		r.Peering = &RecordedPeering{}
+	}
+	r.Peering.Consumed = slices.DeleteFunc(r.Peering.Consumed, func(c ConsumedBootstrap) bool { return !now.Before(c.NotAfter) })
+	if r.ConsumedBootstrap(b.Serial) == nil {
+		r.Peering.Consumed = append(r.Peering.Consumed, b)
+	}
 }
 
 // RecordedPeeringUser is a peering user as its tenant record holds it.
@@ -189,7 +241,7 @@ func (r *TenantRecord) AddCertificate(c IssuedCertificate, now time.Time) {
 
 // jsonFields are the fields of the record kept as JSON, by key, as pointers to them.
 func (r *TenantRecord) jsonFields() map[string]any {
-	return map[string]any{recordCertsKey: &r.Certificates, recordLimitsKey: &r.SliceLimits, recordNonceKey: &r.ConsumedNonce, recordPeeringUserKey: &r.PeeringUser}
+	return map[string]any{recordCertsKey: &r.Certificates, recordLimitsKey: &r.SliceLimits, recordNonceKey: &r.ConsumedNonce, recordPeeringUserKey: &r.PeeringUser, recordPeeringKey: &r.Peering}
 }
 
 func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, error) {

@@ -67,3 +67,16 @@ func (p *peeringUserCert) explain(err error, now time.Time) string {
 	}
 	return fmt.Sprintf("peering user %s may not do this: it was deleted (liqoctl delete peering-user) or replaced by a newer one, and its permissions are gone (%v); %s", p.User, err, ask)
 }
+
+// PeeringUserRefusal is the provider's refusal of a request its peering user made: expired,
+// deleted, retired or replaced. Its text says what to ask the provider's administrator for;
+// it unwraps to the API server's error.
+type PeeringUserRefusal struct {
+	msg string
+	err error
+}
+
+func (r *PeeringUserRefusal) Error() string { return r.msg }
+
+// Unwrap returns the API server's refusal.
+func (r *PeeringUserRefusal) Unwrap() error { return r.err }

@@ -122,7 +122,7 @@ func (s *Side) Explain(err error, doing string) error {
 	case meta.IsNoMatchError(err):
 		return fmt.Errorf("%s%s: the authentication.liqo.io CRDs are not installed: run liqoctl install on this cluster first", s.prefix(), doing)
 	case s.peeringUser != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)):
-		return fmt.Errorf("%s%s: %s", s.prefix(), doing, s.peeringUser.explain(err, time.Now()))
+		return fmt.Errorf("%s%s: %w", s.prefix(), doing, &PeeringUserRefusal{msg: s.peeringUser.explain(err, time.Now()), err: err})
 	case Unreachable(err):
 		host := ""
 		if s.Config != nil {

@@ -24,6 +24,11 @@ type PeeringSpec struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
 	ProviderCAFingerprint string `json:"providerCAFingerprint,omitempty"`
+	// ProviderNamespace is the Liqo namespace of the provider (liqo when empty).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	ProviderNamespace string `json:"providerNamespace,omitempty"`
 	// ResourceSlices are the slices to ask the provider for once peered, each with its own
 	// narrower identity.
 	// +optional
@@ -44,10 +49,9 @@ type PeeringSlice struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	Class ResourceSliceClass `json:"class,omitempty"`
-	// Resources requested.
+	// Resources requested (the ResourceSlice made from it refuses negative ones).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="resources may not be negative"
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 }
 

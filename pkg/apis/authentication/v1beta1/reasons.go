@@ -155,3 +155,9 @@ const (
 	ReasonPeeringSliceDenied         = "SliceDenied"
 	ReasonPeeringNoSlices            = "NoSlices"
 )
+
+// Reasons of the Events a Peering records for each step of its handshake.
+const (
+	ReasonPeeringStep    = "HandshakeStep"
+	ReasonPeeringWarning = "HandshakeWarning"
+)

@@ -43,6 +43,10 @@ const (
 	ReplicationStatusLabel    = "liqo.io/replicated"
 	ReplicationOriginLabel    = "liqo.io/originID"
 
+	// PeeringLabel, on a consumer's ResourceSlice, names the Peering (in the Liqo
+	// namespace) that asks for it.
+	PeeringLabel = "liqo.io/peering"
+
 	IdentityTypeLabel               = "liqo.io/identity-type"
 	RemoteTenantNamespaceAnnotation = "liqo.io/remote-tenant-namespace"
 	KubeconfigField                 = "kubeconfig"

@@ -1,0 +1,308 @@
+package peering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/status"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// peer decides where the Peering stands and, when the bootstrap credential passes every
+// check, runs the handshake. Its error is one to retry with backoff (reading this
+// cluster); what the provider answers is a verdict.
+func (r *Reconciler) peer(ctx context.Context, in *input, rec events.EventRecorder) (*verdict, error) {
+	p := in.peering
+	if in.owned != nil {
+		p.Status.ProviderClusterID = authv1beta1.ClusterID(in.owned.RemoteID)
+		p.Status.TenantNamespace = in.owned.Namespace
+	}
+	if in.identity != nil {
+		describeIdentity(p, in.identity)
+		if v := peeredVerdict(in); v.state == authv1beta1.PeeringPeered {
+			return v, nil
+		}
+	}
+	if v := firstFailure(in, bootstrapChecks()); v != nil {
+		if in.identity != nil && v.reason == authv1beta1.ReasonBootstrapConsumed {
+			// Peered once, and the credential is spent: the Identity says why it is not
+			// ready (drained, expired), not the credential.
+			return peeredVerdict(in), nil
+		}
+		return v, nil
+	}
+	p.Status.Bootstrap = &authv1beta1.PeeringBootstrap{User: in.cert.Subject.CommonName, Serial: in.cert.SerialNumber.Text(16), NotAfter: timeOf(in.cert.NotAfter)}
+	return r.handshake(ctx, in, rec)
+}
+
+// handshake runs liqoctl authenticate's steps with the bootstrap credential, within one
+// attempt's time, and records the credential as used once the Identity is ready.
+func (r *Reconciler) handshake(ctx context.Context, in *input, rec events.EventRecorder) (*verdict, error) {
+	p := in.peering
+	ctx, cancel := context.WithTimeout(ctx, r.AttemptTimeout)
+	defer cancel()
+	progress := &steps{rec: r.Recorder, peering: p}
+	defer progress.flush()
+	c, err := r.Consumer(progress.side(handshake.Local))
+	if err != nil {
+		return nil, err
+	}
+	pr, err := r.Dial(in.kubeconfig, progress.side(handshake.Remote))
+	if err != nil {
+		return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonBootstrapCredentialInvalid, message: err.Error()}, nil
+	}
+	pr.Namespace = p.Spec.ProviderNamespace
+	if pr.Namespace == "" {
+		pr.Namespace = wire.DefaultLiqoNamespace
+	}
+	pair := &handshake.Pair{Consumer: c, Provider: pr, Now: r.Now}
+	if err := pair.Identify(ctx); err != nil {
+		return classify(err, pr.ClusterID), nil
+	}
+	if v := r.claim(ctx, in, pair); v != nil {
+		return v, nil
+	}
+	rec.Eventf(p, nil, "Normal", authv1beta1.ReasonPeeringAuthenticating, "Peer", "running the handshake with cluster %q as peering user %s", pr.ClusterID, in.cert.Subject.CommonName)
+	id, err := r.Steps.Authenticate(ctx, pair)
+	if err != nil {
+		return classify(err, pr.ClusterID), nil
+	}
+	used := cluster.ConsumedBootstrap{User: in.cert.Subject.CommonName, Serial: in.cert.SerialNumber.Text(16), NotAfter: in.cert.NotAfter}
+	if err := r.updateRecord(ctx, pr.ClusterID, func(rec *cluster.TenantRecord) { rec.Consume(used, in.now) }); err != nil {
+		return nil, err
+	}
+	in.identity = id
+	describeIdentity(p, id)
+	r.retire(ctx, p, pr, used.Serial, rec)
+	return peeredVerdict(in), nil
+}
+
+// claim makes this Peering the owner of the peering with the provider pair names, in the
+// consumer's tenant record, before anything is written on either side: a deleted Peering
+// leaves the provider its record names. A provider another live Peering owns is refused.
+func (r *Reconciler) claim(ctx context.Context, in *input, pair *handshake.Pair) *verdict {
+	p, providerID := in.peering, pair.Provider.ClusterID
+	if pin := string(p.Spec.ProviderClusterID); pin != "" && pin != providerID {
+		return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonProviderMismatch,
+			message: fmt.Sprintf("the bootstrap credential reaches cluster %q, and spec.providerClusterID pins %q: nothing was written there; check which provider the peering user comes from", providerID, pin)}
+	}
+	var owner string
+	err := r.updateRecord(ctx, providerID, func(rec *cluster.TenantRecord) {
+		if rec.Peering == nil {
+			rec.Peering = &cluster.RecordedPeering{}
+		}
+		if rec.Peering.UID != "" && rec.Peering.UID != string(p.UID) && r.peeringExists(ctx, rec.Peering.UID) {
+			owner = rec.Peering.Name
+			return
+		}
+		rec.Peering.Name, rec.Peering.UID = p.Name, string(p.UID)
+	})
+	switch {
+	case err != nil:
+		return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonHandshakeFailed, requeue: providerRetry,
+			message: fmt.Sprintf("recording the peering with %q in this cluster's tenant record: %v", providerID, err)}
+	case owner != "":
+		return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonProviderPeeredElsewhere,
+			message: fmt.Sprintf("Peering %s/%s already peers with cluster %q: delete one of the two", p.Namespace, owner, providerID)}
+	}
+	p.Status.ProviderClusterID = authv1beta1.ClusterID(providerID)
+	if pin := p.Spec.ProviderCAFingerprint; pin != "" {
+		if err := handshake.PinCAFingerprint(ctx, pair.Consumer, providerID, pin, "spec.providerCAFingerprint of Peering "+p.Name+" gives "+pin); err != nil {
+			return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonProviderCAMismatch, message: err.Error()}
+		}
+	}
+	return nil
+}
+
+// peeringExists says whether a Peering with uid is still in the Liqo namespace.
+func (r *Reconciler) peeringExists(ctx context.Context, uid string) bool {
+	var list authv1beta1.PeeringList
+	if err := r.Client.List(ctx, &list, client.InNamespace(r.LiqoNamespace)); err != nil {
+		return true // unknown: the claim is refused, and tried again
+	}
+	for _, p := range list.Items {
+		if string(p.UID) == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// updateRecord changes the consumer's tenant record of providerID (creating it).
+func (r *Reconciler) updateRecord(ctx context.Context, providerID string, mutate func(*cluster.TenantRecord)) error {
+	return cluster.UpdateTenantRecord(ctx, r.Client, r.APIReader, r.LiqoNamespace, providerID, true, func(rec *cluster.TenantRecord) error {
+		mutate(rec)
+		return nil
+	})
+}
+
+// classify turns a handshake error into the Peering's verdict: the provider's answer, or
+// what is wrong with the credential or the way there.
+func classify(err error, providerID string) *verdict {
+	var refusal *handshake.PeeringUserRefusal
+	switch {
+	case errors.Is(err, handshake.ErrApprovalPending):
+		return &verdict{state: authv1beta1.PeeringWaitingForApproval, reason: authv1beta1.ReasonPeeringWaitingForApproval, requeue: approvalRecheck,
+			message: fmt.Sprintf("cluster %q accepted the handshake and waits for its administrator's approval: %v", providerID, err)}
+	case errors.Is(err, handshake.ErrDenied):
+		return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonPeeringDenied, requeue: deniedRecheck, message: err.Error()}
+	case errors.As(err, &refusal):
+		return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonBootstrapCredentialRefused, message: err.Error()}
+	case handshake.Unreachable(err):
+		return &verdict{state: authv1beta1.PeeringPending, reason: authv1beta1.ReasonProviderUnreachable, requeue: providerRetry, message: err.Error()}
+	}
+	return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonHandshakeFailed, requeue: providerRetry, message: err.Error()}
+}
+
+// describeIdentity copies into the Peering's status what its Identity says.
+func describeIdentity(p *authv1beta1.Peering, id *authv1beta1.Identity) {
+	p.Status.TenantNamespace, p.Status.Identity = id.Namespace, id.Name
+	p.Status.Certificate = id.Status.Certificate.DeepCopy()
+}
+
+// afterPeered retires the bootstrap credential if it was not, and asks for the slices;
+// it returns when to come back for them (0: on events only).
+func (r *Reconciler) afterPeered(ctx context.Context, in *input, rec events.EventRecorder) time.Duration {
+	r.describeBootstrap(ctx, in, rec)
+	return r.slices(ctx, in, rec)
+}
+
+// describeBootstrap sets the BootstrapRetired condition from the record, retiring a used
+// credential the record does not say retired when the Secret still holds it.
+func (r *Reconciler) describeBootstrap(ctx context.Context, in *input, rec events.EventRecorder) {
+	p := in.peering
+	var pending *cluster.ConsumedBootstrap
+	retired := 0
+	for i, b := range in.owned.Peering.Consumed {
+		if b.Retired != nil {
+			retired++
+			p.Status.Bootstrap = &authv1beta1.PeeringBootstrap{User: b.User, Serial: b.Serial, NotAfter: timeOf(b.NotAfter), Retired: timeOf(*b.Retired)}
+		} else {
+			pending = &in.owned.Peering.Consumed[i]
+		}
+	}
+	switch {
+	case pending != nil:
+		r.retireFromSecret(ctx, in, pending, rec)
+	case retired > 0:
+		status.SetCondition(&p.Status.Conditions, authv1beta1.ConditionBootstrapRetired, true, authv1beta1.ReasonBootstrapRetired,
+			fmt.Sprintf("peering user %s retired itself on the provider, proven: its certificate authorizes nothing there; Secret %s may be deleted", p.Status.Bootstrap.User, p.Spec.BootstrapSecretRef.Name), p.Generation)
+	default:
+		status.SetCondition(&p.Status.Conditions, authv1beta1.ConditionBootstrapRetired, true, authv1beta1.ReasonBootstrapRetirePending,
+			"this peering was made without a bootstrap credential of this Peering (liqoctl authenticate): none to retire", p.Generation)
+	}
+}
+
+// retireFromSecret retires the used credential b with the kubeconfig the Secret holds,
+// when it is still that credential.
+func (r *Reconciler) retireFromSecret(ctx context.Context, in *input, b *cluster.ConsumedBootstrap, rec events.EventRecorder) {
+	p := in.peering
+	if in.secret == nil {
+		// Stage two was not loaded: the Identity is ready.
+		_ = r.loadBootstrap(ctx, in, nil)
+	}
+	if in.cert == nil || in.cert.SerialNumber.Text(16) != b.Serial {
+		status.SetCondition(&p.Status.Conditions, authv1beta1.ConditionBootstrapRetired, false, authv1beta1.ReasonBootstrapNotRetired,
+			fmt.Sprintf("peering user %s was used and could not retire itself, and Secret %s no longer holds it: ask the provider's administrator to run liqoctl delete peering-user --consumer-cluster-id %s",
+				b.User, p.Spec.BootstrapSecretRef.Name, r.ClusterID), p.Generation)
+		return
+	}
+	progress := &steps{rec: r.Recorder, peering: p}
+	defer progress.flush()
+	pr, err := r.Dial(in.kubeconfig, progress.side(handshake.Remote))
+	if err != nil {
+		status.SetCondition(&p.Status.Conditions, authv1beta1.ConditionBootstrapRetired, false, authv1beta1.ReasonBootstrapNotRetired, err.Error(), p.Generation)
+		return
+	}
+	pr.ClusterID = in.owned.RemoteID
+	r.retire(ctx, p, pr, b.Serial, rec)
+}
+
+// retire has the peering user of pr retire itself and records it; the condition says how
+// it went.
+func (r *Reconciler) retire(ctx context.Context, p *authv1beta1.Peering, pr *handshake.Side, serial string, rec events.EventRecorder) {
+	err := r.Steps.Retire(ctx, pr)
+	if err == nil {
+		now := r.now()
+		err = r.updateRecord(ctx, pr.ClusterID, func(tr *cluster.TenantRecord) {
+			if b := tr.ConsumedBootstrap(serial); b != nil {
+				b.Retired = &now
+			}
+		})
+		if p.Status.Bootstrap != nil {
+			p.Status.Bootstrap.Retired = timeOf(now)
+		}
+	}
+	if err != nil {
+		if status.SetCondition(&p.Status.Conditions, authv1beta1.ConditionBootstrapRetired, false, authv1beta1.ReasonBootstrapNotRetired,
+			fmt.Sprintf("the peering user could not retire itself (tried again at the next reconcile): %v", err), p.Generation) {
+			rec.Eventf(p, nil, "Warning", authv1beta1.ReasonBootstrapNotRetired, "Retire", "%v", err)
+		}
+		return
+	}
+	if status.SetCondition(&p.Status.Conditions, authv1beta1.ConditionBootstrapRetired, true, authv1beta1.ReasonBootstrapRetired,
+		fmt.Sprintf("peering user retired itself on cluster %q, proven: its certificate authorizes nothing there; Secret %s may be deleted", pr.ClusterID, p.Spec.BootstrapSecretRef.Name), p.Generation) {
+		rec.Eventf(p, nil, "Normal", authv1beta1.ReasonBootstrapRetired, "Retire", "the bootstrap peering user retired itself on cluster %q, proven", pr.ClusterID)
+	}
+}
+
+// leave carries out a deleted Peering: the consumer leaves the provider its record names,
+// with its own identity, and the finalizer goes once that is proven.
+func (r *Reconciler) leave(ctx context.Context, p *authv1beta1.Peering, rec events.EventRecorder) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(p, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	in, err := r.load(ctx, p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if in.owned != nil {
+		providerID := in.owned.RemoteID
+		orig := p.DeepCopy()
+		r.setReady(p, &verdict{state: authv1beta1.PeeringLeaving, reason: authv1beta1.ReasonPeeringLeaving,
+			message: fmt.Sprintf("leaving cluster %q with this cluster's own identity", providerID)}, rec)
+		if _, err := status.SaveStatus(ctx, r.Client, p, statusChanged(orig, p)); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.leaveProvider(ctx, p, providerID); err != nil {
+			orig := p.DeepCopy()
+			r.setReady(p, &verdict{state: authv1beta1.PeeringLeaving, reason: authv1beta1.ReasonPeeringLeaveFailed, message: err.Error()}, rec)
+			rec.Eventf(p, nil, "Warning", authv1beta1.ReasonPeeringLeaveFailed, "Leave", "%v", err)
+			if _, saveErr := status.SaveStatus(ctx, r.Client, p, statusChanged(orig, p)); saveErr != nil {
+				return ctrl.Result{}, saveErr
+			}
+			return ctrl.Result{RequeueAfter: leaveRetry}, nil
+		}
+	}
+	controllerutil.RemoveFinalizer(p, Finalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, p))
+}
+
+// leaveProvider deletes the slices the Peering asked for, leaves providerID and forgets
+// that this Peering owned the peering.
+func (r *Reconciler) leaveProvider(ctx context.Context, p *authv1beta1.Peering, providerID string) error {
+	progress := &steps{rec: r.Recorder, peering: p}
+	defer progress.flush()
+	c, err := r.Consumer(progress.side(handshake.Local))
+	if err != nil {
+		return err
+	}
+	if err := r.Steps.Leave(ctx, c, providerID, r.now()); err != nil {
+		return err
+	}
+	return r.updateRecord(ctx, providerID, func(rec *cluster.TenantRecord) {
+		if rec.Peering != nil && rec.Peering.UID == string(p.UID) {
+			rec.Peering.Name, rec.Peering.UID = "", ""
+		}
+	})
+}
