@@ -2,7 +2,15 @@ package integration
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +22,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -50,7 +62,6 @@ func waitPeering(t *testing.T, c client.Client, name, reason string, timeout tim
 	})
 	return p
 }
-
 
 // peeringEvents are the notes of the Events recorded on Peering name.
 func peeringEvents(t *testing.T, c client.Client, name string) []string {
@@ -117,5 +128,114 @@ func TestDeclarativePeering(t *testing.T) {
 		assert.True(t, apierrors.IsNotFound(err), "the Tenant is gone on the provider: %v", err)
 		err = c.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: wire.IdentityName(p.id)}, &authv1beta1.Identity{})
 		assert.True(t, apierrors.IsNotFound(err), "the Identity is gone on the consumer: %v", err)
+	})
+}
+
+// mutateKubeconfig returns kubeconfig changed by mutate.
+func mutateKubeconfig(t *testing.T, kubeconfig []byte, mutate func(c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo)) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	mutate(cfg.Clusters[ctx.Cluster], cfg.AuthInfos[ctx.AuthInfo])
+	out, err := clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	return out
+}
+
+// expiredPeeringUser is a peering user certificate of consumerID signed by ca that
+// expired an hour ago, with its key, in PEM.
+func expiredPeeringUser(t *testing.T, ca *testenv.CA, consumerID string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: wire.PeeringUserName(consumerID, "0ld0ld00"), Organization: []string{wire.UserGroup}},
+		NotBefore: now.Add(-3 * time.Hour), NotAfter: now.Add(-time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+}
+
+// TestDeclarativePeeringBadInput: each bad bootstrap input is a condition with a reason
+// that says what to do, and nothing is written on the provider; then a good one peers.
+func TestDeclarativePeeringBadInput(t *testing.T) {
+	c, p := cliSites(t)
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	startManager(t, c)
+	ctx := context.Background()
+	good, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	expCert, expKey := expiredPeeringUser(t, p.cp.CA, c.id)
+	adminCert, adminKey, err := p.cp.CA.Issue("cluster-admin-ish", []string{"system:masters"}, nil, nil)
+	require.NoError(t, err)
+	otherCert, otherKey, err := p.cp.CA.Issue(wire.PeeringUserName("cl-someone-else", "abcd0123"), []string{wire.UserGroup}, nil, nil)
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name, reason, says string
+		kubeconfig         []byte
+		spec               func(*authv1beta1.PeeringSpec)
+	}{
+		{name: "exec-plugin", reason: authv1beta1.ReasonBootstrapCredentialRefused, says: "an exec credential plugin",
+			kubeconfig: mutateKubeconfig(t, []byte(good), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", Args: []string{"-c", "touch /tmp/pwned"}, APIVersion: "client.authentication.k8s.io/v1"}
+			})},
+		{name: "not-yaml", reason: authv1beta1.ReasonBootstrapCredentialInvalid, says: "cannot be parsed", kubeconfig: []byte("{{ not a kubeconfig")},
+		{name: "admin", reason: authv1beta1.ReasonBootstrapCredentialRefused, says: "not as a peering user",
+			kubeconfig: mutateKubeconfig(t, []byte(good), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.ClientCertificateData, u.ClientKeyData = adminCert, adminKey
+			})},
+		{name: "another-consumer", reason: authv1beta1.ReasonBootstrapCredentialRefused, says: "liqoctl generate peering-user --consumer-cluster-id " + c.id,
+			kubeconfig: mutateKubeconfig(t, []byte(good), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.ClientCertificateData, u.ClientKeyData = otherCert, otherKey
+			})},
+		{name: "expired", reason: authv1beta1.ReasonBootstrapExpired, says: "ask the provider's administrator for a new one",
+			kubeconfig: mutateKubeconfig(t, []byte(good), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.ClientCertificateData, u.ClientKeyData = expCert, expKey
+			})},
+		{name: "unreachable", reason: authv1beta1.ReasonProviderUnreachable, says: "cannot reach the API server",
+			kubeconfig: mutateKubeconfig(t, []byte(good), func(cl *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) { cl.Server = "https://127.0.0.1:1" })},
+		{name: "wrong-ca-pin", reason: authv1beta1.ReasonProviderCAMismatch, says: "nothing was sent to that server", kubeconfig: []byte(good),
+			spec: func(s *authv1beta1.PeeringSpec) { s.ProviderCAFingerprint = "sha256:" + strings.Repeat("ab", 32) }},
+		{name: "wrong-provider-pin", reason: authv1beta1.ReasonProviderMismatch, says: "spec.providerClusterID pins", kubeconfig: []byte(good),
+			spec: func(s *authv1beta1.PeeringSpec) { s.ProviderClusterID = "cl-elsewhere" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pe, s := declaredPeering("bad-"+tc.name, "bad-"+tc.name, tc.kubeconfig, p.id)
+			if tc.spec != nil {
+				tc.spec(&pe.Spec)
+			}
+			require.NoError(t, c.client.Create(ctx, s))
+			require.NoError(t, c.client.Create(ctx, pe))
+			got := waitPeering(t, c.client, pe.Name, tc.reason, 20*time.Second)
+			assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, authv1beta1.ConditionReady).Message, tc.says)
+			require.NoError(t, c.client.Delete(ctx, pe))
+			eventually(t, 10*time.Second, "a Peering that never peered is deleted at once", func(ctx context.Context) (bool, error) {
+				err := c.client.Get(ctx, client.ObjectKeyFromObject(pe), &authv1beta1.Peering{})
+				return apierrors.IsNotFound(err), err
+			})
+		})
+	}
+	_, err = os.Stat("/tmp/pwned")
+	assert.True(t, os.IsNotExist(err), "the exec plugin never ran")
+	err = p.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &authv1beta1.Tenant{})
+	assert.True(t, apierrors.IsNotFound(err), "no bad input wrote a Tenant on the provider: %v", err)
+
+	t.Run("a deleted peering user", func(t *testing.T) {
+		mustCLI(t, "delete", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+		pe, s := declaredPeering("deleted-user", "deleted-user", []byte(good), p.id)
+		require.NoError(t, c.client.Create(ctx, s))
+		require.NoError(t, c.client.Create(ctx, pe))
+		got := waitPeering(t, c.client, pe.Name, authv1beta1.ReasonBootstrapCredentialRefused, 20*time.Second)
+		assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, authv1beta1.ConditionReady).Message, "liqoctl generate peering-user --consumer-cluster-id "+c.id)
+
+		// Nothing is lost: a new peering user in the same Secret, and the same Peering peers.
+		fresh, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+		s.Data[peering.KubeconfigKey] = []byte(fresh)
+		require.NoError(t, c.client.Update(ctx, s))
+		waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 30*time.Second)
+		assertTenantAccess(t, p, c, kubeconfigOf(t, c, p))
 	})
 }
