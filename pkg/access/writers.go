@@ -86,7 +86,7 @@ var (
 	nsCreatorRoles    = Writer{Principal: NamespaceCreator, Writes: "Roles labelled as this project's, in namespaces it creates"}
 	roleWriter        = Writer{Principal: RoleWriter, Writes: "Roles of the tenant namespace labelled as this project's, named like a slice's"}
 	liqoNSPeerings    = Writer{Principal: LiqoNamespaceWriter, Writes: "Peerings and their bootstrap Secrets in the Liqo namespace: the administrator's declarations (a Peering elsewhere is never read)", Trusted: true}
-	statusPeerings    = Writer{Principal: StatusWriter, Writes: "Peering status in every namespace (state, provider, bootstrap, conditions)"}
+	statusPeerings    = Writer{Principal: StatusWriter, Writes: "Peering status in every namespace (state, provider, bootstrap, conditions)", Tests: []string{"TestPeeringStatusWriterCannotChooseWhatIsLeft"}}
 	csrCreator        = Writer{Principal: CSRCreator, Writes: "CertificateSigningRequests with any name, labels (this project's, a Tenant's UID) and request; never `spec.username`", Tests: []string{"TestCSRSquattingIsNeverApproved"}}
 )
 

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
@@ -238,4 +239,61 @@ func TestDeclarativePeeringBadInput(t *testing.T) {
 		waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 30*time.Second)
 		assertTenantAccess(t, p, c, kubeconfigOf(t, c, p))
 	})
+}
+
+// TestPeeringStatusWriterCannotChooseWhatIsLeft: a consumer declares two peerings; a status
+// writer rewrites the first Peering's status to name the second provider, then the
+// administrator deletes the first Peering. The consumer leaves the provider its tenant
+// record says the first Peering peered with, never the one the forged status names: the
+// second peering keeps working.
+func TestPeeringStatusWriterCannotChooseWhatIsLeft(t *testing.T) {
+	cps := testenv.New(t, "consumer", "provider-a", "provider-b")
+	ids := []string{"cl-consumer", "cl-provider-a", "cl-provider-b"}
+	sites := make([]*site, len(cps))
+	for i, cp := range cps {
+		mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", ids[i])
+		sites[i] = &site{cp: cp, id: ids[i], client: newClient(t, cp.Config)}
+	}
+	c, pa, pb := sites[0], sites[1], sites[2]
+	startManager(t, pa, "--api-server-url", pa.cp.URL)
+	startManager(t, pb, "--api-server-url", pb.cp.URL)
+	startManager(t, c)
+	ctx := context.Background()
+	for _, pr := range []*site{pa, pb} {
+		kubeconfig, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", pr.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+		pe, s := declaredPeering("to-"+pr.id, "bootstrap-"+pr.id, []byte(kubeconfig), pr.id)
+		require.NoError(t, c.client.Create(ctx, s))
+		require.NoError(t, c.client.Create(ctx, pe))
+	}
+	waitPeering(t, c.client, "to-"+pa.id, authv1beta1.ReasonPeered, 30*time.Second)
+	waitPeering(t, c.client, "to-"+pb.id, authv1beta1.ReasonPeered, 30*time.Second)
+
+	statusWriter := principal(t, c, "peering-status-writer", "", rule("authentication.liqo.io", "peerings/status", "get", "update", "patch"), rule("authentication.liqo.io", "peerings", "get"))
+	// The controller writes the status back at once: the forgery is repeated until the
+	// deletion below has been decided.
+	forge := func() {
+		_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var pe authv1beta1.Peering
+			if err := statusWriter.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: "to-" + pa.id}, &pe); err != nil {
+				return err
+			}
+			pe.Status.ProviderClusterID = authv1beta1.ClusterID(pb.id)
+			pe.Status.TenantNamespace = wire.TenantNamespaceName(pb.id)
+			pe.Status.Identity = wire.IdentityName(pb.id)
+			return statusWriter.Status().Update(ctx, &pe)
+		})
+	}
+	forge()
+	require.NoError(t, c.client.Delete(ctx, &authv1beta1.Peering{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: "to-" + pa.id}}))
+	forge()
+	eventually(t, 30*time.Second, "the first Peering is gone", func(ctx context.Context) (bool, error) {
+		err := c.client.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: "to-" + pa.id}, &authv1beta1.Peering{})
+		return apierrors.IsNotFound(err), err
+	})
+	err := pa.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &authv1beta1.Tenant{})
+	assert.True(t, apierrors.IsNotFound(err), "the consumer left provider a, which its record names: %v", err)
+	require.NoError(t, pb.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &authv1beta1.Tenant{}),
+		"provider b, which only the forged status named, keeps its Tenant")
+	waitPeering(t, c.client, "to-"+pb.id, authv1beta1.ReasonPeered, 5*time.Second)
+	assertTenantAccess(t, pb, c, kubeconfigOf(t, c, pb))
 }
