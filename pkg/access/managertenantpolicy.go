@@ -81,7 +81,7 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 			{Expression: notLease + " || object.metadata.name == '" + wire.PresenceLeaseName + "'",
 				Message: "liqo-auth-manager creates only the Lease " + wire.PresenceLeaseName + " in a tenant namespace"},
 		})
-	return append(append(bindings, tenantPolicy...), forgePresenceLeasePolicy()...)
+	return append(append(append(bindings, tenantPolicy...), forgePresenceLeasePolicy()...), forgeManagerNamespacePolicy(isManager)...)
 }
 
 // PresenceLeasePolicyName is the ValidatingAdmissionPolicy (and its binding) that keeps the
@@ -157,4 +157,19 @@ func rulesAre(rules []rbacv1.PolicyRule) string {
 		out = append(out, "["+rs+"["+strconv.Itoa(i)+"]].all(r, "+strings.Join(checks, " && ")+")")
 	}
 	return "(" + strings.Join(out, " && ") + ")"
+}
+
+// forgeManagerNamespacePolicy is the policy that lets the manager (isManager) create only
+// tenant namespaces: RBAC cannot restrict create to a name, and a declared peering (a
+// Peering) makes the consumer's tenant namespace of its provider, as liqoctl authenticate
+// does. A stolen manager token may create liqo-tenant-<id>, labelled for <id>, nothing
+// else.
+func forgeManagerNamespacePolicy(isManager []admissionregistrationv1.MatchCondition) []client.Object {
+	labels := "(has(object.metadata.labels) ? object.metadata.labels : {})"
+	return denyingPolicy(wire.ManagerNamespacePolicyName, createsAndUpdates("", "v1", "namespaces"), isManager,
+		[]admissionregistrationv1.Validation{{
+			Expression: "'" + wire.TenantNamespaceLabel + "' in " + labels + " && " + labels + "['" + wire.TenantNamespaceLabel + "'] == 'true' && '" + wire.RemoteClusterIDLabel + "' in " + labels + " && " +
+				"object.metadata.name == '" + wire.TenantNamespacePrefix + "' + " + labels + "['" + wire.RemoteClusterIDLabel + "']",
+			Message: "liqo-auth-manager creates no namespace but liqo-tenant-<id>, labelled as the tenant namespace of <id>",
+		}})
 }

@@ -17,4 +17,6 @@ var ErrDenied = errors.New("denied by the provider's administrator")
 func RetirePeeringUser(ctx context.Context, pr *Side) error { return errors.New("not yet") }
 
 // Leave is a placeholder until the retire branch lands.
-func Leave(ctx context.Context, c *Side, providerID string, now time.Time) error { return errors.New("not yet") }
+func Leave(ctx context.Context, c *Side, providerID string, now time.Time) error {
+	return errors.New("not yet")
+}

@@ -397,7 +397,16 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		{"approve", "certificates.k8s.io", "signers", "", "", "kubernetes.io/kube-apiserver-client-kubelet", false},
 		{"create", "", "pods", "", "default", "", false},
 		{"delete", "", "namespaces", "", "", tn, false},
-		{"create", "", "namespaces", "", "", "", false},
+		// A Peering makes its tenant namespace: RBAC's anywhere, the admission policy
+		// liqo-auth-manager-namespaces keeps it to tenant namespaces (below).
+		{"create", "", "namespaces", "", "", "", true},
+		{"update", "", "namespaces", "", "", tn, false},
+		{"update", "authentication.liqo.io", "peerings", "", liqo, "", true},
+		{"update", "authentication.liqo.io", "peerings", "status", liqo, "", true},
+		{"update", "authentication.liqo.io", "peerings", "", "default", "", false},
+		{"update", "authentication.liqo.io", "peerings", "status", "default", "", false},
+		{"create", "authentication.liqo.io", "peerings", "", liqo, "", false},
+		{"delete", "authentication.liqo.io", "peerings", "", liqo, "", false},
 		{"impersonate", "", "users", "", "", "", false},
 		{"create", "", "serviceaccounts", "token", liqo, wire.ManagerName, false},
 	}
@@ -407,6 +416,22 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		require.NoError(t, p.client.Create(ctx, sar))
 		assert.Equal(t, tc.allowed, sar.Status.Allowed, "%s %s/%s %s in %q (%s)", tc.verb, tc.group, tc.resource, tc.sub, tc.ns, sar.Status.Reason)
 	}
+	t.Run("the admission policy lets it create only tenant namespaces", func(t *testing.T) {
+		saCfg, err := p.cp.ServiceAccountConfig(ctx, liqo, wire.ManagerName)
+		require.NoError(t, err)
+		manager := newClient(t, saCfg)
+		for _, ns := range []*corev1.Namespace{
+			{ObjectMeta: metav1.ObjectMeta{Name: "kube-public-2"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-y", Labels: cluster.TenantNamespaceLabels("cl-z")}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "not-a-tenant", Labels: cluster.TenantNamespaceLabels("cl-y")}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-y"}},
+		} {
+			err := manager.Create(ctx, ns)
+			require.Error(t, err, "namespace %s %v", ns.Name, ns.Labels)
+			assert.Contains(t, err.Error(), "creates no namespace but liqo-tenant-<id>")
+		}
+		require.NoError(t, manager.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-y", Labels: cluster.TenantNamespaceLabels("cl-y")}}))
+	})
 	// What RBAC cannot scope, the admission policy does: as the manager's ServiceAccount
 	// itself, requests it did not make, or not for a Tenant, or for another signer, are
 	// refused.

@@ -22,6 +22,9 @@ const (
 	ManagerPolicyName        = "liqo-auth-manager-csrs"
 	ManagerBindingPolicyName = "liqo-auth-manager-bindings"
 	ManagerTenantPolicyName  = "liqo-auth-manager-tenant-writes"
+	// ManagerNamespacePolicyName is the ValidatingAdmissionPolicy (and its binding) that
+	// lets liqo-auth-manager create no namespace but a tenant namespace (a Peering's).
+	ManagerNamespacePolicyName = "liqo-auth-manager-namespaces"
 	// PeeringUserPolicyName is the ValidatingAdmissionPolicy (and its binding) that lets a
 	// peering user create no Secret but the nonce.
 	PeeringUserPolicyName = "liqo-auth-peering-users"
