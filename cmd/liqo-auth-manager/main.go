@@ -41,8 +41,11 @@ import (
 type flags struct {
 	kubeconfig, apiServerURL, apiServerCAFile, metricsAddr, healthAddr, pprofAddr string
 	leaderElect, provider, consumer, showVersion                                  bool
-	qps                                                                           float32
-	burst                                                                         int
+	// restartForPeerings: the Peering CRD is missing; the manager ends once it is
+	// installed, to be started again carrying out Peerings.
+	restartForPeerings bool
+	qps                float32
+	burst              int
 	// leaseDuration, renewDeadline and retryPeriod time the leader election.
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 	opts                                      authmanager.Options
@@ -143,7 +146,7 @@ func run() error {
 		return completeOptionsErr
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme.New(), Cache: authmanager.CacheOptions(f.opts.Namespace, f.opts.Scope),
+		Scheme: scheme.New(), Cache: authmanager.CacheOptions(f.opts.Namespace, f.opts.Scope, f.opts.Peerings),
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		PprofBindAddress:       f.pprofAddr,
 		HealthProbeBindAddress: f.healthAddr,
@@ -160,6 +163,15 @@ func run() error {
 	}
 	if err := authmanager.Setup(ctx, mgr, f.opts); err != nil {
 		return err
+	}
+	if f.restartForPeerings {
+		watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(authmanager.RestartWhenPeeringsServed{Client: watcher}); err != nil {
+			return err
+		}
 	}
 	if !f.leaderElect {
 		if err := addPresence(mgr, f, direct, log); err != nil {
@@ -218,6 +230,11 @@ func completeOptions(ctx context.Context, f *flags, direct client.Client, cfg *r
 		return err
 	}
 	f.opts.Scope = authmanager.NewCacheScope(f.opts.Namespace)
+	if f.opts.Peerings && f.opts.Role.Has(authmanager.Consumer) && !authmanager.PeeringsServed(direct.RESTMapper()) {
+		log.Info("the Peering CRD is not installed: declared peerings are not carried out until it is (liqoctl install installs it); the manager restarts itself when it is")
+		f.opts.Peerings = false
+		f.restartForPeerings = true
+	}
 	if f.metricsAddr != "0" {
 		f.opts.Metrics = ctrlmetrics.Registry
 	}

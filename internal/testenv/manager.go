@@ -61,6 +61,9 @@ func (m *Manager) Kill() {
 	<-m.done
 }
 
+// Done is closed when the manager process has exited.
+func (m *Manager) Done() <-chan struct{} { return m.done }
+
 // Pid is the manager's process ID.
 func (m *Manager) Pid() int { return m.cmd.Process.Pid }
 

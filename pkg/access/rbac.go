@@ -98,6 +98,9 @@ func ManagerRules() []rbacv1.PolicyRule {
 		// provider, as liqoctl authenticate does: the admission policy
 		// liqo-auth-manager-namespaces lets it create only tenant namespaces.
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"create"}},
+		// A manager started before the Peering CRD was installed watches that CRD alone,
+		// and restarts once it is.
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{wire.PeeringsCRDName}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 	}...)
 }

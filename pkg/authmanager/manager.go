@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/consumerslice"
@@ -143,13 +144,18 @@ func (o *Options) Complete() error {
 // already be a user with permissions here. Within those, scope (nil: none) decides what is
 // kept whole: the content of Secrets and requests that are not the manager's is not kept
 // (CacheScope), and no object keeps managed fields or annotations not of this project.
-func CacheOptions(liqoNS string, scope *CacheScope) cache.Options {
+// Peerings are cached only with peerings set (a manager that carries them out): a cluster
+// without their CRD (Liqo's, one installed by an older liqoctl) must not stop the rest.
+func CacheOptions(liqoNS string, scope *CacheScope, peerings bool) cache.Options {
 	transform := cache.TransformStripManagedFields()
 	if scope != nil {
 		transform = scope.transform
 	}
 	byObject := map[client.Object]cache.ByObject{}
 	for _, w := range access.ManagerWatched() {
+		if _, ok := w.Object.(*authv1beta1.Peering); ok && !peerings {
+			continue
+		}
 		var by cache.ByObject
 		if w.Label != "" {
 			sel, err := labels.Parse(w.Label)
@@ -189,6 +195,9 @@ func stripBinding(obj any) (any, error) {
 func WatchedTypes(o Options) []client.Object {
 	var objs []client.Object
 	for _, w := range access.WatchedBy(o.Role) {
+		if _, ok := w.Object.(*authv1beta1.Peering); ok && !o.Peerings {
+			continue
+		}
 		objs = append(objs, w.Object)
 	}
 	return objs

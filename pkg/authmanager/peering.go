@@ -2,10 +2,18 @@ package authmanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/peering"
@@ -88,4 +97,74 @@ func DialKubeconfig(k *authn.KubeconfigInfo, r handshake.Reporter) (*handshake.S
 	s := &handshake.Side{Scope: handshake.Remote, Client: c, Config: cfg, HTTPClient: hc, Mapper: mapper, Report: r}
 	s.DetectPeeringUser()
 	return s, nil
+}
+
+// PeeringsServed says whether the cluster behind mapper serves Peerings (its CRD is
+// installed).
+func PeeringsServed(mapper meta.RESTMapper) bool {
+	_, err := mapper.RESTMapping(schema.GroupKind{Group: authv1beta1.GroupVersion.Group, Kind: "Peering"}, authv1beta1.GroupVersion.Version)
+	return err == nil
+}
+
+// RestartWhenPeeringsServed is a Runnable for a manager started before the Peering CRD was
+// installed: it watches that CRD alone and, once it is established, ends the manager with
+// an error that says so, for its Deployment (or supervisor) to start it again, now
+// carrying out Peerings. A manager whose cluster never gets the CRD runs on unchanged.
+type RestartWhenPeeringsServed struct {
+	// Client may get and watch the CRD by name.
+	Client client.WithWatch
+}
+
+// ErrPeeringsServed ends a manager started before the Peering CRD was installed.
+var ErrPeeringsServed = errors.New("the Peering CRD is now installed: restarting to carry out Peerings")
+
+// Start waits for the CRD, and returns ErrPeeringsServed once it is established.
+func (r RestartWhenPeeringsServed) Start(ctx context.Context) error {
+	byName := client.MatchingFields{"metadata.name": wire.PeeringsCRDName}
+	for {
+		var list apiextensionsv1.CustomResourceDefinitionList
+		if err := r.Client.List(ctx, &list, byName); err != nil {
+			return fmt.Errorf("watching for the Peering CRD: %w", err)
+		}
+		for i := range list.Items {
+			if established(&list.Items[i]) {
+				return ErrPeeringsServed
+			}
+		}
+		w, err := r.Client.Watch(ctx, &apiextensionsv1.CustomResourceDefinitionList{}, byName, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			return fmt.Errorf("watching for the Peering CRD: %w", err)
+		}
+		if done, err := untilEstablished(ctx, w); done || err != nil {
+			return err
+		}
+	}
+}
+
+// untilEstablished reads w until the CRD is established (done, ErrPeeringsServed), ctx
+// ends (done, nil) or the watch closes (not done: listed and watched again).
+func untilEstablished(ctx context.Context, w watch.Interface) (bool, error) {
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return false, nil
+			}
+			if crd, isCRD := ev.Object.(*apiextensionsv1.CustomResourceDefinition); isCRD && established(crd) {
+				return true, ErrPeeringsServed
+			}
+		}
+	}
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }

@@ -114,7 +114,7 @@ func startScopedProvider(t *testing.T, p *site) (context.Context, cache.Cache) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	scope := authmanager.NewCacheScope(wire.DefaultLiqoNamespace)
-	mgr, err := ctrl.NewManager(p.cp.Config, ctrl.Options{Scheme: scheme.New(), Cache: authmanager.CacheOptions(wire.DefaultLiqoNamespace, scope),
+	mgr, err := ctrl.NewManager(p.cp.Config, ctrl.Options{Scheme: scheme.New(), Cache: authmanager.CacheOptions(wire.DefaultLiqoNamespace, scope, false),
 		Controller: authmanager.ControllerConfig(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: testLogger(t)})
 	require.NoError(t, err)
 	require.NoError(t, authmanager.Setup(ctx, mgr, authmanager.Options{Role: authmanager.Provider, Scope: scope,

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -296,4 +297,38 @@ func TestPeeringStatusWriterCannotChooseWhatIsLeft(t *testing.T) {
 		"provider b, which only the forged status named, keeps its Tenant")
 	waitPeering(t, c.client, "to-"+pb.id, authv1beta1.ReasonPeered, 5*time.Second)
 	assertTenantAccess(t, pb, c, kubeconfigOf(t, c, pb))
+}
+
+// TestPeeringCRDInstalledLate: a manager started on a cluster without the Peering CRD (an
+// older installation) runs as before; once the CRD is installed it ends itself, to be
+// started again (as its Deployment does), and the Peering applied meanwhile converges.
+func TestPeeringCRDInstalledLate(t *testing.T) {
+	c, p := cliSites(t)
+	ctx := context.Background()
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: wire.PeeringsCRDName}}
+	require.NoError(t, c.client.Delete(ctx, crd))
+	eventually(t, 20*time.Second, "the Peering CRD is gone", func(ctx context.Context) (bool, error) {
+		err := c.client.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
+		return apierrors.IsNotFound(err), err
+	})
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	m := startManager(t, c)
+	assert.Contains(t, m.Logs(), "the Peering CRD is not installed")
+	// The manager without Peerings still does its other work: a handshake through it.
+	mustCLI(t, pairArgs("authenticate", c, p)...)
+	mustCLI(t, pairArgs("unauthenticate", c, p)...)
+
+	mustCLI(t, "install", "--kubeconfig", c.cp.Kubeconfig, "--cluster-id", c.id)
+	select {
+	case <-m.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the manager did not end once the Peering CRD was installed:\n%s", m.Logs())
+	}
+	assert.Contains(t, m.Logs(), "the Peering CRD is now installed: restarting to carry out Peerings")
+	kubeconfig, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	pe, s := declaredPeering("late", "late", []byte(kubeconfig), p.id)
+	require.NoError(t, c.client.Create(ctx, pe))
+	require.NoError(t, c.client.Create(ctx, s))
+	startManager(t, c)
+	waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 30*time.Second)
 }

@@ -407,6 +407,9 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		{"update", "authentication.liqo.io", "peerings", "status", "default", "", false},
 		{"create", "authentication.liqo.io", "peerings", "", liqo, "", false},
 		{"delete", "authentication.liqo.io", "peerings", "", liqo, "", false},
+		{"watch", "apiextensions.k8s.io", "customresourcedefinitions", "", "", wire.PeeringsCRDName, true},
+		{"get", "apiextensions.k8s.io", "customresourcedefinitions", "", "", "tenants.authentication.liqo.io", false},
+		{"update", "apiextensions.k8s.io", "customresourcedefinitions", "", "", wire.PeeringsCRDName, false},
 		{"impersonate", "", "users", "", "", "", false},
 		{"create", "", "serviceaccounts", "token", liqo, wire.ManagerName, false},
 	}

@@ -29,6 +29,9 @@ const (
 	// peering user create no Secret but the nonce.
 	PeeringUserPolicyName = "liqo-auth-peering-users"
 
+	// PeeringsCRDName is the CustomResourceDefinition of Peerings.
+	PeeringsCRDName = "peerings.authentication.liqo.io"
+
 	// ConfigMapName is the ConfigMap where liqoctl install records how this cluster
 	// presents itself to consumers.
 	ConfigMapName = "liqo-auth-config"
