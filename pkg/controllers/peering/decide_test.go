@@ -99,7 +99,9 @@ func TestBootstrapChecks(t *testing.T) {
 	})
 	withToken := tampered(t, good.kubeconfig, func(u *clientcmdapi.AuthInfo, _ *clientcmdapi.Cluster) { u.Token = "admin-token" })
 	insecure := tampered(t, good.kubeconfig, func(_ *clientcmdapi.AuthInfo, c *clientcmdapi.Cluster) { c.InsecureSkipTLSVerify = true })
-	notACert := tampered(t, good.kubeconfig, func(u *clientcmdapi.AuthInfo, _ *clientcmdapi.Cluster) { u.ClientCertificateData = []byte("not a certificate") })
+	notACert := tampered(t, good.kubeconfig, func(u *clientcmdapi.AuthInfo, _ *clientcmdapi.Cluster) {
+		u.ClientCertificateData = []byte("not a certificate")
+	})
 
 	for _, tc := range []struct {
 		name string
@@ -130,7 +132,9 @@ func TestBootstrapChecks(t *testing.T) {
 			s.Data = map[string][]byte{"config": good.kubeconfig}
 			return loaded(t, peering(nil), s, testNow)
 		}, check: "checkKubeconfig", state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonBootstrapCredentialInvalid, msg: `no data key "kubeconfig"`},
-		{name: "not YAML", in: func(t *testing.T) *input { return loaded(t, peering(nil), bootstrapSecret([]byte("{{ not: yaml")), testNow) },
+		{name: "not YAML", in: func(t *testing.T) *input {
+			return loaded(t, peering(nil), bootstrapSecret([]byte("{{ not: yaml")), testNow)
+		},
 			check: "checkKubeconfig", state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonBootstrapCredentialInvalid, msg: "cannot be parsed"},
 		{name: "an embedded certificate that is none", in: func(t *testing.T) *input { return loaded(t, peering(nil), bootstrapSecret(notACert), testNow) },
 			check: "checkKubeconfig", state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonBootstrapCredentialInvalid, msg: "its client certificate"},
@@ -145,9 +149,13 @@ func TestBootstrapChecks(t *testing.T) {
 		{name: "a peering user for another consumer", in: func(t *testing.T) *input {
 			return loaded(t, peering(nil), bootstrapSecret(forOther.kubeconfig), testNow)
 		}, check: "checkIssuedForThisCluster", state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonBootstrapCredentialRefused, msg: `issued for cluster "cl-someone-else"`},
-		{name: "expired", in: func(t *testing.T) *input { return loaded(t, peering(nil), bootstrapSecret(expired.kubeconfig), testNow) },
+		{name: "expired", in: func(t *testing.T) *input {
+			return loaded(t, peering(nil), bootstrapSecret(expired.kubeconfig), testNow)
+		},
 			check: "checkNotExpired", state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonBootstrapExpired, msg: "expired at"},
-		{name: "expiring now", in: func(t *testing.T) *input { return loaded(t, peering(nil), bootstrapSecret(good.kubeconfig), good.notAfter) },
+		{name: "expiring now", in: func(t *testing.T) *input {
+			return loaded(t, peering(nil), bootstrapSecret(good.kubeconfig), good.notAfter)
+		},
 			check: "checkNotExpired", state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonBootstrapExpired, msg: "expired at"},
 		{name: "another CA pinned", in: func(t *testing.T) *input {
 			return loaded(t, peering(pinned(otherPin)), bootstrapSecret(good.kubeconfig), testNow)
@@ -174,7 +182,9 @@ func TestBootstrapChecks(t *testing.T) {
 		}, check: "checkCAPin", state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonProviderCAMismatch, msg: "spec.providerCAFingerprint pins " + otherPin,
 			later: []string{"checkNotConsumed"}},
 		{name: "an exec plugin with an administrator's certificate", in: func(t *testing.T) *input {
-			kc := tampered(t, admin.kubeconfig, func(u *clientcmdapi.AuthInfo, _ *clientcmdapi.Cluster) { u.Exec = &clientcmdapi.ExecConfig{Command: "sh"} })
+			kc := tampered(t, admin.kubeconfig, func(u *clientcmdapi.AuthInfo, _ *clientcmdapi.Cluster) {
+				u.Exec = &clientcmdapi.ExecConfig{Command: "sh"}
+			})
 			return loaded(t, peering(nil), bootstrapSecret(kc), testNow)
 		}, check: "checkKubeconfig", state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonBootstrapCredentialRefused, msg: "exec credential plugin"},
 	} {
