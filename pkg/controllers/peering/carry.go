@@ -84,6 +84,13 @@ func (r *Reconciler) handshake(ctx context.Context, in *input, rec events.EventR
 	in.identity = id
 	describeIdentity(p, id)
 	r.retire(ctx, p, pr, used.Serial, rec)
+	in.retireTried = true
+	// afterPeered reads the record this Peering owns now (claimed above), as retire left it.
+	owned, readErr := cluster.GetTenantRecord(ctx, r.APIReader, r.LiqoNamespace, pr.ClusterID)
+	if readErr != nil {
+		return nil, readErr
+	}
+	in.owned = owned
 	return peeredVerdict(in), nil
 }
 
@@ -193,7 +200,9 @@ func (r *Reconciler) describeBootstrap(ctx context.Context, in *input, rec event
 	}
 	switch {
 	case pending != nil:
-		r.retireFromSecret(ctx, in, pending, rec)
+		if !in.retireTried { // else the condition says how this reconcile's attempt went
+			r.retireFromSecret(ctx, in, pending, rec)
+		}
 	case retired > 0:
 		status.SetCondition(&p.Status.Conditions, authv1beta1.ConditionBootstrapRetired, true, authv1beta1.ReasonBootstrapRetired,
 			fmt.Sprintf("peering user %s retired itself on the provider, proven: its certificate authorizes nothing there; Secret %s may be deleted", p.Status.Bootstrap.User, p.Spec.BootstrapSecretRef.Name), p.Generation)

@@ -43,6 +43,10 @@ type input struct {
 	// consumedBy is a record in which this cluster used that certificate already (nil:
 	// none).
 	consumedBy *cluster.TenantRecord
+
+	// retireTried says that this reconcile's handshake already had the peering user retire
+	// itself (whether it could or not): it is not tried twice in one reconcile.
+	retireTried bool
 }
 
 // verdict is what a check decides: the Peering's state and Ready condition, and when to
