@@ -64,7 +64,7 @@ var (
 	peeringUserNonce  = Writer{Principal: PeeringUser, Writes: "the nonce `liqo-nonce` of its consumer: data key `nonce`, its labels and annotations only (admission policy)", Tests: []string{"TestPeeringUser"}}
 	nsCreatorNS       = Writer{Principal: NamespaceCreator, Writes: "namespaces with any labels, `liqo-tenant-<id>` included; the creator annotations only by the API server", Tests: []string{"TestTenantNamespaceDesignatedByItsCreator", "TestLookAlikeNamespaces", "TestAttack6NamespaceCreatorRevivesSeriesOfADeletedTenantNamespace"}}
 	nsCreatorRecords  = Writer{Principal: NamespaceCreator, Writes: "ConfigMaps labelled as tenant records, outside the Liqo namespace"}
-	liqoNSWriter      = Writer{Principal: LiqoNamespaceWriter, Writes: "tenant records, the cluster ID, the manager's Lease: the administrator's decisions", Trusted: true}
+	liqoNSWriter      = Writer{Principal: LiqoNamespaceWriter, Writes: "tenant records (approvals and denials among them), `liqo-auth-config` (whether approval is required), the cluster ID, the manager's Lease: the administrator's decisions", Trusted: true}
 	nsCreatorTenants  = Writer{Principal: NamespaceCreator, Writes: "Tenants (spec, metadata) in namespaces it creates", Tests: []string{"TestMetricsSeriesComeOnlyFromPeers"}}
 	tenantWriter      = Writer{Principal: TenantWriter, Writes: "the Tenants of the tenant namespace: spec (key, CSR, signature, `tenantCondition`) and metadata"}
 	peeringUserTenant = Writer{Principal: PeeringUser, Writes: "the Tenant named after its consumer: spec and metadata", Tests: []string{"TestPeeringUserCannotUndoTheAdministrator"}}
