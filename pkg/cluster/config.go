@@ -105,6 +105,9 @@ func ForgeConfigMap(ns string, cfg Config) *corev1.ConfigMap {
 	if cfg.NonceTTL > 0 {
 		cm.Data[ConfigNonceTTL] = cfg.NonceTTL.String()
 	}
+	if cfg.RequireApproval {
+		cm.Data[ConfigRequireApproval] = "true"
+	}
 	return cm
 }
 

@@ -2,14 +2,17 @@ package handshake
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
@@ -108,4 +111,54 @@ func (a *approvalWait) denied(ctx context.Context, p *Side, t *authv1beta1.Tenan
 	}
 	return true, "", fmt.Errorf("%w: cluster %q (key %s): %s; ask them, then run liqoctl authenticate again once they run liqoctl approve tenant %s",
 		ErrDenied, id, t.Status.AcceptedKeyFingerprint, authv1beta1.EscapeText(why), id)
+}
+
+// SealedKey is the fingerprint of the consumer key whose handshake the provider with
+// cluster key providerKey sealed in Tenant t, checked over t's spec as it is now: what its
+// administrator approves or denies. A status alone (which status writers may write) names
+// no key; a spec changed since the seal names none either.
+func SealedKey(t *authv1beta1.Tenant, providerKey crypto.PublicKey) (string, error) {
+	pub, err := authn.ParsePublicKey(t.Spec.PublicKey)
+	if err != nil {
+		return "", err
+	}
+	fp, err := authn.Fingerprint(pub)
+	if err != nil {
+		return "", err
+	}
+	if t.Status.AcceptedKeyFingerprint != fp {
+		return "", fmt.Errorf("the provider accepted no handshake of the key the Tenant presents (%s)", fp)
+	}
+	acc := authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID), KeyFingerprint: fp, CSRDigest: authn.CSRDigest(t.Spec.CSR)}
+	if err := authn.VerifyAcceptanceSeal(providerKey, acc, t.Status.AcceptanceSeal); err != nil {
+		return "", fmt.Errorf("the acceptance of key %s is not sealed by this provider: %w", fp, err)
+	}
+	return fp, nil
+}
+
+// WaitDecisionApplied waits on provider s until its controllers applied the
+// administrator's decision (cluster.Approved or cluster.Denied) about the key with
+// fingerprint fp to the Tenant at key: its Approved condition says it, for its current
+// spec, and an approved Tenant's certificate is no longer pending. It returns the Tenant
+// as it saw it then.
+func WaitDecisionApplied(ctx context.Context, s *Side, key client.ObjectKey, fp, decision string) (*authv1beta1.Tenant, error) {
+	want := authv1beta1.ReasonApproved
+	if decision == cluster.Denied {
+		want = authv1beta1.ReasonApprovalDenied
+	}
+	return waitObject(ctx, s, key, &authv1beta1.TenantList{}, "the provider's controllers to apply the decision", "waiting for the Tenant status",
+		func(t *authv1beta1.Tenant) (bool, string, error) {
+			if t.Status.AcceptedKeyFingerprint != fp {
+				return false, "", fmt.Errorf("the Tenant now presents another key than %s: decide again about the new one", fp)
+			}
+			c := approvalOf(t)
+			if c == nil || c.Reason != want {
+				return false, "the Tenant's Approved condition does not say " + want + " yet", nil
+			}
+			if issued := meta.FindStatusCondition(t.Status.Conditions, authv1beta1.ConditionCertificateIssued); decision == cluster.Approved &&
+				(issued == nil || issued.Status != metav1.ConditionTrue && issued.Reason == authv1beta1.ReasonCertificatePending) {
+				return false, "the certificate is pending", nil
+			}
+			return true, "", nil
+		})
 }
