@@ -64,7 +64,7 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 	objs = append(objs, access.ForgePeeringUserPolicy()...)
 	objs = append(objs, access.ForgeManagerPolicy(o.Namespace)...)
 	objs = append(objs, access.ForgeCreatorPolicies()...)
-	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 || o.Config.NonceTTL > 0 {
+	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 || o.Config.NonceTTL > 0 || o.Config.RequireApproval {
 		objs = append(objs, cluster.ForgeConfigMap(o.Namespace, o.Config))
 	}
 	return objs, nil

@@ -42,8 +42,11 @@ func ManagerWatched() []Watched {
 			ReadBy: "noncecreator, tenant, noncesigner, identity, renewfollower, metrics", Writers: []Writer{nsCreatorSecrets, secretWriter, peeringUserNonce}},
 		{Object: &corev1.Namespace{}, Group: "", Resource: "namespaces", Roles: Both, Label: wire.TenantNamespaceLabel + "=true",
 			ReadBy: "designation, every placement check", Writers: []Writer{nsCreatorNS}},
-		{Object: &corev1.ConfigMap{}, Group: "", Resource: "configmaps", Roles: Both, Label: wire.TenantRecordLabel + "=true", InLiqoNamespace: true,
-			ReadBy: "every controller (placement, pins, the administrator's state)", Writers: []Writer{nsCreatorRecords, liqoNSWriter}},
+		// This project's ConfigMaps of the Liqo namespace: the tenant records and
+		// liqo-auth-config (whether approval is required), all written by its administrator
+		// (and the records completed by the manager).
+		{Object: &corev1.ConfigMap{}, Group: "", Resource: "configmaps", Roles: Both, Label: wire.ManagedByLabel + "=" + wire.ManagedByValue, InLiqoNamespace: true,
+			ReadBy: "every controller (placement, pins, the administrator's state), tenant (the approvals, and whether approval is required)", Writers: []Writer{nsCreatorRecords, liqoNSWriter}},
 		{Object: &authv1beta1.Tenant{}, Group: authv1beta1.GroupVersion.Group, Resource: "tenants", Roles: Provider,
 			ReadBy: "tenant, peergc, providerslice, renewanswer, metrics", Writers: []Writer{nsCreatorTenants, tenantWriter, peeringUserTenant, statusTenants}},
 		{Object: &authv1beta1.Renew{}, Group: authv1beta1.GroupVersion.Group, Resource: "renews", Roles: Provider,

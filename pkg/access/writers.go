@@ -64,13 +64,13 @@ var (
 	peeringUserNonce  = Writer{Principal: PeeringUser, Writes: "the nonce `liqo-nonce` of its consumer: data key `nonce`, its labels and annotations only (admission policy)", Tests: []string{"TestPeeringUser"}}
 	nsCreatorNS       = Writer{Principal: NamespaceCreator, Writes: "namespaces with any labels, `liqo-tenant-<id>` included; the creator annotations only by the API server", Tests: []string{"TestTenantNamespaceDesignatedByItsCreator", "TestLookAlikeNamespaces", "TestAttack6NamespaceCreatorRevivesSeriesOfADeletedTenantNamespace"}}
 	nsCreatorRecords  = Writer{Principal: NamespaceCreator, Writes: "ConfigMaps labelled as tenant records, outside the Liqo namespace"}
-	liqoNSWriter      = Writer{Principal: LiqoNamespaceWriter, Writes: "tenant records, the cluster ID, the manager's Lease: the administrator's decisions", Trusted: true}
+	liqoNSWriter      = Writer{Principal: LiqoNamespaceWriter, Writes: "tenant records (approvals and denials among them), `liqo-auth-config` (whether approval is required), the cluster ID, the manager's Lease: the administrator's decisions", Trusted: true}
 	nsCreatorTenants  = Writer{Principal: NamespaceCreator, Writes: "Tenants (spec, metadata) in namespaces it creates", Tests: []string{"TestMetricsSeriesComeOnlyFromPeers"}}
-	tenantWriter      = Writer{Principal: TenantWriter, Writes: "the Tenants of the tenant namespace: spec (key, CSR, signature, `tenantCondition`) and metadata"}
-	peeringUserTenant = Writer{Principal: PeeringUser, Writes: "the Tenant named after its consumer: spec and metadata", Tests: []string{"TestPeeringUserCannotUndoTheAdministrator"}}
+	tenantWriter      = Writer{Principal: TenantWriter, Writes: "the Tenants of the tenant namespace: spec (key, CSR, signature, `tenantCondition`) and metadata", Tests: []string{"TestApprovalCannotBeForged"}}
+	peeringUserTenant = Writer{Principal: PeeringUser, Writes: "the Tenant named after its consumer: spec and metadata", Tests: []string{"TestPeeringUserCannotUndoTheAdministrator", "TestApprovalCannotBeForged"}}
 	statusTenants     = Writer{Principal: StatusWriter, Writes: "Tenant status in every namespace (acceptance, `acceptedAt`, conditions, certificate)", Tests: []string{"TestStatusWriterCannotHijackTheFirstHandshake", "TestStatusWritersCannotAcceptATenant",
 		"TestStatusWriterCannotMakeTheProviderIssue", "TestAttack5StatusWriterBackdatesRenewAfter", "TestAttack5StatusWriterInflatesHandshakeMetric",
-		"TestAttack6StatusWriterReplaysRenewRequest", "TestAttack6StatusWriterMakesRenewTenantReportAFalseRenewal"}}
+		"TestAttack6StatusWriterReplaysRenewRequest", "TestAttack6StatusWriterMakesRenewTenantReportAFalseRenewal", "TestApprovalCannotBeForged"}}
 	tenantRenews      = Writer{Principal: TheTenant, Writes: "Renews in its tenant namespace: spec and metadata"}
 	nsCreatorRenews   = Writer{Principal: NamespaceCreator, Writes: "Renews in namespaces it creates"}
 	statusRenews      = Writer{Principal: StatusWriter, Writes: "Renew status in every namespace"}
@@ -111,10 +111,12 @@ func CommandReads() []CommandRead {
 		{Command: "info", Group: g, Resource: "identities", Where: "every namespace", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
 		{Command: "info", Group: g, Resource: "resourceslices", Where: "every namespace", Writers: []Writer{tenantSlices, nsCreatorSlices, sliceWriter, statusSlices}},
 		{Command: "info", Group: "", Resource: "secrets", Where: "every namespace, labelled " + "liqo.io/remote-cluster-id", Writers: []Writer{nsCreatorSecrets, secretWriter, peeringUserNonce}},
-		{Command: "info", Group: "", Resource: "configmaps", Where: "tenant records in the Liqo namespace (peering users included)", Writers: []Writer{liqoNSWriter}},
+		{Command: "info", Group: "", Resource: "configmaps", Where: "tenant records (peering users and approvals included) and `liqo-auth-config` in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
 		{Command: "info", Group: "coordination.k8s.io", Resource: "leases", Where: "the manager's Lease in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
 		{Command: "verify", Group: g, Resource: "identities", Where: "every namespace, then the tenant namespace by name", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
 		{Command: "verify", Group: "", Resource: "configmaps", Where: "tenant records in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
+		{Command: "approve tenant, deny tenant", Group: g, Resource: "tenants", Where: "the tenant namespace, by name: the key the provider's seal names", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants}},
+		{Command: "approve tenant, deny tenant", Group: "", Resource: "configmaps", Where: "the tenant record (the certificates a consumer holds, before a denial)", Writers: []Writer{liqoNSWriter}},
 		{Command: "unauthenticate --remote-cluster-id", Group: "", Resource: "namespaces", Where: "the recorded tenant namespace, else `liqo-tenant-<id>`", Writers: []Writer{nsCreatorNS}},
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "identities", Where: "the tenant namespace, by name", Writers: []Writer{identityWriter, statusIDs}},
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "tenants", Where: "the tenant namespace, by name", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants}},

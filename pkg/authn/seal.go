@@ -2,6 +2,8 @@ package authn
 
 import (
 	"crypto"
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 )
 
@@ -49,4 +51,11 @@ func VerifyAcceptanceSeal(pub crypto.PublicKey, a Acceptance, seal []byte) error
 		return refuse(ReasonAcceptanceSealInvalid, "the recorded acceptance is not sealed by this provider's key for this Tenant, key and CSR: it was not written by liqo-auth", nil)
 	}
 	return nil
+}
+
+// CSRDigest is the digest of a certificate request (PEM) an Acceptance names: SHA-256, in
+// hex.
+func CSRDigest(csr []byte) string {
+	sum := sha256.Sum256(csr)
+	return hex.EncodeToString(sum[:])
 }

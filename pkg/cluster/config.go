@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,10 @@ const (
 	ConfigAPIServerCA         = "apiServerCA"
 	ConfigCertificateLifetime = "certificateLifetime"
 	ConfigNonceTTL            = "nonceTTL"
+	// ConfigRequireApproval is "true" when the provider's administrator approves each new
+	// consumer (liqoctl install --require-approval); it is written under its own field
+	// owner (wire.ApprovalFieldOwner), so that the other settings and it change apart.
+	ConfigRequireApproval = "requireApproval"
 )
 
 // DefaultNonceTTL is how long a nonce may be used after its Secret was created, unless
@@ -44,6 +49,9 @@ type Config struct {
 	// NonceTTL is how long a nonce may be used after its Secret was created (0: the
 	// default).
 	NonceTTL time.Duration
+	// RequireApproval: a consumer gets no certificate until this cluster's administrator
+	// approved the key of its handshake (liqoctl approve tenant).
+	RequireApproval bool
 }
 
 // GetConfig reads the liqo-auth-config ConfigMap; a missing one is an empty Config.
@@ -55,7 +63,17 @@ func GetConfig(ctx context.Context, c client.Reader, ns string) (Config, error) 
 		}
 		return Config{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, wire.ConfigMapName, err)
 	}
+	return configFrom(&cm)
+}
+
+// configFrom reads the configuration from the liqo-auth-config ConfigMap cm.
+func configFrom(cm *corev1.ConfigMap) (Config, error) {
+	ns := cm.Namespace
 	cfg := Config{APIServerURL: cm.Data[ConfigAPIServerURL], APIServerCA: []byte(cm.Data[ConfigAPIServerCA])}
+	// Anything but "false" (or nothing) requires approval: a setting that cannot be read
+	// is the stricter one.
+	v := cm.Data[ConfigRequireApproval]
+	cfg.RequireApproval = v != "" && v != "false"
 	for key, dst := range map[string]*time.Duration{ConfigCertificateLifetime: &cfg.CertificateLifetime, ConfigNonceTTL: &cfg.NonceTTL} {
 		if v := cm.Data[key]; v != "" {
 			d, err := time.ParseDuration(v)
@@ -87,5 +105,17 @@ func ForgeConfigMap(ns string, cfg Config) *corev1.ConfigMap {
 	if cfg.NonceTTL > 0 {
 		cm.Data[ConfigNonceTTL] = cfg.NonceTTL.String()
 	}
+	if cfg.RequireApproval {
+		cm.Data[ConfigRequireApproval] = "true"
+	}
+	return cm
+}
+
+// ForgeApprovalConfigMap builds the liqo-auth-config ConfigMap with only the approval
+// setting, for a server-side apply as wire.ApprovalFieldOwner: it changes that setting and
+// keeps the others, whoever set them.
+func ForgeApprovalConfigMap(ns string, require bool) *corev1.ConfigMap {
+	cm := ForgeConfigMap(ns, Config{})
+	cm.Data[ConfigRequireApproval] = strconv.FormatBool(require)
 	return cm
 }

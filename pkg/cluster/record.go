@@ -40,6 +40,7 @@ const (
 	recordPubTenantKey    = "publishedForTenant"
 	recordPeeringUserKey  = "peeringUser"
 	recordPeeringKey      = "peering"
+	recordApprovalKey     = "approval"
 )
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
@@ -96,6 +97,10 @@ type TenantRecord struct {
 	// cluster, and the bootstrap credentials it consumed: what its manager decides from,
 	// where a Peering's status writer cannot reach.
 	Peering *RecordedPeering
+	// Approval is, on a provider, its administrator's decision about the key of the remote
+	// cluster's handshake (liqoctl approve tenant, deny tenant): nil when they made none.
+	// It names the key they saw, so a handshake with another key waits again.
+	Approval *Approval
 }
 
 // RecordedPeering is, on a consumer, what its manager keeps of a declared peering.
@@ -143,6 +148,36 @@ func (r *TenantRecord) Consume(b ConsumedBootstrap, now time.Time) {
 	if r.ConsumedBootstrap(b.Serial) == nil {
 		r.Peering.Consumed = append(r.Peering.Consumed, b)
 	}
+}
+
+// Decisions of an Approval.
+const (
+	// Approved: the key may get a certificate.
+	Approved = "Approved"
+	// Denied: the key gets no certificate, and its tenant no access.
+	Denied = "Denied"
+)
+
+// Approval is a provider administrator's decision about one consumer key.
+type Approval struct {
+	// Decision is Approved or Denied.
+	Decision string `json:"decision"`
+	// KeyFingerprint is the fingerprint of the key decided about: the one the Tenant's
+	// sealed acceptance named when the administrator decided.
+	KeyFingerprint string `json:"keyFingerprint"`
+	// Reason is the administrator's reason, which the consumer sees (a denial has one).
+	Reason string `json:"reason,omitempty"`
+	// At is when they decided.
+	At time.Time `json:"at"`
+}
+
+// ApprovalOf is the decision the record holds about the key with fingerprint fp (nil:
+// none, or a decision about another key).
+func (r *TenantRecord) ApprovalOf(fp string) *Approval {
+	if r == nil || r.Approval == nil || fp == "" || r.Approval.KeyFingerprint != fp {
+		return nil
+	}
+	return r.Approval
 }
 
 // RecordedPeeringUser is a peering user as its tenant record holds it.
@@ -241,7 +276,8 @@ func (r *TenantRecord) AddCertificate(c IssuedCertificate, now time.Time) {
 
 // jsonFields are the fields of the record kept as JSON, by key, as pointers to them.
 func (r *TenantRecord) jsonFields() map[string]any {
-	return map[string]any{recordCertsKey: &r.Certificates, recordLimitsKey: &r.SliceLimits, recordNonceKey: &r.ConsumedNonce, recordPeeringUserKey: &r.PeeringUser, recordPeeringKey: &r.Peering}
+	return map[string]any{recordCertsKey: &r.Certificates, recordLimitsKey: &r.SliceLimits, recordNonceKey: &r.ConsumedNonce, recordPeeringUserKey: &r.PeeringUser,
+		recordPeeringKey: &r.Peering, recordApprovalKey: &r.Approval}
 }
 
 func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, error) {

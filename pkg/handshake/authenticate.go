@@ -28,6 +28,11 @@ type Pair struct {
 	ProxyURL string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// WaitForApproval: when the provider's administrator must approve this consumer, wait
+	// (under the context's deadline) until they do, saying so once; otherwise the wait
+	// returns ErrApprovalPending as soon as the Tenant is known to wait, for a caller that
+	// must not block (a reconcile) and comes back later. liqoctl authenticate sets it.
+	WaitForApproval bool
 
 	// consumerIdentity is the consumer's credential on the provider, kept by Unauthenticate.
 	consumerIdentity *rest.Config
@@ -278,6 +283,12 @@ func (p *Pair) acceptedTenant(ctx context.Context, st *State, cTN, pTN string) (
 	switch {
 	case st.TenantAccepted:
 		pr.Report.Info("Tenant already accepted: certificate %s valid until %s", st.Certificate.SerialNumber.Text(16), st.Certificate.NotAfter.UTC().Format(time.RFC3339))
+	case st.KeyAccepted && awaitsApproval(t):
+		pr.Report.Info("Tenant already accepted: its key waits for the provider's administrator's approval")
+		if t, err = p.waitTenant(ctx, client.ObjectKeyFromObject(t)); err != nil {
+			return nil, err
+		}
+		pr.Report.Info("Tenant status is filled")
 	case st.KeyAccepted && st.NotPublished != nil:
 		pr.Report.Warn("%v: waiting for the provider to publish its own", st.NotPublished)
 		if t, err = p.waitTenant(ctx, client.ObjectKeyFromObject(t)); err != nil {
@@ -397,7 +408,7 @@ func (p *Pair) waitTenant(ctx context.Context, key client.ObjectKey) (*authv1bet
 	if err != nil {
 		return nil, err
 	}
-	return p.Provider.Controllers().WaitTenant(ctx, p.Provider, key, k.Public(), p.Consumer.ClusterID, p.now())
+	return p.Provider.Controllers().WaitTenant(withApprovalWait(ctx, p.WaitForApproval), p.Provider, key, k.Public(), p.Consumer.ClusterID, p.now())
 }
 
 // checkAdminState refuses early what the provider's administrator decided, by the state in

@@ -65,10 +65,16 @@ const refusalGrace = 3 * time.Second
 // for it that is valid at validAt, and that the provider's record says it published
 // (whoever may write tenants/status could publish another CA, server or certificate; the
 // provider's controllers put their own back). A refusal ends the wait at once with the
-// provider's reason.
+// provider's reason, and so does its administrator's denial (ErrDenied). While the key
+// waits for their approval, the wait says so once and goes on; a Pair that does not wait
+// for it (Pair.WaitForApproval false) gets ErrApprovalPending instead.
 func WaitTenant(ctx context.Context, p *Side, key client.ObjectKey, validAt time.Time) (*authv1beta1.Tenant, error) {
+	approval := approvalWaitOf(ctx)
 	return waitObject(ctx, p, key, &authv1beta1.TenantList{}, "the provider to accept the Tenant and issue its certificate", "waiting for the Tenant status",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
+			if waiting, state, err := approval.check(ctx, p, t); waiting || err != nil {
+				return false, state, err
+			}
 			done, state, err := tenantDone(t)
 			if done && !certValid(t, validAt) {
 				return false, "the published certificate has expired: waiting for the provider to renew it", nil

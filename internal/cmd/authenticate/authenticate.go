@@ -81,6 +81,8 @@ func (o *Options) Complete() error {
 		return err
 	}
 	pair.ProxyURL, pair.Now = o.ProxyURL, o.Global.Clock
+	// An administrator at a terminal waits, under --timeout, for the provider's to approve.
+	pair.WaitForApproval = true
 	o.pair = pair
 	return nil
 }

@@ -84,6 +84,9 @@ func render(out io.Writer, r *Report) error {
 			return err
 		}
 	}
+	if err := renderApprovals(out, r.Approvals); err != nil {
+		return err
+	}
 	if len(r.PeeringUsers) > 0 {
 		fmt.Fprintf(out, "\nPeering users (credentials handed to consumers' administrators):\n")
 		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -116,6 +119,20 @@ func render(out io.Writer, r *Report) error {
 		return w.Flush()
 	}
 	return nil
+}
+
+// renderApprovals writes the consumers that wait for approval or were denied, if any.
+func renderApprovals(out io.Writer, approvals []Approval) error {
+	if len(approvals) == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "\nApprovals (consumers waiting for this cluster's administrator: liqoctl approve tenant, deny tenant):\n")
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "  CLUSTER\tNAMESPACE\tSTATE\tKEY\tSINCE\tREASON")
+	for _, a := range approvals {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", a.Cluster, a.Namespace, a.State, a.KeyFingerprint, orDash(a.Since), or(a.Reason, "-"))
+	}
+	return w.Flush()
 }
 
 // orDash is a time in RFC 3339, or "-".

@@ -51,6 +51,7 @@ func sample(s string) *Report {
 		Identities:   []Entry{identityEntry(id, at)},
 		Certificates: []Certificate{{Cluster: s, Serial: s, KeyFingerprint: s, Slice: s, Expires: expires, words: s}},
 		PeeringUsers: []handshake.PeeringUser{{ConsumerID: s, User: s, Namespace: s, Serial: s, NotAfter: expires}},
+		Approvals:    []Approval{{Cluster: s, Namespace: s, State: s, KeyFingerprint: s, Since: &expires, Reason: s}},
 		ResourceSlices: []Slice{{Name: s, Namespace: s, Role: s, Cluster: s, State: sliceDenied, Reason: s,
 			Resources: s, Expires: &expires, decision: s}},
 	}
@@ -101,6 +102,8 @@ func TestInfoGolden(t *testing.T) {
 			expired},
 		Certificates: []Certificate{{Cluster: "cl-b", Serial: "1f", KeyFingerprint: "sha256:0b", Expires: expires, Authorizes: true, words: "the access of Tenant liqo-tenant-cl-b/cl-b"}},
 		PeeringUsers: []handshake.PeeringUser{{ConsumerID: "cl-c", User: "liqo-peer-user-cl-c-x1", Namespace: "liqo-tenant-cl-c", Serial: "3d", NotAfter: expires}},
+		Approvals: []Approval{{Cluster: "cl-e", Namespace: "liqo-tenant-cl-e", State: approvalPending, KeyFingerprint: "sha256:0e", Since: &refused},
+			{Cluster: "cl-f", Namespace: "liqo-tenant-cl-f", State: approvalDenied, KeyFingerprint: "sha256:0f", Since: &renewed, Reason: "not a customer"}},
 		ResourceSlices: []Slice{{Name: "gpu", Namespace: "liqo-tenant-cl-b", Role: "provider", Cluster: "cl-b", State: sliceDenied, Reason: "ResourceSliceResourcesDenied",
 			Resources: "cpu=4", decision: "Denied: over the tenant's limits"},
 			{Name: "batch", Namespace: "liqo-tenant-cl-p", Role: "consumer", Cluster: "cl-p", State: "Accepted", Resources: "cpu=2,memory=4Gi", Expires: &expires}},

@@ -45,6 +45,9 @@ type Report struct {
 	// ResourceSlices are the slices this cluster asked of providers and those consumers
 	// asked of it.
 	ResourceSlices []Slice `json:"resourceSlices"`
+	// Approvals are, on a provider, the consumers whose key waits for its administrator's
+	// approval, or that they denied.
+	Approvals []Approval `json:"approvals"`
 }
 
 // States of the manager in Report.
@@ -117,7 +120,7 @@ type Entry struct {
 
 func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, error) {
 	r := &Report{APIVersion: SchemaVersion, ClusterID: s.ClusterID,
-		Tenants: []Entry{}, Identities: []Entry{}, Certificates: []Certificate{}, ResourceSlices: []Slice{}}
+		Tenants: []Entry{}, Identities: []Entry{}, Certificates: []Certificate{}, ResourceSlices: []Slice{}, Approvals: []Approval{}}
 	key, err := s.ClusterKey(ctx)
 	if err != nil {
 		return nil, err
@@ -151,6 +154,9 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		return nil, err
 	}
 	issued(r, placed, records, now)
+	if r.Approvals, err = approvals(ctx, s, key.Public(), placed, records); err != nil {
+		return nil, err
+	}
 	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s); err != nil {
 		return nil, err
 	}

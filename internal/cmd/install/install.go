@@ -32,6 +32,10 @@ type Options struct {
 	CertificateLifetime time.Duration
 	NonceTTL            time.Duration
 	WithManager         bool
+	// RequireApproval is --require-approval; setApproval says it was given (without it,
+	// the setting stays as it is).
+	RequireApproval bool
+	setApproval     bool
 	// Wait, with WithManager, waits within Timeout until the manager is available.
 	Wait         bool
 	ManagerImage string
@@ -57,6 +61,7 @@ With -o yaml, print the objects instead of applying them.`,
   liqoctl install -o yaml > liqo-auth.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.setApproval = cmd.Flags().Changed("require-approval")
 			if err := o.Complete(); err != nil {
 				return err
 			}
@@ -74,6 +79,7 @@ With -o yaml, print the objects instead of applying them.`,
 	f.DurationVar(&o.CertificateLifetime, "certificate-lifetime", 0, "lifetime of the certificates issued to consumers (default 720h, at least 10m)")
 	f.DurationVar(&o.NonceTTL, "nonce-ttl", 0, "how long a nonce may be used after it was created (default 15m)")
 	f.BoolVar(&o.WithManager, "with-manager", false, "also deploy liqo-auth-manager")
+	f.BoolVar(&o.RequireApproval, "require-approval", false, "give a new consumer no certificate until this cluster's administrator approves it (liqoctl approve tenant); --require-approval=false turns it off; without the flag the setting is kept")
 	f.BoolVar(&o.Wait, "wait", false, "with --with-manager, wait (within --timeout) until every replica of liqo-auth-manager is available, and fail if it is not, as helm install --wait does")
 	f.BoolVar(&o.TakeOver, "take-over", false, "apply this project's CRDs (a superset of Liqo's schema), namespace and ClusterRoles even where another installation (Liqo's Helm chart) manages them; without it those are kept as they are")
 	f.StringVar(&o.ManagerImage, "manager-image", "", "container image of liqo-auth-manager (with --with-manager; default: "+installer.ManagerImageRepository+":<this liqoctl's version>)")
@@ -185,6 +191,11 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	p.Info("Cluster ID %q (%s)", res.ClusterID, keptOrCreated(res.CreatedID))
 	p.Info("Cluster key %s (%s)", res.Fingerprint, keptOrCreated(res.CreatedKey))
+	if o.setApproval {
+		if err := o.applyApproval(ctx, s); err != nil {
+			return err
+		}
+	}
 	if o.WithManager && res.ForeignCRDs {
 		return fmt.Errorf("not deploying liqo-auth-manager: another installation (Liqo) manages the authentication.liqo.io CRDs of this cluster, so its controllers handle Tenants and Identities here and a manager beside them would fight them; liqoctl acts as a client of Liqo's controllers on this cluster (or pass --take-over to make this installation the only one)")
 	}
@@ -196,6 +207,21 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		p.Info("liqo-auth-manager deployed with image %s", o.ManagerImage)
 		return o.managerReady(ctx, s)
+	}
+	return nil
+}
+
+// applyApproval records --require-approval in liqo-auth-config, under a field owner of
+// its own: the other settings are kept, and an install that sets them keeps this one.
+func (o *Options) applyApproval(ctx context.Context, s *handshake.Side) error {
+	if err := cluster.Apply(ctx, s.Client, cluster.ForgeApprovalConfigMap(o.install.Namespace, o.RequireApproval), wire.ApprovalFieldOwner); err != nil {
+		return s.Explain(err, "recording --require-approval")
+	}
+	p := o.Global.Printer()
+	if o.RequireApproval {
+		p.Info("New consumers wait for approval (liqoctl approve tenant, deny tenant); consumers holding a certificate are kept")
+	} else {
+		p.Info("New consumers no longer wait for approval; keys denied stay denied (liqoctl approve tenant takes a denial back)")
 	}
 	return nil
 }
@@ -250,6 +276,8 @@ func (o *Options) print() error {
 	if o.WithManager {
 		image = o.ManagerImage
 	}
+	// Printed, the setting is one more key of liqo-auth-config (off unless set).
+	o.install.Config.RequireApproval = o.RequireApproval
 	objs, err := installer.ManifestObjects(o.install, image)
 	if err != nil {
 		return err

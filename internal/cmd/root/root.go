@@ -65,6 +65,7 @@ Tenant with a CSR, certificate signed by the provider's Kubernetes CA, Identity,
 	cmd.AddCommand(tenantstate.NewCmds(g)...)
 	cmd.AddCommand(tenantstate.NewLimitCmd(g))
 	cmd.AddCommand(tenantstate.NewRenewCmd(g))
+	cmd.AddCommand(tenantstate.NewApprovalCmds(g)...)
 	cli.Strict(cmd)
 	return cmd
 }

@@ -65,13 +65,15 @@ type certificateFacts struct {
 	// canPublish says whether this provider knows the API server URL and CA it hands to
 	// consumers with a certificate.
 	canPublish bool
-	now        time.Time
+	// approval is what the approval decision came to (decideApproval).
+	approval approvalVerdict
+	now      time.Time
 }
 
 // certificateFacts gathers what decideCertificate reads. t's status must have been
 // checked by checkPublished; rec is the tenant record the reconcile read (nil: none).
-func (r *Reconciler) certificateFacts(t *authv1beta1.Tenant, state authv1beta1.TenantCondition, rec *cluster.TenantRecord, now time.Time) certificateFacts {
-	f := certificateFacts{state: state, canPublish: r.Options.APIServer != "" && len(r.Options.CA) != 0, now: now}
+func (r *Reconciler) certificateFacts(t *authv1beta1.Tenant, state authv1beta1.TenantCondition, rec *cluster.TenantRecord, approval approvalVerdict, now time.Time) certificateFacts {
+	f := certificateFacts{state: state, canPublish: r.Options.APIServer != "" && len(r.Options.CA) != 0, approval: approval, now: now}
 	if t.Status.AuthParams.HasCertificate() && t.Status.Certificate != nil {
 		f.published = t.Status.Certificate
 	}
@@ -89,7 +91,7 @@ type certRule func(certificateFacts) (certAction, bool)
 // that applies wins; when none does, a certificate is issued, or the published one
 // renewed.
 func decideCertificate(f certificateFacts) certAction {
-	for _, rule := range [...]certRule{drainedRule, cordonedRule, notDueRule, unknownAPIServerRule} {
+	for _, rule := range [...]certRule{approvalRule, drainedRule, cordonedRule, notDueRule, unknownAPIServerRule} {
 		if a, ok := rule(f); ok {
 			return a
 		}
@@ -98,6 +100,21 @@ func decideCertificate(f certificateFacts) certAction {
 		return certAction{verb: certRenew}
 	}
 	return certAction{verb: certIssue}
+}
+
+// approvalRule: a key that waits for the administrator's approval gets no certificate
+// (said first: it is what the consumer waits for), nor does a denied key, whose published
+// certificate, as a Drained tenant's, is left to expire (its access is revoked).
+func approvalRule(f certificateFacts) (certAction, bool) {
+	switch {
+	case f.approval.pending():
+		return certAction{verb: certRefuse, reason: authv1beta1.ReasonApprovalPending, message: f.approval.message, eventType: corev1.EventTypeNormal}, true
+	case f.approval.denied() && f.published != nil:
+		return certAction{verb: certNothing}, true
+	case f.approval.denied():
+		return certAction{verb: certRefuse, reason: authv1beta1.ReasonApprovalDenied, message: f.approval.message, eventType: corev1.EventTypeWarning}, true
+	}
+	return certAction{}, false
 }
 
 // drainedRule: a Drained tenant gets no certificate, and a published one is left to

@@ -1,6 +1,7 @@
 package tenant
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,9 @@ func TestDecideCertificate(t *testing.T) {
 	refuse := func(reason, evType string) certAction {
 		return certAction{verb: certRefuse, reason: reason, eventType: evType}
 	}
+	pending := approvalVerdict{relevant: true, reason: authv1beta1.ReasonApprovalPending, message: "waits"}
+	denied := approvalVerdict{relevant: true, reason: authv1beta1.ReasonApprovalDenied, message: "denied"}
+	approved := approvalVerdict{relevant: true, approved: true, reason: authv1beta1.ReasonApproved, message: "approved"}
 	for _, tc := range []struct {
 		name        string
 		state       authv1beta1.TenantCondition
@@ -34,27 +38,37 @@ func TestDecideCertificate(t *testing.T) {
 		renewSerial string
 		canPublish  bool
 		want        certAction
+		approval    approvalVerdict
 	}{
-		{"no certificate: issue", active, nil, "", true, certAction{verb: certIssue}},
-		{"the empty state is Active", "", nil, "", true, certAction{verb: certIssue}},
-		{"renewal time ahead: wait until it", active, cert(time.Hour), "", true, certAction{verb: certWait, requeueAfter: time.Hour}},
-		{"renewal time a nanosecond ahead: wait", active, cert(time.Nanosecond), "", true, certAction{verb: certWait, requeueAfter: time.Nanosecond}},
-		{"renewal time exactly reached: renew", active, cert(0), "", true, certAction{verb: certRenew}},
-		{"renewal time passed (certificate expired): renew", active, cert(-48 * time.Hour), "", true, certAction{verb: certRenew}},
-		{"the record names the published serial: renew ahead of time", active, cert(time.Hour), "abc", true, certAction{verb: certRenew}},
-		{"the record names another serial: wait", active, cert(time.Hour), "def", true, certAction{verb: certWait, requeueAfter: time.Hour}},
-		{"Drained, no certificate: refused, Normal", drained, nil, "", true, refuse(authv1beta1.ReasonDrainedNoCertificate, corev1.EventTypeNormal)},
-		{"Drained wins over a due renewal: nothing", drained, cert(-time.Hour), "abc", true, certAction{verb: certNothing}},
-		{"Drained wins over an unknown API server", drained, nil, "", false, refuse(authv1beta1.ReasonDrainedNoCertificate, corev1.EventTypeNormal)},
-		{"Cordoned, no certificate: refused, Normal", cordoned, nil, "", true, refuse(authv1beta1.ReasonCordonedNoCertificate, corev1.EventTypeNormal)},
-		{"Cordoned wins over an unknown API server", cordoned, nil, "", false, refuse(authv1beta1.ReasonCordonedNoCertificate, corev1.EventTypeNormal)},
-		{"Cordoned, a certificate held: renewed when due", cordoned, cert(0), "", true, certAction{verb: certRenew}},
-		{"Cordoned, a certificate held: wait while not due", cordoned, cert(time.Minute), "", true, certAction{verb: certWait, requeueAfter: time.Minute}},
-		{"not due wins over an unknown API server", active, cert(time.Minute), "", false, certAction{verb: certWait, requeueAfter: time.Minute}},
-		{"unknown API server, due: refused, Warning", active, cert(0), "", false, refuse(authv1beta1.ReasonAPIServerUnknown, corev1.EventTypeWarning)},
-		{"unknown API server, no certificate: refused, Warning", active, nil, "", false, refuse(authv1beta1.ReasonAPIServerUnknown, corev1.EventTypeWarning)},
+		{"approval pending: refused, Normal", active, nil, "", true, refuse(authv1beta1.ReasonApprovalPending, corev1.EventTypeNormal), pending},
+		{"approval pending wins over Drained", drained, nil, "", true, refuse(authv1beta1.ReasonApprovalPending, corev1.EventTypeNormal), pending},
+		{"approval pending wins over an unknown API server", active, nil, "", false, refuse(authv1beta1.ReasonApprovalPending, corev1.EventTypeNormal), pending},
+		{"denied: refused, Warning", active, nil, "", true, refuse(authv1beta1.ReasonApprovalDenied, corev1.EventTypeWarning), denied},
+		{"denied wins over Cordoned", cordoned, nil, "", true, refuse(authv1beta1.ReasonApprovalDenied, corev1.EventTypeWarning), denied},
+		{"denied, a certificate held and due: nothing, not renewed", active, cert(-time.Hour), "abc", true, certAction{verb: certNothing}, denied},
+		{"approved: issue", active, nil, "", true, certAction{verb: certIssue}, approved},
+		{"approved, Cordoned: the state still decides", cordoned, nil, "", true, refuse(authv1beta1.ReasonCordonedNoCertificate, corev1.EventTypeNormal), approved},
+		{"approved, due: renew", active, cert(0), "", true, certAction{verb: certRenew}, approved},
+		{"no certificate: issue", active, nil, "", true, certAction{verb: certIssue}, approvalVerdict{}},
+		{"the empty state is Active", "", nil, "", true, certAction{verb: certIssue}, approvalVerdict{}},
+		{"renewal time ahead: wait until it", active, cert(time.Hour), "", true, certAction{verb: certWait, requeueAfter: time.Hour}, approvalVerdict{}},
+		{"renewal time a nanosecond ahead: wait", active, cert(time.Nanosecond), "", true, certAction{verb: certWait, requeueAfter: time.Nanosecond}, approvalVerdict{}},
+		{"renewal time exactly reached: renew", active, cert(0), "", true, certAction{verb: certRenew}, approvalVerdict{}},
+		{"renewal time passed (certificate expired): renew", active, cert(-48 * time.Hour), "", true, certAction{verb: certRenew}, approvalVerdict{}},
+		{"the record names the published serial: renew ahead of time", active, cert(time.Hour), "abc", true, certAction{verb: certRenew}, approvalVerdict{}},
+		{"the record names another serial: wait", active, cert(time.Hour), "def", true, certAction{verb: certWait, requeueAfter: time.Hour}, approvalVerdict{}},
+		{"Drained, no certificate: refused, Normal", drained, nil, "", true, refuse(authv1beta1.ReasonDrainedNoCertificate, corev1.EventTypeNormal), approvalVerdict{}},
+		{"Drained wins over a due renewal: nothing", drained, cert(-time.Hour), "abc", true, certAction{verb: certNothing}, approvalVerdict{}},
+		{"Drained wins over an unknown API server", drained, nil, "", false, refuse(authv1beta1.ReasonDrainedNoCertificate, corev1.EventTypeNormal), approvalVerdict{}},
+		{"Cordoned, no certificate: refused, Normal", cordoned, nil, "", true, refuse(authv1beta1.ReasonCordonedNoCertificate, corev1.EventTypeNormal), approvalVerdict{}},
+		{"Cordoned wins over an unknown API server", cordoned, nil, "", false, refuse(authv1beta1.ReasonCordonedNoCertificate, corev1.EventTypeNormal), approvalVerdict{}},
+		{"Cordoned, a certificate held: renewed when due", cordoned, cert(0), "", true, certAction{verb: certRenew}, approvalVerdict{}},
+		{"Cordoned, a certificate held: wait while not due", cordoned, cert(time.Minute), "", true, certAction{verb: certWait, requeueAfter: time.Minute}, approvalVerdict{}},
+		{"not due wins over an unknown API server", active, cert(time.Minute), "", false, certAction{verb: certWait, requeueAfter: time.Minute}, approvalVerdict{}},
+		{"unknown API server, due: refused, Warning", active, cert(0), "", false, refuse(authv1beta1.ReasonAPIServerUnknown, corev1.EventTypeWarning), approvalVerdict{}},
+		{"unknown API server, no certificate: refused, Warning", active, nil, "", false, refuse(authv1beta1.ReasonAPIServerUnknown, corev1.EventTypeWarning), approvalVerdict{}},
 	} {
-		got := decideCertificate(certificateFacts{state: tc.state, published: tc.published, renewSerial: tc.renewSerial, canPublish: tc.canPublish, now: now})
+		got := decideCertificate(certificateFacts{state: tc.state, published: tc.published, renewSerial: tc.renewSerial, canPublish: tc.canPublish, approval: tc.approval, now: now})
 		if got.verb == certRefuse && got.message == "" {
 			t.Errorf("%s: a refusal without a message", tc.name)
 		}
@@ -153,5 +167,55 @@ func TestPublishesRecorded(t *testing.T) {
 		if got := publishesRecorded(tc.tenant, tc.rec); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestDecideApproval table-tests the approval decision: a decision about the sealed key
+// first, then the setting, then a certificate held.
+func TestDecideApproval(t *testing.T) {
+	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	approved := &cluster.Approval{Decision: cluster.Approved, KeyFingerprint: "sha256:k", At: at}
+	denied := &cluster.Approval{Decision: cluster.Denied, KeyFingerprint: "sha256:k", Reason: "not a customer", At: at}
+	for _, tc := range []struct {
+		name     string
+		f        approvalFacts
+		relevant bool
+		approved bool
+		reason   string
+	}{
+		{"not required, nothing decided: no condition", approvalFacts{}, false, false, ""},
+		{"not required, a certificate held: no condition", approvalFacts{holds: true}, false, false, ""},
+		{"required, nothing decided: pending", approvalFacts{required: true}, true, false, authv1beta1.ReasonApprovalPending},
+		{"required, approved", approvalFacts{required: true, decision: approved}, true, true, authv1beta1.ReasonApproved},
+		{"required, denied", approvalFacts{required: true, decision: denied}, true, false, authv1beta1.ReasonApprovalDenied},
+		{"required, a certificate held: counts as approved", approvalFacts{required: true, holds: true}, true, true, authv1beta1.ReasonApprovedHoldingCertificate},
+		{"a denial holds when approval is not required", approvalFacts{decision: denied}, true, false, authv1beta1.ReasonApprovalDenied},
+		{"a denial wins over a certificate held", approvalFacts{required: true, holds: true, decision: denied}, true, false, authv1beta1.ReasonApprovalDenied},
+		{"an approval shows when approval is not required", approvalFacts{decision: approved}, true, true, authv1beta1.ReasonApproved},
+	} {
+		tc.f.fingerprint, tc.f.clusterID = "sha256:k", "cl-c"
+		got := decideApproval(tc.f)
+		if got.relevant != tc.relevant || got.approved != tc.approved || got.reason != tc.reason {
+			t.Errorf("%s: got %+v", tc.name, got)
+		}
+		if got.relevant && got.message == "" {
+			t.Errorf("%s: no message", tc.name)
+		}
+	}
+	if m := decideApproval(approvalFacts{decision: denied, fingerprint: "sha256:k"}).message; !strings.Contains(m, "not a customer") {
+		t.Errorf("a denial does not carry the administrator's reason: %q", m)
+	}
+}
+
+// TestApprovalOfTheSealedKeyOnly: the record's decision counts only for the key it names.
+func TestApprovalOfTheSealedKeyOnly(t *testing.T) {
+	rec := &cluster.TenantRecord{Approval: &cluster.Approval{Decision: cluster.Approved, KeyFingerprint: "sha256:k"}}
+	for fp, want := range map[string]bool{"sha256:k": true, "sha256:other": false, "": false} {
+		if got := rec.ApprovalOf(fp) != nil; got != want {
+			t.Errorf("ApprovalOf(%q) = %v", fp, got)
+		}
+	}
+	if (*cluster.TenantRecord)(nil).ApprovalOf("sha256:k") != nil {
+		t.Error("no record, a decision")
 	}
 }

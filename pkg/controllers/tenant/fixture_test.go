@@ -14,6 +14,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -190,6 +191,10 @@ func (w *world) funcs() interceptor.Funcs {
 		if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
 			sar.Status.Allowed = w.allowed != nil && w.allowed(sar)
 			return nil
+		}
+		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
+			// The API server records the requester: the manager.
+			csr.Spec.Username, csr.Spec.UID = w.r.Self.Username, w.r.Self.UID
 		}
 		return create(ctx, c, obj, opts...)
 	}

@@ -95,6 +95,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			wiring.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.TenantList { return &authv1beta1.TenantList{} }, nil)),
 			wiring.HasLabel(wire.NonceLabel, "true")).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configToTenants), wiring.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
 		Reads(&rbacv1.ClusterRoleBinding{}).
 		Reads(&authv1beta1.ResourceSlice{})
 	return b.WatchTenantNamespaces(func(remoteID string) string { return remoteID }).Complete(r)
@@ -161,10 +162,20 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 	}
 	state := cluster.StateInForce(rec, t.Spec.TenantCondition)
 	t.Status.TenantCondition = state
-	if reconcileAccessErr := r.reconcileAccess(ctx, t, state); reconcileAccessErr != nil {
+	// What the status publishes is repaired first, from what this provider published: the
+	// approval and the certificate decision read it.
+	if err := r.checkPublished(ctx, t, rec, now); err != nil {
+		return ctrl.Result{}, err
+	}
+	approval, err := r.approval(ctx, t, rec)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.setApproved(t, approval)
+	if reconcileAccessErr := r.reconcileAccess(ctx, t, state, approval); reconcileAccessErr != nil {
 		return ctrl.Result{}, reconcileAccessErr
 	}
-	res, err := r.reconcileCertificate(ctx, t, state, rec, now, d)
+	res, err := r.reconcileCertificate(ctx, t, state, rec, approval, now, d)
 	r.setReady(t)
 	return res, err
 }
@@ -208,40 +219,46 @@ func (r *Reconciler) reaffirm(t *authv1beta1.Tenant) {
 // reconcileAccess follows the state in force with the Tenant's bindings: a Drained tenant
 // loses them (and SubjectAccessReviews prove it), a Cordoned one keeps those it has and
 // gets none new, an Active one gets them.
-func (r *Reconciler) reconcileAccess(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition) error {
-	if state == authv1beta1.TenantConditionDrained {
+//
+// The approval weighs as the state does: a denied key's tenant loses its bindings as a
+// Drained one, a pending key's gets none new as a Cordoned one.
+func (r *Reconciler) reconcileAccess(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, approval approvalVerdict) error {
+	if state == authv1beta1.TenantConditionDrained || approval.denied() {
+		why := "the tenant is Drained"
+		if state != authv1beta1.TenantConditionDrained {
+			why = "the provider's administrator denied its key"
+		}
 		still, err := r.revokeAccess(ctx, t)
 		if err != nil {
 			return err
 		}
 		if still != "" {
-			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessStillAllowed, "the tenant is Drained, but SubjectAccessReviews still allow: "+still, corev1.EventTypeWarning)
+			r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessStillAllowed, why+", but SubjectAccessReviews still allow: "+still, corev1.EventTypeWarning)
 		} else {
-			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonAccessRevoked, "the tenant is Drained: its bindings were removed and SubjectAccessReviews confirm every permission is denied", corev1.EventTypeNormal)
+			r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonAccessRevoked, why+": its bindings were removed and SubjectAccessReviews confirm every permission is denied", corev1.EventTypeNormal)
 		}
 		return nil
 	}
-	granted, err := r.ensureAccess(ctx, t, state == authv1beta1.TenantConditionCordoned)
+	granted, err := r.ensureAccess(ctx, t, state == authv1beta1.TenantConditionCordoned || approval.pending())
 	if err != nil {
 		return err
 	}
-	if granted {
+	switch {
+	case granted:
 		r.setCondition(t, authv1beta1.ConditionAccessGranted, true, authv1beta1.ReasonAccessGranted, fmt.Sprintf("user %q may use role %s in namespace %q", t.Spec.ClusterID, wire.ControlPlaneRoleName, t.Namespace), "")
-	} else {
+	case approval.pending():
+		r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonApprovalPending, "no access is granted until the provider's administrator approves: "+approval.message, corev1.EventTypeNormal)
+	default:
 		r.setCondition(t, authv1beta1.ConditionAccessGranted, false, authv1beta1.ReasonCordonedNoGrant, "the tenant is Cordoned: no new access is granted", corev1.EventTypeNormal)
 	}
 	return nil
 }
 
-// reconcileCertificate repairs what the status publishes from what this provider
-// published (checkPublished), then decides the certificate (decideCertificate) and
-// carries the decision out: an issuance goes to the signer, and what it came to is
+// reconcileCertificate decides the certificate of a Tenant whose status checkPublished
+// repaired (decideCertificate) and carries the decision out: an issuance goes to the signer, and what it came to is
 // decided again (afterIssuance).
-func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, rec *cluster.TenantRecord, now time.Time, d *decided) (ctrl.Result, error) {
-	if err := r.checkPublished(ctx, t, rec, now); err != nil {
-		return ctrl.Result{}, err
-	}
-	a := decideCertificate(r.certificateFacts(t, state, rec, now))
+func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, rec *cluster.TenantRecord, approval approvalVerdict, now time.Time, d *decided) (ctrl.Result, error) {
+	a := decideCertificate(r.certificateFacts(t, state, rec, approval, now))
 	if a.verb == certIssue || a.verb == certRenew {
 		renewing := a.verb == certRenew
 		is, err := r.ensureCertificate(ctx, t, now)
@@ -444,7 +461,8 @@ func (r *Reconciler) noteRefusal(t *authv1beta1.Tenant, reason string) {
 // notAFailure reports whether a reason of a False CertificateIssued is no failure to issue.
 func notAFailure(reason string) bool {
 	switch reason {
-	case authv1beta1.ReasonCertificatePending, authv1beta1.ReasonCordonedNoCertificate, authv1beta1.ReasonDrainedNoCertificate:
+	case authv1beta1.ReasonCertificatePending, authv1beta1.ReasonCordonedNoCertificate, authv1beta1.ReasonDrainedNoCertificate,
+		authv1beta1.ReasonApprovalPending, authv1beta1.ReasonApprovalDenied:
 		return true
 	}
 	return false
@@ -485,8 +503,11 @@ func (r *Reconciler) count(before, after *authv1beta1.TenantStatus, d decided) {
 }
 
 func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
-	for _, typ := range []string{authv1beta1.ConditionAuthenticated, authv1beta1.ConditionAccessGranted, authv1beta1.ConditionCertificateIssued} {
+	for _, typ := range []string{authv1beta1.ConditionAuthenticated, authv1beta1.ConditionApproved, authv1beta1.ConditionAccessGranted, authv1beta1.ConditionCertificateIssued} {
 		c := meta.FindStatusCondition(t.Status.Conditions, typ)
+		if c == nil && typ == authv1beta1.ConditionApproved {
+			continue // approval not required, nothing decided
+		}
 		if c == nil {
 			status.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, false, authv1beta1.ReasonPending, "waiting for "+typ, t.Generation)
 			return

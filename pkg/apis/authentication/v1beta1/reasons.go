@@ -161,3 +161,25 @@ const (
 	ReasonPeeringStep    = "HandshakeStep"
 	ReasonPeeringWarning = "HandshakeWarning"
 )
+
+// ConditionApproved is a Tenant condition on a provider whose administrator requires the
+// approval of new consumers (liqoctl install --require-approval), or that decided about
+// the Tenant's key: True once the key the handshake sealed is approved, False while it
+// waits (ReasonApprovalPending) or when it was denied (ReasonApprovalDenied). The
+// decision is read from the tenant record, never from this condition.
+const ConditionApproved = "Approved"
+
+// Reasons of the Tenant's Approved condition; ReasonApprovalPending and
+// ReasonApprovalDenied are also those of its CertificateIssued and AccessGranted
+// conditions while no certificate is issued for that reason.
+const (
+	// ReasonApprovalPending: the administrator has not decided about the sealed key yet.
+	ReasonApprovalPending = "ApprovalPending"
+	// ReasonApprovalDenied: the administrator denied the sealed key (liqoctl deny tenant).
+	ReasonApprovalDenied = "Denied"
+	// ReasonApproved: the administrator approved the sealed key (liqoctl approve tenant).
+	ReasonApproved = "Approved"
+	// ReasonApprovedHoldingCertificate: the Tenant already published a certificate this
+	// provider issued for the sealed key when approval became required: it is not cut off.
+	ReasonApprovedHoldingCertificate = "HeldACertificate"
+)

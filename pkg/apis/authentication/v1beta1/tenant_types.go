@@ -119,6 +119,7 @@ type TenantStatus struct {
 // +kubebuilder:resource:categories=liqo,shortName=tn
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Condition",type=string,JSONPath=`.status.tenantCondition`
+// +kubebuilder:printcolumn:name="Approval",type=string,JSONPath=`.status.conditions[?(@.type=="Approved")].reason`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.certificate.notAfter`

@@ -42,6 +42,10 @@ const (
 	// another than the one the consumer's side applies the Tenant with, so that a consumer
 	// re-running authenticate never takes the administrator's decision back.
 	TenantStateFieldOwner = "liqoctl-tenant-state"
+	// ApprovalFieldOwner is the field manager of the approval setting of ConfigMapName
+	// (liqoctl install --require-approval): another than FieldOwner, so that an install
+	// that sets other options keeps it, and one that sets it keeps them.
+	ApprovalFieldOwner = "liqoctl-require-approval"
 
 	// PeeringUserPrefix starts every peering user name: liqo-peer-user-<consumer>-<random>.
 	PeeringUserPrefix = "liqo-peer-user-"

@@ -9,8 +9,6 @@ package acceptance
 import (
 	"context"
 	"crypto"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -52,10 +50,7 @@ func CheckPlacement(ctx context.Context, p placement.Placement, t *authv1beta1.T
 }
 
 // CSRDigest is the hex SHA-256 of a CSR as sent.
-func CSRDigest(csr []byte) string {
-	sum := sha256.Sum256(csr)
-	return hex.EncodeToString(sum[:])
-}
+func CSRDigest(csr []byte) string { return authn.CSRDigest(csr) }
 
 // acceptanceOf is what the seal of a Tenant covers, computed from its spec: a seal made
 // for another key or CSR does not verify.
