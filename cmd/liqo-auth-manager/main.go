@@ -164,14 +164,8 @@ func run() error {
 	if err := authmanager.Setup(ctx, mgr, f.opts); err != nil {
 		return err
 	}
-	if f.restartForPeerings {
-		watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(authmanager.RestartWhenPeeringsServed{Client: watcher}); err != nil {
-			return err
-		}
+	if restartErr := addRestartForPeerings(mgr, f, cfg); restartErr != nil {
+		return restartErr
 	}
 	if !f.leaderElect {
 		if err := addPresence(mgr, f, direct, log); err != nil {
@@ -183,6 +177,19 @@ func run() error {
 	}
 	log.Info("starting", "version", version.Get().Version, "clusterID", f.opts.ClusterID, "role", f.opts.Role.String())
 	return mgr.Start(ctx)
+}
+
+// addRestartForPeerings has a manager started before the Peering CRD was installed end
+// itself once it is (authmanager.RestartWhenPeeringsServed).
+func addRestartForPeerings(mgr ctrl.Manager, f *flags, cfg *rest.Config) error {
+	if !f.restartForPeerings {
+		return nil
+	}
+	watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(authmanager.RestartWhenPeeringsServed{Client: watcher})
 }
 
 // checkListens refuses, before anything else is done, a listen address that is not one:

@@ -110,11 +110,14 @@ func ReadKubeconfig(data []byte) (*KubeconfigInfo, error) {
 	if cluster == nil || user == nil {
 		return nil, refuse(ReasonKubeconfigInvalid, "the kubeconfig context refers to a missing cluster or user", nil)
 	}
-	if len(user.ClientCertificateData) == 0 {
-		return nil, refuse(ReasonKubeconfigInvalid, "the kubeconfig user has no embedded client certificate", nil)
-	}
+	// What the kubeconfig would run or send is refused first: a kubeconfig made of a
+	// credential plugin alone (a cloud administrator's) is refused as that, not as merely
+	// incomplete.
 	if extra := foreignCredentials(cluster, user); len(extra) > 0 {
 		return nil, refuse(ReasonKubeconfigForeignCredentials, fmt.Sprintf("the kubeconfig carries %s: an identity kubeconfig holds only an embedded client certificate and key", strings.Join(extra, ", ")), nil)
+	}
+	if len(user.ClientCertificateData) == 0 {
+		return nil, refuse(ReasonKubeconfigInvalid, "the kubeconfig user has no embedded client certificate", nil)
 	}
 	return &KubeconfigInfo{Server: cluster.Server, Namespace: ctx.Namespace, ProxyURL: cluster.ProxyURL,
 		CertPEM: user.ClientCertificateData, KeyPEM: user.ClientKeyData, CA: cluster.CertificateAuthorityData}, nil

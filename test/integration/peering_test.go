@@ -215,8 +215,8 @@ func TestDeclarativePeeringBadInput(t *testing.T) {
 			assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, authv1beta1.ConditionReady).Message, tc.says)
 			require.NoError(t, c.client.Delete(ctx, pe))
 			eventually(t, 10*time.Second, "a Peering that never peered is deleted at once", func(ctx context.Context) (bool, error) {
-				err := c.client.Get(ctx, client.ObjectKeyFromObject(pe), &authv1beta1.Peering{})
-				return apierrors.IsNotFound(err), err
+				getErr := c.client.Get(ctx, client.ObjectKeyFromObject(pe), &authv1beta1.Peering{})
+				return apierrors.IsNotFound(getErr), getErr
 			})
 		})
 	}

@@ -66,8 +66,8 @@ func (r *Reconciler) handshake(ctx context.Context, in *input, rec events.EventR
 		pr.Namespace = wire.DefaultLiqoNamespace
 	}
 	pair := &handshake.Pair{Consumer: c, Provider: pr, Now: r.Now}
-	if err := pair.Identify(ctx); err != nil {
-		return classify(err, pr.ClusterID), nil
+	if identifyErr := pair.Identify(ctx); identifyErr != nil {
+		return classify(identifyErr, pr.ClusterID), nil
 	}
 	if v := r.claim(ctx, in, pair); v != nil {
 		return v, nil

@@ -213,7 +213,7 @@ func (r *Reconciler) loadBootstrap(ctx context.Context, in *input, records []*cl
 	}
 	in.kubeconfig, in.kubeconfigErr = authn.ReadKubeconfig(data)
 	if in.kubeconfigErr != nil {
-		return nil
+		return nil //nolint:nilerr // a decision: checkKubeconfig turns the refusal into the Peering's condition
 	}
 	cert, err := authn.ParseCertificate(in.kubeconfig.CertPEM)
 	if err != nil {

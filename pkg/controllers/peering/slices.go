@@ -70,8 +70,8 @@ func (r *Reconciler) ensureSlice(ctx context.Context, p *authv1beta1.Peering, ns
 	case apierrors.IsNotFound(err):
 		rs = handshake.ForgeSlice(ns, want.Name, providerID, string(want.Class), want.Resources)
 		rs.Labels[wire.PeeringLabel] = p.Name
-		if err := r.Client.Create(ctx, rs); err != nil {
-			return nil, fmt.Errorf("creating it: %w", err)
+		if createErr := r.Client.Create(ctx, rs); createErr != nil {
+			return nil, fmt.Errorf("creating it: %w", createErr)
 		}
 		return rs, nil
 	case err != nil:
