@@ -71,7 +71,11 @@ print, as YAML documents ready to commit to Git or to kubectl apply on the consu
 bootstrap Secret that holds that kubeconfig (data key kubeconfig) and the Peering that
 names it, both in the Liqo namespace (-n). The consumer's liqo-auth-manager then runs the
 handshake with the peering user, has it retire itself once the Identity is ready, and asks
-for the slices the Peering lists.
+for the slices the Peering lists. This command does not connect to the consumer: -n only
+names the namespace the objects are printed in. When the provider's cluster ID is known,
+the Secret is labelled liqo.io/remote-cluster-id with it: the manager's cache holds only
+Secrets so labelled, and such a Secret wakes the Peering at once (an unlabelled one is found
+within seconds).
 
 The kubeconfig is checked first, as the manager checks it: only embedded certificate data
 (no exec plugin, auth provider, token, file, basic auth, impersonation or skipped TLS
