@@ -70,7 +70,7 @@ bench: build ## Benchmarks on local control planes; writes docs/benchmarks.md.
 image: ## Build the liqo-auth-manager image (linux/amd64, linux/arm64) without Docker: PUSH=registry/repo:tag pushes it, else an OCI layout in dist/image.
 	$(GO) run ./hack/image --version $(VERSION) --commit $(COMMIT) --date $(DATE) $(if $(PUSH),--push $(PUSH),--oci-layout dist/image)
 
-demo: build ## Two local clusters: install, authenticate, use, unauthenticate, clean up.
+demo: build ## Two local clusters: install, authenticate, use, unauthenticate, peer with kubectl apply only, clean up.
 	$(CONTROLPLANE); scripts/demo.sh $(BIN) $(DEMO_DIR)
 
 ##@ Generate and verify

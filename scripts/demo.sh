@@ -2,7 +2,9 @@
 # demo.sh BIN DIR: two local clusters, liqoctl install on both, authenticate, look at the
 # identity and what it may do, verify it, ask for a resource slice and use its narrower
 # identity, cordon, renew now, show the peer status and metrics, give the slice back,
-# unauthenticate, show the old credential refused, clean up.
+# unauthenticate, show the old credential refused; then a declarative peering with kubectl
+# apply only (a peering user, liqoctl generate peering, the managers carry it out), deleted
+# again; clean up.
 set -euo pipefail
 bin=${1:-bin}; dir=${2:-.devclusters/demo}
 liqoctl="$bin/liqoctl"; devclusters="$bin/devclusters"
@@ -104,4 +106,35 @@ if out=$(kubectl --kubeconfig "$issued" get resourceslices.authentication.liqo.i
   echo "demo: the old credential still works: $out" >&2; exit 1
 fi
 echo "$out"
+
+step "Declarative peering: a peering user (provider), liqoctl generate peering, kubectl apply (consumer)"
+# The managers started above carry it out: the provider's answers the peering user's
+# handshake, the consumer's runs it. The YAML holds the peering user's credential: it stays
+# in $dir, removed at the end.
+"$liqoctl" generate peering-user --kubeconfig "$P" --consumer-cluster-id cl-consumer \
+  | "$liqoctl" generate peering --peering-user-kubeconfig - \
+  | tee "$dir/peering.yaml" | kubectl --kubeconfig "$C" apply -f -
+echo "The Peering, as committed to Git (the Secret printed before it holds the credential: not shown):"
+awk '/^---$/{n++; next} n' "$dir/peering.yaml"
+start=$(date +%s%N)
+kubectl --kubeconfig "$C" -n liqo wait peering/peering-cl-provider --for=jsonpath='{.status.state}'=Peered --timeout=60s
+echo "peered $(( ($(date +%s%N) - start) / 1000000 )) ms after kubectl apply"
+kubectl --kubeconfig "$C" -n liqo get peerings -o wide
+kubectl --kubeconfig "$C" get identities -A
+kubectl --kubeconfig "$P" get tenants -A
+
+step "kubectl delete peering: the consumer leaves the provider with its own identity"
+if ! kubectl --kubeconfig "$C" -n liqo delete peering peering-cl-provider --timeout=60s; then
+  echo "demo: the Peering did not leave within 60s; where it stands:" >&2
+  kubectl --kubeconfig "$C" -n liqo get peerings -o wide >&2
+  kubectl --kubeconfig "$C" -n liqo get events --field-selector involvedObject.kind=Peering | tail -n 6 >&2
+  grep -i peering "$C.manager.log" | tail -n 5 | cut -c1-400 >&2
+  exit 1
+fi
+kubectl --kubeconfig "$C" -n liqo get peerings
+if kubectl --kubeconfig "$P" -n liqo-tenant-cl-consumer get tenant cl-consumer >/dev/null 2>&1; then
+  echo "demo: the provider still holds the Tenant of the consumer that left" >&2; exit 1
+fi
+kubectl --kubeconfig "$P" get tenants -A
+kubectl --kubeconfig "$C" get identities -A
 step "Demo complete"

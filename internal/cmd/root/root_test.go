@@ -30,7 +30,7 @@ func TestTyposFail(t *testing.T) {
 	}{
 		{[]string{"generate", "foo"}, `unknown command "foo" for "liqoctl generate"`},
 		{[]string{"generate", "tenat"}, `did you mean "tenant"?`},
-		{[]string{"generate"}, "liqoctl generate needs one of its commands: identity, peering-user, tenant"},
+		{[]string{"generate"}, "liqoctl generate needs one of its commands: identity, peering, peering-user, tenant"},
 		{[]string{"create", "nonse"}, `unknown command "nonse" for "liqoctl create"`},
 		{[]string{"get", "tenant"}, `unknown command "tenant" for "liqoctl get"`},
 		{[]string{"delete", "foo"}, `unknown command "foo" for "liqoctl delete"`},
