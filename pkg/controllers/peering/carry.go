@@ -276,17 +276,12 @@ func (r *Reconciler) leave(ctx context.Context, p *authv1beta1.Peering, rec even
 		return ctrl.Result{}, err
 	}
 	if in.owned != nil {
-		providerID := in.owned.RemoteID
-		orig := p.DeepCopy()
-		r.setReady(p, &verdict{state: authv1beta1.PeeringLeaving, reason: authv1beta1.ReasonPeeringLeaving,
-			message: fmt.Sprintf("leaving cluster %q with this cluster's own identity", providerID)}, rec)
-		if _, err := status.SaveStatus(ctx, r.Client, p, statusChanged(orig, p)); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.leaveProvider(ctx, p, providerID); err != nil {
+		// One status write per attempt, and only when it failed: a Peering that leaves at
+		// once is gone before anyone reads its status, and each write would wake it again.
+		if err := r.leaveProvider(ctx, p, in.owned.RemoteID); err != nil {
 			orig := p.DeepCopy()
-			r.setReady(p, &verdict{state: authv1beta1.PeeringLeaving, reason: authv1beta1.ReasonPeeringLeaveFailed, message: err.Error()}, rec)
-			rec.Eventf(p, nil, "Warning", authv1beta1.ReasonPeeringLeaveFailed, "Leave", "%v", err)
+			r.setReady(p, &verdict{state: authv1beta1.PeeringLeaving, reason: authv1beta1.ReasonPeeringLeaveFailed,
+				message: fmt.Sprintf("leaving cluster %q with this cluster's own identity (tried again in %s): %v", in.owned.RemoteID, leaveRetry, err)}, rec)
 			if _, saveErr := status.SaveStatus(ctx, r.Client, p, statusChanged(orig, p)); saveErr != nil {
 				return ctrl.Result{}, saveErr
 			}

@@ -83,7 +83,7 @@ const (
 
 // KubeconfigKey is the data key of the bootstrap Secret that holds the peering user's
 // kubeconfig.
-const KubeconfigKey = "kubeconfig"
+const KubeconfigKey = wire.KubeconfigField
 
 // bootstrapChecks are the checks, in order, a bootstrap credential passes before anything
 // is sent to the provider it names; the first failure decides.
