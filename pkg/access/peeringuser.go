@@ -43,27 +43,30 @@ func PeeringUserClusterRules(consumerID string) []rbacv1.PolicyRule {
 }
 
 // ForgePeeringUserAccess are the Roles, RoleBindings, ClusterRole and ClusterRoleBinding of
-// peering user user of consumerID, whose tenant namespace is tn, in Liqo namespace liqoNS.
+// peering user user of consumerID, whose tenant namespace is tn, in Liqo namespace liqoNS,
+// all named wire.PeeringUserClusterObjectName(consumerID).
 func ForgePeeringUserAccess(liqoNS, tn, consumerID, user string) []client.Object {
 	labels := map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: consumerID, wire.PeeringUserLabel: user}
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
-	clusterName := wire.PeeringUserClusterObjectName(consumerID)
+	// One name per consumer, for every object: a Role named alike for every consumer in
+	// the Liqo namespace would be overwritten by the next consumer's peering user.
+	name := wire.PeeringUserClusterObjectName(consumerID)
 	var objs []client.Object
 	for _, r := range []struct {
 		ns    string
 		rules []rbacv1.PolicyRule
 	}{{tn, PeeringUserTenantRules(consumerID)}, {liqoNS, PeeringUserLiqoRules(consumerID)}} {
-		meta := metav1.ObjectMeta{Name: wire.PeeringUserObjectName, Namespace: r.ns, Labels: labels}
+		meta := metav1.ObjectMeta{Name: name, Namespace: r.ns, Labels: labels}
 		objs = append(objs,
 			&rbacv1.Role{TypeMeta: rbacType("Role"), ObjectMeta: meta, Rules: r.rules},
 			&rbacv1.RoleBinding{TypeMeta: rbacType("RoleBinding"), ObjectMeta: meta, Subjects: subjects,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: wire.PeeringUserObjectName}})
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}})
 	}
-	meta := metav1.ObjectMeta{Name: clusterName, Labels: labels}
+	meta := metav1.ObjectMeta{Name: name, Labels: labels}
 	return append(objs,
 		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: meta, Rules: PeeringUserClusterRules(consumerID)},
 		&rbacv1.ClusterRoleBinding{TypeMeta: rbacType("ClusterRoleBinding"), ObjectMeta: meta, Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterName}})
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}})
 }
 
 // PeeringUserRules are all the permissions of the peering user of consumerID, with the
