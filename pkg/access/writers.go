@@ -85,7 +85,11 @@ var (
 	clusterRoleBinder = Writer{Principal: ClusterRoleBinder, Writes: "ClusterRoleBindings of ClusterRoles it holds, with any name, labels (a peering user's included) and subjects"}
 	nsCreatorRoles    = Writer{Principal: NamespaceCreator, Writes: "Roles labelled as this project's, in namespaces it creates"}
 	roleWriter        = Writer{Principal: RoleWriter, Writes: "Roles of the tenant namespace labelled as this project's, named like a slice's"}
-	csrCreator        = Writer{Principal: CSRCreator, Writes: "CertificateSigningRequests with any name, labels (this project's, a Tenant's UID) and request; never `spec.username`", Tests: []string{"TestCSRSquattingIsNeverApproved"}}
+	// A peering user retiring itself (handshake.RetirePeeringUser): deletes only, by name.
+	peeringUserBindings = Writer{Principal: PeeringUser, Writes: "deletes its own RoleBindings `liqo-peering-user-<C>` (tenant namespace of C, Liqo namespace), by name only: retiring itself", Tests: []string{"TestPeeringUserRetires"}}
+	peeringUserCRB      = Writer{Principal: PeeringUser, Writes: "deletes its own ClusterRoleBinding `liqo-peering-user-<C>`, by name only: retiring itself", Tests: []string{"TestPeeringUserRetires"}}
+	peeringUserRoles    = Writer{Principal: PeeringUser, Writes: "deletes Roles named `liqo-peering-user-<C>` (its own, once unbound), by name only: retiring itself", Tests: []string{"TestPeeringUserRetires"}}
+	csrCreator          = Writer{Principal: CSRCreator, Writes: "CertificateSigningRequests with any name, labels (this project's, a Tenant's UID) and request; never `spec.username`", Tests: []string{"TestCSRSquattingIsNeverApproved"}}
 )
 
 // CommandRead is an object a liqoctl command reads and decides or prints from.
@@ -111,6 +115,8 @@ func CommandReads() []CommandRead {
 		{Command: "info", Group: "", Resource: "secrets", Where: "every namespace, labelled " + "liqo.io/remote-cluster-id", Writers: []Writer{nsCreatorSecrets, secretWriter, peeringUserNonce}},
 		{Command: "info", Group: "", Resource: "configmaps", Where: "tenant records in the Liqo namespace (peering users included)", Writers: []Writer{liqoNSWriter}},
 		{Command: "info", Group: "coordination.k8s.io", Resource: "leases", Where: "the manager's Lease in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
+		{Command: "info", Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Where: "what a recorded peering user may still do (SubjectAccessReviews): retired or not", Writers: []Writer{nsCreatorBindings, peeringUserBindings}},
+		{Command: "info", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings", Where: "what a recorded peering user may still do (SubjectAccessReviews): retired or not", Writers: []Writer{clusterRoleBinder, peeringUserCRB}},
 		{Command: "verify", Group: g, Resource: "identities", Where: "every namespace, then the tenant namespace by name", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
 		{Command: "verify", Group: "", Resource: "configmaps", Where: "tenant records in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
 		{Command: "unauthenticate --remote-cluster-id", Group: "", Resource: "namespaces", Where: "the recorded tenant namespace, else `liqo-tenant-<id>`", Writers: []Writer{nsCreatorNS}},

@@ -151,7 +151,7 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 		return nil, err
 	}
 	issued(r, placed, records, now)
-	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s); err != nil {
+	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s, now); err != nil {
 		return nil, err
 	}
 	if r.PeeringUsers == nil {
