@@ -45,7 +45,7 @@ func ManagerWatched() []Watched {
 		{Object: &corev1.ConfigMap{}, Group: "", Resource: "configmaps", Roles: Both, Label: wire.TenantRecordLabel + "=true", InLiqoNamespace: true,
 			ReadBy: "every controller (placement, pins, the administrator's state)", Writers: []Writer{nsCreatorRecords, liqoNSWriter}},
 		{Object: &authv1beta1.Tenant{}, Group: authv1beta1.GroupVersion.Group, Resource: "tenants", Roles: Provider,
-			ReadBy: "tenant, peergc, providerslice, renewanswer, metrics", Writers: []Writer{nsCreatorTenants, tenantWriter, peeringUserTenant, statusTenants}},
+			ReadBy: "tenant, peergc, providerslice, renewanswer, metrics", Writers: []Writer{nsCreatorTenants, tenantWriter, peeringUserTenant, statusTenants, tenantLeaves}},
 		{Object: &authv1beta1.Renew{}, Group: authv1beta1.GroupVersion.Group, Resource: "renews", Roles: Provider,
 			ReadBy: "renewanswer", Writers: []Writer{tenantRenews, nsCreatorRenews, statusRenews}},
 		{Object: &authv1beta1.ResourceSlice{}, Group: authv1beta1.GroupVersion.Group, Resource: "resourceslices", Roles: Both,

@@ -71,6 +71,7 @@ var (
 	statusTenants     = Writer{Principal: StatusWriter, Writes: "Tenant status in every namespace (acceptance, `acceptedAt`, conditions, certificate)", Tests: []string{"TestStatusWriterCannotHijackTheFirstHandshake", "TestStatusWritersCannotAcceptATenant",
 		"TestStatusWriterCannotMakeTheProviderIssue", "TestAttack5StatusWriterBackdatesRenewAfter", "TestAttack5StatusWriterInflatesHandshakeMetric",
 		"TestAttack6StatusWriterReplaysRenewRequest", "TestAttack6StatusWriterMakesRenewTenantReportAFalseRenewal"}}
+	tenantLeaves      = Writer{Principal: TheTenant, Writes: "deletes its own Tenant, by name (leaving: `handshake.Leave`); its spec, status and every other Tenant stay out of its reach", Tests: []string{"TestConsumerLeaves"}}
 	tenantRenews      = Writer{Principal: TheTenant, Writes: "Renews in its tenant namespace: spec and metadata"}
 	nsCreatorRenews   = Writer{Principal: NamespaceCreator, Writes: "Renews in namespaces it creates"}
 	statusRenews      = Writer{Principal: StatusWriter, Writes: "Renew status in every namespace"}
@@ -109,7 +110,7 @@ type CommandRead struct {
 func CommandReads() []CommandRead {
 	const g = "authentication.liqo.io"
 	return []CommandRead{
-		{Command: "info", Group: g, Resource: "tenants", Where: "every namespace", Writers: []Writer{nsCreatorTenants, tenantWriter, peeringUserTenant, statusTenants}},
+		{Command: "info", Group: g, Resource: "tenants", Where: "every namespace", Writers: []Writer{nsCreatorTenants, tenantWriter, peeringUserTenant, statusTenants, tenantLeaves}},
 		{Command: "info", Group: g, Resource: "identities", Where: "every namespace", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
 		{Command: "info", Group: g, Resource: "resourceslices", Where: "every namespace", Writers: []Writer{tenantSlices, nsCreatorSlices, sliceWriter, statusSlices}},
 		{Command: "info", Group: "", Resource: "secrets", Where: "every namespace, labelled " + "liqo.io/remote-cluster-id", Writers: []Writer{nsCreatorSecrets, secretWriter, peeringUserNonce}},
@@ -121,7 +122,7 @@ func CommandReads() []CommandRead {
 		{Command: "verify", Group: "", Resource: "configmaps", Where: "tenant records in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
 		{Command: "unauthenticate --remote-cluster-id", Group: "", Resource: "namespaces", Where: "the recorded tenant namespace, else `liqo-tenant-<id>`", Writers: []Writer{nsCreatorNS}},
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "identities", Where: "the tenant namespace, by name", Writers: []Writer{identityWriter, statusIDs}},
-		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "tenants", Where: "the tenant namespace, by name", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants}},
+		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "tenants", Where: "the tenant namespace, by name", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants, tenantLeaves}},
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "resourceslices", Where: "the tenant namespace", Writers: []Writer{tenantSlices, sliceWriter, statusSlices}},
 	}
 }

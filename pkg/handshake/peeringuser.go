@@ -69,22 +69,8 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 		return nil, err
 	}
 	for _, u := range existing {
-		if now.Before(u.NotAfter) {
-			retired, retiredErr := peeringUserRetired(ctx, p, u)
-			if retiredErr != nil {
-				return nil, p.Explain(retiredErr, "checking whether peering user "+u.User+" retired")
-			}
-			if !retired {
-				return nil, fmt.Errorf("%w for cluster %q: user %s, valid until %s: run liqoctl delete peering-user --consumer-cluster-id %s first",
-					ErrPeeringUserExists, consumerID, u.User, u.NotAfter.UTC().Format(time.RFC3339), consumerID)
-			}
-			p.Report.Info("Replacing peering user %s, retired (it authorizes nothing)", u.User)
-		} else {
-			p.Report.Info("Replacing peering user %s, expired at %s", u.User, u.NotAfter.UTC().Format(time.RFC3339))
-		}
-		// What a retired peering user leaves (its unbound ClusterRole) goes with it.
-		if deletePeeringUserAccessErr := deletePeeringUserAccess(ctx, p, consumerID); deletePeeringUserAccessErr != nil {
-			return nil, deletePeeringUserAccessErr
+		if replaceErr := replacePeeringUser(ctx, p, u, now); replaceErr != nil {
+			return nil, replaceErr
 		}
 	}
 	tn, err := p.EnsureTenantNamespace(ctx, consumerID)
@@ -133,6 +119,26 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 		return nil, fmt.Errorf("forging the peering user's kubeconfig: %w", err)
 	}
 	return pu, nil
+}
+
+// replacePeeringUser removes the recorded peering user u of a consumer, for a new one: an
+// expired one, or one that retired (it authorizes nothing), with what it left (its
+// unbound ClusterRole); a live one is ErrPeeringUserExists.
+func replacePeeringUser(ctx context.Context, p *Side, u PeeringUser, now time.Time) error {
+	if now.Before(u.NotAfter) {
+		retired, err := peeringUserRetired(ctx, p, u)
+		if err != nil {
+			return p.Explain(err, "checking whether peering user "+u.User+" retired")
+		}
+		if !retired {
+			return fmt.Errorf("%w for cluster %q: user %s, valid until %s: run liqoctl delete peering-user --consumer-cluster-id %s first",
+				ErrPeeringUserExists, u.ConsumerID, u.User, u.NotAfter.UTC().Format(time.RFC3339), u.ConsumerID)
+		}
+		p.Report.Info("Replacing peering user %s, retired (it authorizes nothing)", u.User)
+	} else {
+		p.Report.Info("Replacing peering user %s, expired at %s", u.User, u.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return deletePeeringUserAccess(ctx, p, u.ConsumerID)
 }
 
 // AdvertisedServer is the API server URL and CA a consumer reaches this cluster with: the

@@ -166,6 +166,29 @@ func principalMatrix() []matrixCase {
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				f.create(m.peeringUser, m.p.client, newAttacker(t, laterID).honestTenant(t, m.pTN, string(nonceData(t)[wire.NonceField])))
 			}},
+		{resource: "tenants", principal: access.TheTenant, name: "provider: deletes its own Tenant (leaving), and no other", disruptive: true, lossOnly: true,
+			forge: func(t *testing.T, m *matrix, f *forgery) {
+				ctx := context.Background()
+				for _, other := range []client.ObjectKey{{Namespace: m.pTN, Name: laterID}, {Namespace: m.laterTN, Name: laterID}, {Namespace: m.pTN, Name: forgedID}} {
+					err := m.theTenant.Delete(ctx, &authv1beta1.Tenant{ObjectMeta: metaOf(other.Namespace, other.Name)})
+					require.True(t, apierrors.IsForbidden(err), "the tenant deletes Tenant %s: %v", other, err)
+				}
+				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.tenantKey.Namespace, m.tenantKey.Name)}
+				require.NoError(t, m.p.client.Get(ctx, m.tenantKey, tn))
+				f.changed[string(tn.UID)] = true
+				require.NoError(t, m.theTenant.Delete(ctx, tn))
+				eventually(t, 30*time.Second, "its Tenant gone", func(ctx context.Context) (bool, error) {
+					err := m.p.client.Get(ctx, m.tenantKey, &authv1beta1.Tenant{})
+					return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+				})
+				// Leaving is undone as a consumer comes back: a new handshake.
+				f.undo = append(f.undo, func() {
+					mustCLI(t, pairArgs("authenticate", m.c, m.p)...)
+					var back authv1beta1.Tenant
+					require.NoError(t, m.p.client.Get(context.Background(), m.tenantKey, &back))
+					m.tenantUID, m.tenantCSR = string(back.UID), back.Spec.CSR
+				})
+			}},
 		{resource: "tenants", principal: access.StatusWriter, name: "provider: the accepted Tenant's acceptance time (peergc)", disruptive: true,
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.pTN, m.c.id)}
