@@ -355,3 +355,39 @@ func TestPeeringCRDInstalledLate(t *testing.T) {
 	startManager(t, c)
 	waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 30*time.Second)
 }
+
+// TestDeclarativePeeringApproval: on a provider that requires approval, a declared
+// peering waits (WaitingForApproval) without blocking its manager, becomes Peered once
+// the provider's administrator approves it, and another consumer's is denied with the
+// administrator's reason.
+func TestDeclarativePeeringApproval(t *testing.T) {
+	cps := testenv.New(t, "provider", "consumer-a", "consumer-b")
+	ids := []string{"cl-provider", "cl-consumer-a", "cl-consumer-b"}
+	sites := make([]*site, len(cps))
+	for i, cp := range cps {
+		mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", ids[i])
+		sites[i] = &site{cp: cp, id: ids[i], client: newClient(t, cp.Config)}
+	}
+	p, ca, cb := sites[0], sites[1], sites[2]
+	mustCLI(t, "install", "--kubeconfig", p.cp.Kubeconfig, "--require-approval")
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	ctx := context.Background()
+	for _, c := range []*site{ca, cb} {
+		startManager(t, c)
+		kubeconfig, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+		pe, s := declaredPeering("to-provider", "bootstrap", []byte(kubeconfig), p.id)
+		require.NoError(t, c.client.Create(ctx, s))
+		require.NoError(t, c.client.Create(ctx, pe))
+	}
+	for _, c := range []*site{ca, cb} {
+		got := waitPeering(t, c.client, "to-provider", authv1beta1.ReasonPeeringWaitingForApproval, 30*time.Second)
+		assert.Equal(t, authv1beta1.PeeringWaitingForApproval, got.Status.State)
+		assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, authv1beta1.ConditionReady).Message, "liqoctl approve tenant "+c.id)
+	}
+	mustCLI(t, "approve", "tenant", ca.id, "--kubeconfig", p.cp.Kubeconfig)
+	mustCLI(t, "deny", "tenant", cb.id, "--kubeconfig", p.cp.Kubeconfig, "--reason", "not a customer of ours")
+	waitPeering(t, ca.client, "to-provider", authv1beta1.ReasonPeered, 30*time.Second)
+	assertTenantAccess(t, p, ca, kubeconfigOf(t, ca, p))
+	denied := waitPeering(t, cb.client, "to-provider", authv1beta1.ReasonPeeringDenied, 30*time.Second)
+	assert.Contains(t, meta.FindStatusCondition(denied.Status.Conditions, authv1beta1.ConditionReady).Message, "not a customer of ours")
+}
