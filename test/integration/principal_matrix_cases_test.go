@@ -369,6 +369,21 @@ func principalMatrix() []matrixCase {
 				})
 			}},
 
+		{resource: "peerings", principal: access.StatusWriter, name: "consumer: a Peering's status names the peered provider, Peered, its bootstrap retired",
+			forge: func(t *testing.T, m *matrix, f *forgery) {
+				// The administrator declares a peering whose Secret is not there yet; the
+				// status writer makes its status claim the provider the pair peers with.
+				pe := &authv1beta1.Peering{ObjectMeta: metaOf(wire.DefaultLiqoNamespace, "matrix-peering"),
+					Spec: authv1beta1.PeeringSpec{BootstrapSecretRef: corev1.LocalObjectReference{Name: "matrix-missing"}}}
+				f.create(m.c.client, m.c.client, pe)
+				f.mutate(m.cStatusWriter, m.c.client, pe, true, func() {
+					pe.Status.State, pe.Status.ProviderClusterID = authv1beta1.PeeringPeered, authv1beta1.ClusterID(m.p.id)
+					pe.Status.TenantNamespace, pe.Status.Identity = m.cTN, wire.IdentityName(m.p.id)
+					pe.Status.Bootstrap = &authv1beta1.PeeringBootstrap{User: wire.PeeringUserName(m.c.id, "matrix"), Serial: "abcd"}
+					meta.SetStatusCondition(&pe.Status.Conditions, metav1.Condition{Type: authv1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: authv1beta1.ReasonPeered, Message: "forged"})
+				})
+			}},
+
 		// RBAC the binding scan and the slice grants read.
 		{resource: "rolebindings", principal: access.NamespaceCreator, name: "provider: bindings naming the consumer and liqo.io, in a look-alike tenant namespace and elsewhere",
 			forge: func(t *testing.T, m *matrix, f *forgery) {

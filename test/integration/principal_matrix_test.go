@@ -224,7 +224,8 @@ func newMatrix(t *testing.T) *matrix {
 	m.laterSecret = principal(t, p, "matrix-secret-writer", m.laterTN, rule("", "secrets", projectRW...))
 	m.cSecretWriter = principal(t, c, "matrix-secret-writer", m.cTN, rule("", "secrets", projectRW...))
 	statusRules := []rbacv1.PolicyRule{rule(g, "tenants", "get", "list"), rule(g, "identities", "get", "list"), rule(g, "resourceslices", "get", "list"), rule(g, "renews", "get", "list"),
-		{APIGroups: []string{g}, Resources: []string{"tenants/status", "identities/status", "resourceslices/status", "renews/status"}, Verbs: []string{"get", "update", "patch"}}}
+		rule(g, "peerings", "get", "list"),
+		{APIGroups: []string{g}, Resources: []string{"tenants/status", "identities/status", "resourceslices/status", "renews/status", "peerings/status"}, Verbs: []string{"get", "update", "patch"}}}
 	m.statusWriter = principal(t, p, "matrix-status-writer", "", statusRules...)
 	m.cStatusWriter = principal(t, c, "matrix-status-writer", "", statusRules...)
 	m.tenantWriter = principal(t, p, "matrix-tenant-writer", m.pTN, rule(g, "tenants", projectRW...))
