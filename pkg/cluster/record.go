@@ -120,6 +120,9 @@ type ConsumedBootstrap struct {
 	Serial string `json:"serial"`
 	// NotAfter is when that certificate expires: it is forgotten then.
 	NotAfter time.Time `json:"notAfter"`
+	// Peering is the UID of the Peering whose handshake used it: what says that Peering
+	// made the peering (an Identity's status, which status writers may write, never does).
+	Peering string `json:"peering,omitempty"`
 	// Retired is when the peering user was proven retired on the provider (nil: not yet).
 	Retired *time.Time `json:"retired,omitempty"`
 }

@@ -187,7 +187,7 @@ func (r *Reconciler) load(ctx context.Context, p *authv1beta1.Peering) (*input, 
 			return nil, err
 		}
 	}
-	if in.identity != nil && peeredVerdict(in).state == authv1beta1.PeeringPeered {
+	if in.identity != nil && in.ranHandshake() && peeredVerdict(in).state == authv1beta1.PeeringPeered {
 		return in, nil
 	}
 	if err := r.loadBootstrap(ctx, in, records); err != nil {
