@@ -11,9 +11,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
@@ -21,6 +24,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
 // TestAttack35ProviderTakesAnotherProvidersID (FINDING): the administrator of provider B
@@ -143,4 +147,82 @@ func TestAttack35IdentityForgerSkipsTheHandshake(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	assert.Empty(t, peered, "the Peering says Peered from an Identity status forged while the provider waits for its administrator's approval")
+}
+
+// peeredSites are a consumer and a provider with a manager each, peered through a
+// declared Peering that lists no slice.
+func peeredSites(t *testing.T) (c, p *site, pe *authv1beta1.Peering) {
+	t.Helper()
+	c, p = cliSites(t)
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	startManager(t, c)
+	kubeconfig, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	pe, s := declaredPeering("to-provider", "provider-bootstrap", []byte(kubeconfig), p.id)
+	require.NoError(t, c.client.Create(context.Background(), s))
+	require.NoError(t, c.client.Create(context.Background(), pe))
+	waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 30*time.Second)
+	return c, p, pe
+}
+
+// TestAttack35SliceLabellerHasTheManagerDeleteASlice (FINDING): a ResourceSlice writer of
+// the consumer's tenant namespace who may update slices but not delete them labels a
+// slice the Peering did not make (one the consumer's administrator asked for) with
+// liqo.io/peering=<the Peering>. The Peering's manager takes the label for its own mark and
+// deletes the slice as no longer listed: the writer gets the delete it was not granted,
+// and the provider's grant of that slice is withdrawn.
+func TestAttack35SliceLabellerHasTheManagerDeleteASlice(t *testing.T) {
+	c, p, pe := peeredSites(t)
+	ctx := context.Background()
+	tn := wire.TenantNamespaceName(p.id)
+	rs := handshake.ForgeSlice(tn, "payload", p.id, "", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})
+	require.NoError(t, c.client.Create(ctx, rs), "the consumer's administrator asks for a slice")
+
+	labeller := principal(t, c, "slice-labeller", tn, rule("authentication.liqo.io", "resourceslices", "get", "list", "update", "patch"))
+	err := labeller.Delete(ctx, rs.DeepCopy())
+	require.True(t, apierrors.IsForbidden(err), "the writer may not delete slices: %v", err)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur authv1beta1.ResourceSlice
+		if err := labeller.Get(ctx, client.ObjectKeyFromObject(rs), &cur); err != nil {
+			return err
+		}
+		cur.Labels[wire.PeeringLabel] = pe.Name
+		return labeller.Update(ctx, &cur)
+	}))
+	time.Sleep(5 * time.Second)
+	var cur authv1beta1.ResourceSlice
+	err = c.client.Get(ctx, client.ObjectKeyFromObject(rs), &cur)
+	require.NoError(t, err, "the slice the administrator asked for is still there")
+	assert.True(t, cur.DeletionTimestamp.IsZero(), "the slice the administrator asked for is not being deleted")
+}
+
+// TestAttack35NamespaceSquatterBeforeThePeering: a namespace creator makes
+// liqo-tenant-<provider>, labelled as its tenant namespace, before the consumer's
+// administrator declares the Peering. The consumer's manager must not put the provider's
+// Identity and kubeconfig in a namespace its squatter administers.
+func TestAttack35NamespaceSquatterBeforeThePeering(t *testing.T) {
+	c, p := cliSites(t)
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	startManager(t, c)
+	ctx := context.Background()
+	tn := wire.TenantNamespaceName(p.id)
+	squatter := principal(t, c, "namespace-squatter", "", rule("", "namespaces", "get", "create"))
+	require.NoError(t, squatter.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn, Labels: cluster.TenantNamespaceLabels(p.id)}}))
+
+	kubeconfig, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	pe, s := declaredPeering("to-provider", "provider-bootstrap", []byte(kubeconfig), p.id)
+	require.NoError(t, c.client.Create(ctx, s))
+	require.NoError(t, c.client.Create(ctx, pe))
+	var cond *metav1.Condition
+	eventually(t, 20*time.Second, "the Peering fails", func(ctx context.Context) (bool, error) {
+		var cur authv1beta1.Peering
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(pe), &cur); err != nil {
+			return false, err
+		}
+		cond = meta.FindStatusCondition(cur.Status.Conditions, authv1beta1.ConditionReady)
+		return cur.Status.State == authv1beta1.PeeringFailed || cur.Status.State == authv1beta1.PeeringPeered, nil
+	})
+	assert.Equal(t, authv1beta1.ReasonHandshakeFailed, cond.Reason, cond.Message)
+	assert.Contains(t, cond.Message, "this cluster never made it a tenant namespace")
+	err := c.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.KubeconfigSecretName(wire.IdentityName(p.id))}, &corev1.Secret{})
+	assert.True(t, apierrors.IsNotFound(err), "no kubeconfig of the provider in the squatter's namespace: %v", err)
 }
