@@ -108,6 +108,9 @@ type RecordedPeering struct {
 	// Name and UID of the Peering that owns the peering (empty once it left).
 	Name string `json:"name,omitempty"`
 	UID  string `json:"uid,omitempty"`
+	// Slices are the names of the ResourceSlices the Peering made (a slice's label, which
+	// its writers may set, never says so).
+	Slices []string `json:"slices,omitempty"`
 	// Consumed are the bootstrap credentials used with this provider, until they expire:
 	// none is used twice.
 	Consumed []ConsumedBootstrap `json:"consumed,omitempty"`
