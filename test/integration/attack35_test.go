@@ -27,7 +27,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
-// TestAttack35ProviderTakesAnotherProvidersID (FINDING): the administrator of provider B
+// TestAttack35ProviderTakesAnotherProvidersID (finding of attack35, fixed): the administrator of provider B
 // installs B with the cluster ID of provider A, with which the consumer peered through
 // liqoctl authenticate, and hands the consumer a peering user of B. The consumer's
 // administrator declares a Peering to B, pinned as liqoctl generate peering pins it (the
@@ -60,8 +60,8 @@ func TestAttack35ProviderTakesAnotherProvidersID(t *testing.T) {
 	require.NoError(t, c.client.Create(ctx, pe))
 	eventually(t, 30*time.Second, "the Peering to B is decided", func(ctx context.Context) (bool, error) {
 		var cur authv1beta1.Peering
-		if err := c.client.Get(ctx, client.ObjectKeyFromObject(pe), &cur); err != nil {
-			return false, err
+		if getErr := c.client.Get(ctx, client.ObjectKeyFromObject(pe), &cur); getErr != nil {
+			return false, getErr
 		}
 		return cur.Status.State == authv1beta1.PeeringFailed || cur.Status.State == authv1beta1.PeeringPeered, nil
 	})
@@ -94,7 +94,7 @@ func TestAttack35ProviderTakesAnotherProvidersID(t *testing.T) {
 	assertTenantAccess(t, pa, c, kubeconfigOf(t, c, pa))
 }
 
-// TestAttack35IdentityForgerSkipsTheHandshake (FINDING): while the provider's
+// TestAttack35IdentityForgerSkipsTheHandshake (finding of attack35, fixed): while the provider's
 // administrator has not approved the consumer, a principal who may create Identities in the
 // consumer's tenant namespace and write Identity status (the Identity writer and the status
 // writer of the threat table) creates the Identity of the provider and marks it Ready. The
@@ -164,7 +164,7 @@ func peeredSites(t *testing.T) (c, p *site, pe *authv1beta1.Peering) {
 	return c, p, pe
 }
 
-// TestAttack35SliceLabellerHasTheManagerDeleteASlice (FINDING): a ResourceSlice writer of
+// TestAttack35SliceLabellerHasTheManagerDeleteASlice (finding of attack35, fixed): a ResourceSlice writer of
 // the consumer's tenant namespace who may update slices but not delete them labels a
 // slice the Peering did not make (one the consumer's administrator asked for) with
 // liqo.io/peering=<the Peering>. The Peering's manager takes the label for its own mark and
@@ -182,8 +182,8 @@ func TestAttack35SliceLabellerHasTheManagerDeleteASlice(t *testing.T) {
 	require.True(t, apierrors.IsForbidden(err), "the writer may not delete slices: %v", err)
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var cur authv1beta1.ResourceSlice
-		if err := labeller.Get(ctx, client.ObjectKeyFromObject(rs), &cur); err != nil {
-			return err
+		if getErr := labeller.Get(ctx, client.ObjectKeyFromObject(rs), &cur); getErr != nil {
+			return getErr
 		}
 		cur.Labels[wire.PeeringLabel] = pe.Name
 		return labeller.Update(ctx, &cur)
