@@ -271,13 +271,7 @@ func TestDeclarativePeeringBadInput(t *testing.T) {
 // record says the first Peering peered with, never the one the forged status names: the
 // second peering keeps working.
 func TestPeeringStatusWriterCannotChooseWhatIsLeft(t *testing.T) {
-	cps := testenv.New(t, "consumer", "provider-a", "provider-b")
-	ids := []string{"cl-consumer", "cl-provider-a", "cl-provider-b"}
-	sites := make([]*site, len(cps))
-	for i, cp := range cps {
-		mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", ids[i])
-		sites[i] = &site{cp: cp, id: ids[i], client: newClient(t, cp.Config)}
-	}
+	sites := installedSites(t, []string{"consumer", "provider-a", "provider-b"}, []string{"cl-consumer", "cl-provider-a", "cl-provider-b"})
 	c, pa, pb := sites[0], sites[1], sites[2]
 	startManager(t, pa, "--api-server-url", pa.cp.URL)
 	startManager(t, pb, "--api-server-url", pb.cp.URL)
@@ -361,13 +355,7 @@ func TestPeeringCRDInstalledLate(t *testing.T) {
 // the provider's administrator approves it, and another consumer's is denied with the
 // administrator's reason.
 func TestDeclarativePeeringApproval(t *testing.T) {
-	cps := testenv.New(t, "provider", "consumer-a", "consumer-b")
-	ids := []string{"cl-provider", "cl-consumer-a", "cl-consumer-b"}
-	sites := make([]*site, len(cps))
-	for i, cp := range cps {
-		mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", ids[i])
-		sites[i] = &site{cp: cp, id: ids[i], client: newClient(t, cp.Config)}
-	}
+	sites := installedSites(t, []string{"provider", "consumer-a", "consumer-b"}, []string{"cl-provider", "cl-consumer-a", "cl-consumer-b"})
 	p, ca, cb := sites[0], sites[1], sites[2]
 	mustCLI(t, "install", "--kubeconfig", p.cp.Kubeconfig, "--require-approval")
 	startManager(t, p, "--api-server-url", p.cp.URL)
@@ -390,4 +378,17 @@ func TestDeclarativePeeringApproval(t *testing.T) {
 	assertTenantAccess(t, p, ca, kubeconfigOf(t, ca, p))
 	denied := waitPeering(t, cb.client, "to-provider", authv1beta1.ReasonPeeringDenied, 30*time.Second)
 	assert.Contains(t, meta.FindStatusCondition(denied.Status.Conditions, authv1beta1.ConditionReady).Message, "not a customer of ours")
+}
+
+// installedSites starts a control plane per name and installs liqo-auth on each with the
+// cluster ID of the same rank, as an administrator does with liqoctl install.
+func installedSites(t *testing.T, names, ids []string) []*site {
+	t.Helper()
+	cps := testenv.New(t, names...)
+	sites := make([]*site, len(cps))
+	for i, cp := range cps {
+		mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", ids[i])
+		sites[i] = &site{cp: cp, id: ids[i], client: newClient(t, cp.Config)}
+	}
+	return sites
 }

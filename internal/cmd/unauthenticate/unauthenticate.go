@@ -126,20 +126,30 @@ func (o *Options) Validate() error {
 	return o.Controllers.Validate()
 }
 
+// localSide is this cluster, for the one-cluster forms (--remote-cluster-id): not the peer
+// itself, with its controllers chosen.
+func (o *Options) localSide(ctx context.Context) (*handshake.Side, error) {
+	local, err := o.Global.LocalSide(ctx, handshake.Local)
+	if err != nil {
+		return nil, err
+	}
+	if local.ClusterID == o.RemoteClusterID {
+		return nil, fmt.Errorf("--remote-cluster-id %q is this cluster's own ID", o.RemoteClusterID)
+	}
+	if err := cli.ApplyControllers(ctx, local, o.Controllers.Local); err != nil {
+		return nil, err
+	}
+	return local, nil
+}
+
 // RunLeave is --leave: the consumer leaves provider RemoteClusterID with its own identity
 // there, its slices first (with --delete-resourceslices), run by its consumer controllers.
 func (o *Options) RunLeave(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	local, err := o.Global.LocalSide(ctx, handshake.Local)
+	local, err := o.localSide(ctx)
 	if err != nil {
 		return err
-	}
-	if local.ClusterID == o.RemoteClusterID {
-		return fmt.Errorf("--remote-cluster-id %q is this cluster's own ID", o.RemoteClusterID)
-	}
-	if applyControllersErr := cli.ApplyControllers(ctx, local, o.Controllers.Local); applyControllersErr != nil {
-		return applyControllersErr
 	}
 	slices, err := handshake.SlicesFor(ctx, local, o.RemoteClusterID)
 	if err != nil && !meta.IsNoMatchError(err) {
@@ -239,15 +249,9 @@ func (o *Options) slicesToDelete(ctx context.Context) ([]authv1beta1.ResourceSli
 func (o *Options) RunLocal(ctx context.Context) error {
 	ctx, cancel := o.Timeout.Context(ctx)
 	defer cancel()
-	local, err := o.Global.LocalSide(ctx, handshake.Local)
+	local, err := o.localSide(ctx)
 	if err != nil {
 		return err
-	}
-	if local.ClusterID == o.RemoteClusterID {
-		return fmt.Errorf("--remote-cluster-id %q is this cluster's own ID", o.RemoteClusterID)
-	}
-	if applyControllersErr := cli.ApplyControllers(ctx, local, o.Controllers.Local); applyControllersErr != nil {
-		return applyControllersErr
 	}
 	if checkKnownPeerErr := handshake.CheckKnownPeer(ctx, local, o.RemoteClusterID, "--remote-cluster-id"); checkKnownPeerErr != nil {
 		return checkKnownPeerErr
