@@ -178,12 +178,17 @@ type Approval struct {
 }
 
 // ApprovalOf is the decision the record holds about the key with fingerprint fp (nil:
-// none, or a decision about another key).
+// none). An approval is of the key the administrator saw: another key waits again. A
+// denial is of the cluster: a denied consumer coming back with another key stays denied,
+// whether approval is required or not, until its administrator approves it.
 func (r *TenantRecord) ApprovalOf(fp string) *Approval {
-	if r == nil || r.Approval == nil || fp == "" || r.Approval.KeyFingerprint != fp {
+	if r == nil || r.Approval == nil || fp == "" {
 		return nil
 	}
-	return r.Approval
+	if r.Approval.Decision == Denied || r.Approval.KeyFingerprint == fp {
+		return r.Approval
+	}
+	return nil
 }
 
 // RecordedPeeringUser is a peering user as its tenant record holds it.

@@ -54,7 +54,8 @@ func TestApprovalWait(t *testing.T) {
 		{"pending for an older spec: not known yet", tenant(authv1beta1.ReasonApprovalPending, metav1.ConditionFalse, 1), nil, false, false, nil, 0},
 		{"denied, the record says so", tenant(authv1beta1.ReasonApprovalDenied, metav1.ConditionFalse, 2), denial, true, true, ErrDenied, 0},
 		{"denied by the status only", tenant(authv1beta1.ReasonApprovalDenied, metav1.ConditionFalse, 2), &cluster.Approval{Decision: cluster.Approved, KeyFingerprint: fp}, true, true, nil, 0},
-		{"denied, another key in the record", tenant(authv1beta1.ReasonApprovalDenied, metav1.ConditionFalse, 2), &cluster.Approval{Decision: cluster.Denied, KeyFingerprint: "sha256:old"}, true, true, nil, 0},
+		// A denial is of the cluster: another key of a denied cluster stays denied.
+		{"denied, another key in the record", tenant(authv1beta1.ReasonApprovalDenied, metav1.ConditionFalse, 2), &cluster.Approval{Decision: cluster.Denied, KeyFingerprint: "sha256:old", Reason: denial.Reason, At: denial.At}, true, true, ErrDenied, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, l := side(tc.record)

@@ -53,11 +53,11 @@ again. An approval replaces an earlier denial. liqoctl info lists the consumers 
 	deny := &ApprovalOptions{Global: g, Decision: cluster.Denied}
 	denyCmd := &cobra.Command{
 		Short: "Deny the key of a consumer's handshake (provider)",
-		Long: `On the provider: deny the key a consumer's Tenant presents. It gets no certificate and no
-access, whether approval is required or not, and its liqoctl authenticate ends with the
-reason given here. The Tenant stays, visible in kubectl get tenants and liqoctl info; a
-Tenant presenting another key later waits for a decision again, and liqoctl approve tenant
-takes the denial back. A consumer that already holds a certificate is drained first
+		Long: `On the provider: deny a consumer, by the key its Tenant presents. It gets no certificate
+and no access, whether approval is required or not, and its liqoctl authenticate ends with
+the reason given here. The denial is of the cluster: a Tenant of that cluster presenting
+another key later is denied too. The Tenant stays, visible in kubectl get tenants and
+liqoctl info; liqoctl approve tenant takes the denial back. A consumer that already holds a certificate is drained first
 (liqoctl drain tenant): Kubernetes cannot revoke its certificate, a drain removes what it
 grants and proves it.`,
 		Example: `  liqoctl deny tenant cl-consumer --reason "not a customer of this cluster"`,

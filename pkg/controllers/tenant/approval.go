@@ -69,7 +69,7 @@ func decideApproval(f approvalFacts) approvalVerdict {
 	switch {
 	case f.decision != nil && f.decision.Decision == cluster.Denied:
 		return approvalVerdict{relevant: true, reason: authv1beta1.ReasonApprovalDenied,
-			message: fmt.Sprintf("the provider's administrator denied key %s of cluster %q at %s: %s", f.fingerprint, f.clusterID, f.decision.At.UTC().Format(time.RFC3339), f.decision.Reason)}
+			message: fmt.Sprintf("the provider's administrator denied cluster %q (key %s) at %s: %s", f.clusterID, f.decision.KeyFingerprint, f.decision.At.UTC().Format(time.RFC3339), f.decision.Reason)}
 	case f.decision != nil && f.decision.Decision == cluster.Approved:
 		return approvalVerdict{relevant: true, approved: true, reason: authv1beta1.ReasonApproved,
 			message: fmt.Sprintf("the provider's administrator approved key %s of cluster %q at %s", f.fingerprint, f.clusterID, f.decision.At.UTC().Format(time.RFC3339))}
