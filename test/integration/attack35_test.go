@@ -62,8 +62,11 @@ func TestAttack35ProviderTakesAnotherProvidersID(t *testing.T) {
 	require.NoError(t, c.client.Create(ctx, pe))
 	eventually(t, 30*time.Second, "the Peering to B is decided", func(ctx context.Context) (bool, error) {
 		var cur authv1beta1.Peering
-		if err := c.client.Get(ctx, client.ObjectKeyFromObject(pe), &cur); err != nil {
-			return false, err
+		if getErr := c.client.Get(ctx, client.ObjectKeyFromObject(pe), &cur); getErr != nil {
+			return false, getErr
+		}
+		if cond := meta.FindStatusCondition(cur.Status.Conditions, authv1beta1.ConditionReady); cond != nil {
+			t.Logf("the Peering to B: %s %s: %s", cur.Status.State, cond.Reason, cond.Message)
 		}
 		return cur.Status.State == authv1beta1.PeeringFailed || cur.Status.State == authv1beta1.PeeringPeered, nil
 	})
@@ -184,8 +187,8 @@ func TestAttack35SliceLabellerHasTheManagerDeleteASlice(t *testing.T) {
 	require.True(t, apierrors.IsForbidden(err), "the writer may not delete slices: %v", err)
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var cur authv1beta1.ResourceSlice
-		if err := labeller.Get(ctx, client.ObjectKeyFromObject(rs), &cur); err != nil {
-			return err
+		if getErr := labeller.Get(ctx, client.ObjectKeyFromObject(rs), &cur); getErr != nil {
+			return getErr
 		}
 		cur.Labels[wire.PeeringLabel] = pe.Name
 		return labeller.Update(ctx, &cur)
