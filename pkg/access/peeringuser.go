@@ -22,7 +22,17 @@ func PeeringUserTenantRules(consumerID string) []rbacv1.PolicyRule {
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, ResourceNames: []string{consumerID},
 			Verbs: []string{"get", "list", "watch", "patch", "update", "delete"}},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, ResourceNames: []string{wire.ManagerName}, Verbs: []string{"get"}},
+		retireOwnBinding(consumerID),
 	}
+}
+
+// retireOwnBinding lets a peering user delete its own RoleBinding of a namespace, by name:
+// the binding deletes itself through the Role it binds, which is then unbound and grants
+// nothing (PeeringUserClusterRules deletes it). A Role deleted first would leave its
+// binding, which a later Role of the same name would revive: never that order.
+func retireOwnBinding(consumerID string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"},
+		ResourceNames: []string{wire.PeeringUserClusterObjectName(consumerID)}, Verbs: []string{"delete"}}
 }
 
 // PeeringUserLiqoRules are its permissions in the Liqo namespace: reading the cluster ID,
@@ -31,39 +41,51 @@ func PeeringUserLiqoRules(consumerID string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{wire.ClusterIDConfigMapName, wire.TenantRecordName(consumerID)}, Verbs: []string{"get"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{wire.ManagerName}, Verbs: []string{"get"}},
+		retireOwnBinding(consumerID),
 	}
 }
 
 // PeeringUserClusterRules are its only cluster-wide permissions: reading, by name, the
-// tenant namespace of its consumer and kube-system (whose UID tells two clusters apart).
+// tenant namespace of its consumer and kube-system (whose UID tells two clusters apart);
+// and retiring itself (handshake.RetirePeeringUser), by name only: deleting its Roles once
+// their bindings deleted themselves, then its ClusterRoleBinding, last. Its ClusterRole
+// is the one object it leaves, unbound: it grants nothing, and a later binding of it needs
+// what binding any ClusterRole needs. Every name is liqo-peering-user-<its consumer>: it
+// can delete no other consumer's object, nor any binding but its own. The provider's
+// manager holds no such power (a stolen manager token would delete every binding).
 func PeeringUserClusterRules(consumerID string) []rbacv1.PolicyRule {
+	own := []string{wire.PeeringUserClusterObjectName(consumerID)}
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{wire.TenantNamespaceName(consumerID), "kube-system"}, Verbs: []string{"get"}},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "clusterrolebindings"}, ResourceNames: own, Verbs: []string{"delete"}},
 	}
 }
 
 // ForgePeeringUserAccess are the Roles, RoleBindings, ClusterRole and ClusterRoleBinding of
-// peering user user of consumerID, whose tenant namespace is tn, in Liqo namespace liqoNS.
+// peering user user of consumerID, whose tenant namespace is tn, in Liqo namespace liqoNS,
+// all named wire.PeeringUserClusterObjectName(consumerID).
 func ForgePeeringUserAccess(liqoNS, tn, consumerID, user string) []client.Object {
 	labels := map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: consumerID, wire.PeeringUserLabel: user}
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
-	clusterName := wire.PeeringUserClusterObjectName(consumerID)
+	// One name per consumer, for every object: a Role named alike for every consumer in
+	// the Liqo namespace would be overwritten by the next consumer's peering user.
+	name := wire.PeeringUserClusterObjectName(consumerID)
 	var objs []client.Object
 	for _, r := range []struct {
 		ns    string
 		rules []rbacv1.PolicyRule
 	}{{tn, PeeringUserTenantRules(consumerID)}, {liqoNS, PeeringUserLiqoRules(consumerID)}} {
-		meta := metav1.ObjectMeta{Name: wire.PeeringUserObjectName, Namespace: r.ns, Labels: labels}
+		meta := metav1.ObjectMeta{Name: name, Namespace: r.ns, Labels: labels}
 		objs = append(objs,
 			&rbacv1.Role{TypeMeta: rbacType("Role"), ObjectMeta: meta, Rules: r.rules},
 			&rbacv1.RoleBinding{TypeMeta: rbacType("RoleBinding"), ObjectMeta: meta, Subjects: subjects,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: wire.PeeringUserObjectName}})
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}})
 	}
-	meta := metav1.ObjectMeta{Name: clusterName, Labels: labels}
+	meta := metav1.ObjectMeta{Name: name, Labels: labels}
 	return append(objs,
 		&rbacv1.ClusterRole{TypeMeta: rbacType("ClusterRole"), ObjectMeta: meta, Rules: PeeringUserClusterRules(consumerID)},
 		&rbacv1.ClusterRoleBinding{TypeMeta: rbacType("ClusterRoleBinding"), ObjectMeta: meta, Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterName}})
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}})
 }
 
 // PeeringUserRules are all the permissions of the peering user of consumerID, with the

@@ -63,11 +63,14 @@ func ForgeClusterWideRole() *rbacv1.ClusterRole {
 }
 
 // TenantReaderRules let a consumer read and watch exactly its own Tenant, to pick up
-// renewed certificates, and renew (never create nor delete) its presence Lease, which the
-// provider's manager creates when it collects consumers that are gone.
+// renewed certificates, and delete it, to leave (handshake.Leave: a consumer leaving is its
+// own right, and deleting its Tenant only takes its own access away); and renew (never
+// create nor delete) its presence Lease, which the provider's manager creates when it
+// collects consumers that are gone. They are bound to the consumer's own user only: no
+// slice identity and no other tenant holds them.
 func TenantReaderRules(tenantName string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, ResourceNames: []string{tenantName}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, ResourceNames: []string{tenantName}, Verbs: []string{"get", "list", "watch", "delete"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{wire.PresenceLeaseName}, Verbs: []string{"get", "update", "patch"}},
 	}
 }

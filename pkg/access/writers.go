@@ -71,6 +71,7 @@ var (
 	statusTenants     = Writer{Principal: StatusWriter, Writes: "Tenant status in every namespace (acceptance, `acceptedAt`, conditions, certificate)", Tests: []string{"TestStatusWriterCannotHijackTheFirstHandshake", "TestStatusWritersCannotAcceptATenant",
 		"TestStatusWriterCannotMakeTheProviderIssue", "TestAttack5StatusWriterBackdatesRenewAfter", "TestAttack5StatusWriterInflatesHandshakeMetric",
 		"TestAttack6StatusWriterReplaysRenewRequest", "TestAttack6StatusWriterMakesRenewTenantReportAFalseRenewal", "TestApprovalCannotBeForged"}}
+	tenantLeaves      = Writer{Principal: TheTenant, Writes: "deletes its own Tenant, by name (leaving: `handshake.Leave`); its spec, status and every other Tenant stay out of its reach", Tests: []string{"TestConsumerLeaves"}}
 	tenantRenews      = Writer{Principal: TheTenant, Writes: "Renews in its tenant namespace: spec and metadata"}
 	nsCreatorRenews   = Writer{Principal: NamespaceCreator, Writes: "Renews in namespaces it creates"}
 	statusRenews      = Writer{Principal: StatusWriter, Writes: "Renew status in every namespace"}
@@ -87,7 +88,11 @@ var (
 	roleWriter        = Writer{Principal: RoleWriter, Writes: "Roles of the tenant namespace labelled as this project's, named like a slice's"}
 	liqoNSPeerings    = Writer{Principal: LiqoNamespaceWriter, Writes: "Peerings and their bootstrap Secrets in the Liqo namespace: the administrator's declarations (a Peering elsewhere is never read)", Trusted: true}
 	statusPeerings    = Writer{Principal: StatusWriter, Writes: "Peering status in every namespace (state, provider, bootstrap, conditions)", Tests: []string{"TestPeeringStatusWriterCannotChooseWhatIsLeft"}}
-	csrCreator        = Writer{Principal: CSRCreator, Writes: "CertificateSigningRequests with any name, labels (this project's, a Tenant's UID) and request; never `spec.username`", Tests: []string{"TestCSRSquattingIsNeverApproved"}}
+	// A peering user retiring itself (handshake.RetirePeeringUser): deletes only, by name.
+	peeringUserBindings = Writer{Principal: PeeringUser, Writes: "deletes its own RoleBindings `liqo-peering-user-<C>` (tenant namespace of C, Liqo namespace), by name only: retiring itself", Tests: []string{"TestPeeringUserRetires"}}
+	peeringUserCRB      = Writer{Principal: PeeringUser, Writes: "deletes its own ClusterRoleBinding `liqo-peering-user-<C>`, by name only: retiring itself", Tests: []string{"TestPeeringUserRetires"}}
+	peeringUserRoles    = Writer{Principal: PeeringUser, Writes: "deletes Roles named `liqo-peering-user-<C>` (its own, once unbound), by name only: retiring itself", Tests: []string{"TestPeeringUserRetires"}}
+	csrCreator          = Writer{Principal: CSRCreator, Writes: "CertificateSigningRequests with any name, labels (this project's, a Tenant's UID) and request; never `spec.username`", Tests: []string{"TestCSRSquattingIsNeverApproved"}}
 )
 
 // CommandRead is an object a liqoctl command reads and decides or prints from.
@@ -107,19 +112,21 @@ type CommandRead struct {
 func CommandReads() []CommandRead {
 	const g = "authentication.liqo.io"
 	return []CommandRead{
-		{Command: "info", Group: g, Resource: "tenants", Where: "every namespace", Writers: []Writer{nsCreatorTenants, tenantWriter, peeringUserTenant, statusTenants}},
+		{Command: "info", Group: g, Resource: "tenants", Where: "every namespace", Writers: []Writer{nsCreatorTenants, tenantWriter, peeringUserTenant, statusTenants, tenantLeaves}},
 		{Command: "info", Group: g, Resource: "identities", Where: "every namespace", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
 		{Command: "info", Group: g, Resource: "resourceslices", Where: "every namespace", Writers: []Writer{tenantSlices, nsCreatorSlices, sliceWriter, statusSlices}},
 		{Command: "info", Group: "", Resource: "secrets", Where: "every namespace, labelled " + "liqo.io/remote-cluster-id", Writers: []Writer{nsCreatorSecrets, secretWriter, peeringUserNonce}},
 		{Command: "info", Group: "", Resource: "configmaps", Where: "tenant records (peering users and approvals included) and `liqo-auth-config` in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
 		{Command: "info", Group: "coordination.k8s.io", Resource: "leases", Where: "the manager's Lease in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
+		{Command: "info", Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Where: "what a recorded peering user may still do (SubjectAccessReviews): retired or not", Writers: []Writer{nsCreatorBindings, peeringUserBindings}},
+		{Command: "info", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings", Where: "what a recorded peering user may still do (SubjectAccessReviews): retired or not", Writers: []Writer{clusterRoleBinder, peeringUserCRB}},
 		{Command: "verify", Group: g, Resource: "identities", Where: "every namespace, then the tenant namespace by name", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
 		{Command: "verify", Group: "", Resource: "configmaps", Where: "tenant records in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
 		{Command: "approve tenant, deny tenant", Group: g, Resource: "tenants", Where: "the tenant namespace, by name: the key the provider's seal names", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants}},
 		{Command: "approve tenant, deny tenant", Group: "", Resource: "configmaps", Where: "the tenant record (the certificates a consumer holds, before a denial)", Writers: []Writer{liqoNSWriter}},
 		{Command: "unauthenticate --remote-cluster-id", Group: "", Resource: "namespaces", Where: "the recorded tenant namespace, else `liqo-tenant-<id>`", Writers: []Writer{nsCreatorNS}},
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "identities", Where: "the tenant namespace, by name", Writers: []Writer{identityWriter, statusIDs}},
-		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "tenants", Where: "the tenant namespace, by name", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants}},
+		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "tenants", Where: "the tenant namespace, by name", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants, tenantLeaves}},
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "resourceslices", Where: "the tenant namespace", Writers: []Writer{tenantSlices, sliceWriter, statusSlices}},
 	}
 }

@@ -108,6 +108,9 @@ type RecordedPeering struct {
 	// Name and UID of the Peering that owns the peering (empty once it left).
 	Name string `json:"name,omitempty"`
 	UID  string `json:"uid,omitempty"`
+	// Slices are the names of the ResourceSlices the Peering made (a slice's label, which
+	// its writers may set, never says so).
+	Slices []string `json:"slices,omitempty"`
 	// Consumed are the bootstrap credentials used with this provider, until they expire:
 	// none is used twice.
 	Consumed []ConsumedBootstrap `json:"consumed,omitempty"`
@@ -120,6 +123,9 @@ type ConsumedBootstrap struct {
 	Serial string `json:"serial"`
 	// NotAfter is when that certificate expires: it is forgotten then.
 	NotAfter time.Time `json:"notAfter"`
+	// Peering is the UID of the Peering whose handshake used it: what says that Peering
+	// made the peering (an Identity's status, which status writers may write, never does).
+	Peering string `json:"peering,omitempty"`
 	// Retired is when the peering user was proven retired on the provider (nil: not yet).
 	Retired *time.Time `json:"retired,omitempty"`
 }

@@ -47,6 +47,11 @@ type PeeringUser struct {
 	Namespace  string    `json:"namespace"`
 	Serial     string    `json:"serial"`
 	NotAfter   time.Time `json:"notAfter"`
+	// Retired is set, by ListPeeringUsers, for a peering user whose certificate has not
+	// expired but which authorizes nothing of a peering user's permissions any more: it
+	// retired itself once its consumer's Identity was ready (RetirePeeringUser), or its
+	// grants were removed. generate peering-user replaces it.
+	Retired bool `json:"retired,omitempty"`
 	// Kubeconfig is set only when the peering user is generated.
 	Kubeconfig []byte `json:"-"`
 }
@@ -56,20 +61,16 @@ type PeeringUser struct {
 // (O liqo.io) issued by the cluster's client signer through the CSR API, valid for ttl,
 // and its roles in the consumer's tenant namespace (made now, by this administrator's act),
 // the Liqo namespace and, by name, the two namespaces it reads. A live peering user of the
-// same consumer is an error; an expired one is replaced.
+// same consumer is an error; an expired one, or one that retired (it authorizes nothing:
+// RetirePeeringUser), is replaced.
 func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl time.Duration, now time.Time) (*PeeringUser, error) {
 	existing, err := peeringUsers(ctx, p, consumerID, true)
 	if err != nil {
 		return nil, err
 	}
 	for _, u := range existing {
-		if now.Before(u.NotAfter) {
-			return nil, fmt.Errorf("%w for cluster %q: user %s, valid until %s: run liqoctl delete peering-user --consumer-cluster-id %s first",
-				ErrPeeringUserExists, consumerID, u.User, u.NotAfter.UTC().Format(time.RFC3339), consumerID)
-		}
-		p.Report.Info("Replacing peering user %s, expired at %s", u.User, u.NotAfter.UTC().Format(time.RFC3339))
-		if deletePeeringUserAccessErr := deletePeeringUserAccess(ctx, p, consumerID); deletePeeringUserAccessErr != nil {
-			return nil, deletePeeringUserAccessErr
+		if replaceErr := replacePeeringUser(ctx, p, u, now); replaceErr != nil {
+			return nil, replaceErr
 		}
 	}
 	tn, err := p.EnsureTenantNamespace(ctx, consumerID)
@@ -118,6 +119,26 @@ func GeneratePeeringUser(ctx context.Context, p *Side, consumerID string, ttl ti
 		return nil, fmt.Errorf("forging the peering user's kubeconfig: %w", err)
 	}
 	return pu, nil
+}
+
+// replacePeeringUser removes the recorded peering user u of a consumer, for a new one: an
+// expired one, or one that retired (it authorizes nothing), with what it left (its
+// unbound ClusterRole); a live one is ErrPeeringUserExists.
+func replacePeeringUser(ctx context.Context, p *Side, u PeeringUser, now time.Time) error {
+	if now.Before(u.NotAfter) {
+		retired, err := peeringUserRetired(ctx, p, u)
+		if err != nil {
+			return p.Explain(err, "checking whether peering user "+u.User+" retired")
+		}
+		if !retired {
+			return fmt.Errorf("%w for cluster %q: user %s, valid until %s: run liqoctl delete peering-user --consumer-cluster-id %s first",
+				ErrPeeringUserExists, u.ConsumerID, u.User, u.NotAfter.UTC().Format(time.RFC3339), u.ConsumerID)
+		}
+		p.Report.Info("Replacing peering user %s, retired (it authorizes nothing)", u.User)
+	} else {
+		p.Report.Info("Replacing peering user %s, expired at %s", u.User, u.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return deletePeeringUserAccess(ctx, p, u.ConsumerID)
 }
 
 // AdvertisedServer is the API server URL and CA a consumer reaches this cluster with: the
@@ -230,9 +251,28 @@ func peeringUsers(ctx context.Context, s *Side, consumerID string, exact bool) (
 	return out, nil
 }
 
-// ListPeeringUsers lists the peering users of the cluster, as its tenant records hold them.
-func ListPeeringUsers(ctx context.Context, s *Side) ([]PeeringUser, error) {
-	return peeringUsers(ctx, s, "", true)
+// ListPeeringUsers lists the peering users of the cluster, as its tenant records hold them,
+// each live one marked Retired when it authorizes nothing any more (asked with
+// SubjectAccessReviews; with credentials that may not ask them, none is marked).
+func ListPeeringUsers(ctx context.Context, s *Side, now time.Time) ([]PeeringUser, error) {
+	users, err := peeringUsers(ctx, s, "", true)
+	if err != nil {
+		return nil, err
+	}
+	for i := range users {
+		if !now.Before(users[i].NotAfter) {
+			continue
+		}
+		retired, err := peeringUserRetired(ctx, s, users[i])
+		if apierrors.IsForbidden(err) {
+			break
+		}
+		if err != nil {
+			return nil, s.Explain(err, "checking whether peering user "+users[i].User+" retired")
+		}
+		users[i].Retired = retired
+	}
+	return users, nil
 }
 
 // ListPeeringUserGrants lists the peering users of the cluster and, besides, every user

@@ -27,6 +27,15 @@ func (s *Side) DetectPeeringUser() {
 	s.peeringUser = peeringUserOf(s.Config)
 }
 
+// PeeringUser is the user name of the peering user the side's credentials are ("" when
+// they are none, or DetectPeeringUser was not called).
+func (s *Side) PeeringUser() string {
+	if s.peeringUser == nil {
+		return ""
+	}
+	return s.peeringUser.User
+}
+
 func peeringUserOf(cfg *rest.Config) *peeringUserCert {
 	if cfg == nil {
 		return nil

@@ -149,7 +149,7 @@ func TestApprovalPendingApprovedDenied(t *testing.T) {
 	const reason = "not a customer of this cluster"
 	t.Run("denied", func(t *testing.T) {
 		_, errOut, err := runCLI(t, "deny", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig, "--reason", reason)
-		require.Error(t, err, "the consumer holds a certificate of the first key")
+		require.Error(t, err, "the consumer holds a certificate of the first key:\n%s", errOut)
 		assert.Contains(t, err.Error(), "liqoctl drain tenant "+c.id)
 		mustCLI(t, "drain", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
 		_, errOut = mustCLI(t, "deny", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig, "--reason", reason)

@@ -148,6 +148,7 @@ func assertTenantAccess(t *testing.T, _, consumer *site, kubeconfig []byte) {
 	require.NoError(t, user.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(pTN)))
 	var own authv1beta1.Tenant
 	require.NoError(t, user.Get(ctx, client.ObjectKey{Namespace: pTN, Name: consumer.id}, &own), "it may read its own Tenant")
+	require.NoError(t, user.Delete(ctx, own.DeepCopy(), client.DryRunAll), "it may delete its own Tenant (leaving is its own right), tried as a dry run")
 
 	forbidden := map[string]error{
 		"read secrets in its namespace":      user.List(ctx, &corev1.SecretList{}, client.InNamespace(pTN)),
@@ -165,7 +166,6 @@ func assertTenantAccess(t *testing.T, _, consumer *site, kubeconfig []byte) {
 		"read the provider's cluster key":    user.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: wire.KeysSecretName}, &corev1.Secret{}),
 		"read configmaps in liqo namespace":  user.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(wire.DefaultLiqoNamespace)),
 		"escalate by editing its own Role":   user.Update(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantReaderName, Namespace: pTN}}),
-		"delete its Tenant":                  user.Delete(ctx, own.DeepCopy()),
 		"read its RoleBinding":               user.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.ControlPlaneBindingName}, &rbacv1.RoleBinding{}),
 		"impersonate via CSR approval":       user.SubResource("approval").Update(ctx, &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "x"}}),
 		"create ResourceSlices in default":   user.Create(ctx, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default"}}),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -106,6 +107,22 @@ func TestDeclarativePeering(t *testing.T) {
 		assert.Contains(t, notes, step, "each step of the handshake is an Event on the Peering")
 	}
 
+	t.Run("the bootstrap credential retired itself", func(t *testing.T) {
+		got := waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 5*time.Second)
+		retired := meta.FindStatusCondition(got.Status.Conditions, authv1beta1.ConditionBootstrapRetired)
+		require.NotNil(t, retired)
+		assert.Equal(t, metav1.ConditionTrue, retired.Status, "%s: %s", retired.Reason, retired.Message)
+		assert.Equal(t, authv1beta1.ReasonBootstrapRetired, retired.Reason)
+		require.NotNil(t, got.Status.Bootstrap)
+		assert.NotNil(t, got.Status.Bootstrap.Retired)
+		peer := newClient(t, restConfigFromKubeconfig(t, []byte(kubeconfig)))
+		err := peer.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: wire.ClusterIDConfigMapName}, &corev1.ConfigMap{})
+		assert.True(t, apierrors.IsForbidden(err), "the retired peering user reads nothing: %v", err)
+		err = peer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: wire.TenantNamespaceName(c.id), Name: wire.NonceSecretName,
+			Labels: map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: c.id}}})
+		assert.True(t, apierrors.IsForbidden(err), "the retired peering user writes nothing: %v", err)
+	})
+
 	t.Run("re-applying the consumed Secret runs no handshake", func(t *testing.T) {
 		var before authv1beta1.Tenant
 		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &before))
@@ -130,6 +147,12 @@ func TestDeclarativePeering(t *testing.T) {
 		assert.True(t, apierrors.IsNotFound(err), "the Tenant is gone on the provider: %v", err)
 		err = c.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: wire.IdentityName(p.id)}, &authv1beta1.Identity{})
 		assert.True(t, apierrors.IsNotFound(err), "the Identity is gone on the consumer: %v", err)
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: c.id, Groups: []string{wire.UserGroup, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: "authentication.liqo.io", Resource: "resourceslices", Namespace: wire.TenantNamespaceName(c.id)}}}
+		require.NoError(t, p.client.Create(ctx, sar))
+		assert.False(t, sar.Status.Allowed, "the consumer's user holds nothing on the provider any more")
+		notes := strings.Join(peeringEvents(t, c.client, pe.Name), "\n")
+		assert.Contains(t, notes, "revoked", "the proof of the revocation is reported")
 	})
 }
 
@@ -331,4 +354,40 @@ func TestPeeringCRDInstalledLate(t *testing.T) {
 	require.NoError(t, c.client.Create(ctx, s))
 	startManager(t, c)
 	waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 30*time.Second)
+}
+
+// TestDeclarativePeeringApproval: on a provider that requires approval, a declared
+// peering waits (WaitingForApproval) without blocking its manager, becomes Peered once
+// the provider's administrator approves it, and another consumer's is denied with the
+// administrator's reason.
+func TestDeclarativePeeringApproval(t *testing.T) {
+	cps := testenv.New(t, "provider", "consumer-a", "consumer-b")
+	ids := []string{"cl-provider", "cl-consumer-a", "cl-consumer-b"}
+	sites := make([]*site, len(cps))
+	for i, cp := range cps {
+		mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", ids[i])
+		sites[i] = &site{cp: cp, id: ids[i], client: newClient(t, cp.Config)}
+	}
+	p, ca, cb := sites[0], sites[1], sites[2]
+	mustCLI(t, "install", "--kubeconfig", p.cp.Kubeconfig, "--require-approval")
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	ctx := context.Background()
+	for _, c := range []*site{ca, cb} {
+		startManager(t, c)
+		kubeconfig, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+		pe, s := declaredPeering("to-provider", "bootstrap", []byte(kubeconfig), p.id)
+		require.NoError(t, c.client.Create(ctx, s))
+		require.NoError(t, c.client.Create(ctx, pe))
+	}
+	for _, c := range []*site{ca, cb} {
+		got := waitPeering(t, c.client, "to-provider", authv1beta1.ReasonPeeringWaitingForApproval, 30*time.Second)
+		assert.Equal(t, authv1beta1.PeeringWaitingForApproval, got.Status.State)
+		assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, authv1beta1.ConditionReady).Message, "liqoctl approve tenant "+c.id)
+	}
+	mustCLI(t, "approve", "tenant", ca.id, "--kubeconfig", p.cp.Kubeconfig)
+	mustCLI(t, "deny", "tenant", cb.id, "--kubeconfig", p.cp.Kubeconfig, "--reason", "not a customer of ours")
+	waitPeering(t, ca.client, "to-provider", authv1beta1.ReasonPeered, 30*time.Second)
+	assertTenantAccess(t, p, ca, kubeconfigOf(t, ca, p))
+	denied := waitPeering(t, cb.client, "to-provider", authv1beta1.ReasonPeeringDenied, 30*time.Second)
+	assert.Contains(t, meta.FindStatusCondition(denied.Status.Conditions, authv1beta1.ConditionReady).Message, "not a customer of ours")
 }

@@ -94,6 +94,20 @@ func TestPeeringUser(t *testing.T) {
 			{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", false},
 			{"create", "", "pods", tn, "", false},
 			{"list", "authentication.liqo.io", "identities", "", "", false},
+			// Retiring itself: its own objects, by name only.
+			{"delete", "rbac.authorization.k8s.io", "rolebindings", tn, wire.PeeringUserClusterObjectName(c.id), true},
+			{"delete", "rbac.authorization.k8s.io", "rolebindings", wire.DefaultLiqoNamespace, wire.PeeringUserClusterObjectName(c.id), true},
+			{"delete", "rbac.authorization.k8s.io", "roles", tn, wire.PeeringUserClusterObjectName(c.id), true},
+			{"delete", "rbac.authorization.k8s.io", "roles", wire.DefaultLiqoNamespace, wire.PeeringUserClusterObjectName(c.id), true},
+			{"delete", "rbac.authorization.k8s.io", "clusterrolebindings", "", wire.PeeringUserClusterObjectName(c.id), true},
+			{"delete", "rbac.authorization.k8s.io", "clusterroles", "", wire.PeeringUserClusterObjectName(c.id), false},
+			{"delete", "rbac.authorization.k8s.io", "rolebindings", "default", wire.PeeringUserClusterObjectName(c.id), false},
+			{"delete", "rbac.authorization.k8s.io", "rolebindings", tn, wire.ManagerName, false},
+			{"delete", "rbac.authorization.k8s.io", "rolebindings", tn, wire.TenantReaderName, false},
+			{"delete", "rbac.authorization.k8s.io", "rolebindings", wire.DefaultLiqoNamespace, wire.PeeringUserClusterObjectName("cl-someone-else"), false},
+			{"delete", "rbac.authorization.k8s.io", "clusterrolebindings", "", wire.PeeringUserClusterObjectName("cl-someone-else"), false},
+			{"delete", "rbac.authorization.k8s.io", "clusterrolebindings", "", wire.ManagerName, false},
+			{"list", "rbac.authorization.k8s.io", "rolebindings", tn, "", false},
 		} {
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups,
 				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: tc.verb, Group: tc.group, Resource: strings.Split(tc.resource, "/")[0],
@@ -203,4 +217,44 @@ func mustRead(t *testing.T, path string) string {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestPeeringUsersOfTwoConsumers: peering users generated for two consumers of one
+// provider each keep their own roles and bindings: the second never overwrites the first's
+// subjects, nor the by-name rule for its tenant record, and both handshakes succeed.
+func TestPeeringUsersOfTwoConsumers(t *testing.T) {
+	c, p := cliSites(t)
+	other := &site{cp: testenv.New(t, "second-consumer")[0], id: "cl-second"}
+	other.client = newClient(t, other.cp.Config)
+	mustCLI(t, "install", "--kubeconfig", other.cp.Kubeconfig, "--cluster-id", other.id)
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	ctx := context.Background()
+	dir := t.TempDir()
+	kubeconfigs := map[string]string{}
+	for _, s := range []*site{c, other} {
+		out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", s.id)
+		kubeconfigs[s.id] = filepath.Join(dir, s.id+".kubeconfig")
+		require.NoError(t, os.WriteFile(kubeconfigs[s.id], []byte(out), 0o600))
+	}
+	for _, s := range []*site{c, other} {
+		peer := newClient(t, restConfigFromKubeconfig(t, []byte(mustRead(t, kubeconfigs[s.id]))))
+		for _, name := range []string{wire.ClusterIDConfigMapName, wire.TenantRecordName(s.id)} {
+			assert.NoError(t, peer.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: name}, &corev1.ConfigMap{}),
+				"the peering user of %s reads %s", s.id, name)
+		}
+		var rbs rbacv1.RoleBindingList
+		require.NoError(t, p.client.List(ctx, &rbs, client.MatchingLabels{wire.RemoteClusterIDLabel: s.id}, client.HasLabels{wire.PeeringUserLabel}))
+		for _, rb := range rbs.Items {
+			assert.Equal(t, wire.PeeringUserClusterObjectName(s.id), rb.Name, "the peering user's bindings are named for its consumer")
+		}
+		assert.Len(t, rbs.Items, 2, "a binding in the tenant namespace and one in the Liqo namespace")
+	}
+	for _, s := range []*site{c, other} {
+		_, errOut := mustCLI(t, "authenticate", "--kubeconfig", s.cp.Kubeconfig, "--remote-kubeconfig", kubeconfigs[s.id])
+		assertInOrder(t, errOut, publishedSteps)
+	}
+	// Removing one removes its own only: the other still reads what it needs.
+	mustCLI(t, "delete", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	peer := newClient(t, restConfigFromKubeconfig(t, []byte(mustRead(t, kubeconfigs[other.id]))))
+	assert.NoError(t, peer.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: wire.TenantRecordName(other.id)}, &corev1.ConfigMap{}))
 }

@@ -9,6 +9,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -164,6 +165,29 @@ func principalMatrix() []matrixCase {
 		{resource: "tenants", principal: access.PeeringUser, name: "provider: a Tenant of another cluster, as a peering user",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
 				f.create(m.peeringUser, m.p.client, newAttacker(t, laterID).honestTenant(t, m.pTN, string(nonceData(t)[wire.NonceField])))
+			}},
+		{resource: "tenants", principal: access.TheTenant, name: "provider: deletes its own Tenant (leaving), and no other", disruptive: true, lossOnly: true,
+			forge: func(t *testing.T, m *matrix, f *forgery) {
+				ctx := context.Background()
+				for _, other := range []client.ObjectKey{{Namespace: m.pTN, Name: laterID}, {Namespace: m.laterTN, Name: laterID}, {Namespace: m.pTN, Name: forgedID}} {
+					err := m.theTenant.Delete(ctx, &authv1beta1.Tenant{ObjectMeta: metaOf(other.Namespace, other.Name)})
+					require.True(t, apierrors.IsForbidden(err), "the tenant deletes Tenant %s: %v", other, err)
+				}
+				tn := &authv1beta1.Tenant{ObjectMeta: metaOf(m.tenantKey.Namespace, m.tenantKey.Name)}
+				require.NoError(t, m.p.client.Get(ctx, m.tenantKey, tn))
+				f.changed[string(tn.UID)] = true
+				require.NoError(t, m.theTenant.Delete(ctx, tn))
+				eventually(t, 30*time.Second, "its Tenant gone", func(ctx context.Context) (bool, error) {
+					err := m.p.client.Get(ctx, m.tenantKey, &authv1beta1.Tenant{})
+					return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+				})
+				// Leaving is undone as a consumer comes back: a new handshake.
+				f.undo = append(f.undo, func() {
+					mustCLI(t, pairArgs("authenticate", m.c, m.p)...)
+					var back authv1beta1.Tenant
+					require.NoError(t, m.p.client.Get(context.Background(), m.tenantKey, &back))
+					m.tenantUID, m.tenantCSR = string(back.UID), back.Spec.CSR
+				})
 			}},
 		{resource: "tenants", principal: access.StatusWriter, name: "provider: the accepted Tenant's acceptance time (peergc)", disruptive: true,
 			forge: func(t *testing.T, m *matrix, f *forgery) {
@@ -345,6 +369,21 @@ func principalMatrix() []matrixCase {
 				})
 			}},
 
+		{resource: "peerings", principal: access.StatusWriter, name: "consumer: a Peering's status names the peered provider, Peered, its bootstrap retired",
+			forge: func(t *testing.T, m *matrix, f *forgery) {
+				// The administrator declares a peering whose Secret is not there yet; the
+				// status writer makes its status claim the provider the pair peers with.
+				pe := &authv1beta1.Peering{ObjectMeta: metaOf(wire.DefaultLiqoNamespace, "matrix-peering"),
+					Spec: authv1beta1.PeeringSpec{BootstrapSecretRef: corev1.LocalObjectReference{Name: "matrix-missing"}}}
+				f.create(m.c.client, m.c.client, pe)
+				f.mutate(m.cStatusWriter, m.c.client, pe, true, func() {
+					pe.Status.State, pe.Status.ProviderClusterID = authv1beta1.PeeringPeered, authv1beta1.ClusterID(m.p.id)
+					pe.Status.TenantNamespace, pe.Status.Identity = m.cTN, wire.IdentityName(m.p.id)
+					pe.Status.Bootstrap = &authv1beta1.PeeringBootstrap{User: wire.PeeringUserName(m.c.id, "matrix"), Serial: "abcd"}
+					meta.SetStatusCondition(&pe.Status.Conditions, metav1.Condition{Type: authv1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: authv1beta1.ReasonPeered, Message: "forged"})
+				})
+			}},
+
 		// RBAC the binding scan and the slice grants read.
 		{resource: "rolebindings", principal: access.NamespaceCreator, name: "provider: bindings naming the consumer and liqo.io, in a look-alike tenant namespace and elsewhere",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
@@ -394,6 +433,14 @@ func principalMatrix() []matrixCase {
 					Annotations: map[string]string{wire.GrantedResourcesAnnotation: `{"cpu":"64"}`}}})
 			}},
 
+		// A peering user retiring itself: it deletes its own objects, by name, and nothing else.
+		{resource: "rolebindings", principal: access.PeeringUser, name: "provider: deletes its own RoleBindings by name, and no other binding",
+			forge: func(t *testing.T, m *matrix, f *forgery) { m.peeringUserRetires(t, f) }},
+		{resource: "clusterrolebindings", principal: access.PeeringUser, name: "provider: deletes its own ClusterRoleBinding by name, and no other",
+			forge: func(t *testing.T, m *matrix, f *forgery) { m.peeringUserRetires(t, f) }},
+		{resource: "roles", principal: access.PeeringUser, name: "provider: deletes its own Roles by name, and no other Role",
+			forge: func(t *testing.T, m *matrix, f *forgery) { m.peeringUserRetires(t, f) }},
+
 		// Certificate requests.
 		{resource: "certificatesigningrequests", principal: access.CSRCreator, name: "provider: requests labelled for the accepted Tenant and for a cluster never peered",
 			forge: func(t *testing.T, m *matrix, f *forgery) {
@@ -438,4 +485,50 @@ func setAnnotation(o client.Object, k, v string) {
 	}
 	a[k] = v
 	o.SetAnnotations(a)
+}
+
+// peeringUserRetires grants the matrix's peering user its real objects (as liqoctl generate
+// peering-user does), has it try to delete every binding and Role it must not (the
+// tenant's, the manager's, the slice's, another consumer's peering user's: each refused),
+// then delete its own in the order of handshake.RetirePeeringUser. What the snapshot
+// compares may not change: its own objects were made and removed within the case.
+func (m *matrix) peeringUserRetires(t *testing.T, f *forgery) {
+	t.Helper()
+	ctx := context.Background()
+	user := wire.PeeringUserName(m.c.id, "matrix")
+	objs := access.ForgePeeringUserAccess(wire.DefaultLiqoNamespace, m.pTN, m.c.id, user)
+	objs = append(objs, access.ForgePeeringUserAccess(wire.DefaultLiqoNamespace, m.laterTN, laterID, wire.PeeringUserName(laterID, "matrix"))...)
+	for _, obj := range objs {
+		require.NoError(t, m.p.client.Create(ctx, obj))
+		f.changed[string(obj.GetUID())] = true // the administrator's, made for the case
+		f.undo = append(f.undo, func() { _ = client.IgnoreNotFound(m.p.client.Delete(context.Background(), obj)) })
+	}
+	others := wire.PeeringUserClusterObjectName(laterID)
+	for _, obj := range []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metaOf(m.pTN, wire.TenantReaderName)},
+		&rbacv1.RoleBinding{ObjectMeta: metaOf(m.pTN, wire.ControlPlaneBindingName)},
+		&rbacv1.RoleBinding{ObjectMeta: metaOf(m.pTN, wire.ManagerName)},
+		&rbacv1.RoleBinding{ObjectMeta: metaOf(m.pTN, wire.SliceAccessName(sliceName))},
+		&rbacv1.Role{ObjectMeta: metaOf(m.pTN, wire.TenantReaderName)},
+		&rbacv1.Role{ObjectMeta: metaOf(m.pTN, wire.SliceAccessName(sliceName))},
+		&rbacv1.RoleBinding{ObjectMeta: metaOf(wire.DefaultLiqoNamespace, wire.ManagerName)},
+		&rbacv1.Role{ObjectMeta: metaOf(wire.DefaultLiqoNamespace, wire.ManagerName)},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: wire.ManagerName}},
+		&rbacv1.RoleBinding{ObjectMeta: metaOf(m.laterTN, others)},
+		&rbacv1.Role{ObjectMeta: metaOf(m.laterTN, others)},
+		&rbacv1.RoleBinding{ObjectMeta: metaOf(wire.DefaultLiqoNamespace, others)},
+		&rbacv1.Role{ObjectMeta: metaOf(wire.DefaultLiqoNamespace, others)},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: others}},
+	} {
+		err := m.peeringUser.Delete(ctx, obj)
+		require.True(t, apierrors.IsForbidden(err), "the peering user deletes %T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
+	}
+	own := wire.PeeringUserClusterObjectName(m.c.id)
+	for _, obj := range []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metaOf(m.pTN, own)}, &rbacv1.Role{ObjectMeta: metaOf(m.pTN, own)},
+		&rbacv1.RoleBinding{ObjectMeta: metaOf(wire.DefaultLiqoNamespace, own)}, &rbacv1.Role{ObjectMeta: metaOf(wire.DefaultLiqoNamespace, own)},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: own}},
+	} {
+		require.NoError(t, m.peeringUser.Delete(ctx, obj), "the peering user deletes its own %T %s/%s", obj, obj.GetNamespace(), obj.GetName())
+	}
 }

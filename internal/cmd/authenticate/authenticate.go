@@ -28,6 +28,9 @@ type Options struct {
 	ProxyURL    string
 	DryRun      bool
 	Controllers cli.ControllersFlags
+	// RetirePeeringUser retires the peering user of the remote kubeconfig once the
+	// Identity is ready: it was a single-use bootstrap credential.
+	RetirePeeringUser bool
 
 	pair *handshake.Pair
 }
@@ -45,9 +48,16 @@ certificate signed by the provider's Kubernetes CA, Identity and kubeconfig on t
 Each step is printed as it happens. When a cluster runs no liqo-auth-manager, the
 controllers it needs run inside liqoctl for the duration of the command; when a cluster
 runs Liqo's own controllers (liqo-controller-manager), liqoctl acts as their client there.
-Re-running it on an authenticated pair changes nothing.`,
+Re-running it on an authenticated pair changes nothing.
+
+With a peering user's kubeconfig as the remote kubeconfig (liqoctl generate peering-user),
+--retire-peering-user makes it single use: once the Identity is ready, the peering user
+deletes its own roles and bindings and proves, with its own certificate, that it
+authorizes nothing any more.`,
 		Example: `  liqoctl authenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig provider.kubeconfig
-  liqoctl auth --context consumer --remote-context provider --dry-run`,
+  liqoctl auth --context consumer --remote-context provider --dry-run
+  # a peering user as a single-use bootstrap credential
+  liqoctl authenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig peering-user.kubeconfig --retire-peering-user`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(); err != nil {
@@ -67,6 +77,7 @@ Re-running it on an authenticated pair changes nothing.`,
 	cmd.Flags().StringVar(&o.ProxyURL, "tenant-proxy-url", "", "proxy the consumer uses to reach the provider, carried by the Tenant, the Identity and the kubeconfig (http, https or socks5); --proxy-url and --remote-proxy-url are the proxies liqoctl itself uses")
 	o.Controllers.AddFlags(cmd)
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "show what would be created on each cluster and the permissions the consumer would get, changing nothing")
+	cmd.Flags().BoolVar(&o.RetirePeeringUser, "retire-peering-user", false, "with a peering user's remote kubeconfig: once the Identity is ready, the peering user retires itself (deletes its own roles and bindings, proves it authorizes nothing)")
 	cli.RegisterClusterCompletions(cmd, &o.Remote, "remote-")
 	return cmd
 }
@@ -91,6 +102,9 @@ func (o *Options) Complete() error {
 func (o *Options) Validate() error {
 	if err := o.Controllers.Validate(); err != nil {
 		return err
+	}
+	if o.RetirePeeringUser && o.pair.Provider.PeeringUser() == "" {
+		return handshake.ScopedErrorf(handshake.Remote, "--retire-peering-user: the remote kubeconfig holds no peering user's credentials (liqoctl generate peering-user issues them)")
 	}
 	return authn.ValidateProxyURL(o.ProxyURL)
 }
@@ -117,6 +131,9 @@ func (o *Options) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if o.RetirePeeringUser {
+			p.Provider.Report.Info("Would retire peering user %s once the Identity is ready", p.Provider.PeeringUser())
+		}
 		return printPlan(o.Global, p, st)
 	}
 	ctrls := authmanager.NewInProcess(o.Global)
@@ -140,7 +157,7 @@ func (o *Options) Run(ctx context.Context) error {
 		c.Report.Info("Already authenticated with cluster %q: Identity %s/%s holds certificate %s, valid until %s; nothing to do",
 			p.Provider.ClusterID, st.Identity.Namespace, st.Identity.Name, st.Certificate.SerialNumber.Text(16),
 			st.Certificate.NotAfter.UTC().Format(time.RFC3339))
-		return nil
+		return o.retire(ctx)
 	}
 	if started.Consumer {
 		authmanager.ReportStarted(c, authmanager.Consumer)
@@ -148,7 +165,18 @@ func (o *Options) Run(ctx context.Context) error {
 	if started.Provider {
 		authmanager.ReportStarted(p.Provider, authmanager.Provider)
 	}
-	return p.AuthenticateWhileSyncing(ctx, st, ctrls.WaitSynced)
+	if err := p.AuthenticateWhileSyncing(ctx, st, ctrls.WaitSynced); err != nil {
+		return err
+	}
+	return o.retire(ctx)
+}
+
+// retire retires the peering user, with --retire-peering-user, once the Identity is ready.
+func (o *Options) retire(ctx context.Context) error {
+	if !o.RetirePeeringUser {
+		return nil
+	}
+	return handshake.RetirePeeringUser(ctx, o.pair.Provider)
 }
 
 // printPlan prints what authenticate would create on each cluster and the

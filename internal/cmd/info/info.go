@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/liqo-auth/liqo-auth/internal/cli"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
 // Options of liqoctl info.
@@ -90,9 +91,9 @@ func render(out io.Writer, r *Report) error {
 	if len(r.PeeringUsers) > 0 {
 		fmt.Fprintf(out, "\nPeering users (credentials handed to consumers' administrators):\n")
 		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(w, "  CLUSTER\tUSER\tEXPIRES")
+		fmt.Fprintln(w, "  CLUSTER\tUSER\tEXPIRES\tSTATE")
 		for _, u := range r.PeeringUsers {
-			fmt.Fprintf(w, "  %s\t%s\t%s\n", u.ConsumerID, u.User, u.NotAfter.UTC().Format(time.RFC3339))
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", u.ConsumerID, u.User, u.NotAfter.UTC().Format(time.RFC3339), peeringUserState(u))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -149,4 +150,13 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// peeringUserState says whether a peering user retired (it authorizes nothing: its
+// consumer's Identity was ready and it retired itself, or its grants were removed).
+func peeringUserState(u handshake.PeeringUser) string {
+	if u.Retired {
+		return "retired (authorizes nothing)"
+	}
+	return "-"
 }

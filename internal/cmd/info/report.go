@@ -157,7 +157,7 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	if r.Approvals, err = approvals(ctx, s, key.Public(), placed, records); err != nil {
 		return nil, err
 	}
-	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s); err != nil {
+	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s, now); err != nil {
 		return nil, err
 	}
 	if r.PeeringUsers == nil {

@@ -175,26 +175,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return s.Explain(err, "installing")
 	}
-	if res.PoliciesPending {
-		p.Warn("The API server did not enforce the admission policies within %s: check kubectl get validatingadmissionpolicies,mutatingadmissionpolicies", "15s")
-	}
-	for _, u := range res.Unsupported {
-		p.Warn("Not applied: this API server does not serve %s; tenant namespaces made by another tool (Liqo's liqoctl) are not recorded as made by their creator, so run liqoctl create nonce (or authenticate) for each consumer first", u)
-	}
-	for _, k := range res.Kept {
-		p.Warn("Kept %s: another installation manages it; liqo-auth uses it as it is (--take-over replaces it)", k)
-	}
-	if len(res.Kept) == 0 {
-		p.Info("CRDs, namespace %q and ClusterRoles %s, %s applied", o.install.Namespace, wire.ControlPlaneRoleName, wire.ManagerName)
-	} else {
-		p.Info("%d objects applied, %d kept", res.AppliedObjects, len(res.Kept))
-	}
-	p.Info("Cluster ID %q (%s)", res.ClusterID, keptOrCreated(res.CreatedID))
-	p.Info("Cluster key %s (%s)", res.Fingerprint, keptOrCreated(res.CreatedKey))
-	if o.setApproval {
-		if err := o.applyApproval(ctx, s); err != nil {
-			return err
-		}
+	o.reportInstalled(res)
+	if err := o.applyApproval(ctx, s); err != nil {
+		return err
 	}
 	if o.WithManager && res.ForeignCRDs {
 		return fmt.Errorf("not deploying liqo-auth-manager: another installation (Liqo) manages the authentication.liqo.io CRDs of this cluster, so its controllers handle Tenants and Identities here and a manager beside them would fight them; liqoctl acts as a client of Liqo's controllers on this cluster (or pass --take-over to make this installation the only one)")
@@ -211,9 +194,34 @@ func (o *Options) Run(ctx context.Context) error {
 	return nil
 }
 
-// applyApproval records --require-approval in liqo-auth-config, under a field owner of
-// its own: the other settings are kept, and an install that sets them keeps this one.
+// reportInstalled says what the installation res holds, and what it kept or could not do.
+func (o *Options) reportInstalled(res *installer.InstallResult) {
+	p := o.Global.Printer()
+	if res.PoliciesPending {
+		p.Warn("The API server did not enforce the admission policies within %s: check kubectl get validatingadmissionpolicies,mutatingadmissionpolicies", "15s")
+	}
+	for _, u := range res.Unsupported {
+		p.Warn("Not applied: this API server does not serve %s; tenant namespaces made by another tool (Liqo's liqoctl) are not recorded as made by their creator, so run liqoctl create nonce (or authenticate) for each consumer first", u)
+	}
+	for _, k := range res.Kept {
+		p.Warn("Kept %s: another installation manages it; liqo-auth uses it as it is (--take-over replaces it)", k)
+	}
+	if len(res.Kept) == 0 {
+		p.Info("CRDs, namespace %q and ClusterRoles %s, %s applied", o.install.Namespace, wire.ControlPlaneRoleName, wire.ManagerName)
+	} else {
+		p.Info("%d objects applied, %d kept", res.AppliedObjects, len(res.Kept))
+	}
+	p.Info("Cluster ID %q (%s)", res.ClusterID, keptOrCreated(res.CreatedID))
+	p.Info("Cluster key %s (%s)", res.Fingerprint, keptOrCreated(res.CreatedKey))
+}
+
+// applyApproval records --require-approval, when given, in liqo-auth-config, under a
+// field owner of its own: the other settings are kept, and an install that sets them keeps
+// this one.
 func (o *Options) applyApproval(ctx context.Context, s *handshake.Side) error {
+	if !o.setApproval {
+		return nil
+	}
 	if err := cluster.Apply(ctx, s.Client, cluster.ForgeApprovalConfigMap(o.install.Namespace, o.RequireApproval), wire.ApprovalFieldOwner); err != nil {
 		return s.Explain(err, "recording --require-approval")
 	}

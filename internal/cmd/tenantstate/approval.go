@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,22 +115,22 @@ func (o *ApprovalOptions) Run(ctx context.Context) error {
 			return holdsErr
 		}
 	}
-	if err := cli.ApplyControllers(ctx, s, o.Controllers.Local); err != nil {
-		return err
+	if applyErr := cli.ApplyControllers(ctx, s, o.Controllers.Local); applyErr != nil {
+		return applyErr
 	}
 	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
-	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Provider}); err != nil {
-		return err
+	if ensureErr := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Provider}); ensureErr != nil {
+		return ensureErr
 	}
 	decision := &cluster.Approval{Decision: o.Decision, KeyFingerprint: fp, Reason: o.Reason, At: o.Global.Clock().UTC().Truncate(time.Second)}
-	if err := cluster.UpdateTenantRecord(ctx, s.Client, s.Client, s.Namespace, o.ClusterID, false, func(rec *cluster.TenantRecord) error {
+	if recordErr := cluster.UpdateTenantRecord(ctx, s.Client, s.Client, s.Namespace, o.ClusterID, false, func(rec *cluster.TenantRecord) error {
 		rec.Approval = decision
 		return nil
-	}); err != nil {
-		return s.Explain(err, "recording the decision about "+o.ClusterID)
+	}); recordErr != nil {
+		return s.Explain(recordErr, "recording the decision about "+o.ClusterID)
 	}
-	s.Report.Info("Key %s of cluster %s %s (Tenant %s/%s)", fp, o.ClusterID, map[string]string{cluster.Approved: "approved", cluster.Denied: "denied"}[o.Decision], tn, t.Name)
+	s.Report.Info("Key %s of cluster %s %s (Tenant %s/%s)", fp, o.ClusterID, strings.ToLower(o.Decision), tn, t.Name)
 	if t, err = handshake.WaitDecisionApplied(ctx, s, key, fp, o.Decision); err != nil {
 		return fmt.Errorf("%w (the decision is recorded: %s applies it when it runs)", err, s.Controllers())
 	}

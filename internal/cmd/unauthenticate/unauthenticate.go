@@ -28,6 +28,9 @@ type Options struct {
 	// RemoteClusterID, without a remote kubeconfig, cleans this cluster only, for a
 	// peer that cannot be reached.
 	RemoteClusterID string
+	// Leave, with RemoteClusterID on a consumer, leaves that provider with this cluster's
+	// own identity there: its Tenant deleted and the revocation proven from here.
+	Leave bool
 
 	pair *handshake.Pair
 }
@@ -50,18 +53,34 @@ kubeconfig cleans this cluster only, in whichever role it plays for that peer: a
 consumer, its Identity, kubeconfig and signed nonce (and, with --delete-resourceslices, the
 slices asked of it); as its provider, the peer's Tenant, bindings, nonce, requests and
 slices, with the proof that the peer's user lost its access here. It then says what stays
-on the other cluster and the command its administrator runs there.`,
+on the other cluster and the command its administrator runs there.
+
+With --leave, --remote-cluster-id on a consumer leaves that provider with the only
+credential this cluster holds there, its own identity (no kubeconfig of the provider): it
+deletes its ResourceSlices of that provider (with --delete-resourceslices), deletes its own
+Tenant there, waits until the provider removed it, proves with its own certificate that
+none of its access remains, then removes its Identity, kubeconfig and signed nonce. A
+provider that does not let a consumer delete its Tenant (Liqo's controllers) is said so,
+with the command its administrator runs.`,
 		Example: `  liqoctl unauthenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig provider.kubeconfig
   liqoctl unauth --context consumer --remote-context provider --delete-namespaces
   # the provider is gone: clean the consumer only
-  liqoctl unauthenticate --kubeconfig consumer.kubeconfig --remote-cluster-id cl-provider`,
+  liqoctl unauthenticate --kubeconfig consumer.kubeconfig --remote-cluster-id cl-provider
+  # the consumer leaves the provider by itself, with its own identity there
+  liqoctl unauthenticate --kubeconfig consumer.kubeconfig --remote-cluster-id cl-provider --leave`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Remote.RequireRemote() != nil && o.RemoteClusterID != "" {
 				if err := o.Validate(); err != nil {
 					return err
 				}
+				if o.Leave {
+					return o.RunLeave(cmd.Context())
+				}
 				return o.RunLocal(cmd.Context())
+			}
+			if o.Leave {
+				return errors.New("--leave goes with --remote-cluster-id ID (the provider to leave) and without a remote kubeconfig: the consumer leaves with its own identity there")
 			}
 			if err := o.Complete(); err != nil {
 				return err
@@ -75,6 +94,7 @@ on the other cluster and the command its administrator runs there.`,
 	cmd.Flags().BoolVar(&o.DeleteResourceSlices, "delete-resourceslices", false, "first delete the ResourceSlices this cluster holds from the provider (each with its proof of revocation); without it, unauthenticate refuses while there are any")
 	cmd.Flags().BoolVar(&o.DeleteNamespaces, "delete-namespaces", false, "also delete the tenant namespaces on both clusters")
 	cmd.Flags().StringVar(&o.RemoteClusterID, "remote-cluster-id", "", "without a remote kubeconfig: clean this cluster only, for this peer, which cannot be reached")
+	cmd.Flags().BoolVar(&o.Leave, "leave", false, "with --remote-cluster-id, on a consumer: leave that provider with this cluster's own identity there (deletes its Tenant there and proves the revocation), then clean this cluster")
 	_ = cmd.RegisterFlagCompletionFunc("remote-cluster-id", cli.RemoteClusterIDCompletion(g))
 	cli.RegisterClusterCompletions(cmd, &o.Remote, "remote-")
 	return cmd
@@ -100,7 +120,47 @@ func (o *Options) Validate() error {
 	if err := cli.ValidateRemoteClusterID(o.RemoteClusterID); err != nil {
 		return err
 	}
+	if o.Leave && o.DeleteNamespaces {
+		return errors.New("--leave removes this cluster's Identity only: run liqoctl unauthenticate --remote-cluster-id ID --delete-namespaces afterwards to delete the tenant namespace")
+	}
 	return o.Controllers.Validate()
+}
+
+// RunLeave is --leave: the consumer leaves provider RemoteClusterID with its own identity
+// there, its slices first (with --delete-resourceslices), run by its consumer controllers.
+func (o *Options) RunLeave(ctx context.Context) error {
+	ctx, cancel := o.Timeout.Context(ctx)
+	defer cancel()
+	local, err := o.Global.LocalSide(ctx, handshake.Local)
+	if err != nil {
+		return err
+	}
+	if local.ClusterID == o.RemoteClusterID {
+		return fmt.Errorf("--remote-cluster-id %q is this cluster's own ID", o.RemoteClusterID)
+	}
+	if applyControllersErr := cli.ApplyControllers(ctx, local, o.Controllers.Local); applyControllersErr != nil {
+		return applyControllersErr
+	}
+	slices, err := handshake.SlicesFor(ctx, local, o.RemoteClusterID)
+	if err != nil && !meta.IsNoMatchError(err) {
+		return local.Explain(err, "listing the ResourceSlices asked of the provider")
+	}
+	if len(slices) > 0 {
+		names := make([]string, 0, len(slices))
+		for _, rs := range slices {
+			names = append(names, rs.Name)
+		}
+		if !o.DeleteResourceSlices {
+			return local.Errorf("this cluster holds ResourceSlices from provider %q: %s; leaving deletes them first: pass --delete-resourceslices", o.RemoteClusterID, strings.Join(names, ", "))
+		}
+		// Each slice's copy on the provider is removed by this cluster's consumer controllers.
+		ctrls := authmanager.NewInProcess(o.Global)
+		defer ctrls.Stop()
+		if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: local, Role: authmanager.Consumer}); err != nil {
+			return err
+		}
+	}
+	return handshake.Leave(ctx, local, o.RemoteClusterID, o.Global.Clock())
 }
 
 // Run tears the handshake down and verifies the revocation.

@@ -27,14 +27,14 @@ func (r *Reconciler) peer(ctx context.Context, in *input, rec events.EventRecord
 		p.Status.ProviderClusterID = authv1beta1.ClusterID(in.owned.RemoteID)
 		p.Status.TenantNamespace = in.owned.Namespace
 	}
-	if in.identity != nil {
+	if in.identity != nil && in.ranHandshake() {
 		describeIdentity(p, in.identity)
 		if v := peeredVerdict(in); v.state == authv1beta1.PeeringPeered {
 			return v, nil
 		}
 	}
 	if v := firstFailure(in, bootstrapChecks()); v != nil {
-		if in.identity != nil && v.reason == authv1beta1.ReasonBootstrapConsumed {
+		if in.identity != nil && in.ranHandshake() && v.reason == authv1beta1.ReasonBootstrapConsumed {
 			// Peered once, and the credential is spent: the Identity says why it is not
 			// ready (drained, expired), not the credential.
 			return peeredVerdict(in), nil
@@ -77,7 +77,7 @@ func (r *Reconciler) handshake(ctx context.Context, in *input, rec events.EventR
 	if err != nil {
 		return classify(err, pr.ClusterID), nil
 	}
-	used := cluster.ConsumedBootstrap{User: in.cert.Subject.CommonName, Serial: in.cert.SerialNumber.Text(16), NotAfter: in.cert.NotAfter}
+	used := cluster.ConsumedBootstrap{User: in.cert.Subject.CommonName, Serial: in.cert.SerialNumber.Text(16), NotAfter: in.cert.NotAfter, Peering: string(p.UID)}
 	if err := r.updateRecord(ctx, pr.ClusterID, func(rec *cluster.TenantRecord) { rec.Consume(used, in.now) }); err != nil {
 		return nil, err
 	}
@@ -103,18 +103,30 @@ func (r *Reconciler) claim(ctx context.Context, in *input, pair *handshake.Pair)
 		return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonProviderMismatch,
 			message: fmt.Sprintf("the bootstrap credential reaches cluster %q, and spec.providerClusterID pins %q: nothing was written there; check which provider the peering user comes from", providerID, pin)}
 	}
-	var owner string
+	var owner, peered string
 	err := r.updateRecord(ctx, providerID, func(rec *cluster.TenantRecord) {
 		if rec.Peering == nil {
 			rec.Peering = &cluster.RecordedPeering{}
 		}
-		if rec.Peering.UID != "" && rec.Peering.UID != string(p.UID) && r.peeringExists(ctx, rec.Peering.UID) {
+		if rec.Peering.UID == string(p.UID) {
+			return
+		}
+		if rec.Peering.UID != "" && r.peeringExists(ctx, rec.Peering.UID) {
 			owner = rec.Peering.Name
+			return
+		}
+		// A peering made otherwise (liqoctl authenticate) is not this Peering's to own:
+		// deleting the Peering would leave it, and a provider that presents another's
+		// cluster ID would have the consumer leave that other one.
+		if peered = r.existingIdentity(ctx, rec); peered != "" {
 			return
 		}
 		rec.Peering.Name, rec.Peering.UID = p.Name, string(p.UID)
 	})
 	switch {
+	case err == nil && peered != "":
+		return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonProviderAlreadyPeered,
+			message: fmt.Sprintf("this cluster already peers with cluster %q (Identity %s), not through this Peering: a Peering owns only the peering it makes; to declare it, leave first (liqoctl unauthenticate --remote-cluster-id %s --leave), and the Peering peers again by itself", providerID, peered, providerID)}
 	case err != nil:
 		return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonHandshakeFailed, requeue: providerRetry,
 			message: fmt.Sprintf("recording the peering with %q in this cluster's tenant record: %v", providerID, err)}
@@ -129,6 +141,20 @@ func (r *Reconciler) claim(ctx context.Context, in *input, pair *handshake.Pair)
 		}
 	}
 	return nil
+}
+
+// existingIdentity names the control-plane Identity this cluster holds of the provider
+// whose record is rec ("" when none).
+func (r *Reconciler) existingIdentity(ctx context.Context, rec *cluster.TenantRecord) string {
+	ns := rec.Namespace
+	if ns == "" {
+		ns = wire.TenantNamespaceName(rec.RemoteID)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: wire.IdentityName(rec.RemoteID)}
+	if err := r.APIReader.Get(ctx, key, &authv1beta1.Identity{}); err != nil {
+		return ""
+	}
+	return key.String()
 }
 
 // peeringExists says whether a Peering with uid is still in the Liqo namespace.
@@ -191,6 +217,9 @@ func (r *Reconciler) describeBootstrap(ctx context.Context, in *input, rec event
 	var pending *cluster.ConsumedBootstrap
 	retired := 0
 	for i, b := range in.owned.Peering.Consumed {
+		if b.Peering != string(p.UID) {
+			continue
+		}
 		if b.Retired != nil {
 			retired++
 			p.Status.Bootstrap = &authv1beta1.PeeringBootstrap{User: b.User, Serial: b.Serial, NotAfter: timeOf(b.NotAfter), Retired: timeOf(*b.Retired)}
@@ -208,7 +237,7 @@ func (r *Reconciler) describeBootstrap(ctx context.Context, in *input, rec event
 			fmt.Sprintf("peering user %s retired itself on the provider, proven: its certificate authorizes nothing there; Secret %s may be deleted", p.Status.Bootstrap.User, p.Spec.BootstrapSecretRef.Name), p.Generation)
 	default:
 		status.SetCondition(&p.Status.Conditions, authv1beta1.ConditionBootstrapRetired, true, authv1beta1.ReasonBootstrapRetirePending,
-			"this peering was made without a bootstrap credential of this Peering (liqoctl authenticate): none to retire", p.Generation)
+			"this Peering's handshake used no bootstrap credential the tenant record knows of: none to retire", p.Generation)
 	}
 }
 
@@ -276,17 +305,12 @@ func (r *Reconciler) leave(ctx context.Context, p *authv1beta1.Peering, rec even
 		return ctrl.Result{}, err
 	}
 	if in.owned != nil {
-		providerID := in.owned.RemoteID
-		orig := p.DeepCopy()
-		r.setReady(p, &verdict{state: authv1beta1.PeeringLeaving, reason: authv1beta1.ReasonPeeringLeaving,
-			message: fmt.Sprintf("leaving cluster %q with this cluster's own identity", providerID)}, rec)
-		if _, err := status.SaveStatus(ctx, r.Client, p, statusChanged(orig, p)); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.leaveProvider(ctx, p, providerID); err != nil {
+		// One status write per attempt, and only when it failed: a Peering that leaves at
+		// once is gone before anyone reads its status, and each write would wake it again.
+		if err := r.leaveProvider(ctx, p, in.owned.RemoteID); err != nil {
 			orig := p.DeepCopy()
-			r.setReady(p, &verdict{state: authv1beta1.PeeringLeaving, reason: authv1beta1.ReasonPeeringLeaveFailed, message: err.Error()}, rec)
-			rec.Eventf(p, nil, "Warning", authv1beta1.ReasonPeeringLeaveFailed, "Leave", "%v", err)
+			r.setReady(p, &verdict{state: authv1beta1.PeeringLeaving, reason: authv1beta1.ReasonPeeringLeaveFailed,
+				message: fmt.Sprintf("leaving cluster %q with this cluster's own identity (tried again in %s): %v", in.owned.RemoteID, leaveRetry, err)}, rec)
 			if _, saveErr := status.SaveStatus(ctx, r.Client, p, statusChanged(orig, p)); saveErr != nil {
 				return ctrl.Result{}, saveErr
 			}

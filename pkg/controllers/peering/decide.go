@@ -49,6 +49,22 @@ type input struct {
 	retireTried bool
 }
 
+// ranHandshake says whether this Peering's own handshake made the peering it owns: the
+// record (which no status writer reaches) lists a bootstrap credential its handshake used.
+// Without it, a ready Identity proves nothing: an Identity and its status have writers of
+// their own.
+func (in *input) ranHandshake() bool {
+	if in.owned == nil || in.owned.Peering == nil {
+		return false
+	}
+	for _, b := range in.owned.Peering.Consumed {
+		if b.Peering == string(in.peering.UID) {
+			return true
+		}
+	}
+	return false
+}
+
 // verdict is what a check decides: the Peering's state and Ready condition, and when to
 // come back (0: on the next event only).
 type verdict struct {
@@ -83,7 +99,7 @@ const (
 
 // KubeconfigKey is the data key of the bootstrap Secret that holds the peering user's
 // kubeconfig.
-const KubeconfigKey = "kubeconfig"
+const KubeconfigKey = wire.KubeconfigField
 
 // bootstrapChecks are the checks, in order, a bootstrap credential passes before anything
 // is sent to the provider it names; the first failure decides.

@@ -99,7 +99,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inLiqoNS := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.LiqoNamespace })
 	all := handler.EnqueueRequestsFromMapFunc(r.allPeerings)
 	return wiring.NewController(mgr, "peering", access.Consumer).
-		For(&authv1beta1.Peering{}, inLiqoNS).
+		// Spec changes and deletion (both bump the generation), not status writes: the
+		// controller's own would wake it again at once, and a status writer's decide nothing.
+		For(&authv1beta1.Peering{}, inLiqoNS, predicate.GenerationChangedPredicate{}).
 		Watches(&corev1.Secret{}, all, inLiqoNS).
 		Watches(&authv1beta1.Identity{}, all).
 		Watches(&authv1beta1.ResourceSlice{}, all, predicate.NewPredicateFuncs(func(o client.Object) bool { _, ok := o.GetLabels()[wire.PeeringLabel]; return ok })).
@@ -185,7 +187,7 @@ func (r *Reconciler) load(ctx context.Context, p *authv1beta1.Peering) (*input, 
 			return nil, err
 		}
 	}
-	if in.identity != nil && peeredVerdict(in).state == authv1beta1.PeeringPeered {
+	if in.identity != nil && in.ranHandshake() && peeredVerdict(in).state == authv1beta1.PeeringPeered {
 		return in, nil
 	}
 	if err := r.loadBootstrap(ctx, in, records); err != nil {
@@ -236,7 +238,7 @@ func (r *Reconciler) setReady(p *authv1beta1.Peering, v *verdict, rec events.Eve
 	p.Status.ObservedGeneration = p.Generation
 	if status.SetCondition(&p.Status.Conditions, authv1beta1.ConditionReady, v.state == authv1beta1.PeeringPeered, v.reason, v.message, p.Generation) {
 		kind := corev1.EventTypeNormal
-		if v.state == authv1beta1.PeeringFailed {
+		if v.state == authv1beta1.PeeringFailed || v.reason == authv1beta1.ReasonPeeringLeaveFailed {
 			kind = corev1.EventTypeWarning
 		}
 		rec.Eventf(p, nil, kind, v.reason, "Peer", "%s", v.message)

@@ -600,8 +600,17 @@ func TestPeeringSlices(t *testing.T) {
 			{Name: "b", Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
 			{Name: "c", Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
 		}
-	}), slice("old", testPeering, "1"), slice("b", "", "5"), slice("c", testPeering, "3"), slice("theirs", "other-peering", "1"))
+	}), slice("old", testPeering, "1"), slice("b", "", "5"), slice("c", testPeering, "3"), slice("theirs", "other-peering", "1"),
+		// Labelled as the Peering's by a slice writer: the record does not list it.
+		slice("forged", testPeering, "1"))
 	w.addSecret(w.cred.kubeconfig)
+	// The slices the Peering made earlier are the record's, never their label's.
+	if err := cluster.UpdateTenantRecord(context.Background(), w.base, w.base, testLiqoNS, testProvider, true, func(r *cluster.TenantRecord) error {
+		r.Namespace, r.Peering = testTenantNS, &cluster.RecordedPeering{Slices: []string{"old", "c"}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	res, p, _, events := w.reconcile(peeringKey)
 	wantReady(t, p, res, authv1beta1.PeeringPeered, authv1beta1.ReasonPeered, deniedRecheck)
 
@@ -634,6 +643,9 @@ func TestPeeringSlices(t *testing.T) {
 	}
 	if get("theirs") == nil {
 		t.Errorf("another Peering's slice was deleted")
+	}
+	if get("forged") == nil {
+		t.Errorf("a slice a slice writer labelled as the Peering's was deleted: the label says nothing")
 	}
 	c := condition(t, p, authv1beta1.ConditionSlicesReady)
 	if c.Status != metav1.ConditionFalse || c.Reason != authv1beta1.ReasonPeeringSliceDenied || !strings.Contains(c.Message, "b: a ResourceSlice of that name, not made by this Peering") {

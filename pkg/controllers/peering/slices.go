@@ -3,9 +3,13 @@ package peering
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,17 +24,24 @@ import (
 
 // slices makes the consumer's ResourceSlices the Peering lists (the consumerslice
 // controller asks the provider for each), removes those it made and no longer lists, and
-// sets SlicesReady from the provider's answers. It returns when to read the answers again
-// (0: every slice is decided).
+// sets SlicesReady from the provider's answers. Which slices it made is the record's
+// (RecordedPeering.Slices), never a label a slice writer could set. It returns when to
+// read the answers again (0: every slice is decided).
 func (r *Reconciler) slices(ctx context.Context, in *input, rec events.EventRecorder) time.Duration {
-	p, ns, providerID := in.peering, in.owned.Namespace, in.owned.RemoteID
-	if len(p.Spec.ResourceSlices) == 0 && !r.hasSlices(ctx, p, ns) {
+	p := in.peering
+	made := map[string]bool{}
+	if in.owned.Peering != nil {
+		for _, n := range in.owned.Peering.Slices {
+			made[n] = true
+		}
+	}
+	if len(p.Spec.ResourceSlices) == 0 && len(made) == 0 {
 		status.SetCondition(&p.Status.Conditions, authv1beta1.ConditionSlicesReady, true, authv1beta1.ReasonPeeringNoSlices, "the Peering asks for no ResourceSlice", p.Generation)
 		return 0
 	}
 	var pending, denied, accepted []string
 	for _, want := range p.Spec.ResourceSlices {
-		rs, err := r.ensureSlice(ctx, p, ns, providerID, want)
+		rs, err := r.ensureSlice(ctx, in, made, want)
 		if err != nil {
 			denied = append(denied, fmt.Sprintf("%s: %v", want.Name, err))
 			continue
@@ -44,7 +55,7 @@ func (r *Reconciler) slices(ctx context.Context, in *input, rec events.EventReco
 			pending = append(pending, want.Name)
 		}
 	}
-	r.removeUnlisted(ctx, p, ns, rec)
+	r.removeUnlisted(ctx, in, made, rec)
 	switch {
 	case len(denied) > 0:
 		if status.SetCondition(&p.Status.Conditions, authv1beta1.ConditionSlicesReady, false, authv1beta1.ReasonPeeringSliceDenied, strings.Join(denied, "; "), p.Generation) {
@@ -61,13 +72,21 @@ func (r *Reconciler) slices(ctx context.Context, in *input, rec events.EventReco
 	return 0
 }
 
-// ensureSlice creates the slice want in tenant namespace ns, or changes its resources to
-// the listed ones; a slice of that name the Peering did not make is left alone.
-func (r *Reconciler) ensureSlice(ctx context.Context, p *authv1beta1.Peering, ns, providerID string, want authv1beta1.PeeringSlice) (*authv1beta1.ResourceSlice, error) {
+// ensureSlice creates the slice want in the tenant namespace, recorded first as made by
+// the Peering, or changes the resources of one it made to the listed ones; a slice of that
+// name it did not make is left alone.
+func (r *Reconciler) ensureSlice(ctx context.Context, in *input, made map[string]bool, want authv1beta1.PeeringSlice) (*authv1beta1.ResourceSlice, error) {
+	p, ns, providerID := in.peering, in.owned.Namespace, in.owned.RemoteID
 	rs := &authv1beta1.ResourceSlice{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: want.Name}, rs)
 	switch {
 	case apierrors.IsNotFound(err):
+		if !made[want.Name] {
+			if recErr := r.recordSlices(ctx, providerID, func(names []string) []string { return append(names, want.Name) }); recErr != nil {
+				return nil, recErr
+			}
+			made[want.Name] = true
+		}
 		rs = handshake.ForgeSlice(ns, want.Name, providerID, string(want.Class), want.Resources)
 		rs.Labels[wire.PeeringLabel] = p.Name
 		if createErr := r.Client.Create(ctx, rs); createErr != nil {
@@ -76,7 +95,7 @@ func (r *Reconciler) ensureSlice(ctx context.Context, p *authv1beta1.Peering, ns
 		return rs, nil
 	case err != nil:
 		return nil, err
-	case rs.Labels[wire.PeeringLabel] != p.Name:
+	case !made[want.Name]:
 		return nil, fmt.Errorf("a ResourceSlice of that name, not made by this Peering, is in %s: rename one of them", ns)
 	case !equality.Semantic.DeepEqual(rs.Spec.Resources, want.Resources):
 		rs.Spec.Resources = want.Resources
@@ -87,38 +106,48 @@ func (r *Reconciler) ensureSlice(ctx context.Context, p *authv1beta1.Peering, ns
 	return rs, nil
 }
 
-// hasSlices says whether the Peering made slices in ns.
-func (r *Reconciler) hasSlices(ctx context.Context, p *authv1beta1.Peering, ns string) bool {
-	var list authv1beta1.ResourceSliceList
-	if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{wire.PeeringLabel: p.Name}); err != nil {
-		return true
-	}
-	return len(list.Items) > 0
+// recordSlices changes the names of the slices the record says the Peering made.
+func (r *Reconciler) recordSlices(ctx context.Context, providerID string, change func([]string) []string) error {
+	return r.updateRecord(ctx, providerID, func(rec *cluster.TenantRecord) {
+		if rec.Peering == nil {
+			rec.Peering = &cluster.RecordedPeering{}
+		}
+		rec.Peering.Slices = change(rec.Peering.Slices)
+	})
 }
 
-// removeUnlisted deletes the slices the Peering made in ns that it no longer lists (the
-// consumerslice controller withdraws each from the provider).
-func (r *Reconciler) removeUnlisted(ctx context.Context, p *authv1beta1.Peering, ns string, rec events.EventRecorder) {
-	var list authv1beta1.ResourceSliceList
-	if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{wire.PeeringLabel: p.Name}); err != nil {
-		return
-	}
+// removeUnlisted deletes the slices the Peering made (as its record says) that it no
+// longer lists (the consumerslice controller withdraws each from the provider), and
+// forgets them.
+func (r *Reconciler) removeUnlisted(ctx context.Context, in *input, made map[string]bool, rec events.EventRecorder) {
+	p, ns := in.peering, in.owned.Namespace
 	listed := map[string]bool{}
 	for _, s := range p.Spec.ResourceSlices {
 		listed[s.Name] = true
 	}
 	var removed []string
-	for i := range list.Items {
-		rs := &list.Items[i]
-		if listed[rs.Name] || !rs.DeletionTimestamp.IsZero() {
+	for name := range made {
+		if listed[name] {
 			continue
 		}
-		if err := r.Client.Delete(ctx, rs); client.IgnoreNotFound(err) == nil {
-			removed = append(removed, rs.Name)
+		rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, rs)); err != nil {
+			continue
 		}
+		removed = append(removed, name)
 	}
-	if len(removed) > 0 {
-		sort.Strings(removed)
-		rec.Eventf(p, nil, "Normal", authv1beta1.ReasonPeeringSlicesPending, "Slices", "ResourceSlices no longer listed removed: %s", strings.Join(removed, ", "))
+	if len(removed) == 0 {
+		return
 	}
+	sort.Strings(removed)
+	gone := map[string]bool{}
+	for _, n := range removed {
+		gone[n] = true
+	}
+	if err := r.recordSlices(ctx, in.owned.RemoteID, func(names []string) []string {
+		return slices.DeleteFunc(names, func(n string) bool { return gone[n] })
+	}); err != nil {
+		return
+	}
+	rec.Eventf(p, nil, "Normal", authv1beta1.ReasonPeeringSlicesPending, "Slices", "ResourceSlices no longer listed removed: %s", strings.Join(removed, ", "))
 }

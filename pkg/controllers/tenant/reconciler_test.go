@@ -30,7 +30,7 @@ func condition(tb testing.TB, t *authv1beta1.Tenant, typ string) *metav1.Conditi
 }
 
 // hasEvent says whether an Event of type and reason was recorded.
-func hasEvent(evs []string, evType, reason string) bool { //nolint:unparam // an Event is named by its type and reason
+func hasEvent(evs []string, evType, reason string) bool {
 	return slices.ContainsFunc(evs, func(e string) bool { return strings.HasPrefix(e, evType+" "+reason+" ") })
 }
 

@@ -2,8 +2,14 @@
 // handshake exactly once, consumes the nonce, has the consumer's CSR signed by the
 // cluster's client signer, binds the control-plane role in the tenant namespace, renews
 // the certificate before it expires, and follows the administrative state
-// (Active, Cordoned, Drained). An accepted Tenant gets a finalizer that removes
-// everything it caused; a refused one causes nothing and gets none.
+// (Active, Cordoned, Drained) and, when the administrator requires it, their approval of
+// the consumer's sealed key (approval.go). An accepted Tenant gets a finalizer that
+// removes everything it caused; a refused one causes nothing and gets none.
+//
+// Who writes what it reads: the Tenant's spec and metadata, the consumer (through
+// liqoctl, a peering user or the administrator) and Tenant writers; its status, status
+// writers too (an acceptance counts only with this provider's seal); the tenant record
+// and liqo-auth-config, only the administrator (and the manager, the record).
 package tenant
 
 import (
@@ -164,8 +170,8 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 	t.Status.TenantCondition = state
 	// What the status publishes is repaired first, from what this provider published: the
 	// approval and the certificate decision read it.
-	if err := r.checkPublished(ctx, t, rec, now); err != nil {
-		return ctrl.Result{}, err
+	if checkPublishedErr := r.checkPublished(ctx, t, rec, now); checkPublishedErr != nil {
+		return ctrl.Result{}, checkPublishedErr
 	}
 	approval, err := r.approval(ctx, t, rec)
 	if err != nil {

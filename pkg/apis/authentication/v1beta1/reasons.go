@@ -141,6 +141,7 @@ const (
 	ReasonProviderMismatch           = "ProviderMismatch"
 	ReasonProviderCAMismatch         = "ProviderCAMismatch"
 	ReasonProviderPeeredElsewhere    = "ProviderPeeredByAnotherPeering"
+	ReasonProviderAlreadyPeered      = "ProviderAlreadyPeered"
 	ReasonPeeringWaitingForApproval  = "WaitingForApproval"
 	ReasonPeeringDenied              = "DeniedByProvider"
 	ReasonHandshakeFailed            = "HandshakeFailed"

@@ -49,8 +49,10 @@ const (
 
 	// PeeringUserPrefix starts every peering user name: liqo-peer-user-<consumer>-<random>.
 	PeeringUserPrefix = "liqo-peer-user-"
-	// PeeringUserObjectName names the Roles and RoleBindings of the peering user of a
-	// consumer, and starts the name of its ClusterRole(Binding).
+	// PeeringUserObjectName starts the name of every object of a peering user
+	// (PeeringUserClusterObjectName). Older releases named the Roles and RoleBindings of
+	// every consumer's peering user with it alone, so that a second consumer's overwrote
+	// the first's; objects of that name are still found and removed by their labels.
 	PeeringUserObjectName = "liqo-peering-user"
 )
 
@@ -60,8 +62,10 @@ func PeeringUserName(consumerID, suffix string) string {
 	return PeeringUserPrefix + consumerID + "-" + suffix
 }
 
-// PeeringUserClusterObjectName names the ClusterRole and ClusterRoleBinding of the peering
-// user of consumerID.
+// PeeringUserClusterObjectName names every object of the peering user of consumerID: its
+// ClusterRole and ClusterRoleBinding, and its Roles and RoleBindings in its tenant
+// namespace and in the Liqo namespace, liqo-peering-user-<consumer>. Its right to delete
+// them (retiring itself) is granted by these names only.
 func PeeringUserClusterObjectName(consumerID string) string {
 	return PeeringUserObjectName + "-" + consumerID
 }

@@ -1,0 +1,161 @@
+package handshake
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/pkg/access"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+)
+
+// ErrCannotLeave means the consumer cannot leave its provider by itself: the provider does
+// not let its identity delete its Tenant, or the consumer holds no credential valid now.
+var ErrCannotLeave = errors.New("cannot leave by itself")
+
+// Leave is consumer c leaving provider providerID with the only credential it holds there:
+// its own control-plane Identity (the certificate IdentityCredential builds from it; never
+// the kubeconfig Secret, nor any credential of the provider's administrator). A consumer
+// leaving is its own right: the provider's tenant reader Role lets its user, and no one
+// else's, delete its own Tenant, by name (access.TenantReaderRules). Leave
+//
+//   - deletes, first, the consumer's ResourceSlices asked of that provider, each with the
+//     proof that its identity lost its access (DeleteSlices: c's consumer controllers,
+//     liqo-auth-manager's or liqoctl's in-process ones, remove each copy on the provider);
+//   - deletes its Tenant on the provider with its identity, and waits (a watch) until the
+//     Tenant is gone, or reading it is refused because the provider's finalizer removed the
+//     reader binding;
+//   - proves, with SelfSubjectAccessReviews made with its own certificate, that none of
+//     access.RevocationRules remains, in its tenant namespace there or anywhere;
+//   - then removes the Identity, its kubeconfig and the signed nonce (RemoveIdentity).
+//
+// With no Identity it says there is nothing to leave; with an Identity but no certificate
+// valid now, or a provider that refuses the deletion (Liqo's controllers, or a liqo-auth
+// without this right), it returns ErrCannotLeave naming what the provider's administrator
+// runs there.
+func Leave(ctx context.Context, c *Side, providerID string, now time.Time) error {
+	if c.ClusterID == "" {
+		if err := c.Identify(ctx); err != nil {
+			return err
+		}
+	}
+	byAdmin := "its administrator runs there: liqoctl unauthenticate --remote-cluster-id " + c.ClusterID
+	cTN := tenantNamespaceOrDefault(ctx, c, providerID)
+	var id authv1beta1.Identity
+	switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(providerID)}, &id); {
+	case apierrors.IsNotFound(err):
+		c.Report.Info("No Identity on provider %q: nothing to leave (if that provider still holds a Tenant for this cluster, %s)", providerID, byAdmin)
+		return nil
+	case err != nil:
+		return c.Explain(err, "reading the Identity on provider "+providerID)
+	}
+	cred, err := IdentityCredential(ctx, c, cTN, id.Name, providerID, nil, now)
+	if err != nil {
+		return err
+	}
+	if cred == nil {
+		return c.Errorf("%w: Identity %s/%s holds no certificate valid now, the only credential this cluster has on provider %q; %s, then liqoctl unauthenticate --remote-cluster-id %s here cleans this cluster",
+			ErrCannotLeave, cTN, id.Name, providerID, byAdmin, providerID)
+	}
+	pr, err := identitySide(c, cred, providerID)
+	if err != nil {
+		return err
+	}
+	pTN := ptr.Deref(id.Spec.Namespace, wire.TenantNamespaceName(c.ClusterID))
+	// Asked before anything is deleted: a provider that does not grant it keeps the slices.
+	may, err := selfAllowed(ctx, cred, pTN, []rbacv1.PolicyRule{{APIGroups: []string{authv1beta1.GroupVersion.Group}, Resources: []string{"tenants"},
+		ResourceNames: []string{c.ClusterID}, Verbs: []string{"delete"}}})
+	if err != nil {
+		return pr.Explain(err, "asking whether this cluster may delete its Tenant")
+	}
+	if len(may) == 0 {
+		return pr.Errorf("%w: provider %q does not let this cluster's identity delete its Tenant (Liqo's controllers, or a liqo-auth release before a consumer's right to leave, grant it only reading it): %s",
+			ErrCannotLeave, providerID, byAdmin)
+	}
+	if leaveSlicesErr := leaveSlices(ctx, c, cTN, providerID); leaveSlicesErr != nil {
+		return leaveSlicesErr
+	}
+	if deleteOwnTenantErr := deleteOwnTenant(ctx, pr, pTN, c.ClusterID, byAdmin); deleteOwnTenantErr != nil {
+		return deleteOwnTenantErr
+	}
+	left, err := selfAllowed(ctx, cred, pTN, access.RevocationRules(c.ClusterID))
+	if err != nil {
+		return pr.Explain(err, "verifying the revocation")
+	}
+	if len(left) > 0 {
+		return pr.Errorf("%w: this cluster's identity (user %q) may still: %s; %s", ErrAccessNotRevoked, c.ClusterID, strings.Join(left, "; "), byAdmin)
+	}
+	c.Report.Info("Access on provider %q revoked: verified with this cluster's own certificate", providerID)
+	return RemoveIdentity(ctx, c, providerID)
+}
+
+// leaveSlices deletes the consumer's slices asked of providerID, each with its proof.
+func leaveSlices(ctx context.Context, c *Side, cTN, providerID string) error {
+	slices, err := SlicesFor(ctx, c, providerID)
+	if err != nil {
+		return c.Explain(err, "listing the ResourceSlices asked of provider "+providerID)
+	}
+	names := make([]string, 0, len(slices))
+	for _, rs := range slices {
+		names = append(names, rs.Name)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	c.Report.Info("Deleting the ResourceSlices asked of provider %q first: %s", providerID, strings.Join(names, ", "))
+	return DeleteSlices(ctx, c, cTN, providerID, names...)
+}
+
+// identitySide is the provider as the consumer's own identity reaches it.
+func identitySide(c *Side, cred *rest.Config, providerID string) (*Side, error) {
+	sch := runtime.NewScheme()
+	if err := authv1beta1.AddToScheme(sch); err != nil {
+		return nil, err
+	}
+	pc, err := client.NewWithWatch(cred, client.Options{Scheme: sch})
+	if err != nil {
+		return nil, ScopedErrorf(Remote, "creating a client with this cluster's identity: %w", err)
+	}
+	return &Side{Scope: Remote, Client: pc, Config: cred, Namespace: c.Namespace, ClusterID: providerID, Report: c.Report}, nil
+}
+
+// deleteOwnTenant deletes, with the consumer's identity, its Tenant consumerID in pTN on
+// provider pr, and waits until it is gone or its read is refused (the provider's finalizer
+// removed the reader binding with the rest of its access).
+func deleteOwnTenant(ctx context.Context, pr *Side, pTN, consumerID, byAdmin string) error {
+	t := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: consumerID}}
+	switch err := pr.Client.Delete(ctx, t); {
+	case apierrors.IsForbidden(err):
+		return pr.Errorf("%w: provider %q does not let this cluster's identity delete its Tenant (Liqo's controllers, or a liqo-auth release before a consumer's right to leave, grant it only reading it): %s",
+			ErrCannotLeave, pr.ClusterID, byAdmin)
+	case apierrors.IsNotFound(err):
+		pr.Report.Info("No Tenant of this cluster left on provider %q", pr.ClusterID)
+	case err != nil:
+		return pr.Explain(err, "deleting this cluster's Tenant")
+	default:
+		pr.Report.Info("Tenant %s/%s deleted on provider %q with this cluster's identity", pTN, consumerID, pr.ClusterID)
+	}
+	err := waitFor(ctx, pr.Client, client.ObjectKeyFromObject(t), &authv1beta1.TenantList{}, "the Tenant to be gone on the provider",
+		func(t *authv1beta1.Tenant) (bool, string, error) {
+			return t == nil, "the provider's controllers remove its access, then its finalizer", nil
+		})
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		pr.Report.Info("This cluster may no longer read its Tenant on provider %q: its access is being removed", pr.ClusterID)
+	case err != nil:
+		return pr.Explain(err, "waiting for this cluster's Tenant to be deleted")
+	default:
+		pr.Report.Info("Tenant gone on provider %q", pr.ClusterID)
+	}
+	return nil
+}
