@@ -6,6 +6,8 @@ package integration
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -62,6 +64,9 @@ func TestAttack35ProviderTakesAnotherProvidersID(t *testing.T) {
 		var cur authv1beta1.Peering
 		if getErr := c.client.Get(ctx, client.ObjectKeyFromObject(pe), &cur); getErr != nil {
 			return false, getErr
+		}
+		if cond := meta.FindStatusCondition(cur.Status.Conditions, authv1beta1.ConditionReady); cond != nil {
+			t.Logf("the Peering to B: %s %s: %s", cur.Status.State, cond.Reason, cond.Message)
 		}
 		return cur.Status.State == authv1beta1.PeeringFailed || cur.Status.State == authv1beta1.PeeringPeered, nil
 	})
@@ -225,4 +230,35 @@ func TestAttack35NamespaceSquatterBeforeThePeering(t *testing.T) {
 	assert.Contains(t, cond.Message, "this cluster never made it a tenant namespace")
 	err := c.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.KubeconfigSecretName(wire.IdentityName(p.id))}, &corev1.Secret{})
 	assert.True(t, apierrors.IsNotFound(err), "no kubeconfig of the provider in the squatter's namespace: %v", err)
+}
+
+// TestAttack35DeniedConsumerReturnsWithAnotherKey (finding of attack35, fixed): on a provider that does not
+// require approval, the administrator drains a consumer and denies it (liqoctl deny tenant
+// says "a Tenant presenting another key later waits for a decision again"), then
+// uncordons it, as TestApprovalPendingApprovedDenied does. The consumer's administrator,
+// still holding its peering user, makes a new cluster key and authenticates again: the
+// new key is neither denied nor waits, and gets a certificate and its access.
+func TestAttack35DeniedConsumerReturnsWithAnotherKey(t *testing.T) {
+	c, p := cliSites(t)
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}
+	out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	pu := filepath.Join(t.TempDir(), "pu.kubeconfig")
+	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
+	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+
+	mustCLI(t, "drain", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
+	mustCLI(t, "deny", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig, "--reason", "not a customer")
+	mustCLI(t, "uncordon", "tenant", c.id, "--kubeconfig", p.cp.Kubeconfig)
+	waitTenantCondition(t, p, key, authv1beta1.ConditionApproved, metav1.ConditionFalse, authv1beta1.ReasonApprovalDenied)
+
+	// The consumer's key changes; its administrator authenticates again with the peering user.
+	require.NoError(t, c.client.Delete(ctx, &corev1.Secret{ObjectMeta: metaOf(wire.DefaultLiqoNamespace, wire.KeysSecretName)}))
+	mustCLI(t, "install", "--kubeconfig", c.cp.Kubeconfig)
+	_, errOut, err := runCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu, "--timeout", "20s")
+	assert.Error(t, err, "the denied consumer, with another key, authenticates:\n%s", errOut)
+	var got authv1beta1.Tenant
+	require.NoError(t, p.client.Get(ctx, key, &got))
+	assert.Nil(t, got.Status.Certificate, "the denied consumer's new key got certificate %v", got.Status.Certificate)
 }
