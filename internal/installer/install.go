@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -207,13 +208,17 @@ func keepForeign(ctx context.Context, c client.WithWatch, obj client.Object, res
 	return true, nil
 }
 
-// WaitCRDsEstablished waits until every embedded CRD is established.
-func WaitCRDsEstablished(ctx context.Context, c client.Client) error {
+// WaitCRDsEstablished waits until every embedded CRD is established, or, with names, those
+// of them only (Liqo's kinds, which another installation may have created).
+func WaitCRDsEstablished(ctx context.Context, c client.Client, names ...string) error {
 	defs, err := crds.Load()
 	if err != nil {
 		return err
 	}
 	for _, d := range defs {
+		if len(names) > 0 && !slices.Contains(names, d.Name) {
+			continue
+		}
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			var got apiextensionsv1.CustomResourceDefinition
 			if err := c.Get(ctx, client.ObjectKey{Name: d.Name}, &got); err != nil {

@@ -110,6 +110,7 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"watch event clusterrolebindings":                 57, // the in-process cache's first list
 			"watch event configmaps":                          8, "watch event namespaces": 5, "watch event resourceslices": 2,
 			"watch event rolebindings": 20, "watch event roles": 7, "watch event secrets": 8, "watch event tenants": 7,
+			"watch event renews": 1, // the Renew informer's watch bookmark, which may fall within the handshake: no Renew changes
 		},
 	},
 	budgetManagers: {
@@ -129,6 +130,9 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"request POST events":           1,
 			"watch event configmaps":        6, "watch event identities": 7, "watch event namespaces": 5,
 			"watch event renews": 2, "watch event rolebindings": 5, "watch event secrets": 8,
+			// The Peering informer's watch bookmark (the manager carries out Peerings), which
+			// may fall within the handshake: no Peering changes.
+			"watch event peerings": 1,
 		},
 		"provider": {
 			"request GET /api": 2, "request GET /apis": 2, // liqoctl, and the consumer's manager as the new identity
@@ -148,6 +152,7 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"request POST events":                             1,
 			"watch event certificatesigningrequests":          10, "watch event configmaps": 8, "watch event namespaces": 5,
 			"watch event renews": 2, "watch event rolebindings": 11, "watch event roles": 5, "watch event secrets": 8, "watch event tenants": 7,
+			"watch event peerings": 1, // as on the consumer: a bookmark
 		},
 	},
 }

@@ -66,7 +66,7 @@ func (l realLiqo) install(t *testing.T, cp *testenv.ControlPlane) *site {
 		require.NoError(t, err)
 		applyYAML(t, c, data)
 	}
-	require.NoError(t, installer.WaitCRDsEstablished(ctx, c))
+	require.NoError(t, installer.WaitCRDsEstablished(ctx, c, liqoCRDNames...))
 	applyYAML(t, c, liqoFixture(t, "controlplane.yaml"))
 	s := &site{cp: cp, id: "cl-liqo", client: c}
 	l.run(t, s)

@@ -82,7 +82,7 @@ func TestInstallBesideLiqo(t *testing.T) {
 	c := newClient(t, cp.Config)
 	ctx := context.Background()
 	applyYAML(t, c, liqoFixture(t, "crds.yaml"))
-	require.NoError(t, installer.WaitCRDsEstablished(ctx, c))
+	require.NoError(t, installer.WaitCRDsEstablished(ctx, c, liqoCRDNames...))
 	applyYAML(t, c, liqoFixture(t, "controlplane.yaml"))
 	rs, id := liqoObjects(t, c, "liqo-tenant-cl-liqo-peer")
 	crdsBefore := map[string]string{}
@@ -637,3 +637,7 @@ func TestLiqoProviderSaysWhyItWaits(t *testing.T) {
 	assert.Contains(t, err.Error(), "Liqo's controllers said, on the Tenant: AuthParamsFailed: the stored and the provided CSR for cluster cl-consumer does not match")
 	assert.Contains(t, err.Error(), "kubectl delete secret -n liqo-tenant-cl-consumer liqo-remote-certificate")
 }
+
+// liqoCRDNames are the CRDs of authentication.liqo.io that Liqo's chart installs (the
+// Peering is this project's only).
+var liqoCRDNames = []string{"tenants.authentication.liqo.io", "identities.authentication.liqo.io", "resourceslices.authentication.liqo.io", "renews.authentication.liqo.io"}

@@ -223,7 +223,7 @@ func TestOperatingPeers(t *testing.T) {
 		out, err := exec.Command(kubectl, "--kubeconfig", provider.cp.Kubeconfig, "get", "tenants", "-A").CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		lines := strings.Split(string(out), "\n")
-		assert.Regexp(t, `^NAMESPACE\s+NAME\s+CONDITION\s+READY\s+REASON\s+EXPIRES\s+RENEWED\s+REFUSED\s+AGE`, lines[0])
+		assert.Regexp(t, `^NAMESPACE\s+NAME\s+CONDITION\s+APPROVAL\s+READY\s+REASON\s+EXPIRES\s+RENEWED\s+REFUSED\s+AGE`, lines[0])
 		assert.Contains(t, string(out), reason)
 		out, err = exec.Command(kubectl, "--kubeconfig", consumer.cp.Kubeconfig, "get", "identities", "-A").CombinedOutput()
 		require.NoError(t, err, "%s", out)
