@@ -56,13 +56,7 @@ func peeringUserOf(cfg *rest.Config) *peeringUserCert {
 }
 
 // consumer is the consumer the peering user was issued for.
-func (p *peeringUserCert) consumer() string {
-	id := strings.TrimPrefix(p.User, wire.PeeringUserPrefix)
-	if i := strings.LastIndex(id, "-"); i > 0 {
-		id = id[:i]
-	}
-	return id
-}
+func (p *peeringUserCert) consumer() string { return wire.PeeringUserConsumer(p.User) }
 
 // explain words a refusal of the peering user's requests: expired, or deleted (its roles
 // are gone) or no longer trusted, and what to ask the provider's administrator for.

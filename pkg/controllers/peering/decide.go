@@ -160,7 +160,7 @@ func checkPeeringUser(in *input) *verdict {
 }
 
 func checkIssuedForThisCluster(in *input) *verdict {
-	if consumer := PeeringUserConsumer(in.cert.Subject.CommonName); consumer != in.clusterID {
+	if consumer := wire.PeeringUserConsumer(in.cert.Subject.CommonName); consumer != in.clusterID {
 		return &verdict{state: authv1beta1.PeeringFailed, reason: authv1beta1.ReasonBootstrapCredentialRefused,
 			message: fmt.Sprintf("peering user %s was issued for cluster %q, not this cluster %q: ask the provider's administrator for one for this cluster (liqoctl generate peering-user --consumer-cluster-id %s)",
 				in.cert.Subject.CommonName, consumer, in.clusterID, in.clusterID)}
@@ -226,14 +226,4 @@ func peeredVerdict(in *input) *verdict {
 	}
 	return &verdict{state: authv1beta1.PeeringPeered, reason: authv1beta1.ReasonPeered, requeue: requeue,
 		message: fmt.Sprintf("Identity %s/%s is ready: certificate %s valid until %s", id.Namespace, id.Name, cert.SerialNumber, cert.NotAfter.UTC().Format(time.RFC3339))}
-}
-
-// PeeringUserConsumer is the cluster a peering user (liqo-peer-user-<consumer>-<random>)
-// was issued for.
-func PeeringUserConsumer(user string) string {
-	id := strings.TrimPrefix(user, wire.PeeringUserPrefix)
-	if i := strings.LastIndex(id, "-"); i > 0 {
-		id = id[:i]
-	}
-	return id
 }

@@ -229,19 +229,6 @@ func TestBootstrapChecks(t *testing.T) {
 	}
 }
 
-func TestPeeringUserConsumer(t *testing.T) {
-	for user, want := range map[string]string{
-		"liqo-peer-user-cl-consumer-x7k2q": "cl-consumer",
-		"liqo-peer-user-a-b-c-d":           "a-b-c",
-		"liqo-peer-user-nodash":            "nodash",
-		"kubernetes-admin":                 "kubernetes",
-	} {
-		if got := PeeringUserConsumer(user); got != want {
-			t.Errorf("PeeringUserConsumer(%q) = %q, want %q", user, got, want)
-		}
-	}
-}
-
 func TestPeeredVerdict(t *testing.T) {
 	notReady := func(id *authv1beta1.Identity) {
 		id.Status.Conditions[0].Status, id.Status.Conditions[0].Reason, id.Status.Conditions[0].Message = metav1.ConditionFalse, "CertificateExpired", "the provider drained it"

@@ -177,7 +177,7 @@ func (o *Options) Complete() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.source(), err)
 	}
-	if consumer := peeringUserConsumer(cert.Subject.CommonName); consumer == o.ProviderClusterID {
+	if consumer := wire.PeeringUserConsumer(cert.Subject.CommonName); consumer == o.ProviderClusterID {
 		return fmt.Errorf("--provider-cluster-id %q is the cluster this peering user was issued for, the consumer: give the provider's", o.ProviderClusterID)
 	}
 	caPin, err := authn.CAFingerprint(info.CA)
@@ -240,19 +240,9 @@ func checkPeeringUser(data []byte, now time.Time) (*authn.KubeconfigInfo, *x509.
 	}
 	if !now.Before(cert.NotAfter) {
 		return nil, nil, fmt.Errorf("peering user %s expired at %s: ask the provider's administrator for a new one (liqoctl generate peering-user --consumer-cluster-id %s)",
-			user, cert.NotAfter.UTC().Format(time.RFC3339), peeringUserConsumer(user))
+			user, cert.NotAfter.UTC().Format(time.RFC3339), wire.PeeringUserConsumer(user))
 	}
 	return info, cert, nil
-}
-
-// peeringUserConsumer is the cluster a peering user (liqo-peer-user-<consumer>-<random>)
-// was issued for.
-func peeringUserConsumer(user string) string {
-	id := strings.TrimPrefix(user, wire.PeeringUserPrefix)
-	if i := strings.LastIndex(id, "-"); i > 0 {
-		id = id[:i]
-	}
-	return id
 }
 
 // parseSlices parses --resource-slice values: name=NAME[,class=CLASS][,cpu=Q][,memory=Q][,pods=N].
@@ -327,7 +317,7 @@ func (o *Options) Run(ctx context.Context) error {
 	p := o.Global.Printer()
 	user := o.cert.Subject.CommonName
 	p.Info("Peering user %s, issued for consumer cluster %q, valid until %s: apply what follows on that cluster before then",
-		user, peeringUserConsumer(user), o.cert.NotAfter.UTC().Format(time.RFC3339))
+		user, wire.PeeringUserConsumer(user), o.cert.NotAfter.UTC().Format(time.RFC3339))
 	providerID, err := o.providerID(ctx)
 	if err != nil {
 		return err

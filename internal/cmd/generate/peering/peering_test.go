@@ -256,15 +256,3 @@ func TestGeneratePeering(t *testing.T) {
 		})
 	}
 }
-
-// TestPeeringUserConsumer: the consumer named by a peering user, whose own ID may hold
-// dashes.
-func TestPeeringUserConsumer(t *testing.T) {
-	for user, want := range map[string]string{
-		wire.PeeringUserName("cl-consumer", "0a1b2c3d"): "cl-consumer",
-		wire.PeeringUserName("a", "b"):                  "a",
-		"liqo-peer-user-x":                              "x",
-	} {
-		assert.Equal(t, want, peeringUserConsumer(user), user)
-	}
-}

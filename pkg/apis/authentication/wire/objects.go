@@ -1,5 +1,7 @@
 package wire
 
+import "strings"
+
 // Names of the objects this implementation makes (and of Liqo's that it finds or
 // removes), and of its field managers: one home, so that a policy, a role and the
 // controller that writes the object cannot disagree on a name.
@@ -60,6 +62,16 @@ const (
 // issuance (suffix), so that a later peering user never revives an old certificate.
 func PeeringUserName(consumerID, suffix string) string {
 	return PeeringUserPrefix + consumerID + "-" + suffix
+}
+
+// PeeringUserConsumer is the consumer a peering user (PeeringUserName) was issued for:
+// the inverse of PeeringUserName.
+func PeeringUserConsumer(user string) string {
+	id := strings.TrimPrefix(user, PeeringUserPrefix)
+	if i := strings.LastIndex(id, "-"); i > 0 {
+		id = id[:i]
+	}
+	return id
 }
 
 // PeeringUserClusterObjectName names every object of the peering user of consumerID: its
