@@ -79,8 +79,7 @@ func Leave(ctx context.Context, c *Side, providerID string, now time.Time) error
 		return pr.Explain(err, "asking whether this cluster may delete its Tenant")
 	}
 	if len(may) == 0 {
-		return pr.Errorf("%w: provider %q does not let this cluster's identity delete its Tenant (Liqo's controllers, or a liqo-auth release before a consumer's right to leave, grant it only reading it): %s",
-			ErrCannotLeave, providerID, byAdmin)
+		return cannotDeleteTenant(pr, byAdmin)
 	}
 	if leaveSlicesErr := leaveSlices(ctx, c, cTN, providerID); leaveSlicesErr != nil {
 		return leaveSlicesErr
@@ -129,6 +128,13 @@ func identitySide(c *Side, cred *rest.Config, providerID string) (*Side, error) 
 	return &Side{Scope: Remote, Client: pc, Config: cred, Namespace: c.Namespace, ClusterID: providerID, Report: c.Report}, nil
 }
 
+// cannotDeleteTenant is ErrCannotLeave from provider pr, which does not let this cluster's
+// identity delete its Tenant; byAdmin says what its administrator runs instead.
+func cannotDeleteTenant(pr *Side, byAdmin string) error {
+	return pr.Errorf("%w: provider %q does not let this cluster's identity delete its Tenant (Liqo's controllers, or a liqo-auth release before a consumer's right to leave, grant it only reading it): %s",
+		ErrCannotLeave, pr.ClusterID, byAdmin)
+}
+
 // deleteOwnTenant deletes, with the consumer's identity, its Tenant consumerID in pTN on
 // provider pr, and waits until it is gone or its read is refused (the provider's finalizer
 // removed the reader binding with the rest of its access).
@@ -136,8 +142,7 @@ func deleteOwnTenant(ctx context.Context, pr *Side, pTN, consumerID, byAdmin str
 	t := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: consumerID}}
 	switch err := pr.Client.Delete(ctx, t); {
 	case apierrors.IsForbidden(err):
-		return pr.Errorf("%w: provider %q does not let this cluster's identity delete its Tenant (Liqo's controllers, or a liqo-auth release before a consumer's right to leave, grant it only reading it): %s",
-			ErrCannotLeave, pr.ClusterID, byAdmin)
+		return cannotDeleteTenant(pr, byAdmin)
 	case apierrors.IsNotFound(err):
 		pr.Report.Info("No Tenant of this cluster left on provider %q", pr.ClusterID)
 	case err != nil:

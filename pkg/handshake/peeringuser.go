@@ -302,13 +302,9 @@ func DeletePeeringUser(ctx context.Context, p *Side, consumerID string) (*Peerin
 	}
 	p.Report.Info("Roles and bindings of peering user %s removed", users[0].User)
 	for _, u := range users {
-		var left []string
-		for ns, rules := range access.PeeringUserRules(p.Namespace, consumerID) {
-			allowed, err := revocation.AllowedActions(ctx, p.Client, u.User, revocation.RevocationGroups(), ns, rules)
-			if err != nil {
-				return nil, p.Explain(err, "verifying the revocation")
-			}
-			left = append(left, allowed...)
+		left, err := peeringUserAllowed(ctx, p, u.User, consumerID)
+		if err != nil {
+			return nil, p.Explain(err, "verifying the revocation")
 		}
 		bindings, err := revocation.BindingsNaming(ctx, p.Client, u.User, nil)
 		if err != nil {

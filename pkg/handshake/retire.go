@@ -125,14 +125,21 @@ func kindOf(obj client.Object) string {
 // peering user is granted (SubjectAccessReviews, asked by the provider's administrator):
 // it retired itself, or its grants were removed. Such a peering user counts as gone.
 func peeringUserRetired(ctx context.Context, p *Side, u PeeringUser) (bool, error) {
-	for ns, rules := range access.PeeringUserRules(p.Namespace, u.ConsumerID) {
-		allowed, err := revocation.AllowedActions(ctx, p.Client, u.User, revocation.RevocationGroups(), ns, rules)
+	left, err := peeringUserAllowed(ctx, p, u.User, u.ConsumerID)
+	return len(left) == 0, err
+}
+
+// peeringUserAllowed is what peering user user of consumerID may still do of a peering
+// user's permissions, each where it was granted (SubjectAccessReviews asked with p's
+// credentials).
+func peeringUserAllowed(ctx context.Context, p *Side, user, consumerID string) ([]string, error) {
+	var left []string
+	for ns, rules := range access.PeeringUserRules(p.Namespace, consumerID) {
+		allowed, err := revocation.AllowedActions(ctx, p.Client, user, revocation.RevocationGroups(), ns, rules)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		if len(allowed) > 0 {
-			return false, nil
-		}
+		left = append(left, allowed...)
 	}
-	return true, nil
+	return left, nil
 }
