@@ -237,7 +237,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		setups = append(setups, provider...)
 	}
 	if o.Role.Has(Consumer) {
-		setups = append(setups, o.consumerSetups(mgr, d)...)
+		consumer, err := o.consumerSetups(mgr, d)
+		if err != nil {
+			return err
+		}
+		setups = append(setups, consumer...)
 	}
 	for _, s := range setups {
 		if err := s.SetupWithManager(mgr); err != nil {
@@ -330,7 +334,7 @@ func (o *Options) providerSetups(ctx context.Context, mgr ctrl.Manager, d deps) 
 }
 
 // consumerSetups are the consumer's reconcilers.
-func (o *Options) consumerSetups(mgr ctrl.Manager, d deps) []setup {
+func (o *Options) consumerSetups(mgr ctrl.Manager, d deps) ([]setup, error) {
 	c, rec := d.c, d.rec
 	setups := []setup{
 		&noncesigner.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Key: o.Key},
@@ -338,12 +342,16 @@ func (o *Options) consumerSetups(mgr ctrl.Manager, d deps) []setup {
 		&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
 	}
 	if o.Peerings {
-		setups = append(setups, o.peeringSetup(mgr, d))
+		s, err := o.peeringSetup(mgr, d)
+		if err != nil {
+			return nil, err
+		}
+		setups = append(setups, s)
 	}
 	if o.WatchRenewals {
 		setups = append(setups, &renewfollower.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Key: o.Key, PresenceInterval: o.PresenceInterval})
 	}
-	return setups
+	return setups, nil
 }
 
 // followSignatures feeds issuances waiting for the signer from the cache's informer of

@@ -31,20 +31,22 @@ import (
 // peeringSetup is the Peering controller of the consumer side: the handshake's own steps,
 // this cluster as the consumer through a live client, the provider through the bootstrap
 // credential.
-func (o *Options) peeringSetup(mgr ctrl.Manager, d deps) setup {
+func (o *Options) peeringSetup(mgr ctrl.Manager, d deps) (setup, error) {
 	timeout := o.PeeringAttemptTimeout
 	if timeout == 0 {
 		timeout = DefaultPeeringAttemptTimeout
 	}
+	// One live client, shared by every attempt: a Side is made per attempt (it caches the
+	// cluster key and reports for one Peering), its connection is the manager's.
 	cfg := mgr.GetConfig()
+	live, err := client.NewWithWatch(cfg, client.Options{Scheme: mgr.GetScheme(), HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("a client for the Peering controller: %w", err)
+	}
 	return &peering.Reconciler{
 		Client: d.c, APIReader: d.reader, LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Recorder: d.rec, AttemptTimeout: timeout,
 		Consumer: func(r handshake.Reporter) (*handshake.Side, error) {
-			c, err := client.NewWithWatch(cfg, client.Options{Scheme: mgr.GetScheme(), HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
-			if err != nil {
-				return nil, err
-			}
-			return &handshake.Side{Scope: handshake.Local, Client: c, Config: cfg, HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper(),
+			return &handshake.Side{Scope: handshake.Local, Client: live, Config: cfg, HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper(),
 				Namespace: o.Namespace, Report: r}, nil
 		},
 		Dial: DialKubeconfig,
@@ -53,7 +55,7 @@ func (o *Options) peeringSetup(mgr ctrl.Manager, d deps) setup {
 			Retire:       handshake.RetirePeeringUser,
 			Leave:        handshake.Leave,
 		},
-	}
+	}, nil
 }
 
 // authenticatePair is liqoctl authenticate's handshake for a declared peering: what is
