@@ -62,7 +62,7 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 		access.ForgeControlPlaneClusterRole(), access.ForgeClusterWideRole())
 	objs = append(objs, access.ForgeManagerClusterRoles()...)
 	objs = append(objs, access.ForgeManagerIdentity(o.Namespace)...)
-	objs = append(objs, access.ForgePeeringUserPolicy()...)
+	objs = append(objs, access.ForgePeeringUserPolicy(o.Namespace)...)
 	objs = append(objs, access.ForgeManagerPolicy(o.Namespace)...)
 	objs = append(objs, access.ForgeCreatorPolicies()...)
 	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 || o.Config.NonceTTL > 0 || o.Config.RequireApproval {

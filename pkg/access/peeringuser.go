@@ -1,9 +1,12 @@
 package access
 
 import (
+	"strconv"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -126,11 +129,30 @@ func peeringUserValidations() []admissionregistrationv1.Validation {
 	}
 }
 
-// ForgePeeringUserPolicy is the ValidatingAdmissionPolicy, and its binding, that lets
-// peering users create no Secret but a nonce: RBAC cannot restrict create to a name, and a
-// Secret created in a tenant namespace may be read by this cluster's controllers.
-func ForgePeeringUserPolicy() []client.Object {
-	return denyingPolicy(wire.PeeringUserPolicyName, createsAndUpdates("", "v1", "secrets"), []admissionregistrationv1.MatchCondition{{
+// ForgePeeringUserPolicy are the ValidatingAdmissionPolicies, and their bindings, that
+// bound peering users where RBAC cannot: they create no Secret but a nonce (RBAC cannot
+// restrict create to a name, and a Secret created in a tenant namespace may be read by
+// this cluster's controllers); and, retiring themselves, they delete Roles and
+// RoleBindings only in their consumer's tenant namespace and the Liqo namespace liqoNS
+// (the ClusterRole that lets a peering user delete its Roles by name cannot name a
+// namespace: without this, a Role of that name in any namespace would be in its reach).
+func ForgePeeringUserPolicy(liqoNS string) []client.Object {
+	isPeeringUser := []admissionregistrationv1.MatchCondition{{
 		Name: "peering-user", Expression: "request.userInfo.username.startsWith('" + wire.PeeringUserPrefix + "')",
-	}}, peeringUserValidations())
+	}}
+	deletes := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{rbacv1.GroupName}, APIVersions: []string{"*"}, Resources: []string{"roles", "rolebindings"}},
+		},
+	}}}
+	ownNamespace := "request.namespace == '" + liqoNS + "' || (oldObject.metadata.name.startsWith('" + wire.PeeringUserObjectName + "-') && " +
+		"request.namespace == '" + wire.TenantNamespacePrefix + "' + oldObject.metadata.name.substring(" + strconv.Itoa(len(wire.PeeringUserObjectName)+1) + "))"
+	return append(denyingPolicy(wire.PeeringUserPolicyName, createsAndUpdates("", "v1", "secrets"), isPeeringUser, peeringUserValidations()),
+		denyingPolicy(wire.PeeringUserDeletesPolicyName, deletes, isPeeringUser, []admissionregistrationv1.Validation{{
+			Expression: ownNamespace,
+			Message:    "a peering user deletes Roles and RoleBindings only in its consumer's tenant namespace and the Liqo namespace: its own, retiring itself",
+			// A permission refused, as RBAC refuses it (403), not an invalid object.
+			Reason: ptr.To(metav1.StatusReasonForbidden),
+		}})...)
 }

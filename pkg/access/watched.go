@@ -54,7 +54,7 @@ func ManagerWatched() []Watched {
 		{Object: &authv1beta1.ResourceSlice{}, Group: authv1beta1.GroupVersion.Group, Resource: "resourceslices", Roles: Both,
 			ReadBy: "tenant (its cluster ID against the slice users), providerslice, consumerslice, peergc, metrics", Writers: []Writer{tenantSlices, nsCreatorSlices, sliceWriter, statusSlices}},
 		{Object: &authv1beta1.Identity{}, Group: authv1beta1.GroupVersion.Group, Resource: "identities", Roles: Consumer,
-			ReadBy: "identity, renewfollower, consumerslice, metrics", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
+			ReadBy: "identity, renewfollower, consumerslice, peering, metrics", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
 		{Object: &authv1beta1.Peering{}, Group: authv1beta1.GroupVersion.Group, Resource: "peerings", Roles: Consumer, InLiqoNamespace: true,
 			ReadBy: "peering", Writers: []Writer{liqoNSPeerings, statusPeerings}},
 		{Object: &rbacv1.RoleBinding{}, Group: rbacv1.GroupName, Resource: "rolebindings", Roles: Provider, Stripped: true,

@@ -91,7 +91,7 @@ var (
 	// A peering user retiring itself (handshake.RetirePeeringUser): deletes only, by name.
 	peeringUserBindings = Writer{Principal: PeeringUser, Writes: "deletes its own RoleBindings `liqo-peering-user-<C>` (tenant namespace of C, Liqo namespace), by name only: retiring itself", Tests: []string{"TestPeeringUserRetires"}}
 	peeringUserCRB      = Writer{Principal: PeeringUser, Writes: "deletes its own ClusterRoleBinding `liqo-peering-user-<C>`, by name only: retiring itself", Tests: []string{"TestPeeringUserRetires"}}
-	peeringUserRoles    = Writer{Principal: PeeringUser, Writes: "deletes Roles named `liqo-peering-user-<C>` (its own, once unbound), by name only: retiring itself", Tests: []string{"TestPeeringUserRetires"}}
+	peeringUserRoles    = Writer{Principal: PeeringUser, Writes: "deletes Roles named `liqo-peering-user-<C>` (its own, once unbound), by name, and only in the tenant namespace of C and the Liqo namespace (admission policy `liqo-auth-peering-user-deletes`): retiring itself", Tests: []string{"TestPeeringUserRetires", "TestAttack35bPeeringUserDeletesAnotherNamespacesRole"}}
 	csrCreator          = Writer{Principal: CSRCreator, Writes: "CertificateSigningRequests with any name, labels (this project's, a Tenant's UID) and request; never `spec.username`", Tests: []string{"TestCSRSquattingIsNeverApproved"}}
 )
 

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,7 +23,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
-// TestAttack35bIdentityDeleterMakesThePeeringLeaveNothing (FINDING): a declared Peering
+// TestAttack35bIdentityDeleterMakesThePeeringLeaveNothing (finding of attack35b, fixed): a declared Peering
 // has peered. An Identity writer of the consumer's tenant namespace (it may delete
 // Identities there) deletes the provider's Identity; the consumer's administrator then
 // deletes the Peering, to leave the provider. operations.md says the finalizer goes once
@@ -44,7 +45,15 @@ func TestAttack35bIdentityDeleterMakesThePeeringLeaveNothing(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	if !gone {
-		return // the finalizer waits: what operations.md promises
+		// The finalizer waits, what operations.md promises, and the Peering says why and
+		// what the provider's administrator runs.
+		var cur authv1beta1.Peering
+		require.NoError(t, c.client.Get(ctx, client.ObjectKeyFromObject(pe), &cur))
+		ready := meta.FindStatusCondition(cur.Status.Conditions, authv1beta1.ConditionReady)
+		require.NotNil(t, ready)
+		assert.Equal(t, authv1beta1.ReasonPeeringLeaveFailed, ready.Reason)
+		assert.Contains(t, ready.Message, "liqoctl unauthenticate --remote-cluster-id "+c.id)
+		return
 	}
 	var tenant authv1beta1.Tenant
 	err := p.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &tenant)
@@ -60,7 +69,7 @@ func certOf(t *authv1beta1.Tenant) string {
 	return t.Status.Certificate.SerialNumber
 }
 
-// TestAttack35bPeeringUserDeletesAnotherNamespacesRole (FINDING): a peering user may
+// TestAttack35bPeeringUserDeletesAnotherNamespacesRole (finding of attack35b, fixed): a peering user may
 // delete Roles named liqo-peering-user-<its consumer> to retire itself; its ClusterRole
 // grants that by name only, in every namespace. Acting with its real certificate, the
 // peering user of consumer C deletes a Role of that name in a namespace that is neither

@@ -307,7 +307,18 @@ func (r *Reconciler) leave(ctx context.Context, p *authv1beta1.Peering, rec even
 	if in.owned != nil {
 		// One status write per attempt, and only when it failed: a Peering that leaves at
 		// once is gone before anyone reads its status, and each write would wake it again.
-		if err := r.leaveProvider(ctx, p, in.owned.RemoteID); err != nil {
+		var err error
+		if in.identity == nil && in.ranHandshake() {
+			// This Peering's handshake made the peering (the record says so), and its
+			// Identity is gone: Leave finds nothing to leave with, which is no proof that
+			// the provider holds nothing. An Identity writer must not end a peering's
+			// revocation by deleting the one credential that could prove it.
+			err = fmt.Errorf("%w: the Identity %s of provider %q is gone from this cluster, so this cluster can neither leave by itself nor prove it: its provider's administrator runs liqoctl unauthenticate --remote-cluster-id %s there; then remove the finalizer %s from this Peering",
+				handshake.ErrCannotLeave, wire.IdentityName(in.owned.RemoteID), in.owned.RemoteID, r.ClusterID, Finalizer)
+		} else {
+			err = r.leaveProvider(ctx, p, in.owned.RemoteID)
+		}
+		if err != nil {
 			orig := p.DeepCopy()
 			r.setReady(p, &verdict{state: authv1beta1.PeeringLeaving, reason: authv1beta1.ReasonPeeringLeaveFailed,
 				message: fmt.Sprintf("leaving cluster %q with this cluster's own identity (tried again in %s): %v", in.owned.RemoteID, leaveRetry, err)}, rec)

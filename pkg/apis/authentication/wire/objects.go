@@ -30,6 +30,10 @@ const (
 	// PeeringUserPolicyName is the ValidatingAdmissionPolicy (and its binding) that lets a
 	// peering user create no Secret but the nonce.
 	PeeringUserPolicyName = "liqo-auth-peering-users"
+	// PeeringUserDeletesPolicyName is the ValidatingAdmissionPolicy (and its binding) that
+	// lets a peering user delete Roles and RoleBindings only in its consumer's tenant
+	// namespace and the Liqo namespace.
+	PeeringUserDeletesPolicyName = "liqo-auth-peering-user-deletes"
 
 	// PeeringsCRDName is the CustomResourceDefinition of Peerings.
 	PeeringsCRDName = "peerings.authentication.liqo.io"
