@@ -36,7 +36,11 @@ func ForgeCSR(key crypto.Signer, clusterID string) ([]byte, error) {
 // ForgeCSRFor builds a CSR for subject CN=cn, O=org, signed with key, without extensions
 // (a resource slice's identity: CN=SliceUserName, O=<consumer cluster ID>). It returns PEM.
 func ForgeCSRFor(key crypto.Signer, cn, org string) ([]byte, error) {
-	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: []string{org}}}
+	return forgeCSR(key, cn, []string{org})
+}
+
+func forgeCSR(key crypto.Signer, cn string, orgs []string) ([]byte, error) {
+	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}}
 	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
 	if err != nil {
 		return nil, fmt.Errorf("creating the certificate signing request: %w", err)
@@ -46,13 +50,15 @@ func ForgeCSRFor(key crypto.Signer, cn, org string) ([]byte, error) {
 
 // ValidateCSR applies every provider-side rule to a tenant's CSR: size bound, exactly one
 // PEM block and nothing after it, a valid self-signature, the tenant's own public key,
-// CN equal to the tenant's cluster ID, Organization exactly ["liqo.io"], no other subject
+// CN equal to the tenant's cluster ID, Organization exactly ["liqo.io"] (or ["liqo.io",
+// KeyGroup of that CN and the CSR's own key]: a key-bound identity), no other subject
 // attribute, no subject alternative names, no extensions or attributes at all.
 func ValidateCSR(data []byte, pub crypto.PublicKey, clusterID string) (*x509.CertificateRequest, error) {
 	return ValidateCSRFor(data, pub, clusterID, wire.UserGroup)
 }
 
-// ValidateCSRFor is ValidateCSR for subject CN=cn, O=org: a resource slice's CSR. A nil
+// ValidateCSRFor is ValidateCSR for subject CN=cn, O=org (or O=[org, KeyGroup(cn, key)]):
+// a resource slice's CSR. A nil
 // pub skips the key check (a Tenant whose authzPolicy is TolerateNoHandshake); every other
 // rule holds.
 func ValidateCSRFor(data []byte, pub crypto.PublicKey, cn, org string) (*x509.CertificateRequest, error) {
@@ -124,8 +130,8 @@ func checkCSRSubject(csr *x509.CertificateRequest, cn, org string) error {
 	if csr.Subject.CommonName != cn || countOID(csr.Subject.Names, oidCommonName) != 1 {
 		return refuse(ReasonCSRCommonNameMismatch, fmt.Sprintf("the CSR common name is %q, it must be exactly %q", csr.Subject.CommonName, cn), nil)
 	}
-	if len(csr.Subject.Organization) != 1 || csr.Subject.Organization[0] != org || countOID(csr.Subject.Names, oidOrganization) != 1 {
-		return refuse(ReasonCSROrganizationMismatch, fmt.Sprintf("the CSR organization is %q, it must be exactly [%q]", csr.Subject.Organization, org), nil)
+	if !organizationAllowed(csr.Subject.Organization, cn, org, csr.PublicKey) || countOID(csr.Subject.Names, oidOrganization) != len(csr.Subject.Organization) {
+		return refuse(ReasonCSROrganizationMismatch, fmt.Sprintf("the CSR organization is %q, it must be exactly [%q] or [%q, the key group of its common name and key]", csr.Subject.Organization, org, org), nil)
 	}
 	for _, n := range csr.Subject.Names {
 		if !n.Type.Equal(oidCommonName) && !n.Type.Equal(oidOrganization) {

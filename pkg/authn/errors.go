@@ -39,6 +39,7 @@ const (
 	ReasonKubeconfigForeignCredentials Reason = "KubeconfigForeignCredentials"
 	ReasonAcceptanceSealInvalid        Reason = "AcceptanceSealInvalid"
 	ReasonUnsupportedSigningMethod     Reason = "UnsupportedSigningKey"
+	ReasonRotationProofInvalid         Reason = "KeyRotationProofInvalid"
 )
 
 // Error is a refusal of untrusted input: a Reason for machines and a message that tells a

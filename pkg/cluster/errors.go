@@ -7,3 +7,7 @@ var ErrNotInstalled = errors.New("the cluster identity is not installed")
 
 // ErrTenantNamespaceNotFound means no tenant namespace exists for a remote cluster.
 var ErrTenantNamespaceNotFound = errors.New("tenant namespace not found")
+
+// ErrRotationUnfinished means a key rotation cannot take its next step because an earlier
+// one is not finished.
+var ErrRotationUnfinished = errors.New("a key rotation is unfinished")

@@ -19,6 +19,17 @@ const (
 	KeysSecretName  = "authentication-keys"
 	PrivateKeyField = "privateKey"
 	PublicKeyField  = "publicKey"
+	// NextPrivateKeyField and NextPublicKeyField hold the key a rotation staged (liqo-auth
+	// only; Liqo reads the two fields above). PreviousPrivateKeyField and
+	// PreviousPublicKeyField hold the key a rotation switched away from, until every peer
+	// has moved and it is retired.
+	NextPrivateKeyField     = "nextPrivateKey"
+	NextPublicKeyField      = "nextPublicKey"
+	PreviousPrivateKeyField = "previousPrivateKey"
+	PreviousPublicKeyField  = "previousPublicKey"
+	// KeyGroupPrefix starts every key group: KeyGroupPrefix + user + ":" + key fingerprint,
+	// the second Organization of a key-bound certificate, bound instead of its user.
+	KeyGroupPrefix = "liqo-auth.io:key:"
 
 	RemoteClusterIDLabel  = "liqo.io/remote-cluster-id"
 	TenantNamespaceLabel  = "liqo.io/tenant-namespace"
