@@ -38,8 +38,19 @@ func ForgeKeyBoundCSRFor(key crypto.Signer, cn, org string) ([]byte, error) {
 
 // CSRKeyGroup is the key group a validated CSR carries ("" when it carries none).
 func CSRKeyGroup(csr *x509.CertificateRequest) string {
-	if len(csr.Subject.Organization) == 2 {
-		return csr.Subject.Organization[1]
+	return keyGroupOf(csr.Subject.Organization)
+}
+
+// keyGroupOf is the key group among two Organizations (their order is the encoder's: a
+// multi-valued RDN is a DER SET, sorted), "" when there is none.
+func keyGroupOf(orgs []string) string {
+	if len(orgs) != 2 {
+		return ""
+	}
+	for _, o := range orgs {
+		if IsKeyGroup(o) {
+			return o
+		}
 	}
 	return ""
 }
@@ -47,22 +58,19 @@ func CSRKeyGroup(csr *x509.CertificateRequest) string {
 // CertificateKeyGroup is the key group a certificate carries as its second Organization
 // ("" when it carries none).
 func CertificateKeyGroup(cert *x509.Certificate) string {
-	if len(cert.Subject.Organization) == 2 && IsKeyGroup(cert.Subject.Organization[1]) {
-		return cert.Subject.Organization[1]
-	}
-	return ""
+	return keyGroupOf(cert.Subject.Organization)
 }
 
 // organizationAllowed says whether orgs is what an identity of user cn with key pub may
-// carry: exactly [org] (Liqo's form, bound by user), or [org, KeyGroup(cn, pub)] (bound
-// by its key).
+// carry: exactly [org] (Liqo's form, bound by user), or org and KeyGroup(cn, pub) in
+// either order (bound by its key).
 func organizationAllowed(orgs []string, cn, org string, pub crypto.PublicKey) bool {
 	switch len(orgs) {
 	case 1:
 		return orgs[0] == org
 	case 2:
 		group, err := KeyGroup(cn, pub)
-		return err == nil && orgs[0] == org && orgs[1] == group
+		return err == nil && (orgs[0] == org && orgs[1] == group || orgs[0] == group && orgs[1] == org)
 	default:
 		return false
 	}

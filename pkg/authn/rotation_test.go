@@ -20,6 +20,10 @@ func TestKeyBoundCSR(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, group, CSRKeyGroup(csr))
 	assert.True(t, IsKeyGroup(group))
+	reordered, err := forgeCSR(key, "cl-a", []string{group, "liqo.io"})
+	require.NoError(t, err)
+	_, err = ValidateCSR(reordered, key.Public(), "cl-a")
+	require.NoError(t, err, "the order of a SET is the encoder's")
 
 	otherGroup, err := KeyGroup("cl-a", other.Public())
 	require.NoError(t, err)
@@ -28,7 +32,7 @@ func TestKeyBoundCSR(t *testing.T) {
 	for name, orgs := range map[string][]string{
 		"another key's group":  {"liqo.io", otherGroup},
 		"another user's group": {"liqo.io", foreignUser},
-		"group first":          {group, "liqo.io"},
+		"a group twice":        {group, group},
 		"three":                {"liqo.io", group, group},
 		"no liqo.io":           {"system:masters", group},
 	} {
