@@ -281,3 +281,28 @@ func RetirePreviousKey(ctx context.Context, c client.Client, ns string) (KeySet,
 		return true, nil
 	})
 }
+
+// KeySource gives a controller the cluster's keys as they are now: a rotation changes them
+// while the controllers run.
+type KeySource interface {
+	Keys(ctx context.Context) (KeySet, error)
+}
+
+// SecretKeys is the KeySource of the authentication-keys Secret in Namespace, read through
+// Reader (a manager's cache, whose Secrets are watched, or a live client).
+type SecretKeys struct {
+	Reader    client.Reader
+	Namespace string
+}
+
+// Keys reads the key set.
+func (s SecretKeys) Keys(ctx context.Context) (KeySet, error) {
+	return GetClusterKeys(ctx, s.Reader, s.Namespace)
+}
+
+// FixedKeys is a KeySource that never changes (tests, and one command's in-process
+// controllers, which a rotation does not run beside).
+type FixedKeys KeySet
+
+// Keys returns the set.
+func (f FixedKeys) Keys(context.Context) (KeySet, error) { return KeySet(f), nil }
