@@ -171,3 +171,23 @@ func TenantRecordName(remoteID string) string { return TenantRecordPrefix + remo
 
 // ManagedLabels are the labels of every object this project makes.
 func ManagedLabels() map[string]string { return map[string]string{ManagedByLabel: ManagedByValue} }
+
+// Key rotation (protocol.md, "11. Key rotation"). KeyRotationRenewName is the Renew a
+// consumer writes in its tenant namespace on a provider to move its identity to its next
+// key; the annotations carry the old key's fingerprint and the signatures of the request
+// (by the old and the new key) and of its end (by the new key).
+const (
+	KeyRotationRenewName            = "liqo-auth-key-rotation"
+	RotationFromAnnotation          = "liqo-auth.io/rotation-from"
+	RotationOldSignatureAnnotation  = "liqo-auth.io/rotation-old-signature"
+	RotationNewSignatureAnnotation  = "liqo-auth.io/rotation-new-signature"
+	RotationDoneSignatureAnnotation = "liqo-auth.io/rotation-done-signature"
+)
+
+// RotateKeyAnnotation on the authentication-keys Secret asks the manager to rotate the
+// cluster key (any token); KeyRotatedAnnotation is set by the manager to the same token
+// once the rotation is retired: a rotation is asked while the two differ.
+const (
+	RotateKeyAnnotation  = "liqo-auth.io/rotate-key"
+	KeyRotatedAnnotation = "liqo-auth.io/key-rotated"
+)
