@@ -180,6 +180,9 @@ func (s *CacheScope) transform(obj any) (any, error) {
 	o.SetAnnotations(ourAnnotations(o.GetAnnotations()))
 	switch x := o.(type) {
 	case *corev1.Secret:
+		if x.Namespace == s.liqoNS && x.Name == wire.KeysSecretName {
+			break // the cluster's keys, which the cache holds only for the manager
+		}
 		if !s.recorded(x.Namespace) || !s.keptWhole(x) {
 			strip(x)
 			x.Data, x.StringData, x.OwnerReferences = nil, nil, nil
@@ -220,13 +223,13 @@ func ourLabels(l map[string]string) map[string]string {
 	return l
 }
 
-// ourAnnotations keeps the annotations of this project (liqo.io/), up to maxAnnotation
+// ourAnnotations keeps the annotations of this project (liqo.io/, liqo-auth.io/), up to maxAnnotation
 // bytes each: nothing the controllers read is longer, and kubectl's last-applied
 // configuration alone doubles an object. The stripped mark is never kept from the server:
 // only strip writes it.
 func ourAnnotations(a map[string]string) map[string]string {
 	maps.DeleteFunc(a, func(k, v string) bool {
-		return !strings.HasPrefix(k, "liqo.io/") || len(v) > maxAnnotation || k == wire.StrippedAnnotation
+		return !strings.HasPrefix(k, "liqo.io/") && !strings.HasPrefix(k, "liqo-auth.io/") || len(v) > maxAnnotation || k == wire.StrippedAnnotation
 	})
 	if len(a) == 0 {
 		return nil

@@ -131,7 +131,12 @@ func (c *InProcess) Start(ctx context.Context, s *handshake.Side, role Role) (st
 	var errLease, errKey, errConfig, errSelf error
 	var wg sync.WaitGroup
 	wg.Go(func() { running, errLease = RunningManager(ctx, s.Client, s.Namespace, c.host.Clock()) })
-	wg.Go(func() { o.Key, errKey = s.ClusterKey(ctx) })
+	wg.Go(func() {
+		var ks cluster.KeySet
+		if ks, errKey = s.ClusterKeys(ctx); errKey == nil {
+			o.Key, o.Keys = ks.Current, cluster.FixedKeys(ks)
+		}
+	})
 	if role.Has(Provider) {
 		wg.Go(func() { stored, errConfig = cluster.GetConfig(ctx, s.Client, s.Namespace) })
 		wg.Go(func() { self, errSelf = selfReviewer(ctx, s.Client) })

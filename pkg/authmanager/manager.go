@@ -16,6 +16,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -64,6 +65,11 @@ type Options struct {
 	ClusterID string
 	// Key of this cluster; read from the cluster when nil.
 	Key crypto.Signer
+	// Keys are this cluster's keys as the consumer controllers use them (a rotation
+	// changes them while they run). When nil: the authentication-keys Secret in the
+	// manager's cache for a long-running manager (Peerings: its cache holds that Secret),
+	// otherwise Key alone.
+	Keys cluster.KeySource
 	// Self is who the controllers talk to the API server as (the provider approves only
 	// its own CertificateSigningRequests); asked with a SelfSubjectReview when nil.
 	Self *authenticationv1.UserInfo
@@ -145,7 +151,9 @@ func (o *Options) Complete() error {
 // kept whole: the content of Secrets and requests that are not the manager's is not kept
 // (CacheScope), and no object keeps managed fields or annotations not of this project.
 // Peerings are cached only with peerings set (a manager that carries them out): a cluster
-// without their CRD (Liqo's, one installed by an older liqoctl) must not stop the rest.
+// without their CRD (Liqo's, one installed by an older liqoctl) must not stop the rest; so
+// is the authentication-keys Secret (the long-running manager follows a rotation; one
+// command's controllers read the keys once).
 func CacheOptions(liqoNS string, scope *CacheScope, peerings bool) cache.Options {
 	transform := cache.TransformStripManagedFields()
 	if scope != nil {
@@ -166,6 +174,16 @@ func CacheOptions(liqoNS string, scope *CacheScope, peerings bool) cache.Options
 		}
 		if w.InLiqoNamespace {
 			by.Namespaces = map[string]cache.Config{liqoNS: {}}
+		}
+		if w.AlsoInLiqoNamespace != "" && peerings {
+			// Besides the labelled objects everywhere else, the one object of that name in
+			// the Liqo namespace (the cluster's keys, read at each handshake and watched
+			// for a rotation), and nothing else there.
+			by.Namespaces = map[string]cache.Config{
+				cache.AllNamespaces: {LabelSelector: by.Label},
+				liqoNS:              {FieldSelector: fields.OneTermEqualSelector("metadata.name", w.AlsoInLiqoNamespace)},
+			}
+			by.Label = nil
 		}
 		if w.Stripped {
 			by.Transform = stripBinding
@@ -336,9 +354,16 @@ func (o *Options) providerSetups(ctx context.Context, mgr ctrl.Manager, d deps) 
 // consumerSetups are the consumer's reconcilers.
 func (o *Options) consumerSetups(mgr ctrl.Manager, d deps) ([]setup, error) {
 	c, rec := d.c, d.rec
+	keys := o.Keys
+	if keys == nil {
+		keys = cluster.FixedKeys{Current: o.Key}
+		if o.Peerings {
+			keys = cluster.SecretKeys{Reader: c, Namespace: o.Namespace}
+		}
+	}
 	setups := []setup{
-		&noncesigner.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Key: o.Key},
-		&identity.Reconciler{Client: c, Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
+		&noncesigner.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Keys: keys},
+		&identity.Reconciler{Client: c, Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Keys: keys},
 		&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
 	}
 	if o.Peerings {
@@ -349,7 +374,7 @@ func (o *Options) consumerSetups(mgr ctrl.Manager, d deps) ([]setup, error) {
 		setups = append(setups, s)
 	}
 	if o.WatchRenewals {
-		setups = append(setups, &renewfollower.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Key: o.Key, PresenceInterval: o.PresenceInterval})
+		setups = append(setups, &renewfollower.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Keys: keys, PresenceInterval: o.PresenceInterval})
 	}
 	return setups, nil
 }

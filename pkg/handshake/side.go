@@ -59,7 +59,7 @@ type Side struct {
 	peeringUser *peeringUserCert
 
 	keyMu sync.Mutex
-	key   crypto.Signer
+	keys  *cluster.KeySet
 
 	uidOnce sync.Once
 	uid     string
@@ -69,16 +69,26 @@ type Side struct {
 // ClusterKey reads the cluster's key pair once per command: it never changes while a
 // command runs, and several steps need it.
 func (s *Side) ClusterKey(ctx context.Context) (crypto.Signer, error) {
+	ks, err := s.ClusterKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ks.Current, nil
+}
+
+// ClusterKeys reads the cluster's key set (the current key, and around a rotation the
+// staged and the previous one) once per command, in the same read as ClusterKey.
+func (s *Side) ClusterKeys(ctx context.Context) (cluster.KeySet, error) {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
-	if s.key == nil {
-		key, err := cluster.GetClusterKey(ctx, s.Client, s.Namespace)
+	if s.keys == nil {
+		ks, err := cluster.GetClusterKeys(ctx, s.Client, s.Namespace)
 		if err != nil {
-			return nil, s.Explain(err, "reading the cluster key")
+			return cluster.KeySet{}, s.Explain(err, "reading the cluster key")
 		}
-		s.key = key
+		s.keys = &ks
 	}
-	return s.key, nil
+	return *s.keys, nil
 }
 
 // Identify reads the cluster ID of the side, with an error that says what to do when the

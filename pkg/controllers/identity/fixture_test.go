@@ -128,7 +128,7 @@ func (f *fixture) newWorld(pin string, objs ...client.Object) *world {
 		f.t.Fatal(err)
 	}
 	w.r = &Reconciler{Client: w.c, Placement: placement.Placement{Cache: w.c, Live: w.c, LiqoNamespace: testLiqoNS},
-		Recorder: w.recorder, ClusterID: testSelf, Key: f.key, Now: func() time.Time { return f.now }}
+		Recorder: w.recorder, ClusterID: testSelf, Keys: cluster.FixedKeys{Current: f.key}, Now: func() time.Time { return f.now }}
 	w.writes.Start()
 	return w
 }

@@ -1,6 +1,8 @@
 // Package identity is the consumer controller of Identities: it turns an Identity into
-// the kubeconfig Secret of its provider, after checking that the certificate is for this
-// cluster's own key and user, chains to the given CA (and to the pinned CA, if any), and
+// the kubeconfig Secret of its provider, after checking that the certificate is for one of
+// this cluster's keys (the key set of the authentication-keys Secret: during a rotation the
+// certificate may be for the current, the staged or the previous key, and the kubeconfig
+// holds the key that holds the certificate) and for its user, chains to the given CA (and to the pinned CA, if any), and
 // that the Identity sits where the protocol says. A refused Identity gets a Warning Event
 // and a condition, and no kubeconfig is written.
 package identity
@@ -44,8 +46,9 @@ type Reconciler struct {
 	Placement placement.Placement
 	Recorder  events.EventRecorder
 	ClusterID string
-	Key       crypto.Signer
-	Now       func() time.Time
+	// Keys are this cluster's keys as they are now (a rotation changes them).
+	Keys cluster.KeySource
+	Now  func() time.Time
 }
 
 // SetupWithManager registers the reconciler for Identities and their kubeconfig Secrets.
@@ -105,9 +108,13 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 		return r.refuseOrFail(id, notes, reason, msg, err)
 	}
 	user := kubeconfigUser(id, r.ClusterID)
+	key, reason, msg, err := r.holdingKey(ctx, params.SignedCRT)
+	if err != nil || reason != "" {
+		return r.refuseOrFail(id, notes, reason, msg, err)
+	}
 	kubeconfig, err := authn.ForgeKubeconfig(authn.KubeconfigParams{
 		ClusterName: string(id.Spec.ClusterID), User: user, Server: params.APIServer, CA: params.CA,
-		ProxyURL: ptr.Deref(params.ProxyURL, ""), CertPEM: params.SignedCRT, Key: r.Key, Namespace: ptr.Deref(id.Spec.Namespace, ""),
+		ProxyURL: ptr.Deref(params.ProxyURL, ""), CertPEM: params.SignedCRT, Key: key, Namespace: ptr.Deref(id.Spec.Namespace, ""),
 	}, now)
 	if err != nil {
 		reason := authn.ReasonOf(err)
@@ -135,6 +142,23 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 	setReady(id, notes, cert, caFP, user, now)
 	// Come back when the certificate expires, to report it.
 	return ctrl.Result{RequeueAfter: cert.NotAfter.Sub(now) + time.Second}, nil
+}
+
+// holdingKey is the key of this cluster's key set that holds the certificate's public key:
+// the one the kubeconfig carries. A certificate no key of the set holds is refused.
+func (r *Reconciler) holdingKey(ctx context.Context, certPEM []byte) (crypto.Signer, string, string, error) {
+	cert, err := authn.ParseCertificate(certPEM)
+	if err != nil {
+		return nil, string(authn.ReasonOf(err)), err.Error(), nil
+	}
+	ks, err := r.Keys.Keys(ctx)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if key := ks.Holding(cert.PublicKey); key != nil {
+		return key, "", "", nil
+	}
+	return nil, string(authn.ReasonCertificateKeyMismatch), "the signed certificate is for none of this cluster's keys (current, staged or previous)", nil
 }
 
 // refuseOrFail ends reconcile after a check that returned a reason or an error: an error

@@ -1,11 +1,11 @@
 // Package noncesigner is the consumer controller that signs liqo-signed-nonce Secrets
-// with the cluster key. It signs only canonical nonces, and only in the tenant namespace
-// of the remote cluster the Secret is labelled with: it is not an oracle.
+// with the cluster's current key (read at each nonce: a rotation switches it). It signs
+// only canonical nonces, and only in the tenant namespace of the remote cluster the Secret
+// is labelled with: it is not an oracle.
 package noncesigner
 
 import (
 	"context"
-	"crypto"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +17,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 )
@@ -26,7 +27,8 @@ type Reconciler struct {
 	Client    client.Client
 	Placement placement.Placement
 	Recorder  events.EventRecorder
-	Key       crypto.Signer
+	// Keys are this cluster's keys as they are now: nonces are signed with the current one.
+	Keys cluster.KeySource
 }
 
 // SetupWithManager registers the reconciler for Secrets labelled liqo.io/signed-nonce=true.
@@ -47,10 +49,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(nonce) == 0 {
 		return ctrl.Result{}, nil
 	}
-	if sig := s.Data[wire.SignedNonceField]; len(sig) > 0 && authn.VerifyNonceSignature(r.Key.Public(), nonce, sig) == nil {
+	ks, err := r.Keys.Keys(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if sig := s.Data[wire.SignedNonceField]; len(sig) > 0 && authn.VerifyNonceSignature(ks.Current.Public(), nonce, sig) == nil {
 		return ctrl.Result{}, nil
 	}
-	sig, err := authn.SignNonce(r.Key, nonce)
+	sig, err := authn.SignNonce(ks.Current, nonce)
 	if err != nil {
 		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, string(authn.ReasonOf(err)), "SignNonce", "not signing: %v", err)
 		return ctrl.Result{}, nil

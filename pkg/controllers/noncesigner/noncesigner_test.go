@@ -86,7 +86,7 @@ func newEnv(t *testing.T, s *corev1.Secret) *env {
 			t.Fatal(err)
 		}
 	}
-	e.r = &Reconciler{Client: e.c, Placement: placement.Placement{Cache: e.c, Live: e.c, LiqoNamespace: liqoNS}, Recorder: e.recorder, Key: e.key}
+	e.r = &Reconciler{Client: e.c, Placement: placement.Placement{Cache: e.c, Live: e.c, LiqoNamespace: liqoNS}, Recorder: e.recorder, Keys: cluster.FixedKeys{Current: e.key}}
 	return e
 }
 

@@ -112,7 +112,7 @@ func TestFollowRenewWhenTenantForbidden(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				_, _ = e.r.followRenew(context.Background(), rc, e.key2(), providerNS)
+				_, _ = e.r.followRenew(context.Background(), rc, e.key2(), providerNS, e.key)
 			}()
 			if !tc.exists {
 				rn := &authv1beta1.Renew{}

@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -37,6 +36,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/providerclient"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
 )
@@ -49,7 +49,9 @@ type Reconciler struct {
 	// LiqoNamespace holds the tenant records with the pinned provider CAs.
 	LiqoNamespace string
 	ClusterID     string
-	Key           crypto.Signer
+	// Keys are this cluster's keys as they are now (a rotation changes them): a renewed
+	// certificate is taken only for the key that holds the Identity's certificate.
+	Keys cluster.KeySource
 	// PresenceInterval is how often the consumer renews its presence Lease on each
 	// provider (DefaultPresenceInterval when 0).
 	PresenceInterval time.Duration
@@ -129,7 +131,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		w.cancel()
 	}
-	cfg, err := r.restConfig(ctx, id, kubeconfig)
+	ks, err := r.Keys.Keys(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	cfg, err := providerclient.ProviderConfigFor(ctx, r.Client, r.LiqoNamespace, ks, r.ClusterID, id, kubeconfig, r.Now())
 	if err != nil {
 		delete(r.watchers, req.NamespacedName)
 		r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, authv1beta1.ReasonKubeconfigRefused, "WatchRenewals",
@@ -145,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.report(wctx, req.NamespacedName, fmt.Errorf("creating a client for the provider: %w", err))
 		return ctrl.Result{}, nil
 	}
-	go r.watch(wctx, req.NamespacedName, remote, ptr.Deref(id.Spec.Namespace, ""))
+	go r.watch(wctx, req.NamespacedName, remote, ptr.Deref(id.Spec.Namespace, ""), identityKey(ks, id))
 	go r.renewPresence(wctx, remote, ptr.Deref(id.Spec.Namespace, ""))
 	return ctrl.Result{}, nil
 }
@@ -190,9 +196,15 @@ func (r *Reconciler) renewPresence(ctx context.Context, remote client.Client, ns
 	}
 }
 
-// restConfig builds the client configuration of an identity (providerclient.ProviderConfig).
-func (r *Reconciler) restConfig(ctx context.Context, id *authv1beta1.Identity, kubeconfig []byte) (*rest.Config, error) {
-	return providerclient.ProviderConfig(ctx, r.Client, r.LiqoNamespace, r.Key, r.ClusterID, id, kubeconfig, r.Now())
+// identityKey is the key of ks that holds the Identity's certificate, the current key when
+// none does (the kubeconfig was checked: it holds one of them).
+func identityKey(ks cluster.KeySet, id *authv1beta1.Identity) crypto.Signer {
+	if cert, err := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT); err == nil {
+		if k := ks.Holding(cert.PublicKey); k != nil {
+			return k
+		}
+	}
+	return ks.Current
 }
 
 func (r *Reconciler) stop(key types.NamespacedName) {
@@ -206,7 +218,7 @@ func (r *Reconciler) stop(key types.NamespacedName) {
 
 // watch follows the consumer's Tenant on the provider until ctx ends, reconnecting with
 // backoff on errors.
-func (r *Reconciler) watch(ctx context.Context, key types.NamespacedName, remote client.WithWatch, ns string) {
+func (r *Reconciler) watch(ctx context.Context, key types.NamespacedName, remote client.WithWatch, ns string, signer crypto.Signer) {
 	logger := log.FromContext(ctx).WithValues("identity", key)
 	sel := []client.ListOption{client.InNamespace(ns), client.MatchingFields{"metadata.name": r.ClusterID}}
 	const first, most = time.Second, 30 * time.Second
@@ -216,7 +228,7 @@ func (r *Reconciler) watch(ctx context.Context, key types.NamespacedName, remote
 		if apierrors.IsForbidden(err) {
 			// A provider that lets a tenant not read its Tenant (Liqo) answers through
 			// Liqo's Renew channel.
-			established, err = r.followRenew(ctx, remote, key, ns)
+			established, err = r.followRenew(ctx, remote, key, ns, signer)
 		}
 		if ctx.Err() != nil {
 			return
@@ -294,11 +306,11 @@ func published(o runtime.Object) *authv1beta1.AuthParams {
 
 // followRenew keeps the consumer's Renew in its tenant namespace ns on the provider,
 // named after the Identity as Liqo's consumer names it, and follows its answer.
-func (r *Reconciler) followRenew(ctx context.Context, remote client.WithWatch, key types.NamespacedName, ns string) (bool, error) {
+func (r *Reconciler) followRenew(ctx context.Context, remote client.WithWatch, key types.NamespacedName, ns string, signer crypto.Signer) (bool, error) {
 	rn := &authv1beta1.Renew{}
 	err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: key.Name}, rn)
 	if apierrors.IsNotFound(err) {
-		if rn, err = r.forgeRenew(ns, key.Name); err == nil {
+		if rn, err = r.forgeRenew(ns, key.Name, signer); err == nil {
 			err = remote.Create(ctx, rn)
 		}
 	}
@@ -311,12 +323,12 @@ func (r *Reconciler) followRenew(ctx context.Context, remote client.WithWatch, k
 // forgeRenew is the Renew this consumer keeps on a provider, as Liqo's replicator writes
 // it there: its cluster ID, identity type, public key and a CSR of that key (which older
 // Liqo providers sign; newer ones answer with the Tenant's renewed certificate).
-func (r *Reconciler) forgeRenew(ns, name string) (*authv1beta1.Renew, error) {
-	pub, err := authn.MarshalPublicKey(r.Key.Public())
+func (r *Reconciler) forgeRenew(ns, name string, signer crypto.Signer) (*authv1beta1.Renew, error) {
+	pub, err := authn.MarshalPublicKey(signer.Public())
 	if err != nil {
 		return nil, err
 	}
-	csr, err := authn.ForgeCSR(r.Key, r.ClusterID)
+	csr, err := authn.ForgeCSR(signer, r.ClusterID)
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +338,34 @@ func (r *Reconciler) forgeRenew(ns, name string) (*authv1beta1.Renew, error) {
 			wire.ReplicationStatusLabel: "true", wire.ReplicationOriginLabel: r.ClusterID}},
 		Spec: authv1beta1.RenewSpec{ConsumerClusterID: authv1beta1.ClusterID(r.ClusterID), IdentityType: authv1beta1.ControlPlaneIdentityType, PublicKey: pub, CSR: csr},
 	}, nil
+}
+
+// heldKey is the public key of the certificate the Identity holds, when one of this
+// cluster's keys holds it (nil otherwise); the current key when the Identity holds no
+// readable certificate.
+func (r *Reconciler) heldKey(ctx context.Context, id *authv1beta1.Identity) (crypto.PublicKey, error) {
+	ks, err := r.Keys.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cur, parseErr := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT)
+	if parseErr != nil {
+		return ks.Current.Public(), nil
+	}
+	if k := ks.Holding(cur.PublicKey); k != nil {
+		return k.Public(), nil
+	}
+	return nil, nil
+}
+
+// anotherOfOurKeys says whether certPEM is a certificate for one of this cluster's keys.
+func (r *Reconciler) anotherOfOurKeys(ctx context.Context, certPEM []byte) bool {
+	cert, err := authn.ParseCertificate(certPEM)
+	if err != nil {
+		return false
+	}
+	ks, err := r.Keys.Keys(ctx)
+	return err == nil && ks.Holding(cert.PublicKey) != nil
 }
 
 // pickUp moves a newer certificate from the provider's Tenant into the Identity, after
@@ -342,7 +382,19 @@ func (r *Reconciler) pickUp(ctx context.Context, key types.NamespacedName, ap *a
 		if bytes.Equal(id.Spec.AuthParams.SignedCRT, ap.SignedCRT) {
 			return nil
 		}
-		next, err := authn.VerifyCertificate(ap.SignedCRT, id.Spec.AuthParams.CA, r.Key.Public(), r.ClusterID, r.Now())
+		held, err := r.heldKey(ctx, id)
+		if err != nil {
+			return err
+		}
+		if held == nil {
+			return nil // the Identity's certificate is for none of this cluster's keys: the identity controller says so
+		}
+		next, err := authn.VerifyCertificate(ap.SignedCRT, id.Spec.AuthParams.CA, held, r.ClusterID, r.Now())
+		if authn.ReasonOf(err) == authn.ReasonCertificateKeyMismatch && r.anotherOfOurKeys(ctx, ap.SignedCRT) {
+			// A certificate for another key of this cluster's: a rotation moving the
+			// identity, whose driver writes it into the Identity once it checked it.
+			return nil
+		}
 		if err != nil {
 			r.Recorder.Eventf(id, nil, corev1.EventTypeWarning, authv1beta1.ReasonRenewalRefused, "PickUpCertificate", "the provider published a certificate this cluster refuses: %v", err)
 			return nil

@@ -32,6 +32,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/controllertest"
 )
 
@@ -133,7 +134,7 @@ func setup(t *testing.T) *env {
 			return c.Delete(ctx, obj, opts...)
 		},
 	}).Build()
-	e.r = &Reconciler{Client: e.c, Recorder: e.rec, Scheme: scheme.New(), LiqoNamespace: testLiqoNS, ClusterID: testID, Key: e.key,
+	e.r = &Reconciler{Client: e.c, Recorder: e.rec, Scheme: scheme.New(), LiqoNamespace: testLiqoNS, ClusterID: testID, Keys: cluster.FixedKeys{Current: e.key},
 		Now: func() time.Time { return testNow }, watchers: map[types.NamespacedName]*watcher{}}
 	return e
 }
@@ -325,7 +326,7 @@ func TestPublished(t *testing.T) {
 // control-plane identity, and carries this cluster's public key and a valid CSR of it.
 func TestForgeRenew(t *testing.T) {
 	e := setup(t)
-	rn, err := e.r.forgeRenew("liqo-tenant-"+testID, "controlplane-x")
+	rn, err := e.r.forgeRenew("liqo-tenant-"+testID, "controlplane-x", e.key)
 	if err != nil {
 		t.Fatal(err)
 	}

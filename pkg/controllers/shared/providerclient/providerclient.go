@@ -1,5 +1,5 @@
 // Package providerclient builds, on a consumer, a client of a provider from an Identity:
-// its certificate for this cluster's key and user, chaining to the pinned CA.
+// its certificate for one of this cluster's keys and its user, chaining to the pinned CA.
 package providerclient
 
 import (
@@ -27,6 +27,12 @@ import (
 // loaded; it must agree with the Identity, hold this cluster's own key and a certificate
 // for it, and present the provider CA pinned in this cluster's tenant record.
 func ProviderConfig(ctx context.Context, c client.Reader, liqoNS string, key crypto.Signer, clusterID string, id *authv1beta1.Identity, kubeconfig []byte, now time.Time) (*rest.Config, error) {
+	return ProviderConfigFor(ctx, c, liqoNS, cluster.KeySet{Current: key}, clusterID, id, kubeconfig, now)
+}
+
+// ProviderConfigFor is ProviderConfig for a cluster with several keys (around a rotation):
+// the kubeconfig must hold one key of keys and a certificate for that key.
+func ProviderConfigFor(ctx context.Context, c client.Reader, liqoNS string, keys cluster.KeySet, clusterID string, id *authv1beta1.Identity, kubeconfig []byte, now time.Time) (*rest.Config, error) {
 	info, err := authn.ReadKubeconfig(kubeconfig)
 	if err != nil {
 		return nil, err
@@ -47,7 +53,8 @@ func ProviderConfig(ctx context.Context, c client.Reader, liqoNS string, key cry
 	if err != nil {
 		return nil, err
 	}
-	if !authn.PublicKeysEqual(held.Public(), key.Public()) {
+	key := keys.Holding(held.Public())
+	if key == nil {
 		return nil, fmt.Errorf("it holds another key than this cluster's")
 	}
 	if _, verifyCertificateErr := authn.VerifyCertificate(info.CertPEM, info.CA, key.Public(), clusterID, now); verifyCertificateErr != nil {
