@@ -41,6 +41,7 @@ const (
 	recordPeeringUserKey  = "peeringUser"
 	recordPeeringKey      = "peering"
 	recordApprovalKey     = "approval"
+	recordKeyMoveKey      = "keyMove"
 )
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
@@ -101,6 +102,22 @@ type TenantRecord struct {
 	// cluster's handshake (liqoctl approve tenant, deny tenant): nil when they made none.
 	// It names the key they saw, so a handshake with another key waits again.
 	Approval *Approval
+	// KeyMove is, on a consumer, the move of its identity with the remote provider from
+	// one of its keys to the next (a key rotation): what the rotation resumes from.
+	KeyMove *KeyMove
+}
+
+// KeyMove is a consumer's record of moving its control-plane identity with one provider
+// to its next key (protocol.md, "11. Key rotation").
+type KeyMove struct {
+	// From and To are the fingerprints of the old and the new key.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// OldCertificate is the certificate (PEM) of the old key the Identity held before the
+	// move: the consumer proves with it, and the old key, that it authorizes nothing.
+	OldCertificate string `json:"oldCertificate,omitempty"`
+	// Proven is when that proof succeeded (nil: not yet).
+	Proven *time.Time `json:"proven,omitempty"`
 }
 
 // RecordedPeering is, on a consumer, what its manager keeps of a declared peering.
@@ -288,7 +305,7 @@ func (r *TenantRecord) AddCertificate(c IssuedCertificate, now time.Time) {
 // jsonFields are the fields of the record kept as JSON, by key, as pointers to them.
 func (r *TenantRecord) jsonFields() map[string]any {
 	return map[string]any{recordCertsKey: &r.Certificates, recordLimitsKey: &r.SliceLimits, recordNonceKey: &r.ConsumedNonce, recordPeeringUserKey: &r.PeeringUser,
-		recordPeeringKey: &r.Peering, recordApprovalKey: &r.Approval}
+		recordPeeringKey: &r.Peering, recordApprovalKey: &r.Approval, recordKeyMoveKey: &r.KeyMove}
 }
 
 func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, error) {
@@ -665,4 +682,12 @@ func SliceUser(ctx context.Context, c client.Reader, liqoNS, user string, now ti
 func UnpinCACommand(liqoNS, providerID string) string {
 	return fmt.Sprintf(`kubectl patch configmap -n %s %s --type=json -p '[{"op":"remove","path":"/data/%s"}]'`,
 		liqoNS, wire.TenantRecordName(providerID), recordCAKey)
+}
+
+// KeyMoveOf is the record's KeyMove (nil: none, or no record).
+func (r *TenantRecord) KeyMoveOf() *KeyMove {
+	if r == nil {
+		return nil
+	}
+	return r.KeyMove
 }

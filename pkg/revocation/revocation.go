@@ -60,6 +60,24 @@ func AllowedActions(ctx context.Context, c client.Client, user string, groups []
 	return allowed, nil
 }
 
+// SelfAllowedActions asks the API server, with SelfSubjectAccessReviews made through c
+// (whose credentials are the ones in question: a certificate a rotation replaced), which
+// of the actions granted by rules they may still perform in namespace ns. An empty result
+// proves that every one is denied to whoever holds them.
+func SelfAllowedActions(ctx context.Context, c client.Client, ns string, rules []rbacv1.PolicyRule) ([]string, error) {
+	var allowed []string
+	for _, a := range Actions(rules, ns) {
+		ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}
+		if err := c.Create(ctx, ssar); err != nil {
+			return nil, fmt.Errorf("asking the API server whether these credentials may %s %s: %w", a.Verb, a.Resource, err)
+		}
+		if ssar.Status.Allowed {
+			allowed = append(allowed, describe(a))
+		}
+	}
+	return allowed, nil
+}
+
 // Binding names a RoleBinding or ClusterRoleBinding and what it grants to whom.
 type Binding struct {
 	Kind, Namespace, Name string
