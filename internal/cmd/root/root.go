@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/internal/cmd/get"
 	"github.com/liqo-auth/liqo-auth/internal/cmd/info"
 	"github.com/liqo-auth/liqo-auth/internal/cmd/install"
+	"github.com/liqo-auth/liqo-auth/internal/cmd/rotate"
 	"github.com/liqo-auth/liqo-auth/internal/cmd/tenantstate"
 	"github.com/liqo-auth/liqo-auth/internal/cmd/unauthenticate"
 	"github.com/liqo-auth/liqo-auth/internal/cmd/uninstall"
@@ -60,6 +61,7 @@ Tenant with a CSR, certificate signed by the provider's Kubernetes CA, Identity,
 		generate.NewCmd(g),
 		info.NewCmd(g),
 		verify.NewCmd(g),
+		rotate.NewCmd(g),
 		version.NewCmd(g),
 	)
 	cmd.AddCommand(tenantstate.NewCmds(g)...)
