@@ -43,6 +43,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
+	"github.com/liqo-auth/liqo-auth/pkg/rotation"
 )
 
 // Defaults of the provider side.
@@ -372,6 +373,12 @@ func (o *Options) consumerSetups(mgr ctrl.Manager, d deps) ([]setup, error) {
 			return nil, err
 		}
 		setups = append(setups, s)
+	}
+	if o.Peerings {
+		// The long-running manager rotates the key when its Secret asks (it alone caches
+		// that Secret).
+		setups = append(setups, &rotationReconciler{client: c, namespace: o.Namespace,
+			driver: &rotation.Driver{Client: c, Namespace: o.Namespace, ClusterID: o.ClusterID, Provider: o.Role.Has(Provider)}})
 	}
 	if o.WatchRenewals {
 		setups = append(setups, &renewfollower.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Keys: keys, PresenceInterval: o.PresenceInterval})

@@ -112,20 +112,8 @@ func (d *Driver) observe(ctx context.Context, ks cluster.KeySet, act bool) (Stat
 		if ok, _, err := cluster.VerifyTenantNamespace(ctx, d.Client, d.Namespace, id.Namespace, peer); err != nil || !ok {
 			continue
 		}
-		switch id.Spec.Type {
-		case authv1beta1.ControlPlaneIdentityType:
-			if id.Name != wire.IdentityName(peer) {
-				continue
-			}
-			p, err := d.peer(ctx, ks, newKey, id, act)
-			if err != nil {
-				return st, fmt.Errorf("provider %s: %w", peer, err)
-			}
-			st.Peers = append(st.Peers, p)
-		case authv1beta1.ResourceSliceIdentityType:
-			if ks.Previous != nil && heldBy(ks, ks.Current, id.Spec.AuthParams.SignedCRT) != heldByNew {
-				st.SlicesOnPrevious = append(st.SlicesOnPrevious, id.Namespace+"/"+id.Name)
-			}
+		if err := d.identity(ctx, ks, newKey, id, act, &st); err != nil {
+			return st, err
 		}
 	}
 	if d.Provider && ks.Previous != nil {
@@ -136,6 +124,28 @@ func (d *Driver) observe(ctx context.Context, ks cluster.KeySet, act bool) (Stat
 		st.TenantsOnPrevious = old
 	}
 	return st, nil
+}
+
+// identity adds one placed Identity to st: a provider's progress (acting on it when act),
+// or a slice Identity still on the previous key.
+func (d *Driver) identity(ctx context.Context, ks cluster.KeySet, newKey crypto.Signer, id *authv1beta1.Identity, act bool, st *Status) error {
+	peer := string(id.Spec.ClusterID)
+	switch id.Spec.Type {
+	case authv1beta1.ControlPlaneIdentityType:
+		if id.Name != wire.IdentityName(peer) {
+			return nil
+		}
+		p, err := d.peer(ctx, ks, newKey, id, act)
+		if err != nil {
+			return fmt.Errorf("provider %s: %w", peer, err)
+		}
+		st.Peers = append(st.Peers, p)
+	case authv1beta1.ResourceSliceIdentityType:
+		if ks.Previous != nil && heldBy(ks, ks.Current, id.Spec.AuthParams.SignedCRT) != heldByNew {
+			st.SlicesOnPrevious = append(st.SlicesOnPrevious, id.Namespace+"/"+id.Name)
+		}
+	}
+	return nil
 }
 
 // tenantsSealedBy are the Tenants whose acceptance seal verifies with key.
@@ -217,7 +227,8 @@ func (d *Driver) gather(ctx context.Context, ks cluster.KeySet, newKey crypto.Si
 		r.facts.moveTo, r.facts.proven = m.To, m.Proven != nil
 	}
 	if r.facts.cert == heldByNone || (r.facts.cert == heldByNew && (r.facts.moveTo != newFP || r.facts.proven)) {
-		return r, d.gatherLeftover(ctx, r)
+		d.gatherLeftover(ctx, r)
+		return r, nil
 	}
 	if err := d.gatherRemote(ctx, r); err != nil {
 		r.facts.unreachable = err.Error()
@@ -226,18 +237,15 @@ func (d *Driver) gather(ctx context.Context, ks cluster.KeySet, newKey crypto.Si
 }
 
 // gatherLeftover looks, best effort, for a rotation Renew left on a provider that moved.
-func (d *Driver) gatherLeftover(ctx context.Context, r *peerRun) error {
-	if r.facts.cert != heldByNew {
-		return nil
-	}
-	if err := d.connect(ctx, r); err != nil {
-		return nil //nolint:nilerr // a Renew left on a provider out of reach is harmless: removed at a later pass
+// A Renew left on a provider out of reach is harmless: removed at a later pass.
+func (d *Driver) gatherLeftover(ctx context.Context, r *peerRun) {
+	if r.facts.cert != heldByNew || d.connect(ctx, r) != nil {
+		return
 	}
 	rn := &authv1beta1.Renew{}
 	if err := r.remote.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: wire.KeyRotationRenewName}, rn); err == nil {
 		r.renew, r.facts.renew = rn, true
 	}
-	return nil
 }
 
 // connect builds the client of the provider from the Identity's kubeconfig.

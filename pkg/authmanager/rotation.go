@@ -1,0 +1,97 @@
+package authmanager
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/liqo-auth/liqo-auth/pkg/access"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
+	"github.com/liqo-auth/liqo-auth/pkg/rotation"
+)
+
+// RotationRecheck is how long the rotation controller waits, without a change on this
+// cluster, before asking the providers again: their answers are on other clusters.
+const RotationRecheck = 10 * time.Second
+
+// rotationReconciler runs the key rotation (pkg/rotation) when the authentication-keys
+// Secret asks for one: annotation rotate-key not equal to key-rotated. Who writes what it
+// reads: the Secret, this cluster's administrator (and liqoctl rotate key as them); the
+// rest, pkg/rotation's package comment.
+type rotationReconciler struct {
+	client    client.Client
+	namespace string
+	driver    *rotation.Driver
+}
+
+// SetupWithManager registers it for the keys Secret and, to move on at each change, the
+// Identities.
+func (r *rotationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	keys := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.namespace, Name: wire.KeysSecretName}}
+	toKeys := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{keys} })
+	isKeys := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.namespace && o.GetName() == wire.KeysSecretName })
+	return wiring.NewController(mgr, "rotation", access.Consumer).
+		For(&corev1.Secret{}, isKeys).
+		Watches(&authv1beta1.Identity{}, toKeys).
+		Complete(r)
+}
+
+// Reconcile stages, steps or ends the rotation the Secret asks for.
+func (r *rotationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var s corev1.Secret
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: wire.KeysSecretName}, &s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	token := s.Annotations[wire.RotateKeyAnnotation]
+	if token == "" || token == s.Annotations[wire.KeyRotatedAnnotation] {
+		return ctrl.Result{}, nil
+	}
+	ks, err := cluster.GetClusterKeys(ctx, r.client, r.namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !ks.Rotating() {
+		// A new request: stage with the algorithm of the current key.
+		r.driver.Algorithm = algorithmOf(ks)
+		if _, stageErr := r.driver.Stage(ctx); stageErr != nil {
+			return ctrl.Result{}, stageErr
+		}
+	}
+	st, err := r.driver.Step(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if st.Phase != rotation.Retired && st.Phase != rotation.Idle {
+		ctrl.LoggerFrom(ctx).Info("key rotation", "phase", st.Phase, "waiting", st.Waiting())
+		return ctrl.Result{RequeueAfter: RotationRecheck}, nil
+	}
+	// Retired: answer the request (a conflict: the Secret changed, its event comes back).
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: wire.KeysSecretName}, &s); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.Annotations[wire.KeyRotatedAnnotation] = token
+	if err := r.client.Update(ctx, &s); err != nil && !apierrors.IsConflict(err) {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// algorithmOf is the algorithm of the current key (the new key keeps it).
+func algorithmOf(ks cluster.KeySet) authn.Algorithm {
+	if _, ok := ks.Current.Public().(interface{ Size() int }); ok {
+		return authn.RSA2048
+	}
+	return authn.Ed25519
+}
