@@ -41,7 +41,9 @@ type rotationReconciler struct {
 func (r *rotationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	keys := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.namespace, Name: wire.KeysSecretName}}
 	toKeys := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{keys} })
-	isKeys := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.namespace && o.GetName() == wire.KeysSecretName })
+	isKeys := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == r.namespace && o.GetName() == wire.KeysSecretName
+	})
 	return wiring.NewController(mgr, "rotation", access.Consumer).
 		For(&corev1.Secret{}, isKeys).
 		Watches(&authv1beta1.Identity{}, toKeys).

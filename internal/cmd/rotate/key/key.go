@@ -236,7 +236,9 @@ func (o *Options) driver() *rotation.Driver {
 	return &rotation.Driver{Client: s.Client, Namespace: s.Namespace, ClusterID: s.ClusterID, Algorithm: authn.Algorithm(o.Algorithm), Provider: true, Now: o.Global.Clock}
 }
 
-func (o *Options) printer() *printer { return &printer{report: o.side.Report, last: map[string]string{}} }
+func (o *Options) printer() *printer {
+	return &printer{report: o.side.Report, last: map[string]string{}}
+}
 
 // printer prints each peer's progress when it changed.
 type printer struct {
@@ -273,4 +275,3 @@ func (p *printer) print(st rotation.Status) {
 		p.report.Info("Waiting for: %s", w)
 	}
 }
-
