@@ -168,6 +168,13 @@ func (sc *CacheScope) keptWhole(s *corev1.Secret) bool {
 		owner.UID != "" && owner.UID == sc.identityUID(s.Namespace, identity)
 }
 
+// ownKeys says whether s is this cluster's keys Secret (authentication-keys in the Liqo
+// namespace, which only its administrator and the manager write): kept whole, as the
+// controllers read the key set from the cache at each decision.
+func (sc *CacheScope) ownKeys(s *corev1.Secret) bool {
+	return s.Namespace == sc.liqoNS && s.Name == wire.KeysSecretName
+}
+
 // transform trims an object on its way into the cache (cache.TransformFunc).
 func (s *CacheScope) transform(obj any) (any, error) {
 	o, ok := obj.(client.Object)
@@ -180,7 +187,7 @@ func (s *CacheScope) transform(obj any) (any, error) {
 	o.SetAnnotations(ourAnnotations(o.GetAnnotations()))
 	switch x := o.(type) {
 	case *corev1.Secret:
-		if !s.recorded(x.Namespace) || !s.keptWhole(x) {
+		if !s.ownKeys(x) && (!s.recorded(x.Namespace) || !s.keptWhole(x)) {
 			strip(x)
 			x.Data, x.StringData, x.OwnerReferences = nil, nil, nil
 		}

@@ -101,6 +101,9 @@ type TenantRecord struct {
 	// cluster's handshake (liqoctl approve tenant, deny tenant): nil when they made none.
 	// It names the key they saw, so a handshake with another key waits again.
 	Approval *Approval
+	// KeyRotation is, on a provider, the remote cluster's rotation of its key, once proven
+	// (nil: none): written only by the manager.
+	KeyRotation *KeyRotation
 }
 
 // RecordedPeering is, on a consumer, what its manager keeps of a declared peering.
@@ -288,7 +291,7 @@ func (r *TenantRecord) AddCertificate(c IssuedCertificate, now time.Time) {
 // jsonFields are the fields of the record kept as JSON, by key, as pointers to them.
 func (r *TenantRecord) jsonFields() map[string]any {
 	return map[string]any{recordCertsKey: &r.Certificates, recordLimitsKey: &r.SliceLimits, recordNonceKey: &r.ConsumedNonce, recordPeeringUserKey: &r.PeeringUser,
-		recordPeeringKey: &r.Peering, recordApprovalKey: &r.Approval}
+		recordPeeringKey: &r.Peering, recordApprovalKey: &r.Approval, recordRotationKey: &r.KeyRotation}
 }
 
 func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, error) {
