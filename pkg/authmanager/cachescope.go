@@ -227,18 +227,24 @@ func ourLabels(l map[string]string) map[string]string {
 	return l
 }
 
-// ourAnnotations keeps the annotations of this project (liqo.io/), up to maxAnnotation
+// ourAnnotations keeps the annotations of this project (ourAnnotation), up to maxAnnotation
 // bytes each: nothing the controllers read is longer, and kubectl's last-applied
 // configuration alone doubles an object. The stripped mark is never kept from the server:
 // only strip writes it.
 func ourAnnotations(a map[string]string) map[string]string {
 	maps.DeleteFunc(a, func(k, v string) bool {
-		return !strings.HasPrefix(k, "liqo.io/") || len(v) > maxAnnotation || k == wire.StrippedAnnotation
+		return !ourAnnotation(k) || len(v) > maxAnnotation || k == wire.StrippedAnnotation
 	})
 	if len(a) == 0 {
 		return nil
 	}
 	return a
+}
+
+// ourAnnotation says whether annotation key is of this project: liqo.io/, or liqo-auth.io/
+// (the key-rotation Renew's signatures, which the keyrotation controller reads).
+func ourAnnotation(key string) bool {
+	return strings.HasPrefix(key, "liqo.io/") || strings.HasPrefix(key, "liqo-auth.io/")
 }
 
 // Stripped reports whether the cache kept obj without its content: a controller that

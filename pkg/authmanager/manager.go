@@ -31,6 +31,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/consumerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/designation"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/keyrotation"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncesigner"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/peergc"
@@ -341,6 +342,7 @@ func (o *Options) providerSetups(ctx context.Context, mgr ctrl.Manager, d deps) 
 		&noncecreator.Reconciler{Client: c, Placement: d.placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
 		&tenant.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Options: o.Tenant, Keys: o.Keys, Self: self, Metrics: d.counters, Signatures: signatures},
 		&renewanswer.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Keys: o.Keys, ClusterID: o.ClusterID},
+		&keyrotation.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Keys: o.Keys, ClusterID: o.ClusterID},
 		&providerslice.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID, Metrics: d.counters,
 			Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
 			Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout, Signatures: signatures}},

@@ -97,6 +97,14 @@ func (r *Reconciler) acceptRotation(ctx context.Context, t *authv1beta1.Tenant, 
 	if err != nil {
 		return false, nil //nolint:nilerr // not a rotation: the handshake's own check refuses it
 	}
+	if rec.RotationTo(string(t.UID), fp) == nil {
+		// The keyrotation controller records the rotation before it moves the spec, but the
+		// cache may show the Tenant's change first: the record is read again, live, only
+		// on this path (a spec that no longer matches its seal).
+		if rec, err = cluster.GetTenantRecord(ctx, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID)); err != nil {
+			return false, err
+		}
+	}
 	csr, csrErr := authn.ValidateCSR(t.Spec.CSR, pub, string(t.Spec.ClusterID))
 	f := rotationFacts{rotation: rec.RotationTo(string(t.UID), fp), sealedFP: t.Status.AcceptedKeyFingerprint,
 		sealed: acceptance.RecordedSealedBy(t, keys) != nil, specFP: fp, specCSR: authn.CSRDigest(t.Spec.CSR), csrErr: csrErr,
