@@ -124,9 +124,9 @@ func (r *Reconciler) gather(ctx context.Context, rn *authv1beta1.Renew) (*reques
 		return nil, err
 	}
 	t := &authv1beta1.Tenant{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rn.Namespace, Name: id}, t); err != nil {
-		if client.IgnoreNotFound(err) != nil {
-			return nil, err
+	if getErr := r.Client.Get(ctx, client.ObjectKey{Namespace: rn.Namespace, Name: id}, t); getErr != nil {
+		if client.IgnoreNotFound(getErr) != nil {
+			return nil, getErr
 		}
 		q.notAccepted = fmt.Sprintf("no Tenant %s/%s", rn.Namespace, id)
 		return q, nil
@@ -144,7 +144,7 @@ func (r *Reconciler) notAccepted(ctx context.Context, t *authv1beta1.Tenant) (st
 		return "", err
 	}
 	if t.Status.AcceptedKeyFingerprint == "" || t.DeletionTimestamp != nil || acceptance.VerifySealedKeys(t, keys) != nil {
-		return fmt.Sprintf("Tenant %s/%s carries no acceptance sealed by this provider for its spec", t.Namespace, t.Name), nil
+		return fmt.Sprintf("Tenant %s/%s carries no acceptance sealed by this provider for its spec", t.Namespace, t.Name), nil //nolint:nilerr // a verdict, not a retry
 	}
 	state, err := placement.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)
 	if err != nil {

@@ -66,8 +66,8 @@ func (r *Reconciler) checkSubmission(ctx context.Context, t *authv1beta1.Tenant)
 	if err != nil {
 		return nil, err
 	}
-	if err := acceptance.VerifySealedKeys(t, keys); err != nil {
-		return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: "no certificate is requested: " + err.Error()}, nil //nolint:nilerr // a refusal is an issuance that says why, not a retry
+	if sealErr := acceptance.VerifySealedKeys(t, keys); sealErr != nil {
+		return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: "no certificate is requested: " + sealErr.Error()}, nil //nolint:nilerr // a refusal is an issuance that says why, not a retry
 	}
 	problems, err := r.extraPermissions(ctx, t)
 	if err != nil || len(problems) == 0 {
