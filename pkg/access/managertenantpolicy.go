@@ -19,6 +19,11 @@ const (
 	nsAnnotations = "(has(namespaceObject.metadata.annotations) ? namespaceObject.metadata.annotations : {})"
 	// nsPeer is the peer the namespace's label names ('' when none).
 	nsPeer = "(('" + wire.RemoteClusterIDLabel + "' in " + nsLabels + ") ? " + nsLabels + "['" + wire.RemoteClusterIDLabel + "'] : '')"
+	// peerSubjects is the CEL test that a tenant binding names the namespace's peer only:
+	// User <peer> (Liqo's form), Group <key group of peer> (a key-bound identity,
+	// IdentitySubjects), or both while the peer moves its identity to a new key.
+	peerSubjects = "has(object.subjects) && object.subjects.size() >= 1 && object.subjects.size() <= 2 && object.subjects.all(s, " +
+		"(s.kind == 'User' && s.name == " + nsPeer + ") || (s.kind == 'Group' && s.name.startsWith('" + wire.KeyGroupPrefix + "' + " + nsPeer + " + ':')))"
 	// sliceOf is the slice a liqo-resourceslice-<slice> object is named for.
 	sliceOf = "object.metadata.name.substring(" + "size('liqo-resourceslice-'))"
 	// placeholders stand, in the rules forged with a name, for that name's expression.
@@ -47,8 +52,8 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 	// server recorded (liqoctl binds it in the namespaces it makes or adopts).
 	own := "object.metadata.name == '" + wire.ManagerName + "' && " + roleRef("ClusterRole", "'"+wire.ManagerTenantRoleName+"'") + " && " +
 		subjectIs("ServiceAccount", "'"+wire.ManagerName+"'", "'"+liqoNS+"'") + " && '" + wire.CreatedByAnnotation + "' in " + nsAnnotations
-	controlPlane := "object.metadata.name == '" + wire.ControlPlaneBindingName + "' && " + roleRef("ClusterRole", "'"+wire.ControlPlaneRoleName+"'") + " && " + subjectIs("User", nsPeer, "")
-	reader := "object.metadata.name == '" + wire.TenantReaderName + "' && " + roleRef("Role", "'"+wire.TenantReaderName+"'") + " && " + subjectIs("User", nsPeer, "")
+	controlPlane := "object.metadata.name == '" + wire.ControlPlaneBindingName + "' && " + roleRef("ClusterRole", "'"+wire.ControlPlaneRoleName+"'") + " && " + peerSubjects
+	reader := "object.metadata.name == '" + wire.TenantReaderName + "' && " + roleRef("Role", "'"+wire.TenantReaderName+"'") + " && " + peerSubjects
 	slice := "object.metadata.name.startsWith('liqo-resourceslice-') && " + roleRef("Role", "object.metadata.name") + " && " +
 		subjectIs("User", "", "") + " && object.subjects[0].name.startsWith(" + sliceOf + " + '-') && " +
 		// exactly <slice>-<12 hex digits> (authn.SliceUserName): not the user of a slice
@@ -60,7 +65,7 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 				"namespaceObject.metadata.name == '" + wire.TenantNamespacePrefix + "' + " + nsPeer,
 				Message: "liqo-auth-manager writes RoleBindings only in liqo-tenant-<id> namespaces labelled for <id>"},
 			{Expression: "(" + own + ") || (" + controlPlane + ") || (" + reader + ") || (" + slice + ")",
-				Message: "liqo-auth-manager writes only its own binding (where the API server recorded the namespace's creator), the tenant's control-plane and reader bindings to the namespace's peer, and a slice's binding to its user"},
+				Message: "liqo-auth-manager writes only its own binding (where the API server recorded the namespace's creator), the tenant's control-plane and reader bindings to the namespace's peer (its user, or its key groups), and a slice's binding to its user"},
 		})
 
 	tenantWrites := createsAndUpdates(rbacv1.GroupName, "*", "rolebindings", "roles")

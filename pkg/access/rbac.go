@@ -1,6 +1,8 @@
 package access
 
 import (
+	"strings"
+
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
@@ -200,11 +202,35 @@ func TenantRules(tenantName string) []rbacv1.PolicyRule {
 	return append(ControlPlaneRules(), TenantReaderRules(tenantName)...)
 }
 
+// IdentitySubjects are the subjects a provider binds for an identity of user whose
+// accepted request carries organizations (its CSR's Subject.Organization, validated): the
+// one place the subject of an identity is decided. A key-bound identity (its second
+// Organization is the key group wire.KeyGroupPrefix+user+":"+fingerprint) is bound as
+// Group <key group>, so that a certificate of the same user for any other key authorizes
+// nothing; any other (Liqo's form, O=[liqo.io]) as User <user>.
+func IdentitySubjects(user string, organizations []string) []rbacv1.Subject {
+	if g := KeyGroupIn(user, organizations); g != "" {
+		return []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: g}}
+	}
+	return []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+}
+
+// KeyGroupIn is the key group of user among organizations ("" when there is none).
+func KeyGroupIn(user string, organizations []string) string {
+	for _, o := range organizations {
+		if strings.HasPrefix(o, wire.KeyGroupPrefix+user+":") {
+			return o
+		}
+	}
+	return ""
+}
+
 // AccessObjects are the Role and RoleBindings that give consumer clusterID its access in
-// tenant namespace ns. The provider creates them; unauthenticate removes them by these names.
-func AccessObjects(ns, clusterID string) []client.Object {
+// tenant namespace ns, bound to subjects (IdentitySubjects; during a key rotation, the old
+// identity's subject too). The provider creates them; unauthenticate removes them by these
+// names (subjects may then be nil).
+func AccessObjects(ns, clusterID string, subjects []rbacv1.Subject) []client.Object {
 	labels := map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: clusterID}
-	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: clusterID}}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
 	}

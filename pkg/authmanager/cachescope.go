@@ -168,6 +168,13 @@ func (sc *CacheScope) keptWhole(s *corev1.Secret) bool {
 		owner.UID != "" && owner.UID == sc.identityUID(s.Namespace, identity)
 }
 
+// ownKeys says whether s is this cluster's keys Secret (authentication-keys in the Liqo
+// namespace, which only its administrator and the manager write): kept whole, as the
+// controllers read the key set from the cache at each decision.
+func (sc *CacheScope) ownKeys(s *corev1.Secret) bool {
+	return s.Namespace == sc.liqoNS && s.Name == wire.KeysSecretName
+}
+
 // transform trims an object on its way into the cache (cache.TransformFunc).
 func (s *CacheScope) transform(obj any) (any, error) {
 	o, ok := obj.(client.Object)
@@ -180,10 +187,7 @@ func (s *CacheScope) transform(obj any) (any, error) {
 	o.SetAnnotations(ourAnnotations(o.GetAnnotations()))
 	switch x := o.(type) {
 	case *corev1.Secret:
-		if x.Namespace == s.liqoNS && x.Name == wire.KeysSecretName {
-			break // the cluster's keys, which the cache holds only for the manager
-		}
-		if !s.recorded(x.Namespace) || !s.keptWhole(x) {
+		if !s.ownKeys(x) && (!s.recorded(x.Namespace) || !s.keptWhole(x)) {
 			strip(x)
 			x.Data, x.StringData, x.OwnerReferences = nil, nil, nil
 		}
@@ -223,18 +227,24 @@ func ourLabels(l map[string]string) map[string]string {
 	return l
 }
 
-// ourAnnotations keeps the annotations of this project (liqo.io/, liqo-auth.io/), up to maxAnnotation
+// ourAnnotations keeps the annotations of this project (ourAnnotation), up to maxAnnotation
 // bytes each: nothing the controllers read is longer, and kubectl's last-applied
 // configuration alone doubles an object. The stripped mark is never kept from the server:
 // only strip writes it.
 func ourAnnotations(a map[string]string) map[string]string {
 	maps.DeleteFunc(a, func(k, v string) bool {
-		return !strings.HasPrefix(k, "liqo.io/") && !strings.HasPrefix(k, "liqo-auth.io/") || len(v) > maxAnnotation || k == wire.StrippedAnnotation
+		return !ourAnnotation(k) || len(v) > maxAnnotation || k == wire.StrippedAnnotation
 	})
 	if len(a) == 0 {
 		return nil
 	}
 	return a
+}
+
+// ourAnnotation says whether annotation key is of this project: liqo.io/, or liqo-auth.io/
+// (the key-rotation Renew's signatures, which the keyrotation controller reads).
+func ourAnnotation(key string) bool {
+	return strings.HasPrefix(key, "liqo.io/") || strings.HasPrefix(key, "liqo-auth.io/")
 }
 
 // Stripped reports whether the cache kept obj without its content: a controller that

@@ -171,6 +171,9 @@ func (c *InProcess) Start(ctx context.Context, s *handshake.Side, role Role) (st
 	if errKey != nil {
 		return false, errKey
 	}
+	// One command's controllers verify and seal with the key it read (a rotation is driven
+	// by a manager, or by liqoctl rotate key, not beside a command).
+	o.Keys = cluster.FixedKeys{Current: o.Key}
 	r, err := Start(ctx, s.Config, Connection{HTTPClient: s.HTTPClient, Mapper: s.Mapper}, o, c.host.ControllerLogger())
 	if err != nil {
 		return false, startError(s, role, err)

@@ -31,6 +31,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/consumerslice"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/designation"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/identity"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/keyrotation"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncecreator"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/noncesigner"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/peergc"
@@ -66,10 +67,9 @@ type Options struct {
 	ClusterID string
 	// Key of this cluster; read from the cluster when nil.
 	Key crypto.Signer
-	// Keys are this cluster's keys as the consumer controllers use them (a rotation
-	// changes them while they run). When nil: the authentication-keys Secret in the
-	// manager's cache for a long-running manager (Peerings: its cache holds that Secret),
-	// otherwise Key alone.
+	// Keys are this cluster's keys as they are now (a rotation changes them while the
+	// controllers run): when nil, the authentication-keys Secret read from the manager's
+	// cache, which keeps it whole (no request per handshake); in-process, Key alone.
 	Keys cluster.KeySource
 	// Self is who the controllers talk to the API server as (the provider approves only
 	// its own CertificateSigningRequests); asked with a SelfSubjectReview when nil.
@@ -189,6 +189,15 @@ func CacheOptions(liqoNS string, scope *CacheScope, peerings bool) cache.Options
 		if w.Stripped {
 			by.Transform = stripBinding
 		}
+		if _, ok := w.Object.(*corev1.Secret); ok {
+			// Besides the Secrets of the protocol, everywhere but the Liqo namespace, the
+			// cache holds this cluster's keys there (one Secret, by name): the controllers
+			// read the key set at each decision, which a rotation changes.
+			by.Namespaces = map[string]cache.Config{
+				cache.AllNamespaces: {},
+				liqoNS:              {LabelSelector: labels.Everything(), FieldSelector: fields.OneTermEqualSelector("metadata.name", wire.KeysSecretName)},
+			}
+		}
 		if by.Label != nil || by.Namespaces != nil || by.Transform != nil {
 			byObject[w.Object] = by
 		}
@@ -242,6 +251,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if err := counters.Register(o.Metrics, mgr.GetCache(), o.Namespace, o.ClusterID, o.Role.Has(Provider), o.Role.Has(Consumer), time.Now); err != nil {
 			return fmt.Errorf("registering the metrics: %w", err)
 		}
+	}
+	if o.Keys == nil {
+		o.Keys = cluster.SecretKeys{Reader: c, Namespace: o.Namespace}
 	}
 	d := deps{c: c, reader: reader, rec: status.ShortNotes(mgr.GetEventRecorder(wire.ManagerName)), counters: counters}
 	d.placement = placement.Placement{Cache: c, Live: reader, LiqoNamespace: o.Namespace}
@@ -340,14 +352,15 @@ func (o *Options) providerSetups(ctx context.Context, mgr ctrl.Manager, d deps) 
 	}
 	setups := []setup{
 		&noncecreator.Reconciler{Client: c, Placement: d.placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
-		&tenant.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self, Metrics: d.counters, Signatures: signatures},
-		&renewanswer.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID},
+		&tenant.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Options: o.Tenant, Keys: o.Keys, Self: self, Metrics: d.counters, Signatures: signatures},
+		&renewanswer.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Keys: o.Keys, ClusterID: o.ClusterID},
+		&keyrotation.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Keys: o.Keys, ClusterID: o.ClusterID},
 		&providerslice.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID, Metrics: d.counters,
 			Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
 			Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout, Signatures: signatures}},
 	}
 	if o.PeerGoneAfter > 0 {
-		setups = append(setups, &peergc.Reconciler{Client: c, Key: o.Key, Live: reader, Placement: d.placement, Recorder: rec, GoneAfter: o.PeerGoneAfter})
+		setups = append(setups, &peergc.Reconciler{Client: c, Keys: o.Keys, Live: reader, Placement: d.placement, Recorder: rec, GoneAfter: o.PeerGoneAfter})
 	}
 	return setups, nil
 }

@@ -105,6 +105,9 @@ type TenantRecord struct {
 	// KeyMove is, on a consumer, the move of its identity with the remote provider from
 	// one of its keys to the next (a key rotation): what the rotation resumes from.
 	KeyMove *KeyMove
+	// KeyRotation is, on a provider, the remote cluster's rotation of its key, once proven
+	// (nil: none): written only by the manager.
+	KeyRotation *KeyRotation
 }
 
 // KeyMove is a consumer's record of moving its control-plane identity with one provider
@@ -305,7 +308,7 @@ func (r *TenantRecord) AddCertificate(c IssuedCertificate, now time.Time) {
 // jsonFields are the fields of the record kept as JSON, by key, as pointers to them.
 func (r *TenantRecord) jsonFields() map[string]any {
 	return map[string]any{recordCertsKey: &r.Certificates, recordLimitsKey: &r.SliceLimits, recordNonceKey: &r.ConsumedNonce, recordPeeringUserKey: &r.PeeringUser,
-		recordPeeringKey: &r.Peering, recordApprovalKey: &r.Approval, recordKeyMoveKey: &r.KeyMove}
+		recordPeeringKey: &r.Peering, recordApprovalKey: &r.Approval, recordKeyMoveKey: &r.KeyMove, recordRotationKey: &r.KeyRotation}
 }
 
 func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, error) {

@@ -116,9 +116,10 @@ func RemoveTenant(ctx context.Context, pr *Side, consumerID string) error {
 // requests, with Liqo's own when Liqo's controllers run on pr), deleted if still there and
 // reported.
 func removeTenantLeftovers(ctx context.Context, pr *Side, pTN, consumerID string) error {
-	leftovers := append(access.AccessObjects(pTN, consumerID),
+	leftovers := append(access.AccessObjects(pTN, consumerID, nil),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.NonceSecretName}},
-		&authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.IdentityName(pr.ClusterID)}})
+		&authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.IdentityName(pr.ClusterID)}},
+		&authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: wire.KeyRotationRenewName}})
 	csrLabels := client.MatchingLabels{wire.RemoteClusterIDLabel: consumerID, wire.ManagedByLabel: wire.ManagedByValue}
 	if pr.Controllers().Liqo() {
 		// Liqo's provider keeps its bindings, the certificate it issued and its
@@ -227,9 +228,17 @@ func (p *Pair) VerifyRevoked(ctx context.Context, pTN string) error {
 // not nil, is the consumer's own credential, asked when pr's may not ask reviews.
 func VerifyRevoked(ctx context.Context, pr *Side, id, pTN string, cred *rest.Config, now time.Time) error {
 	rules := access.RevocationRules(id)
-	left, err := revocation.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, rules)
+	// A key-bound certificate authenticates with its key group: the proof covers every key
+	// group the tenant record lists (credentials that may not read it prove User <C> only,
+	// and the consumer's own certificate below covers its own group).
+	rec, err := cluster.GetTenantRecord(ctx, pr.Client, pr.Namespace, id)
+	if err != nil && !apierrors.IsForbidden(err) {
+		return pr.Explain(err, "reading the tenant record")
+	}
+	keyGroups := rec.ControlPlaneKeyGroups()
+	left, err := revocation.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, rules, keyGroups...)
 	if apierrors.IsForbidden(err) {
-		left, err = revocation.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, rules)
+		left, err = revocation.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, rules, keyGroups...)
 		switch {
 		case err == nil:
 			pr.Report.Warn("These credentials may not list the bindings of every namespace: the revocation is verified with SubjectAccessReviews only")
@@ -245,7 +254,7 @@ func VerifyRevoked(ctx context.Context, pr *Side, id, pTN string, cred *rest.Con
 	}
 	if len(left) > 0 {
 		return pr.Errorf("%w: user %q (groups %s) may still: %s. Remove those grants, then run liqoctl unauthenticate again",
-			ErrAccessNotRevoked, id, strings.Join(append(revocation.RevocationGroups(), id), ", "), strings.Join(left, "; "))
+			ErrAccessNotRevoked, id, strings.Join(append(revocation.RevocationGroups(keyGroups...), id), ", "), strings.Join(left, "; "))
 	}
 	pr.Report.Info("Access revoked: verified")
 	return ReportValidCertificates(ctx, pr, id, now)

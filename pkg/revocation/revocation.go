@@ -209,18 +209,23 @@ func describe(a authorizationv1.ResourceAttributes) string {
 }
 
 // RevocationGroups are the groups a consumer's certificate authenticates with: its
-// Organization, and the group every authenticated user has.
-func RevocationGroups() []string { return []string{wire.UserGroup, "system:authenticated"} }
+// Organization, the group every authenticated user has, and the key groups of its
+// key-bound certificates (keyGroups), if any.
+func RevocationGroups(keyGroups ...string) []string {
+	return append([]string{wire.UserGroup, "system:authenticated"}, keyGroups...)
+}
 
 // ProveRevoked checks that user, with RevocationGroups and the group named after the
 // cluster ID (the Organization of Liqo's virtual-kubelet identities, which Liqo binds
 // cluster-wide), may do none of what rules granted, neither in namespace ns nor in any
 // namespace, and that no RoleBinding in any namespace and no ClusterRoleBinding names the
 // user, group liqo.io or that group. It returns what remains, in words; empty means
-// revoked. SubjectAccessReviews go through c, the binding scan through r.
-func ProveRevoked(ctx context.Context, c client.Client, r client.Reader, user, ns string, rules []rbacv1.PolicyRule) ([]string, error) {
+// revoked. SubjectAccessReviews go through c, the binding scan through r. keyGroups are
+// the key groups of the consumer's key-bound certificates (none for Liqo's form): the
+// reviews ask with them too, and no binding may name them.
+func ProveRevoked(ctx context.Context, c client.Client, r client.Reader, user, ns string, rules []rbacv1.PolicyRule, keyGroups ...string) ([]string, error) {
 	var left []string
-	groups := append(RevocationGroups(), user)
+	groups := append(RevocationGroups(keyGroups...), user)
 	for _, where := range []string{ns, ""} {
 		allowed, err := AllowedActions(ctx, c, user, groups, where, rules)
 		if err != nil {
@@ -234,7 +239,7 @@ func ProveRevoked(ctx context.Context, c client.Client, r client.Reader, user, n
 			left = append(left, a+" "+scope)
 		}
 	}
-	bindings, err := BindingsNaming(ctx, r, user, []string{wire.UserGroup, user})
+	bindings, err := BindingsNaming(ctx, r, user, append([]string{wire.UserGroup, user}, keyGroups...))
 	if err != nil {
 		return nil, err
 	}

@@ -615,7 +615,7 @@ func TestStrayTenantDeletionTouchesNothing(t *testing.T) {
 		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(stray), &authv1beta1.Tenant{})), nil
 	})
 	time.Sleep(time.Second)
-	for _, obj := range access.AccessObjects(honest.Namespace, "cl-honest") {
+	for _, obj := range access.AccessObjects(honest.Namespace, "cl-honest", nil) {
 		require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(obj), obj), "%T %s is still there", obj, obj.GetName())
 	}
 	assertTenantHasAccess(t, p, honest)

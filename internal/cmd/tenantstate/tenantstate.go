@@ -211,7 +211,12 @@ func (o *Options) drained(ctx context.Context, s *handshake.Side, t *authv1beta1
 	}
 	s.Report.Info("%d ResourceSlices deleted", len(slices))
 	var left []string
-	got, err := revocation.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, access.RevocationRules(id))
+	// Every key group of the consumer's key-bound certificates is proven too.
+	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, id)
+	if err != nil {
+		return s.Explain(err, "reading the tenant record")
+	}
+	got, err := revocation.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, access.RevocationRules(id), rec.ControlPlaneKeyGroups()...)
 	if err != nil {
 		return s.Explain(err, "verifying the revocation")
 	}

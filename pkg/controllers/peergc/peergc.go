@@ -22,7 +22,6 @@ package peergc
 
 import (
 	"context"
-	"crypto"
 	"fmt"
 	"time"
 
@@ -40,6 +39,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
@@ -48,8 +48,8 @@ import (
 // Reconciler collects the Tenants of consumers that are gone.
 type Reconciler struct {
 	Client client.Client
-	// Key is this cluster's key, whose seal says a Tenant was accepted.
-	Key crypto.Signer
+	// Keys are this cluster's keys, one of whose seals says a Tenant was accepted.
+	Keys cluster.KeySource
 	// Live reads the presence Lease, which the manager does not cache.
 	Live      client.Reader
 	Placement placement.Placement
@@ -88,12 +88,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	if acceptance.VerifySealed(t, r.Key.Public()) != nil {
+	keys, err := r.Keys.Keys(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if acceptance.VerifySealedKeys(t, keys) != nil {
 		return ctrl.Result{}, nil //nolint:nilerr // an unsealed Tenant is not the manager's acceptance: nothing to collect, nothing to retry
 	}
 	now := r.Now()
 	lease := &coordinationv1.Lease{}
-	err := r.Live.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: wire.PresenceLeaseName}, lease)
+	err = r.Live.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: wire.PresenceLeaseName}, lease)
 	switch {
 	case apierrors.IsNotFound(err):
 		return r.requeue(r.createLease(ctx, t))

@@ -112,7 +112,7 @@ func setup(t *testing.T, key crypto.Signer, objs ...client.Object) *env {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e.r = &Reconciler{Client: e.c, Key: key, Live: e.c, Placement: placement.Placement{Cache: e.c, Live: e.c, LiqoNamespace: testLiqoNS},
+	e.r = &Reconciler{Client: e.c, Keys: cluster.FixedKeys{Current: key}, Live: e.c, Placement: placement.Placement{Cache: e.c, Live: e.c, LiqoNamespace: testLiqoNS},
 		Recorder: e.rec, GoneAfter: goneAfter, Now: func() time.Time { return testNow }}
 	return e
 }

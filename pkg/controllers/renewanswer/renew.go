@@ -12,13 +12,13 @@
 // must carry an acceptance sealed by this provider, and a public key or CSR the Renew
 // carries (older Liqo consumers send them) must be the accepted key and a CSR that passes
 // every rule for it. The answer is only ever the Tenant's own certificate, for the key the
-// provider accepted: no CSR is signed from a Renew, and nothing is granted.
+// provider accepted: no CSR is signed from a Renew, and nothing is granted. The Renew
+// named wire.KeyRotationRenewName is no renewal: the keyrotation controller answers it.
 package renewanswer
 
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"fmt"
 	"reflect"
 
@@ -32,6 +32,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
@@ -42,8 +43,8 @@ type Reconciler struct {
 	Client    client.Client
 	Placement placement.Placement
 	Recorder  events.EventRecorder
-	// Key is this cluster's key: acceptances are sealed with it.
-	Key crypto.Signer
+	// Keys are this cluster's keys: acceptances are sealed with one of them.
+	Keys cluster.KeySource
 	// ClusterID is this provider's: a consumer names its Renew after its Identity,
 	// controlplane-<provider ID>.
 	ClusterID string
@@ -59,6 +60,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile answers one Renew.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if req.Name == wire.KeyRotationRenewName {
+		return ctrl.Result{}, nil // not a renewal: the keyrotation controller's
+	}
 	rn := &authv1beta1.Renew{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rn); err != nil || rn.DeletionTimestamp != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -99,7 +103,11 @@ func (r *Reconciler) answer(ctx context.Context, rn *authv1beta1.Renew) (*authv1
 	if getErr := r.Client.Get(ctx, client.ObjectKey{Namespace: rn.Namespace, Name: id}, t); getErr != nil {
 		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("no Tenant %s/%s: %v", rn.Namespace, id, getErr), client.IgnoreNotFound(getErr)
 	}
-	if t.Status.AcceptedKeyFingerprint == "" || acceptance.VerifySealed(t, r.Key.Public()) != nil {
+	keys, err := r.Keys.Keys(ctx)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if t.Status.AcceptedKeyFingerprint == "" || acceptance.VerifySealedKeys(t, keys) != nil {
 		return nil, authv1beta1.ReasonRenewNoTenant, fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name), nil //nolint:nilerr // an unsealed Tenant is answered with the reason, not retried
 	}
 	state, err := placement.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, t)

@@ -112,7 +112,7 @@ func setup(t *testing.T, k keys, state authv1beta1.TenantCondition, objs ...clie
 	}
 	e.writes = nil
 	e.r = &Reconciler{Client: e.c, Placement: placement.Placement{Cache: e.c, Live: e.c, LiqoNamespace: testLiqoNS}, Recorder: e.rec,
-		Key: k.provider, ClusterID: testProvider}
+		Keys: cluster.FixedKeys{Current: k.provider}, ClusterID: testProvider}
 	return e
 }
 

@@ -97,7 +97,13 @@ func (r *Reconciler) approval(ctx context.Context, t *authv1beta1.Tenant, rec *c
 		return approvalVerdict{}, err
 	}
 	fp := t.Status.AcceptedKeyFingerprint
-	return decideApproval(approvalFacts{required: cfg.RequireApproval, decision: rec.ApprovalOf(fp), fingerprint: fp, clusterID: string(t.Spec.ClusterID),
+	decision := rec.ApprovalOf(fp)
+	if rot := rec.RotationTo(string(t.UID), fp); decision == nil && rot != nil {
+		// The holder of the approved key proved it holds the new one: the approval moves
+		// with it (a denial covers the cluster already).
+		decision = rec.ApprovalOf(rot.From)
+	}
+	return decideApproval(approvalFacts{required: cfg.RequireApproval, decision: decision, fingerprint: fp, clusterID: string(t.Spec.ClusterID),
 		holds: t.Status.AuthParams.HasCertificate() && t.Status.Certificate != nil}), nil
 }
 

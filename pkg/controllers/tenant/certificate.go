@@ -62,8 +62,12 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenan
 // the sealed, accepted one and that the cluster ID holds no permission of its own. A
 // refusal is returned as an issuance that says why.
 func (r *Reconciler) checkSubmission(ctx context.Context, t *authv1beta1.Tenant) (*issuer.Issuance, error) {
-	if err := acceptance.VerifySealed(t, r.Key.Public()); err != nil {
-		return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: "no certificate is requested: " + err.Error()}, nil //nolint:nilerr // a refusal is an issuance that says why, not a retry
+	keys, err := r.Keys.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if sealErr := acceptance.VerifySealedKeys(t, keys); sealErr != nil {
+		return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: "no certificate is requested: " + sealErr.Error()}, nil //nolint:nilerr // a refusal is an issuance that says why, not a retry
 	}
 	problems, err := r.extraPermissions(ctx, t)
 	if err != nil || len(problems) == 0 {
@@ -89,8 +93,12 @@ func checkIssued(cert *x509.Certificate, t *authv1beta1.Tenant) error {
 	if !authn.PublicKeysEqual(cert.PublicKey, pub) {
 		return fmt.Errorf("the signer issued a certificate for another key")
 	}
-	if cert.Subject.CommonName != string(t.Spec.ClusterID) || !slices.Equal(cert.Subject.Organization, []string{wire.UserGroup}) {
-		return fmt.Errorf("the signer issued a certificate for %q, not CN=%s, O=%s", cert.Subject, t.Spec.ClusterID, wire.UserGroup)
+	want := []string{wire.UserGroup}
+	if csr, err := authn.ValidateCSR(t.Spec.CSR, pub, string(t.Spec.ClusterID)); err == nil {
+		want = slices.Sorted(slices.Values(csr.Subject.Organization))
+	}
+	if cert.Subject.CommonName != string(t.Spec.ClusterID) || !slices.Equal(slices.Sorted(slices.Values(cert.Subject.Organization)), want) {
+		return fmt.Errorf("the signer issued a certificate for %q, not CN=%s, O=%s", cert.Subject, t.Spec.ClusterID, strings.Join(want, "+"))
 	}
 	return nil
 }

@@ -176,7 +176,7 @@ func (f *fixture) newWorld(rec func(*cluster.TenantRecord), objs ...client.Objec
 		f.t.Fatal(err)
 	}
 	w.r = &Reconciler{Client: w.c, APIReader: w.c, Placement: placement.Placement{Cache: w.c, Live: w.c, LiqoNamespace: testLiqoNS},
-		Recorder: w.recorder, Key: f.clusterKey, Now: func() time.Time { return f.now },
+		Recorder: w.recorder, Keys: cluster.FixedKeys{Current: f.clusterKey}, Now: func() time.Time { return f.now },
 		Self:    authenticationv1.UserInfo{Username: "system:serviceaccount:liqo:liqo-auth-manager", UID: "manager-uid"},
 		Options: issuing.Options{APIServer: testAPIServer, CA: f.caPEM, NonceTTL: time.Hour, CertificateLifetime: testLifetime, CSRTimeout: time.Minute}}
 	w.writes.Start()

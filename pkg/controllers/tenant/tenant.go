@@ -58,8 +58,9 @@ type Reconciler struct {
 	Placement placement.Placement
 	Recorder  events.EventRecorder
 	Options   issuing.Options
-	// Key is this cluster's key: it seals each acceptance.
-	Key crypto.Signer
+	// Keys are this cluster's keys: the current one seals each acceptance; a seal by any
+	// key of the set holds until it is sealed again with the current one.
+	Keys cluster.KeySource
 	// Self is the identity the manager talks to the API server as: the only requester
 	// whose CertificateSigningRequests it approves.
 	Self authenticationv1.UserInfo
@@ -102,6 +103,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.TenantList { return &authv1beta1.TenantList{} }, nil)),
 			wiring.HasLabel(wire.NonceLabel, "true")).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configToTenants), wiring.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.keysToTenants), wiring.Named(r.Placement.LiqoNamespace, wire.KeysSecretName)).
 		Reads(&rbacv1.ClusterRoleBinding{}).
 		Reads(&authv1beta1.ResourceSlice{})
 	return b.WatchTenantNamespaces(func(remoteID string) string { return remoteID }).Complete(r)
@@ -178,7 +180,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 		return ctrl.Result{}, err
 	}
 	r.setApproved(t, approval)
-	if reconcileAccessErr := r.reconcileAccess(ctx, t, state, approval); reconcileAccessErr != nil {
+	if reconcileAccessErr := r.reconcileAccess(ctx, t, rec, state, approval); reconcileAccessErr != nil {
 		return ctrl.Result{}, reconcileAccessErr
 	}
 	res, err := r.reconcileCertificate(ctx, t, state, rec, approval, now, d)
@@ -191,25 +193,38 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 // consumed), or refuses the Tenant (refused: nothing more is decided). An error without a
 // reason is transient.
 func (r *Reconciler) authenticate(ctx context.Context, t *authv1beta1.Tenant, now time.Time, d *decided) (refused bool, err error) {
+	keys, err := r.Keys.Keys(ctx)
+	if err != nil {
+		return false, err
+	}
 	var sealErr error
 	if t.Status.AcceptedKeyFingerprint != "" {
-		sealErr = acceptance.VerifySealed(t, r.Key.Public())
+		var by crypto.Signer
+		by, sealErr = acceptance.SealedBy(t, keys)
 		if sealErr == nil {
 			r.reaffirm(t)
-			return false, nil
+			return false, r.reseal(t, keys, by)
+		}
+		if authn.ReasonOf(sealErr) == authv1beta1.ReasonHandshakeChanged {
+			if moved, rotErr := r.acceptRotation(ctx, t, keys, now); moved || rotErr != nil {
+				return false, rotErr
+			}
 		}
 	}
 	if checkNotSliceUserErr := r.checkNotSliceUser(ctx, t); checkNotSliceUserErr != nil {
 		return true, r.refuse(t, checkNotSliceUserErr)
+	}
+	if rotatedAwayErr := r.checkNotRotatedAway(ctx, t); rotatedAwayErr != nil {
+		return true, r.refuse(t, rotatedAwayErr)
 	}
 	acc, err := verifyHandshake(ctx, r.Client, r.APIReader, t, r.Options.NonceTTL, now)
 	if err == nil {
 		d.accepted, err = r.consumeNonce(ctx, t, acc, now)
 	}
 	if err != nil {
-		return true, r.refuse(t, r.refuseRecorded(t, sealErr, err))
+		return true, r.refuse(t, r.refuseRecorded(t, keys, sealErr, err))
 	}
-	return false, r.accept(t, acc, now)
+	return false, r.accept(t, keys, acc, now)
 }
 
 // reaffirm sets Authenticated again when the sealed acceptance holds again (a write that
@@ -228,13 +243,13 @@ func (r *Reconciler) reaffirm(t *authv1beta1.Tenant) {
 //
 // The approval weighs as the state does: a denied key's tenant loses its bindings as a
 // Drained one, a pending key's gets none new as a Cordoned one.
-func (r *Reconciler) reconcileAccess(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, approval approvalVerdict) error {
+func (r *Reconciler) reconcileAccess(ctx context.Context, t *authv1beta1.Tenant, rec *cluster.TenantRecord, state authv1beta1.TenantCondition, approval approvalVerdict) error {
 	if state == authv1beta1.TenantConditionDrained || approval.denied() {
 		why := "the tenant is Drained"
 		if state != authv1beta1.TenantConditionDrained {
 			why = "the provider's administrator denied its key"
 		}
-		still, err := r.revokeAccess(ctx, t)
+		still, err := r.revokeAccess(ctx, t, rec)
 		if err != nil {
 			return err
 		}
@@ -245,7 +260,7 @@ func (r *Reconciler) reconcileAccess(ctx context.Context, t *authv1beta1.Tenant,
 		}
 		return nil
 	}
-	granted, err := r.ensureAccess(ctx, t, state == authv1beta1.TenantConditionCordoned || approval.pending())
+	granted, err := r.ensureAccess(ctx, t, rec, state == authv1beta1.TenantConditionCordoned || approval.pending())
 	if err != nil {
 		return err
 	}
@@ -387,8 +402,8 @@ func (r *Reconciler) afterStatus(ctx context.Context, t *authv1beta1.Tenant) err
 	return nil
 }
 
-func (r *Reconciler) accept(t *authv1beta1.Tenant, acc *verified, now time.Time) error {
-	seal, err := authn.SealAcceptance(r.Key, authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID),
+func (r *Reconciler) accept(t *authv1beta1.Tenant, keys cluster.KeySet, acc *verified, now time.Time) error {
+	seal, err := authn.SealAcceptance(keys.Current, authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID),
 		KeyFingerprint: acc.fingerprint, CSRDigest: acc.csrDigest})
 	if err != nil {
 		return fmt.Errorf("sealing the acceptance: %w", err)
@@ -417,16 +432,14 @@ func acceptedMessage(fp string) string {
 // and whose handshake does not verify (again). A recorded acceptance that this provider
 // never sealed was written by someone else: it is wiped, with what it claimed to have
 // issued, so that nothing downstream takes it for true.
-func (r *Reconciler) refuseRecorded(t *authv1beta1.Tenant, sealErr, err error) error {
+func (r *Reconciler) refuseRecorded(t *authv1beta1.Tenant, keys cluster.KeySet, sealErr, err error) error {
 	switch {
 	case sealErr == nil:
 		return err
 	case authn.ReasonOf(sealErr) == authv1beta1.ReasonHandshakeChanged:
 		return acceptance.Refusal(authv1beta1.ReasonHandshakeChanged, "spec.publicKey or spec.csr changed after the handshake was accepted, and the new handshake is refused: %v", err)
 	}
-	recorded := authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID),
-		KeyFingerprint: t.Status.AcceptedKeyFingerprint, CSRDigest: t.Status.AcceptedCSRDigest}
-	if authn.VerifyAcceptanceSeal(r.Key.Public(), recorded, t.Status.AcceptanceSeal) != nil {
+	if acceptance.RecordedSealedBy(t, keys) == nil {
 		t.Status.AcceptedKeyFingerprint, t.Status.AcceptedCSRDigest, t.Status.AcceptanceSeal, t.Status.AcceptedAt = "", "", nil, nil
 		t.Status.AuthParams, t.Status.Certificate = nil, nil
 	}

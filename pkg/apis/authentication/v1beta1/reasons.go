@@ -128,6 +128,53 @@ const (
 	ReasonRenewAnswered    = "RenewAnswered"
 )
 
+// Reasons of the provider's Events on the key-rotation Renew (wire.KeyRotationRenewName)
+// and, for the acceptance of a recorded rotation and a re-seal, on the Tenant. Each refusal
+// changes nothing; they are listed in the order the provider checks them.
+const (
+	// ReasonKeyRotationMisplaced: the Renew is not in the tenant namespace this cluster
+	// recorded for its spec.consumerClusterID, or names another identity than the
+	// control plane's.
+	ReasonKeyRotationMisplaced = "KeyRotationMisplaced"
+	// ReasonKeyRotationTenantNotAccepted: the Tenant there carries no acceptance sealed by
+	// this provider, or is Drained.
+	ReasonKeyRotationTenantNotAccepted = "KeyRotationTenantNotAccepted"
+	// ReasonKeyRotationFromMismatch: the key the Renew moves from is not the sealed one.
+	ReasonKeyRotationFromMismatch = "KeyRotationFromMismatch"
+	// ReasonKeyRotationOldSignatureInvalid: the request is not signed by the sealed key.
+	ReasonKeyRotationOldSignatureInvalid = "KeyRotationOldSignatureInvalid"
+	// ReasonKeyRotationNewKeyInvalid: the new key does not parse, is not of an allowed
+	// type, or is the old one.
+	ReasonKeyRotationNewKeyInvalid = "KeyRotationNewKeyInvalid"
+	// ReasonKeyRotationCSRInvalid: the CSR is not a key-bound request of the new key.
+	ReasonKeyRotationCSRInvalid = "KeyRotationCSRInvalid"
+	// ReasonKeyRotationNewSignatureInvalid: the request is not signed by the new key.
+	ReasonKeyRotationNewSignatureInvalid = "KeyRotationNewSignatureInvalid"
+	// ReasonKeyRotationConflict: the record holds another rotation of this consumer that is
+	// not done.
+	ReasonKeyRotationConflict = "KeyRotationConflict"
+	// ReasonKeyRotationRecorded: the proven rotation is recorded and the Tenant's spec moved
+	// to the new key.
+	ReasonKeyRotationRecorded = "KeyRotationRecorded"
+	// ReasonKeyRotationAnswered: the Renew's status holds the certificate of the new key.
+	ReasonKeyRotationAnswered = "KeyRotationAnswered"
+	// ReasonKeyRotationDoneSignatureInvalid: the end of the rotation is not signed by the
+	// new key.
+	ReasonKeyRotationDoneSignatureInvalid = "KeyRotationDoneSignatureInvalid"
+	// ReasonKeyRotationDone: the old subject lost its bindings and SubjectAccessReviews
+	// prove it may do none of the tenant's rules.
+	ReasonKeyRotationDone = "KeyRotationDone"
+	// ReasonKeyRotationOldSubjectAllowed: the rotation is done but SubjectAccessReviews
+	// still allow the old subject something.
+	ReasonKeyRotationOldSubjectAllowed = "KeyRotationOldSubjectStillAllowed"
+	// ReasonKeyRotationAccepted: the Tenant's spec moved to the key of a recorded rotation,
+	// sealed again for it (the Tenant's Authenticated condition).
+	ReasonKeyRotationAccepted = "KeyRotationAccepted"
+	// ReasonResealed: the acceptance was sealed again with this provider's current key
+	// after a rotation of its own key (Authenticated condition).
+	ReasonResealed = "ResealedWithCurrentKey"
+)
+
 // Reasons of a Peering's Ready condition (and of its Events): where the declared peering
 // stands, and, when it is stuck, what to do.
 const (

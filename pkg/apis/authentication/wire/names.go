@@ -31,6 +31,21 @@ const (
 	// the second Organization of a key-bound certificate, bound instead of its user.
 	KeyGroupPrefix = "liqo-auth.io:key:"
 
+	// KeyRotationRenewName is the Renew, in the provider's tenant namespace of a consumer,
+	// by which the consumer moves its identity to its next key (docs/protocol.md): not a
+	// renewal, which Renews of other names are.
+	KeyRotationRenewName = "liqo-auth-key-rotation"
+	// RotationFromAnnotation, on the key-rotation Renew, is the fingerprint of the key the
+	// identity moves from.
+	RotationFromAnnotation = "liqo-auth.io/rotation-from"
+	// RotationOldSignatureAnnotation and RotationNewSignatureAnnotation are the rotation
+	// request (authn.SignRotation) signed by the old and by the new key, base64 (standard).
+	RotationOldSignatureAnnotation = "liqo-auth.io/rotation-old-signature"
+	RotationNewSignatureAnnotation = "liqo-auth.io/rotation-new-signature"
+	// RotationDoneSignatureAnnotation is the end of the rotation (authn.SignRotationDone)
+	// signed by the new key, base64 (standard): the consumer holds the new certificate.
+	RotationDoneSignatureAnnotation = "liqo-auth.io/rotation-done-signature"
+
 	RemoteClusterIDLabel  = "liqo.io/remote-cluster-id"
 	TenantNamespaceLabel  = "liqo.io/tenant-namespace"
 	TenantNamespacePrefix = "liqo-tenant-"
@@ -171,18 +186,6 @@ func TenantRecordName(remoteID string) string { return TenantRecordPrefix + remo
 
 // ManagedLabels are the labels of every object this project makes.
 func ManagedLabels() map[string]string { return map[string]string{ManagedByLabel: ManagedByValue} }
-
-// Key rotation (protocol.md, "11. Key rotation"). KeyRotationRenewName is the Renew a
-// consumer writes in its tenant namespace on a provider to move its identity to its next
-// key; the annotations carry the old key's fingerprint and the signatures of the request
-// (by the old and the new key) and of its end (by the new key).
-const (
-	KeyRotationRenewName            = "liqo-auth-key-rotation"
-	RotationFromAnnotation          = "liqo-auth.io/rotation-from"
-	RotationOldSignatureAnnotation  = "liqo-auth.io/rotation-old-signature"
-	RotationNewSignatureAnnotation  = "liqo-auth.io/rotation-new-signature"
-	RotationDoneSignatureAnnotation = "liqo-auth.io/rotation-done-signature"
-)
 
 // RotateKeyAnnotation on the authentication-keys Secret asks the manager to rotate the
 // cluster key (any token); KeyRotatedAnnotation is set by the manager to the same token

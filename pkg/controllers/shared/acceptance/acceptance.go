@@ -88,3 +88,45 @@ func VerifySealed(t *authv1beta1.Tenant, pub crypto.PublicKey) error {
 	_, err = authn.ValidateCSR(t.Spec.CSR, tenantKey, string(t.Spec.ClusterID))
 	return err
 }
+
+// SealedBy is VerifySealed with every key of this cluster's key set: around a rotation of
+// this provider's key, a seal by the previous (or staged) key holds until the tenant
+// controller seals the acceptance again with the current one. It returns the key that
+// made the seal.
+func SealedBy(t *authv1beta1.Tenant, keys cluster.KeySet) (crypto.Signer, error) {
+	all := keys.All()
+	if len(all) == 0 {
+		return nil, Refusal(authn.ReasonAcceptanceSealInvalid, "this provider holds no key: no seal verifies")
+	}
+	var first error
+	for _, k := range all {
+		err := VerifySealed(t, k.Public())
+		if err == nil {
+			return k, nil
+		}
+		if first == nil || authn.ReasonOf(err) != authn.ReasonAcceptanceSealInvalid {
+			first = err // a reason other than the seal's is the spec's: the same for every key
+		}
+	}
+	return nil, first
+}
+
+// VerifySealedKeys is SealedBy for a caller that needs only the verdict.
+func VerifySealedKeys(t *authv1beta1.Tenant, keys cluster.KeySet) error {
+	_, err := SealedBy(t, keys)
+	return err
+}
+
+// RecordedSealedBy says which key of keys sealed the acceptance the Tenant's status
+// records (its key fingerprint and CSR digest, whatever the spec says now), nil when none
+// did: what a rotation of the consumer's key moves from.
+func RecordedSealedBy(t *authv1beta1.Tenant, keys cluster.KeySet) crypto.Signer {
+	recorded := authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID),
+		KeyFingerprint: t.Status.AcceptedKeyFingerprint, CSRDigest: t.Status.AcceptedCSRDigest}
+	for _, k := range keys.All() {
+		if authn.VerifyAcceptanceSeal(k.Public(), recorded, t.Status.AcceptanceSeal) == nil {
+			return k
+		}
+	}
+	return nil
+}

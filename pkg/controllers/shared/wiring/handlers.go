@@ -19,6 +19,11 @@ func HasLabel(key, value string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[key] == value })
 }
 
+// Named selects the object ns/name alone.
+func Named(ns, name string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns && o.GetName() == name })
+}
+
 // OnTenantRecord enqueues, for each change of a tenant record (or of a namespace labelled
 // as a tenant namespace), the object named name(remoteID) in the tenant namespace: a
 // record made after an object was refused brings that object back.

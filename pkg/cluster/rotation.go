@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+)
+
+// recordRotationKey holds, on a provider, the rotation of the remote cluster's key.
+const recordRotationKey = "keyRotation"
+
+// KeyRotation is, on a provider, a consumer's proven move of its control-plane identity
+// from one key to the next (docs/protocol.md, key rotation): written only by the manager
+// (the keyrotation controller) once both signatures of the request verified. The tenant
+// controller accepts the Tenant's new key only when this record names it.
+type KeyRotation struct {
+	// TenantUID is the UID of the Tenant that moves.
+	TenantUID string `json:"tenantUID"`
+	// From and To are the fingerprints of the old and the new key; CSRDigest the digest of
+	// the new key's CSR.
+	From      string `json:"from"`
+	To        string `json:"to"`
+	CSRDigest string `json:"csrDigest"`
+	// FromSubjectKind and FromSubjectName are the subject (User or Group) the old identity
+	// was bound as: bound beside the new key's group until Done, then proven to authorize
+	// nothing.
+	FromSubjectKind string `json:"fromSubjectKind"`
+	FromSubjectName string `json:"fromSubjectName"`
+	// At is when the rotation was recorded.
+	At time.Time `json:"at"`
+	// Done is set once the consumer signed, with the new key, that it holds the new
+	// certificate: the old subject is no longer bound.
+	Done bool `json:"done,omitempty"`
+	// Revoked is when SubjectAccessReviews proved that the old subject may do none of the
+	// tenant's rules (nil: not yet).
+	Revoked *time.Time `json:"revoked,omitempty"`
+}
+
+// RotationTo is the rotation the record holds for Tenant tenantUID to the key with
+// fingerprint to, nil when it holds none.
+func (r *TenantRecord) RotationTo(tenantUID, to string) *KeyRotation {
+	if r == nil || r.KeyRotation == nil || tenantUID == "" || to == "" {
+		return nil
+	}
+	if rot := r.KeyRotation; rot.TenantUID == tenantUID && rot.To == to {
+		return rot
+	}
+	return nil
+}
+
+// keyGroupOf is the key group of user for the key with fingerprint fp (authn.KeyGroup).
+func keyGroupOf(user, fp string) string { return wire.KeyGroupPrefix + user + ":" + fp }
+
+// ControlPlaneKeyGroups are every key group an identity of the remote cluster's control
+// plane (user remoteID) may have been issued with by this provider: one per key of a
+// control-plane certificate the record lists, and the two keys of its rotation. A
+// revocation proof covers them all: a key-bound certificate authenticates with its key
+// group, which Liqo's form (User <C>) does not name.
+func (r *TenantRecord) ControlPlaneKeyGroups() []string {
+	if r == nil {
+		return nil
+	}
+	var out []string
+	add := func(fp string) {
+		if fp != "" && !slices.Contains(out, keyGroupOf(r.RemoteID, fp)) {
+			out = append(out, keyGroupOf(r.RemoteID, fp))
+		}
+	}
+	for _, c := range r.Certificates {
+		if c.Slice == "" {
+			add(c.KeyFingerprint)
+		}
+	}
+	if r.KeyRotation != nil {
+		add(r.KeyRotation.From)
+		add(r.KeyRotation.To)
+	}
+	return out
+}
+
+// ProviderRotationProgress says, on a provider whose keys are keys, how many accepted
+// Tenants still carry an acceptance sealed by the previous key (0 when no key was switched
+// away from): the tenant controller seals each again with the current key, and the
+// previous key may be retired only once none is left. It reads the Tenants through c (a
+// manager's cache, or a live client allowed to list Tenants) and verifies each seal over
+// what the status says was accepted.
+func ProviderRotationProgress(ctx context.Context, c client.Reader, keys KeySet) (sealedByPrevious int, err error) {
+	if keys.Previous == nil {
+		return 0, nil
+	}
+	var list authv1beta1.TenantList
+	if err := c.List(ctx, &list); err != nil {
+		return 0, fmt.Errorf("listing Tenants: %w", err)
+	}
+	for i := range list.Items {
+		t := &list.Items[i]
+		if t.Status.AcceptedKeyFingerprint == "" {
+			continue
+		}
+		acc := authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID), KeyFingerprint: t.Status.AcceptedKeyFingerprint, CSRDigest: t.Status.AcceptedCSRDigest}
+		if authn.VerifyAcceptanceSeal(keys.Previous.Public(), acc, t.Status.AcceptanceSeal) == nil {
+			sealedByPrevious++
+		}
+	}
+	return sealedByPrevious, nil
+}
