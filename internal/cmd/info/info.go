@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/internal/cli"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/rotation"
 )
 
 // Options of liqoctl info.
@@ -88,6 +90,9 @@ func render(out io.Writer, r *Report) error {
 	if err := renderApprovals(out, r.Approvals); err != nil {
 		return err
 	}
+	if err := renderKeyRotation(out, r.KeyRotation); err != nil {
+		return err
+	}
 	if len(r.PeeringUsers) > 0 {
 		fmt.Fprintf(out, "\nPeering users (credentials handed to consumers' administrators):\n")
 		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -118,6 +123,29 @@ func render(out io.Writer, r *Report) error {
 			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Cluster, c.Serial, c.Expires.Format(time.RFC3339), c.words)
 		}
 		return w.Flush()
+	}
+	return nil
+}
+
+// renderKeyRotation writes the key rotation under way, if any: its phase and each peer.
+func renderKeyRotation(out io.Writer, st *rotation.Status) error {
+	if st == nil {
+		return nil
+	}
+	fmt.Fprintf(out, "\nKey rotation: %s (liqoctl rotate key resumes it)\n", st.Phase)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "  PROVIDER\tSTATE\tREASON\tRUN")
+	for _, p := range st.Peers {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", p.Peer, p.State, or(p.Reason, "-"), or(p.Run, "-"))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(st.SlicesOnPrevious) > 0 {
+		fmt.Fprintf(out, "  slice identities still on the previous key: %s\n", strings.Join(st.SlicesOnPrevious, ", "))
+	}
+	if len(st.TenantsOnPrevious) > 0 {
+		fmt.Fprintf(out, "  Tenants still sealed with the previous key: %s\n", strings.Join(st.TenantsOnPrevious, ", "))
 	}
 	return nil
 }

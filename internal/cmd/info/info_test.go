@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/internal/cli"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/rotation"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -54,6 +55,8 @@ func sample(s string) *Report {
 		Approvals:    []Approval{{Cluster: s, Namespace: s, State: s, KeyFingerprint: s, Since: &expires, Reason: s}},
 		ResourceSlices: []Slice{{Name: s, Namespace: s, Role: s, Cluster: s, State: sliceDenied, Reason: s,
 			Resources: s, Expires: &expires, decision: s}},
+		KeyRotation: &rotation.Status{Phase: rotation.Phase(s), Peers: []rotation.Progress{{Peer: s, State: rotation.State(s), Reason: s, Run: s}},
+			SlicesOnPrevious: []string{s}, TenantsOnPrevious: []string{s}},
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/rotation"
 )
 
 // SchemaVersion names the schema of liqoctl info -o json|yaml (docs/operations.md). Within
@@ -48,6 +49,9 @@ type Report struct {
 	// Approvals are, on a provider, the consumers whose key waits for its administrator's
 	// approval, or that they denied.
 	Approvals []Approval `json:"approvals"`
+	// KeyRotation is this cluster's key rotation while one is under way (liqoctl rotate
+	// key): its phase and each peer's progress; absent otherwise.
+	KeyRotation *rotation.Status `json:"keyRotation,omitempty"`
 }
 
 // States of the manager in Report.
@@ -155,6 +159,9 @@ func build(ctx context.Context, s *handshake.Side, now time.Time) (*Report, erro
 	}
 	issued(r, placed, records, now)
 	if r.Approvals, err = approvals(ctx, s, key.Public(), placed, records); err != nil {
+		return nil, err
+	}
+	if r.KeyRotation, err = keyRotation(ctx, s, now); err != nil {
 		return nil, err
 	}
 	if r.PeeringUsers, err = handshake.ListPeeringUsers(ctx, s, now); err != nil {
@@ -436,4 +443,19 @@ func certExpiry(c *authv1beta1.CertificateInfo) *time.Time {
 	}
 	t := c.NotAfter.UTC()
 	return &t
+}
+
+// keyRotation is the state of this cluster's key rotation, nil when none is under way.
+// Observing reaches each provider with this cluster's identity there (it acts on none).
+func keyRotation(ctx context.Context, s *handshake.Side, now time.Time) (*rotation.Status, error) {
+	ks, err := s.ClusterKeys(ctx)
+	if err != nil || !ks.Rotating() {
+		return nil, err
+	}
+	d := &rotation.Driver{Client: s.Client, Namespace: s.Namespace, ClusterID: s.ClusterID, Provider: true, Now: func() time.Time { return now }}
+	st, err := d.Observe(ctx)
+	if err != nil {
+		return nil, s.Explain(err, "reading the key rotation")
+	}
+	return &st, nil
 }

@@ -166,16 +166,28 @@ func (v verifier) verify(ctx context.Context, c *handshake.Side, providerID stri
 }
 
 // checkCertificateKey is the "certificate-key" check of verify: the Identity's
-// certificate is for this cluster's key.
+// certificate is for this cluster's key. Around a key rotation (liqoctl rotate key) it
+// may be for the staged next key (the provider moved) or for the previous one (it has not
+// yet): both pass, saying so; a key the cluster does not hold fails.
 func checkCertificateKey(ctx context.Context, p peer, c *handshake.Side, cert *x509.Certificate) {
-	key, err := c.ClusterKey(ctx)
+	ks, err := c.ClusterKeys(ctx)
+	bound := ""
+	if authn.CertificateKeyGroup(cert) != "" {
+		bound = ", bound to its key (group " + authn.CertificateKeyGroup(cert) + ")"
+	}
 	switch {
 	case err != nil:
 		p.add("certificate-key", ResultFail, "reading the cluster key: %v", err)
-	case !authn.PublicKeysEqual(cert.PublicKey, key.Public()):
-		p.add("certificate-key", ResultFail, "the certificate is for another key than this cluster's")
+	case authn.PublicKeysEqual(cert.PublicKey, ks.Current.Public()) && !ks.Rotating():
+		p.add("certificate-key", ResultPass, "the certificate is for this cluster's key%s", bound)
+	case authn.PublicKeysEqual(cert.PublicKey, ks.Current.Public()):
+		p.add("certificate-key", ResultPass, "the certificate is for this cluster's current key%s; a key rotation is under way (liqoctl rotate key resumes it, liqoctl info shows each peer)", bound)
+	case ks.Next != nil && authn.PublicKeysEqual(cert.PublicKey, ks.Next.Public()):
+		p.add("certificate-key", ResultPass, "the certificate is for this cluster's next key%s: this provider moved, the rotation has not switched yet (liqoctl rotate key resumes it)", bound)
+	case ks.Previous != nil && authn.PublicKeysEqual(cert.PublicKey, ks.Previous.Public()):
+		p.add("certificate-key", ResultPass, "the certificate is for this cluster's previous key: this provider has not moved to the current key yet (liqoctl rotate key resumes the rotation, liqoctl info shows why)")
 	default:
-		p.add("certificate-key", ResultPass, "the certificate is for this cluster's key")
+		p.add("certificate-key", ResultFail, "the certificate is for another key than this cluster's")
 	}
 }
 
