@@ -87,6 +87,18 @@ kubectl --kubeconfig "$C" wait -n liqo-tenant-cl-provider identity/controlplane-
 kubectl --kubeconfig "$P" get tenants -A
 kubectl --kubeconfig "$C" get identities -A
 "$liqoctl" verify --kubeconfig "$C"
+step "Rotate the consumer's key: each provider issues for the new key, the old certificate authorizes nothing"
+"$liqoctl" rotate key --kubeconfig "$C" --timeout 60s
+if out=$(kubectl --kubeconfig "$issued" get resourceslices.authentication.liqo.io -n liqo-tenant-cl-consumer 2>&1); then
+  echo "demo: the certificate of the replaced key still works: $out" >&2; exit 1
+fi
+echo "The replaced key's certificate: $out"
+issued="$dir/issued-rotated.kubeconfig"
+kubectl --kubeconfig "$C" -n liqo-tenant-cl-provider get secret kubeconfig-controlplane-cl-provider -o jsonpath='{.data.kubeconfig}' | base64 -d > "$issued"
+kubectl --kubeconfig "$issued" auth whoami
+step "Rotate the provider's key: every acceptance is sealed again with the new key"
+"$liqoctl" rotate key --kubeconfig "$P" --timeout 60s
+"$liqoctl" verify --kubeconfig "$C"
 step "The provider's metrics (liqo-auth-manager --metrics-bind-address)"
 if command -v curl >/dev/null; then
   curl -fsS "http://127.0.0.1:$port/metrics" | grep '^liqo_auth_'
