@@ -323,7 +323,7 @@ func (o *Options) providerSetups(ctx context.Context, mgr ctrl.Manager, d deps) 
 		&noncecreator.Reconciler{Client: c, Placement: d.placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
 		&tenant.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Options: o.Tenant, Key: o.Key, Self: self, Metrics: d.counters, Signatures: signatures},
 		&renewanswer.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID},
-		&providerslice.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID, Metrics: d.counters,
+		&providerslice.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Keys: cluster.SecretKeys{Reader: reader, Namespace: o.Namespace}, ClusterID: o.ClusterID, Metrics: d.counters,
 			Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
 			Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout, Signatures: signatures}},
 	}
@@ -338,8 +338,8 @@ func (o *Options) consumerSetups(mgr ctrl.Manager, d deps) ([]setup, error) {
 	c, rec := d.c, d.rec
 	setups := []setup{
 		&noncesigner.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Key: o.Key},
-		&identity.Reconciler{Client: c, Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
-		&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
+		&identity.Reconciler{Client: c, Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key, Keys: cluster.SecretKeys{Reader: d.reader, Namespace: o.Namespace}},
+		&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Keys: cluster.SecretKeys{Reader: d.reader, Namespace: o.Namespace}},
 	}
 	if o.Peerings {
 		s, err := o.peeringSetup(mgr, d)

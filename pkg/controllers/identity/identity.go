@@ -45,7 +45,11 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	ClusterID string
 	Key       crypto.Signer
-	Now       func() time.Time
+	// Keys, when set, are this cluster's keys as they are now: a kubeconfig is built with
+	// the key that holds its certificate's public key (during a key rotation, the next,
+	// current or previous one), read only when Key does not.
+	Keys cluster.KeySource
+	Now  func() time.Time
 }
 
 // SetupWithManager registers the reconciler for Identities and their kubeconfig Secrets.
@@ -105,9 +109,13 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 		return r.refuseOrFail(id, notes, reason, msg, err)
 	}
 	user := kubeconfigUser(id, r.ClusterID)
+	key, err := r.keyHolding(ctx, params.SignedCRT)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	kubeconfig, err := authn.ForgeKubeconfig(authn.KubeconfigParams{
 		ClusterName: string(id.Spec.ClusterID), User: user, Server: params.APIServer, CA: params.CA,
-		ProxyURL: ptr.Deref(params.ProxyURL, ""), CertPEM: params.SignedCRT, Key: r.Key, Namespace: ptr.Deref(id.Spec.Namespace, ""),
+		ProxyURL: ptr.Deref(params.ProxyURL, ""), CertPEM: params.SignedCRT, Key: key, Namespace: ptr.Deref(id.Spec.Namespace, ""),
 	}, now)
 	if err != nil {
 		reason := authn.ReasonOf(err)
@@ -135,6 +143,28 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 	setReady(id, notes, cert, caFP, user, now)
 	// Come back when the certificate expires, to report it.
 	return ctrl.Result{RequeueAfter: cert.NotAfter.Sub(now) + time.Second}, nil
+}
+
+// keyHolding is the key of this cluster whose public half the certificate certPEM is for:
+// Key when it is, else the key of Keys that holds it (a key rotation: the certificate of
+// the old key until the new one arrives, then the new one's). When none does (or the
+// certificate does not parse), Key: ForgeKubeconfig refuses the certificate, saying why.
+func (r *Reconciler) keyHolding(ctx context.Context, certPEM []byte) (crypto.Signer, error) {
+	cert, err := authn.ParseCertificate(certPEM)
+	if err != nil || r.Keys == nil || r.Key != nil && authn.PublicKeysEqual(r.Key.Public(), cert.PublicKey) {
+		return r.Key, nil //nolint:nilerr // ForgeKubeconfig refuses a broken certificate with its reason
+	}
+	ks, err := r.Keys.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if k := ks.Holding(cert.PublicKey); k != nil {
+		return k, nil
+	}
+	if r.Key == nil {
+		return ks.Current, nil
+	}
+	return r.Key, nil
 }
 
 // refuseOrFail ends reconcile after a check that returned a reason or an error: an error
