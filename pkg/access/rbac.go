@@ -280,10 +280,10 @@ func SliceRules(slice string) []rbacv1.PolicyRule {
 		ResourceNames: []string{slice}, Verbs: []string{"get", "list", "watch"}}}
 }
 
-// SliceAccessObjects are the Role and RoleBinding that give the identity of slice (user
-// user) its access in tenant namespace ns of consumer clusterID; the Role records the
-// resources granted.
-func SliceAccessObjects(ns, slice, user, clusterID string, granted corev1.ResourceList) []client.Object {
+// SliceAccessObjects are the Role and RoleBinding that give the identity of slice (bound
+// as subject, SliceSubject) its access in tenant namespace ns of consumer clusterID; the
+// Role records the resources granted.
+func SliceAccessObjects(ns, slice string, subject rbacv1.Subject, clusterID string, granted corev1.ResourceList) []client.Object {
 	labels := map[string]string{wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: clusterID, wire.SliceNameLabel: slice}
 	meta := metav1.ObjectMeta{Name: wire.SliceAccessName(slice), Namespace: ns, Labels: labels}
 	if granted == nil {
@@ -294,7 +294,7 @@ func SliceAccessObjects(ns, slice, user, clusterID string, granted corev1.Resour
 	role.Annotations = map[string]string{wire.GrantedResourcesAnnotation: string(b)}
 	return []client.Object{
 		role,
-		&rbacv1.RoleBinding{ObjectMeta: meta, Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		&rbacv1.RoleBinding{ObjectMeta: meta, Subjects: []rbacv1.Subject{subject},
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: wire.SliceAccessName(slice)}},
 	}
 }

@@ -355,7 +355,7 @@ func (o *Options) providerSetups(ctx context.Context, mgr ctrl.Manager, d deps) 
 		&tenant.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Options: o.Tenant, Keys: o.Keys, Self: self, Metrics: d.counters, Signatures: signatures},
 		&renewanswer.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Keys: o.Keys, ClusterID: o.ClusterID},
 		&keyrotation.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Keys: o.Keys, ClusterID: o.ClusterID},
-		&providerslice.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Key: o.Key, ClusterID: o.ClusterID, Metrics: d.counters,
+		&providerslice.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Keys: o.Keys, ClusterID: o.ClusterID, Metrics: d.counters,
 			Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
 			Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout, Signatures: signatures}},
 	}
@@ -378,7 +378,7 @@ func (o *Options) consumerSetups(mgr ctrl.Manager, d deps) ([]setup, error) {
 	setups := []setup{
 		&noncesigner.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Keys: keys},
 		&identity.Reconciler{Client: c, Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Keys: keys},
-		&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Key: o.Key},
+		&consumerslice.Reconciler{Client: c, Scheme: mgr.GetScheme(), Placement: d.placement, Recorder: rec, ClusterID: o.ClusterID, Keys: keys},
 	}
 	if o.Peerings {
 		s, err := o.peeringSetup(mgr, d)

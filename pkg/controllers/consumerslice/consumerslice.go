@@ -94,8 +94,11 @@ type Reconciler struct {
 	Placement placement.Placement
 	Recorder  events.EventRecorder
 	ClusterID string
-	Key       crypto.Signer
-	Now       func() time.Time
+	// Keys are this cluster's keys as they are now: a slice's CSR is for the current one
+	// (a key rotation switched it: the slice gets a new CSR), and the provider is reached
+	// with the one that holds the control-plane certificate.
+	Keys cluster.KeySource
+	Now  func() time.Time
 
 	// clients holds, per control-plane kubeconfig Secret, the provider client built from
 	// it and the hash of the kubeconfig and pinned CA it was checked with: polls reuse it,
@@ -153,7 +156,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, r.removeFinalizer(ctx, rs)
 	}
-	remote, remoteNS, err := r.providerClient(ctx, rs.Namespace, provider)
+	ks, err := r.Keys.Keys(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	remote, remoteNS, err := r.providerClient(ctx, rs.Namespace, provider, ks)
 	if rs.DeletionTimestamp != nil {
 		return r.deleting(ctx, rs, remote, remoteNS, err)
 	}
@@ -161,7 +168,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, addFinalizerErr
 	}
 	orig := rs.DeepCopy()
-	if changed, completeErr := r.complete(rs, provider); completeErr != nil || changed {
+	if changed, completeErr := r.complete(rs, provider, ks.Current, func() bool { return r.controlPlaneKeyBound(ctx, rs.Namespace, provider) }); completeErr != nil || changed {
 		if completeErr == nil {
 			// A patch of what was completed (the cache keeps only this project's
 			// annotations), with the resourceVersion read.
@@ -233,8 +240,12 @@ func pendingAnswer(cp *authv1beta1.ResourceSlice) bool {
 }
 
 // complete fills what the consumer's controller owns in the spec: both cluster IDs and
-// the CSR of the slice's identity. It reports whether the spec changed.
-func (r *Reconciler) complete(rs *authv1beta1.ResourceSlice, provider string) (bool, error) {
+// the CSR of the slice's identity, for key (the cluster's current one): a CSR for any
+// other key (the key switched in a rotation) is replaced, key-bound when keyBound says
+// the control-plane identity with the provider is (the provider then binds the slice's
+// key group, and the certificate of the old key authorizes nothing), in Liqo's form
+// otherwise. It reports whether the spec changed.
+func (r *Reconciler) complete(rs *authv1beta1.ResourceSlice, provider string, key crypto.Signer, keyBound func() bool) (bool, error) {
 	changed := false
 	if rs.Spec.ConsumerClusterID == nil || string(*rs.Spec.ConsumerClusterID) != r.ClusterID {
 		rs.Spec.ConsumerClusterID, changed = ptr.To(authv1beta1.ClusterID(r.ClusterID)), true
@@ -243,8 +254,12 @@ func (r *Reconciler) complete(rs *authv1beta1.ResourceSlice, provider string) (b
 		rs.Spec.ProviderClusterID, changed = ptr.To(authv1beta1.ClusterID(provider)), true
 	}
 	user := authn.SliceUserName(rs.Name, r.ClusterID)
-	if _, err := authn.ValidateCSRFor(rs.Spec.CSR, r.Key.Public(), user, r.ClusterID); err != nil {
-		csr, err := authn.ForgeCSRFor(r.Key, user, r.ClusterID)
+	if _, err := authn.ValidateCSRFor(rs.Spec.CSR, key.Public(), user, r.ClusterID); err != nil {
+		forge := authn.ForgeCSRFor
+		if keyBound() {
+			forge = authn.ForgeKeyBoundCSRFor
+		}
+		csr, err := forge(key, user, r.ClusterID)
 		if err != nil {
 			return false, err
 		}
@@ -253,9 +268,22 @@ func (r *Reconciler) complete(rs *authv1beta1.ResourceSlice, provider string) (b
 	return changed, nil
 }
 
+// controlPlaneKeyBound reports whether the control-plane Identity with provider holds a
+// key-bound certificate (its provider moved it in a key rotation): the slices with that
+// provider are then key-bound too. No Identity, or one without a certificate, is Liqo's
+// form.
+func (r *Reconciler) controlPlaneKeyBound(ctx context.Context, ns, provider string) bool {
+	id := &authv1beta1.Identity{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.IdentityName(provider)}, id); err != nil {
+		return false
+	}
+	cert, err := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT)
+	return err == nil && authn.CertificateKeyGroup(cert) != ""
+}
+
 // providerClient is a client of the provider as this cluster's control-plane identity
 // there, and the tenant namespace it may write in.
-func (r *Reconciler) providerClient(ctx context.Context, ns, provider string) (client.Client, string, error) {
+func (r *Reconciler) providerClient(ctx context.Context, ns, provider string, ks cluster.KeySet) (client.Client, string, error) {
 	id := &authv1beta1.Identity{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.IdentityName(provider)}, id); err != nil {
 		return nil, "", fmt.Errorf("no control-plane Identity %s/%s: run liqoctl authenticate with provider %q first (%w)", ns, wire.IdentityName(provider), provider, err)
@@ -279,7 +307,7 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string) (c
 	if v, ok := r.clients.Load(key); ok && v.(*providerClient).hash == hash {
 		return v.(*providerClient).client, *id.Spec.Namespace, nil
 	}
-	cfg, err := providerclient.ProviderConfig(ctx, r.Client, r.Placement.LiqoNamespace, r.Key, r.ClusterID, id, kubeconfig, r.Now())
+	cfg, err := providerclient.ProviderConfig(ctx, r.Client, r.Placement.LiqoNamespace, kubeconfigKey(ks, kubeconfig), r.ClusterID, id, kubeconfig, r.Now())
 	if err != nil {
 		return nil, "", fmt.Errorf("the control-plane kubeconfig is refused: %w", err)
 	}
@@ -290,6 +318,24 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string) (c
 	}
 	r.clients.Store(key, &providerClient{hash: hash, client: c})
 	return c, *id.Spec.Namespace, nil
+}
+
+// kubeconfigKey is the key of ks that the kubeconfig holds (during a key rotation the
+// control-plane certificate can be for the previous, current or next key), or the current
+// one when it holds none of them: ProviderConfig then refuses it.
+func kubeconfigKey(ks cluster.KeySet, kubeconfig []byte) crypto.Signer {
+	info, err := authn.ReadKubeconfig(kubeconfig)
+	if err != nil {
+		return ks.Current
+	}
+	held, err := authn.ParsePrivateKey(info.KeyPEM)
+	if err != nil {
+		return ks.Current
+	}
+	if k := ks.Holding(held.Public()); k != nil {
+		return k
+	}
+	return ks.Current
 }
 
 // sync writes the slice's spec into the provider's tenant namespace (creating it there),

@@ -91,6 +91,7 @@ func counting(n *counts, failCreate error) interceptor.Funcs {
 }
 
 type env struct {
+	key crypto.Signer
 	c   client.Client
 	n   *counts
 	rec *events.FakeRecorder
@@ -121,7 +122,8 @@ func setup(t *testing.T, recorded bool, objs ...client.Object) *env {
 	}
 	e.n.reset()
 	e.r = &Reconciler{Client: e.c, Scheme: s, Placement: placement.Placement{Cache: e.c, LiqoNamespace: liqoNS}, Recorder: e.rec,
-		ClusterID: consumerID, Key: key, Now: func() time.Time { return now }}
+		ClusterID: consumerID, Keys: cluster.FixedKeys{Current: key}, Now: func() time.Time { return now }}
+	e.key = key
 	return e
 }
 
@@ -206,7 +208,7 @@ func TestCompletesThenWaitsForTheControlPlane(t *testing.T) {
 	if got.Spec.ConsumerClusterID == nil || *got.Spec.ConsumerClusterID != consumerID || got.Spec.ProviderClusterID == nil || *got.Spec.ProviderClusterID != providerID {
 		t.Fatalf("spec %+v", got.Spec)
 	}
-	wantSliceCSR(t, got, e.r.Key.Public())
+	wantSliceCSR(t, got, e.key.Public())
 	wantEvents(t, e.events())
 
 	e.n.reset()

@@ -21,7 +21,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 )
 
@@ -65,8 +64,9 @@ type input struct {
 	user string
 	// opts are the reconciler's options (classes, HonorNoHandshake, MaxPerTenant).
 	opts Options
-	// providerKey verifies the seal of the Tenant's acceptance.
-	providerKey crypto.PublicKey
+	// providerKeys verify the seal of the Tenant's acceptance (any of them: a rotation
+	// changes the key that seals); read with the Tenant.
+	providerKeys []crypto.PublicKey
 
 	// loaded is the last stage loaded.
 	loaded stage
@@ -92,11 +92,7 @@ type input struct {
 
 // newInput is the input of a decision on rs from consumer id, nothing loaded yet.
 func (r *Reconciler) newInput(rs *authv1beta1.ResourceSlice, id string) *input {
-	var providerKey crypto.PublicKey
-	if r.Key != nil { // without a key no seal verifies: the Tenant check denies, as it did
-		providerKey = r.Key.Public()
-	}
-	return &input{slice: rs, id: id, user: authn.SliceUserName(rs.Name, id), opts: r.Options, providerKey: providerKey}
+	return &input{slice: rs, id: id, user: authn.SliceUserName(rs.Name, id), opts: r.Options}
 }
 
 // granted returns what this provider granted the slice, and whether it granted anything.
@@ -142,7 +138,12 @@ func (r *Reconciler) loadStage(ctx context.Context, in *input, s stage) error {
 	case stageFinalizer:
 		return r.ensureFinalizer(ctx, in.slice)
 	case stageTenant:
-		return r.loadTenant(ctx, in)
+		if err := r.loadTenant(ctx, in); err != nil || in.tenant == nil {
+			return err
+		}
+		keys, err := r.publicKeys(ctx) // without a key no seal verifies: the Tenant check denies
+		in.providerKeys = keys
+		return err
 	case stageState:
 		state, err := placement.TenantState(ctx, r.Client, r.Placement.LiqoNamespace, in.tenant)
 		in.state = state
@@ -348,7 +349,7 @@ func checkTenantExists(in *input) *verdict {
 // alone is anyone's who may write it.
 func checkTenantAccepted(in *input) *verdict {
 	t := in.tenant
-	if t.Status.AcceptedKeyFingerprint == "" || acceptance.VerifySealed(t, in.providerKey) != nil {
+	if t.Status.AcceptedKeyFingerprint == "" || verifySealedByAny(t, in.providerKeys) != nil {
 		return authDenied(fmt.Sprintf("Tenant %s/%s is not accepted by this provider", t.Namespace, t.Name))
 	}
 	return nil

@@ -97,7 +97,7 @@ func passingInput(t *testing.T) *input {
 	rs := providerCopy(t, k, testSlice)
 	rs.UID = testUID
 	return &input{slice: rs, id: testID, user: authn.SliceUserName(testSlice, testID), opts: Options{Classes: []string{"gold"}},
-		providerKey: k.provider.Public(), loaded: stageLimits, placed: true, tenant: acceptedTenant(t, k),
+		providerKeys: []crypto.PublicKey{k.provider.Public()}, loaded: stageLimits, placed: true, tenant: acceptedTenant(t, k),
 		state: authv1beta1.TenantConditionActive, grants: map[types.UID]corev1.ResourceList{},
 		siblings: []authv1beta1.ResourceSlice{*rs}}
 }
@@ -166,7 +166,7 @@ func checkCases() []checkCase {
 		{name: "Tenant not accepted", mutate: func(in *input) { in.tenant.Status.AcceptedKeyFingerprint = "" }, check: "tenantAccepted", typ: auth, reason: authDenied,
 			msg: "Tenant " + testNS + "/" + testID + " is not accepted by this provider"},
 		{name: "Tenant's seal forged", mutate: func(in *input) { in.tenant.Status.AcceptanceSeal = []byte("forged") }, check: "tenantAccepted", typ: auth, reason: authDenied, msg: "is not accepted"},
-		{name: "Tenant sealed by another provider", mutate: func(in *input) { in.providerKey = otherKey().Public() }, check: "tenantAccepted", typ: auth, reason: authDenied, msg: "is not accepted"},
+		{name: "Tenant sealed by another provider", mutate: func(in *input) { in.providerKeys = []crypto.PublicKey{otherKey().Public()} }, check: "tenantAccepted", typ: auth, reason: authDenied, msg: "is not accepted"},
 		{name: "Drained", mutate: func(in *input) { in.state = authv1beta1.TenantConditionDrained }, check: "drained", drained: true},
 		{name: "Cordoned, new slice", mutate: cordoned, check: "cordonedNew", typ: auth, reason: authDenied, msg: "is Cordoned: it gets no new ResourceSlice"},
 		{name: "Cordoned, granted slice asks more", mutate: func(in *input) { cordoned(in); grant(in, cpu("500m")) }, check: "cordonedKeeps", typ: res, reason: resDenied,

@@ -23,7 +23,6 @@ package providerslice
 
 import (
 	"context"
-	"crypto"
 	"crypto/x509"
 	"fmt"
 	"slices"
@@ -50,7 +49,6 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
-	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/issuing"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/ownedrbac"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
@@ -93,8 +91,10 @@ type Reconciler struct {
 	Placement placement.Placement
 	Recorder  events.EventRecorder
 	Options   Options
-	// Key is this cluster's key: Tenant acceptances are sealed with it.
-	Key crypto.Signer
+	// Keys are this cluster's keys: a Tenant's acceptance is sealed with one of them (the
+	// current one, or another of the set while a rotation is under way). Nil: no seal
+	// verifies.
+	Keys cluster.KeySource
 	// ClusterID is this provider's: a slice whose consumer it is, is the consumer side's.
 	ClusterID string
 	// Issuer has the slices' certificates signed.
@@ -236,11 +236,27 @@ func (r *Reconciler) drain(ctx context.Context, in *input) error {
 // tenant) and has its certificate issued.
 func (r *Reconciler) grant(ctx context.Context, in *input) (ctrl.Result, error) {
 	rs := in.slice
-	objs := access.SliceAccessObjects(rs.Namespace, rs.Name, in.user, in.id, rs.Spec.Resources)
+	keyGroup := in.keyGroup()
+	objs := access.SliceAccessObjects(rs.Namespace, rs.Name, access.SliceSubject(in.user, keyGroup), in.id, rs.Spec.Resources)
 	if _, err := ownedrbac.EnsureControlled(ctx, r.Client, r.APIReader, rs, objs, in.state == authv1beta1.TenantConditionCordoned); err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.certificate(ctx, rs, in.tenant, in.user)
+	return r.certificate(ctx, rs, in.tenant, identity{user: in.user, keyGroup: keyGroup})
+}
+
+// identity is the slice identity a certificate is issued to: its user and, for a
+// key-bound identity, its key group (bound instead of the user).
+type identity struct {
+	user, keyGroup string
+}
+
+// groups are the groups the identity's certificate authenticates with: the consumer's
+// cluster ID, and its key group when it has one.
+func (id identity) groups(org string) []string {
+	if id.keyGroup == "" {
+		return []string{org}
+	}
+	return []string{org, id.keyGroup}
 }
 
 // saveStatus writes the slice's status when it differs from before, and counts a
@@ -264,10 +280,10 @@ func (r *Reconciler) saveStatus(ctx context.Context, rs *authv1beta1.ResourceSli
 }
 
 // certificate has the slice's identity certificate issued or renewed and published.
-func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, user string) (ctrl.Result, error) {
+func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, who identity) (ctrl.Result, error) {
 	now := r.Now()
 	cur := rs.Status.Certificate
-	if rs.Status.AuthParams.HasCertificate() && cur != nil && cur.RenewAfter != nil && now.Before(cur.RenewAfter.Time) {
+	if rs.Status.AuthParams.HasCertificate() && cur != nil && cur.RenewAfter != nil && now.Before(cur.RenewAfter.Time) && publishedFor(rs) {
 		return ctrl.Result{RequeueAfter: cur.RenewAfter.Sub(now)}, nil
 	}
 	if r.Options.Tenant.APIServer == "" || len(r.Options.Tenant.CA) == 0 {
@@ -279,7 +295,7 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 	}
 	s := issuer.Subject{Owner: rs, Annotation: wire.SliceAnnotation, RemoteID: string(t.Spec.ClusterID), Request: rs.Spec.CSR, CurrentSerial: serial,
 		Reason: authv1beta1.ReasonLiqoResourceSliceAccepted, Message: fmt.Sprintf("ResourceSlice %s/%s of an accepted Tenant", rs.Namespace, rs.Name)}
-	is, foreign, err := r.Issuer.Ensure(ctx, s, now, r.beforeSubmit(rs, t, user))
+	is, foreign, err := r.Issuer.Ensure(ctx, s, now, r.beforeSubmit(rs, t, who))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -294,25 +310,44 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 		}
 		return ctrl.Result{RequeueAfter: max(is.RequeueAfter, 50*time.Millisecond)}, nil
 	}
-	return r.publish(ctx, rs, t, user, is, now)
+	return r.publish(ctx, rs, t, who.user, is, now)
+}
+
+// publishedFor reports whether the certificate the slice's status publishes is for the
+// key and key group of the slice's CSR: a CSR for another key (the consumer switched its
+// key) or another form (key-bound instead of Liqo's) is issued at once, not at renewal.
+// The status is not trusted for more: a forged one only causes an issuance for the CSR,
+// which passed every check.
+func publishedFor(rs *authv1beta1.ResourceSlice) bool {
+	cert, err := authn.ParseCertificate(rs.Status.AuthParams.SignedCRT)
+	if err != nil {
+		return false
+	}
+	csr, err := parseCSR(rs.Spec.CSR)
+	return err == nil && authn.PublicKeysEqual(cert.PublicKey, csr.PublicKey) && authn.CertificateKeyGroup(cert) == authn.CSRKeyGroup(csr)
 }
 
 // beforeSubmit is what is checked again right before the slice's CSR is submitted or
 // approved: the Tenant's sealed acceptance, and that the slice's user holds no permission
 // this provider did not grant it.
-func (r *Reconciler) beforeSubmit(rs *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, user string) func(ctx context.Context) (*issuer.Issuance, error) {
+func (r *Reconciler) beforeSubmit(rs *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, who identity) func(ctx context.Context) (*issuer.Issuance, error) {
 	return func(ctx context.Context) (*issuer.Issuance, error) {
-		if err := acceptance.VerifySealed(t, r.Key.Public()); err != nil {
+		keys, err := r.publicKeys(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := verifySealedByAny(t, keys); err != nil {
 			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: err.Error()}, nil //nolint:nilerr // a refusal is an issuance that says why, not a retry
 		}
-		problems, err := revocation.UnexpectedPermissions(ctx, r.Client, user, []string{string(t.Spec.ClusterID)}, func(b revocation.Binding) bool {
+		groups := who.groups(string(t.Spec.ClusterID))
+		problems, err := revocation.UnexpectedPermissions(ctx, r.Client, who.user, groups, func(b revocation.Binding) bool {
 			return b.Kind == "RoleBinding" && b.Namespace == rs.Namespace && b.Name == wire.SliceAccessName(rs.Name) && b.ControllerUID == string(rs.UID)
 		})
 		if err != nil || len(problems) == 0 {
 			return nil, err
 		}
 		return &issuer.Issuance{Reason: authv1beta1.ReasonClusterIDHasPermissions, RequeueAfter: time.Minute, Message: fmt.Sprintf(
-			"no certificate is issued: user %q with group %q already has permissions this provider did not grant to the slice: %s", user, t.Spec.ClusterID, strings.Join(problems, "; "))}, nil
+			"no certificate is issued: user %q with groups %q already has permissions this provider did not grant to the slice: %s", who.user, groups, strings.Join(problems, "; "))}, nil
 	}
 }
 
@@ -337,7 +372,8 @@ func (r *Reconciler) publish(ctx context.Context, rs *authv1beta1.ResourceSlice,
 	return ctrl.Result{RequeueAfter: rs.Status.Certificate.RenewAfter.Sub(now)}, nil
 }
 
-// checkIssued checks that the signer issued what was asked: the CSR's key, CN and O.
+// checkIssued checks that the signer issued what was asked: the CSR's key, CN and O
+// (exactly [org], or org and the CSR's key group for a key-bound identity).
 func checkIssued(cert *x509.Certificate, csrPEM []byte, user, org string) error {
 	csr, err := authn.ValidateCSRFor(csrPEM, nil, user, org)
 	if err != nil {
@@ -346,8 +382,13 @@ func checkIssued(cert *x509.Certificate, csrPEM []byte, user, org string) error 
 	if !authn.PublicKeysEqual(cert.PublicKey, csr.PublicKey) {
 		return fmt.Errorf("the signer issued a certificate for another key")
 	}
-	if cert.Subject.CommonName != user || !slices.Equal(cert.Subject.Organization, []string{org}) {
-		return fmt.Errorf("the signer issued a certificate for %q, not CN=%s, O=%s", cert.Subject, user, org)
+	want := []string{org}
+	if g := authn.CSRKeyGroup(csr); g != "" {
+		want = append(want, g)
+	}
+	got := slices.Sorted(slices.Values(cert.Subject.Organization))
+	if cert.Subject.CommonName != user || !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		return fmt.Errorf("the signer issued a certificate for %q, not CN=%s, O=%s", cert.Subject, user, strings.Join(want, "+"))
 	}
 	return nil
 }
@@ -359,7 +400,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		return nil
 	}
 	id, _ := access.SliceConsumer(rs)
-	if err := ownedrbac.DeleteControlled(ctx, r.Client, r.APIReader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, authn.SliceUserName(rs.Name, id), id, nil)); err != nil {
+	if err := ownedrbac.DeleteControlled(ctx, r.Client, r.APIReader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, access.SliceSubject(authn.SliceUserName(rs.Name, id), ""), id, nil)); err != nil {
 		return err
 	}
 	if err := r.Issuer.DeleteCSRs(ctx, r.APIReader, rs.UID, false); err != nil {

@@ -115,7 +115,7 @@ func setup(t *testing.T, record func(*cluster.TenantRecord), objs ...client.Obje
 	e.w.reset()
 	e.live = &liveReader{Reader: e.c}
 	e.r = &Reconciler{Client: e.c, APIReader: e.live, Placement: placement.Placement{Cache: e.c, LiqoNamespace: testLiqoNS}, Recorder: e.rec,
-		Key: e.k.provider, ClusterID: "provider-x", Now: func() time.Time { return testNow },
+		Keys: cluster.FixedKeys{Current: e.k.provider}, ClusterID: "provider-x", Now: func() time.Time { return testNow },
 		Options: Options{Classes: []string{"gold"}, Tenant: issuing.Options{APIServer: "https://provider.example:6443", CA: []byte("ca"),
 			CertificateLifetime: time.Hour, CSRTimeout: time.Minute, RenewBefore: 10 * time.Minute}},
 		Issuer: &issuer.Issuer{Client: e.c, APIReader: e.c, Self: authenticationv1.UserInfo{Username: managerUser}, Lifetime: time.Hour, CSRTimeout: time.Minute}}
@@ -313,7 +313,7 @@ func both(_ *testing.T, _ *env, tn *authv1beta1.Tenant, rs *authv1beta1.Resource
 // grantRole is the Role of a slice granted l before.
 func grantRole(t *testing.T, rs *authv1beta1.ResourceSlice, l corev1.ResourceList) client.Object {
 	t.Helper()
-	role := access.SliceAccessObjects(rs.Namespace, rs.Name, authn.SliceUserName(rs.Name, testID), testID, l)[0]
+	role := access.SliceAccessObjects(rs.Namespace, rs.Name, access.SliceSubject(authn.SliceUserName(rs.Name, testID), ""), testID, l)[0]
 	role.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: authv1beta1.GroupVersion.String(), Kind: "ResourceSlice", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}})
 	return role
 }
