@@ -93,16 +93,8 @@ func render(out io.Writer, r *Report) error {
 	if err := renderKeyRotation(out, r.KeyRotation); err != nil {
 		return err
 	}
-	if len(r.PeeringUsers) > 0 {
-		fmt.Fprintf(out, "\nPeering users (credentials handed to consumers' administrators):\n")
-		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(w, "  CLUSTER\tUSER\tEXPIRES\tSTATE")
-		for _, u := range r.PeeringUsers {
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", u.ConsumerID, u.User, u.NotAfter.UTC().Format(time.RFC3339), peeringUserState(u))
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
+	if err := renderPeeringUsers(out, r.PeeringUsers); err != nil {
+		return err
 	}
 	if len(r.ResourceSlices) > 0 {
 		fmt.Fprintf(out, "\nResourceSlices:\n")
@@ -125,6 +117,20 @@ func render(out io.Writer, r *Report) error {
 		return w.Flush()
 	}
 	return nil
+}
+
+// renderPeeringUsers writes the peering users handed out, if any.
+func renderPeeringUsers(out io.Writer, users []handshake.PeeringUser) error {
+	if len(users) == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "\nPeering users (credentials handed to consumers' administrators):\n")
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "  CLUSTER\tUSER\tEXPIRES\tSTATE")
+	for _, u := range users {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", u.ConsumerID, u.User, u.NotAfter.UTC().Format(time.RFC3339), peeringUserState(u))
+	}
+	return w.Flush()
 }
 
 // renderKeyRotation writes the key rotation under way, if any: its phase and each peer.
