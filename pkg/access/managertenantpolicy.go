@@ -23,7 +23,8 @@ const (
 	// User <peer> (Liqo's form), Group <key group of peer> (a key-bound identity,
 	// IdentitySubjects), or both while the peer moves its identity to a new key.
 	peerSubjects = "has(object.subjects) && object.subjects.size() >= 1 && object.subjects.size() <= 2 && object.subjects.all(s, " +
-		"(s.kind == 'User' && s.name == " + nsPeer + ") || (s.kind == 'Group' && s.name.startsWith('" + wire.KeyGroupPrefix + "' + " + nsPeer + " + ':')))"
+		"(s.kind == 'User' && s.name == " + nsPeer + ") || (s.kind == 'Group' && s.name.startsWith('" + wire.KeyGroupPrefix + "' + " + nsPeer + " + ':') && " +
+		"s.name.substring(size('" + wire.KeyGroupPrefix + "' + " + nsPeer + ") + 1).matches('^sha256:[0-9a-f]{64}$')))"
 	// sliceOf is the slice a liqo-resourceslice-<slice> object is named for.
 	sliceOf = "object.metadata.name.substring(" + "size('liqo-resourceslice-'))"
 	// placeholders stand, in the rules forged with a name, for that name's expression.
@@ -54,18 +55,22 @@ func forgeManagerTenantPolicies(liqoNS string) []client.Object {
 		subjectIs("ServiceAccount", "'"+wire.ManagerName+"'", "'"+liqoNS+"'") + " && '" + wire.CreatedByAnnotation + "' in " + nsAnnotations
 	controlPlane := "object.metadata.name == '" + wire.ControlPlaneBindingName + "' && " + roleRef("ClusterRole", "'"+wire.ControlPlaneRoleName+"'") + " && " + peerSubjects
 	reader := "object.metadata.name == '" + wire.TenantReaderName + "' && " + roleRef("Role", "'"+wire.TenantReaderName+"'") + " && " + peerSubjects
+	// A slice's binding names its user, exactly <slice>-<12 hex digits> (authn.SliceUserName:
+	// not the user of a slice whose name begins with <slice>-), or that user's key group
+	// (authn.KeyGroup: <prefix><user>:sha256:<64 hex digits>).
+	sliceUser := "size(object.subjects[0].name) == size(" + sliceOf + ") + 13 && object.subjects[0].name.startsWith(" + sliceOf + " + '-') && " +
+		"object.subjects[0].name.substring(size(" + sliceOf + ") + 1).matches('^[0-9a-f]{12}$')"
+	sliceGroup := "object.subjects[0].name.startsWith('" + wire.KeyGroupPrefix + "' + " + sliceOf + " + '-') && " +
+		"object.subjects[0].name.substring(size('" + wire.KeyGroupPrefix + "' + " + sliceOf + ") + 1).matches('^[0-9a-f]{12}:sha256:[0-9a-f]{64}$')"
 	slice := "object.metadata.name.startsWith('liqo-resourceslice-') && " + roleRef("Role", "object.metadata.name") + " && " +
-		subjectIs("User", "", "") + " && object.subjects[0].name.startsWith(" + sliceOf + " + '-') && " +
-		// exactly <slice>-<12 hex digits> (authn.SliceUserName): not the user of a slice
-		// whose name begins with <slice>-.
-		"size(object.subjects[0].name) == size(" + sliceOf + ") + 13 && object.subjects[0].name.substring(size(" + sliceOf + ") + 1).matches('^[0-9a-f]{12}$')"
+		"((" + subjectIs("User", "", "") + " && " + sliceUser + ") || (" + subjectIs("Group", "", "") + " && " + sliceGroup + "))"
 	bindings := denyingPolicy(wire.ManagerBindingPolicyName, createsAndUpdates(rbacv1.GroupName, "*", "rolebindings"), isManager,
 		[]admissionregistrationv1.Validation{
 			{Expression: "'" + wire.TenantNamespaceLabel + "' in " + nsLabels + " && " + nsLabels + "['" + wire.TenantNamespaceLabel + "'] == 'true' && " + nsPeer + " != '' && " +
 				"namespaceObject.metadata.name == '" + wire.TenantNamespacePrefix + "' + " + nsPeer,
 				Message: "liqo-auth-manager writes RoleBindings only in liqo-tenant-<id> namespaces labelled for <id>"},
 			{Expression: "(" + own + ") || (" + controlPlane + ") || (" + reader + ") || (" + slice + ")",
-				Message: "liqo-auth-manager writes only its own binding (where the API server recorded the namespace's creator), the tenant's control-plane and reader bindings to the namespace's peer (its user, or its key groups), and a slice's binding to its user"},
+				Message: "liqo-auth-manager writes only its own binding (where the API server recorded the namespace's creator), the tenant's control-plane and reader bindings to the namespace's peer (its user, or its key groups), and a slice's binding to its user (or its key group)"},
 		})
 
 	tenantWrites := createsAndUpdates(rbacv1.GroupName, "*", "rolebindings", "roles")

@@ -41,6 +41,33 @@ type KeyRotation struct {
 	// Revoked is when SubjectAccessReviews proved that the old subject may do none of the
 	// tenant's rules (nil: not yet).
 	Revoked *time.Time `json:"revoked,omitempty"`
+	// RotatedAway are the fingerprints of every key this consumer rotated away from here,
+	// this rotation's From included: none is ever accepted again, on any path (a Tenant
+	// writer who kept an old spec and its seal cannot bring a replaced key back).
+	RotatedAway []string `json:"rotatedAway,omitempty"`
+}
+
+// RotatedAwayFrom says whether the record names fp as a key its consumer rotated away
+// from.
+func (r *TenantRecord) RotatedAwayFrom(fp string) bool {
+	if r == nil || r.KeyRotation == nil || fp == "" {
+		return false
+	}
+	return r.KeyRotation.From == fp || slices.Contains(r.KeyRotation.RotatedAway, fp)
+}
+
+// NextRotation is the record of the proven rotation rot after cur (nil: none before): it
+// keeps every key rotated away from.
+func NextRotation(cur *KeyRotation, rot KeyRotation) *KeyRotation {
+	var away []string
+	if cur != nil {
+		away = append(away, cur.RotatedAway...)
+		away = append(away, cur.From)
+	}
+	away = append(away, rot.From)
+	slices.Sort(away)
+	rot.RotatedAway = slices.Compact(away)
+	return &rot
 }
 
 // RotationTo is the rotation the record holds for Tenant tenantUID to the key with

@@ -169,8 +169,13 @@ func (r *Reconciler) record(ctx context.Context, q *request, v *verdict) error {
 		if cur := rec.KeyRotation; cur != nil && cur.TenantUID == rot.TenantUID && cur.From == rot.From && cur.To == rot.To && cur.CSRDigest == rot.CSRDigest {
 			return nil
 		}
-		rec.KeyRotation = &cluster.KeyRotation{TenantUID: rot.TenantUID, From: rot.From, To: rot.To, CSRDigest: rot.CSRDigest,
-			FromSubjectKind: from.Kind, FromSubjectName: from.Name, At: r.Now().UTC().Truncate(time.Second)}
+		rec.KeyRotation = cluster.NextRotation(rec.KeyRotation, cluster.KeyRotation{TenantUID: rot.TenantUID, From: rot.From, To: rot.To, CSRDigest: rot.CSRDigest,
+			FromSubjectKind: from.Kind, FromSubjectName: from.Name, At: r.Now().UTC().Truncate(time.Second)})
+		// An approval of the old key moves to the new one: its holder proved both keys (a
+		// denial covers the cluster already).
+		if a := rec.Approval; a != nil && a.Decision == cluster.Approved && a.KeyFingerprint == rot.From {
+			a.KeyFingerprint = rot.To
+		}
 		return nil
 	}); err != nil {
 		if reason := authn.ReasonOf(err); reason != "" {

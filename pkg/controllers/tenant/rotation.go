@@ -132,14 +132,14 @@ func (r *Reconciler) acceptRotation(ctx context.Context, t *authv1beta1.Tenant, 
 // again.
 func (r *Reconciler) checkNotRotatedAway(ctx context.Context, t *authv1beta1.Tenant) error {
 	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, string(t.Spec.ClusterID))
-	if err != nil || rec == nil || rec.KeyRotation == nil || rec.KeyRotation.TenantUID != string(t.UID) {
+	if err != nil || rec == nil || rec.KeyRotation == nil {
 		return err
 	}
 	pub, err := authn.ParsePublicKey(t.Spec.PublicKey)
 	if err != nil {
 		return nil //nolint:nilerr // the handshake's own check refuses a key that does not parse
 	}
-	if fp, err := authn.Fingerprint(pub); err == nil && fp == rec.KeyRotation.From {
+	if fp, err := authn.Fingerprint(pub); err == nil && rec.RotatedAwayFrom(fp) {
 		return acceptance.Refusal(authv1beta1.ReasonHandshakeChanged, "spec.publicKey is key %s, which this Tenant's consumer rotated away from (tenant record): it is never accepted again here", fp)
 	}
 	return nil

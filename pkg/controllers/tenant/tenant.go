@@ -197,6 +197,11 @@ func (r *Reconciler) authenticate(ctx context.Context, t *authv1beta1.Tenant, no
 	if err != nil {
 		return false, err
 	}
+	// A key its consumer rotated away from is refused first, on every path: a seal kept
+	// from before the rotation still verifies over the old spec it covered.
+	if rotatedAwayErr := r.checkNotRotatedAway(ctx, t); rotatedAwayErr != nil {
+		return true, r.refuse(t, rotatedAwayErr)
+	}
 	var sealErr error
 	if t.Status.AcceptedKeyFingerprint != "" {
 		var by crypto.Signer
@@ -213,9 +218,6 @@ func (r *Reconciler) authenticate(ctx context.Context, t *authv1beta1.Tenant, no
 	}
 	if checkNotSliceUserErr := r.checkNotSliceUser(ctx, t); checkNotSliceUserErr != nil {
 		return true, r.refuse(t, checkNotSliceUserErr)
-	}
-	if rotatedAwayErr := r.checkNotRotatedAway(ctx, t); rotatedAwayErr != nil {
-		return true, r.refuse(t, rotatedAwayErr)
 	}
 	acc, err := verifyHandshake(ctx, r.Client, r.APIReader, t, r.Options.NonceTTL, now)
 	if err == nil {
