@@ -168,7 +168,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, addFinalizerErr
 	}
 	orig := rs.DeepCopy()
-	if changed, completeErr := r.complete(rs, provider, ks.Current, func() bool { return r.controlPlaneKeyBound(ctx, rs.Namespace, provider) }); completeErr != nil || changed {
+	sliceKey, keyBound := r.controlPlaneKey(ctx, rs.Namespace, provider, ks)
+	if changed, completeErr := r.complete(rs, provider, sliceKey, func() bool { return keyBound }); completeErr != nil || changed {
 		if completeErr == nil {
 			// A patch of what was completed (the cache keeps only this project's
 			// annotations), with the resourceVersion read.
@@ -268,17 +269,26 @@ func (r *Reconciler) complete(rs *authv1beta1.ResourceSlice, provider string, ke
 	return changed, nil
 }
 
-// controlPlaneKeyBound reports whether the control-plane Identity with provider holds a
-// key-bound certificate (its provider moved it in a key rotation): the slices with that
-// provider are then key-bound too. No Identity, or one without a certificate, is Liqo's
-// form.
-func (r *Reconciler) controlPlaneKeyBound(ctx context.Context, ns, provider string) bool {
+// controlPlaneKey is the key of ks that the control-plane Identity with provider holds a
+// certificate for (the key the provider's Tenant accepted: during a key rotation the next
+// key once that provider moved, the previous one until it has), the current key when it
+// holds none; and whether that certificate is key-bound (its provider moved it in a key
+// rotation): the slices with that provider are then key-bound too. A slice's CSR is for
+// that key, so that a slice keeps its grant while its provider is between two keys.
+func (r *Reconciler) controlPlaneKey(ctx context.Context, ns, provider string, ks cluster.KeySet) (crypto.Signer, bool) {
 	id := &authv1beta1.Identity{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.IdentityName(provider)}, id); err != nil {
-		return false
+		return ks.Current, false
 	}
 	cert, err := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT)
-	return err == nil && authn.CertificateKeyGroup(cert) != ""
+	if err != nil {
+		return ks.Current, false
+	}
+	key := ks.Holding(cert.PublicKey)
+	if key == nil {
+		key = ks.Current
+	}
+	return key, authn.CertificateKeyGroup(cert) != ""
 }
 
 // providerClient is a client of the provider as this cluster's control-plane identity

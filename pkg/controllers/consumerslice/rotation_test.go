@@ -69,8 +69,9 @@ func controlPlane(cert []byte) *authv1beta1.Identity {
 			AuthParams: authv1beta1.AuthParams{APIServer: "https://provider.example:6443", CA: []byte("ca"), SignedCRT: cert}}}
 }
 
-// TestSliceCSRFollowsTheCurrentKey: once the cluster's key switched, a slice whose CSR is
-// for the previous key gets a CSR for the current one: key-bound (O = its cluster ID and
+// TestSliceCSRFollowsTheCurrentKey: a slice's CSR is for the key the control-plane
+// certificate with its provider holds (the current one when there is none); once that
+// moved, a slice whose CSR is for the previous key gets a CSR for the new one: key-bound (O = its cluster ID and
 // its key group) when the control-plane identity with the provider holds a key-bound
 // certificate, in Liqo's form otherwise; a CSR already for the current key is kept.
 func TestSliceCSRFollowsTheCurrentKey(t *testing.T) {
@@ -89,7 +90,10 @@ func TestSliceCSRFollowsTheCurrentKey(t *testing.T) {
 		keyBound, kept bool
 	}{
 		{name: "no control-plane identity: Liqo's form", csr: must(authn.ForgeCSRFor(old, user, consumerID))},
-		{name: "control plane in Liqo's form: Liqo's form", csr: must(authn.ForgeCSRFor(old, user, consumerID)), cp: controlPlane(liqoCP)},
+		// The provider has not moved yet: its Tenant still accepts the old key, so the
+		// slice keeps its grant with a CSR for that key.
+		{name: "control plane still on the old key: kept", csr: must(authn.ForgeCSRFor(old, user, consumerID)), cp: controlPlane(liqoCP), kept: true},
+		{name: "control plane in Liqo's form on the current key: Liqo's form", csr: must(authn.ForgeCSRFor(old, user, consumerID)), cp: controlPlane(ca.leaf(current.Public(), consumerID, wire.UserGroup))},
 		{name: "key-bound control plane: key-bound", csr: must(authn.ForgeCSRFor(old, user, consumerID)), cp: controlPlane(keyBoundCP), keyBound: true},
 		{name: "key-bound CSR of the old key: key-bound", csr: must(authn.ForgeKeyBoundCSRFor(old, user, consumerID)), cp: controlPlane(keyBoundCP), keyBound: true},
 		{name: "CSR for the current key: kept", csr: currentCSR, cp: controlPlane(keyBoundCP), kept: true},
