@@ -164,23 +164,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rs.DeletionTimestamp != nil {
 		return r.deleting(ctx, rs, remote, remoteNS, err)
 	}
-	if addFinalizerErr := r.addFinalizer(ctx, rs); addFinalizerErr != nil {
-		return ctrl.Result{}, addFinalizerErr
-	}
-	orig := rs.DeepCopy()
-	if changed, completeErr := r.complete(rs, provider, ks.Current, func() bool { return r.controlPlaneKeyBound(ctx, rs.Namespace, provider) }); completeErr != nil || changed {
-		if completeErr == nil {
-			// A patch of what was completed (the cache keeps only this project's
-			// annotations), with the resourceVersion read.
-			completeErr = r.Client.Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		}
-		return ctrl.Result{}, completeErr
+	if changed, prepareErr := r.prepare(ctx, rs, provider, ks.Current); prepareErr != nil || changed {
+		return ctrl.Result{}, prepareErr
 	}
 	if err != nil {
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonNoControlPlane, "RequestResourceSlice", "%v", err)
 		return ctrl.Result{RequeueAfter: noControlPlaneRetry}, nil
 	}
 	return r.request(ctx, rs, provider, remote, remoteNS)
+}
+
+// prepare puts the finalizer on the slice and completes its spec for key (the cluster's
+// current one), patching what was completed: changed says the slice was patched (its
+// event brings it back).
+func (r *Reconciler) prepare(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, key crypto.Signer) (changed bool, err error) {
+	if finalizerErr := r.addFinalizer(ctx, rs); finalizerErr != nil {
+		return false, finalizerErr
+	}
+	orig := rs.DeepCopy()
+	changed, err = r.complete(rs, provider, key, func() bool { return r.controlPlaneKeyBound(ctx, rs.Namespace, provider) })
+	if err != nil || !changed {
+		return false, err
+	}
+	// A patch of what was completed (the cache keeps only this project's annotations),
+	// with the resourceVersion read.
+	return true, r.Client.Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 // request writes the slice to the provider, reads the provider's answer back into the
