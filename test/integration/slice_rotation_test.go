@@ -59,11 +59,14 @@ func TestResourceSliceFollowsAKeyRotation(t *testing.T) {
 	var newKC []byte
 	eventually(t, 3*time.Minute, "the slice identity holds a certificate for the new key", func(ctx context.Context) (bool, error) {
 		var id authv1beta1.Identity
-		if err := c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.SliceIdentityName(name)}, &id); err != nil {
-			return false, client.IgnoreNotFound(err)
+		if getErr := c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.SliceIdentityName(name)}, &id); getErr != nil {
+			return false, client.IgnoreNotFound(getErr)
 		}
-		cert, err := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT)
-		if err != nil || !authn.PublicKeysEqual(cert.PublicKey, next.Public()) || !meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) ||
+		cert, parseErr := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT)
+		if parseErr != nil {
+			return false, parseErr
+		}
+		if !authn.PublicKeysEqual(cert.PublicKey, next.Public()) || !meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) ||
 			id.Status.Certificate == nil || id.Status.Certificate.SerialNumber != cert.SerialNumber.Text(16) {
 			return false, nil
 		}
@@ -112,8 +115,8 @@ func moveControlPlane(t *testing.T, c, p *site, next crypto.Signer) {
 	key := client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}
 	eventually(t, 30*time.Second, "the Tenant accepts the new key", func(ctx context.Context) (bool, error) {
 		var tn authv1beta1.Tenant
-		if err := p.client.Get(ctx, key, &tn); err != nil {
-			return false, err
+		if getErr := p.client.Get(ctx, key, &tn); getErr != nil {
+			return false, getErr
 		}
 		if string(tn.Spec.PublicKey) != string(pub) {
 			tn.Spec.PublicKey, tn.Spec.CSR = pub, csr
@@ -122,9 +125,9 @@ func moveControlPlane(t *testing.T, c, p *site, next crypto.Signer) {
 		if tn.Status.AcceptedKeyFingerprint == fp {
 			return true, nil
 		}
-		seal, err := authn.SealAcceptance(providerKey, authn.Acceptance{TenantUID: string(tn.UID), ClusterID: c.id, KeyFingerprint: fp, CSRDigest: authn.CSRDigest(csr)})
-		if err != nil {
-			return false, err
+		seal, sealErr := authn.SealAcceptance(providerKey, authn.Acceptance{TenantUID: string(tn.UID), ClusterID: c.id, KeyFingerprint: fp, CSRDigest: authn.CSRDigest(csr)})
+		if sealErr != nil {
+			return false, sealErr
 		}
 		tn.Status.AcceptedKeyFingerprint, tn.Status.AcceptedCSRDigest, tn.Status.AcceptanceSeal = fp, authn.CSRDigest(csr), seal
 		return false, p.client.Status().Update(ctx, &tn)

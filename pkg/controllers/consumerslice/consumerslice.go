@@ -164,24 +164,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rs.DeletionTimestamp != nil {
 		return r.deleting(ctx, rs, remote, remoteNS, err)
 	}
-	if addFinalizerErr := r.addFinalizer(ctx, rs); addFinalizerErr != nil {
-		return ctrl.Result{}, addFinalizerErr
-	}
-	orig := rs.DeepCopy()
-	sliceKey, keyBound := r.controlPlaneKey(ctx, rs.Namespace, provider, ks)
-	if changed, completeErr := r.complete(rs, provider, sliceKey, func() bool { return keyBound }); completeErr != nil || changed {
-		if completeErr == nil {
-			// A patch of what was completed (the cache keeps only this project's
-			// annotations), with the resourceVersion read.
-			completeErr = r.Client.Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		}
-		return ctrl.Result{}, completeErr
+	if changed, prepareErr := r.prepare(ctx, rs, provider, ks); prepareErr != nil || changed {
+		return ctrl.Result{}, prepareErr
 	}
 	if err != nil {
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonNoControlPlane, "RequestResourceSlice", "%v", err)
 		return ctrl.Result{RequeueAfter: noControlPlaneRetry}, nil
 	}
 	return r.request(ctx, rs, provider, remote, remoteNS)
+}
+
+// prepare puts the finalizer on the slice and completes its spec for key (the cluster's
+// current one), patching what was completed: changed says the slice was patched (its
+// event brings it back).
+func (r *Reconciler) prepare(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, ks cluster.KeySet) (changed bool, err error) {
+	if finalizerErr := r.addFinalizer(ctx, rs); finalizerErr != nil {
+		return false, finalizerErr
+	}
+	orig := rs.DeepCopy()
+	key, keyBound := r.controlPlaneKey(ctx, rs.Namespace, provider, ks)
+	changed, err = r.complete(rs, provider, key, func() bool { return keyBound })
+	if err != nil || !changed {
+		return false, err
+	}
+	// A patch of what was completed (the cache keeps only this project's annotations),
+	// with the resourceVersion read.
+	return true, r.Client.Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 // request writes the slice to the provider, reads the provider's answer back into the

@@ -336,8 +336,8 @@ func (r *Reconciler) beforeSubmit(rs *authv1beta1.ResourceSlice, t *authv1beta1.
 		if err != nil {
 			return nil, err
 		}
-		if err := verifySealedByAny(t, keys); err != nil {
-			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: err.Error()}, nil //nolint:nilerr // a refusal is an issuance that says why, not a retry
+		if sealErr := verifySealedByAny(t, keys); sealErr != nil {
+			return &issuer.Issuance{Reason: authv1beta1.ReasonSubmissionRefused, Message: sealErr.Error()}, nil //nolint:nilerr // a refusal is an issuance that says why, not a retry
 		}
 		groups := who.groups(string(t.Spec.ClusterID))
 		problems, err := revocation.UnexpectedPermissions(ctx, r.Client, who.user, groups, func(b revocation.Binding) bool {
