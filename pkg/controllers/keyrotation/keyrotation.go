@@ -171,11 +171,7 @@ func (r *Reconciler) record(ctx context.Context, q *request, v *verdict) error {
 		}
 		rec.KeyRotation = cluster.NextRotation(rec.KeyRotation, cluster.KeyRotation{TenantUID: rot.TenantUID, From: rot.From, To: rot.To, CSRDigest: rot.CSRDigest,
 			FromSubjectKind: from.Kind, FromSubjectName: from.Name, At: r.Now().UTC().Truncate(time.Second)})
-		// An approval of the old key moves to the new one: its holder proved both keys (a
-		// denial covers the cluster already).
-		if a := rec.Approval; a != nil && a.Decision == cluster.Approved && a.KeyFingerprint == rot.From {
-			a.KeyFingerprint = rot.To
-		}
+		carryApproval(rec, rot.From, rot.To)
 		return nil
 	}); err != nil {
 		if reason := authn.ReasonOf(err); reason != "" {
@@ -330,4 +326,12 @@ func (r *Reconciler) oldSubjectStillBound(ctx context.Context, q *request, rot *
 		}
 	}
 	return false
+}
+
+// carryApproval moves an approval of the old key (from) to the new one (to): its holder
+// proved both keys. A denial covers the cluster already.
+func carryApproval(rec *cluster.TenantRecord, from, to string) {
+	if a := rec.Approval; a != nil && a.Decision == cluster.Approved && a.KeyFingerprint == from {
+		a.KeyFingerprint = to
+	}
 }
