@@ -5,8 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -79,15 +79,20 @@ func (r *rotationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		ctrl.LoggerFrom(ctx).Info("key rotation", "phase", st.Phase, "waiting", st.Waiting())
 		return ctrl.Result{RequeueAfter: RotationRecheck}, nil
 	}
-	// Retired: answer the request (a conflict: the Secret changed, its event comes back).
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: wire.KeysSecretName}, &s); err != nil {
-		return ctrl.Result{}, err
-	}
-	s.Annotations[wire.KeyRotatedAnnotation] = token
-	if err := r.client.Update(ctx, &s); err != nil && !apierrors.IsConflict(err) {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, nil
+	// Retired: answer the request. A conflict is retried here, not left to the Secret's
+	// next event: that event would see no rotation under way and the request unanswered,
+	// and stage a new key.
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: wire.KeysSecretName}, &s); err != nil {
+			return err
+		}
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[wire.KeyRotatedAnnotation] = token
+		return r.client.Update(ctx, &s)
+	})
+	return ctrl.Result{}, err
 }
 
 // algorithmOf is the algorithm of the current key (the new key keeps it).

@@ -186,6 +186,15 @@ func (o *Options) drive(ctx context.Context) error {
 		}
 		return s.Explain(err, "staging the new key")
 	}
+	// The identity controller writes the kubeconfig of each new certificate, the tenant
+	// controller re-seals the Tenants this cluster accepted: both follow the keys as they
+	// change (staged, switched, retired).
+	ctrls := authmanager.NewInProcess(o.Global)
+	ctrls.LiveKeys = true
+	defer ctrls.Stop()
+	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Both}); err != nil {
+		return err
+	}
 	p := o.printer()
 	for {
 		st, err := d.Step(ctx)
