@@ -83,8 +83,8 @@ func (r *rotationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	// next event: that event would see no rotation under way and the request unanswered,
 	// and stage a new key.
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: wire.KeysSecretName}, &s); err != nil {
-			return err
+		if getErr := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: wire.KeysSecretName}, &s); getErr != nil {
+			return getErr
 		}
 		if s.Annotations == nil {
 			s.Annotations = map[string]string{}

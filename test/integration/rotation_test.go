@@ -47,9 +47,9 @@ func fingerprintOf(t *testing.T, pub any) string {
 	return fp
 }
 
-// getsOwnTenant says whether kubeconfig, the consumer's identity with provider, may read its
-// own Tenant there (the error when it may not).
-func getsOwnTenant(t *testing.T, consumer, provider *site, kubeconfig []byte) error {
+// getsOwnTenant says whether kubeconfig, an identity of consumer with a provider, may read
+// its own Tenant there (the error when it may not).
+func getsOwnTenant(t *testing.T, consumer *site, kubeconfig []byte) error {
 	t.Helper()
 	c := newClient(t, restConfigFromKubeconfig(t, kubeconfig))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -71,7 +71,7 @@ func requireMovedTo(t *testing.T, consumer *site, providers ...*site) {
 		group, err := authn.KeyGroup(consumer.id, ks.Current.Public())
 		require.NoError(t, err)
 		assert.Equal(t, group, authn.CertificateKeyGroup(cert), "the certificate with %s is key-bound", p.id)
-		require.NoError(t, getsOwnTenant(t, consumer, p, kubeconfigOf(t, consumer, p)), "the new identity works with %s", p.id)
+		require.NoError(t, getsOwnTenant(t, consumer, kubeconfigOf(t, consumer, p)), "the new identity works with %s", p.id)
 	}
 }
 
@@ -83,7 +83,7 @@ func peerAll(t *testing.T, consumer *site, providers ...*site) map[string][]byte
 	for _, p := range providers {
 		mustCLI(t, pairArgs("authenticate", consumer, p)...)
 		old[p.id] = kubeconfigOf(t, consumer, p)
-		require.NoError(t, getsOwnTenant(t, consumer, p, old[p.id]), "the peering with %s works before the rotation", p.id)
+		require.NoError(t, getsOwnTenant(t, consumer, old[p.id]), "the peering with %s works before the rotation", p.id)
 	}
 	return old
 }
@@ -92,7 +92,7 @@ func peerAll(t *testing.T, consumer *site, providers ...*site) map[string][]byte
 func requireOldForbidden(t *testing.T, consumer *site, old map[string][]byte, providers ...*site) {
 	t.Helper()
 	for _, p := range providers {
-		err := getsOwnTenant(t, consumer, p, old[p.id])
+		err := getsOwnTenant(t, consumer, old[p.id])
 		assert.True(t, apierrors.IsForbidden(err), "the old certificate is forbidden on %s: %v", p.id, err)
 	}
 }
@@ -150,7 +150,7 @@ func TestRotateKeyResumes(t *testing.T) {
 	// In the middle, every peering works (each Identity's kubeconfig, whichever key it holds).
 	for _, p := range providers {
 		eventuallyNoError(t, context.Background(), fmt.Sprintf("the peering with %s works in the middle", p.id), func(context.Context) error {
-			return getsOwnTenant(t, consumer, p, kubeconfigOf(t, consumer, p))
+			return getsOwnTenant(t, consumer, kubeconfigOf(t, consumer, p))
 		})
 	}
 
@@ -183,7 +183,7 @@ func TestRotateKeyProviderGone(t *testing.T) {
 
 	ks := keysOf(t, consumer)
 	assert.NotNil(t, ks.Previous, "the old key is not retired")
-	require.NoError(t, getsOwnTenant(t, consumer, up, kubeconfigOf(t, consumer, up)))
+	require.NoError(t, getsOwnTenant(t, consumer, kubeconfigOf(t, consumer, up)))
 	var id authv1beta1.Identity
 	require.NoError(t, consumer.client.Get(context.Background(), client.ObjectKey{Namespace: wire.TenantNamespaceName(up.id), Name: wire.IdentityName(up.id)}, &id))
 	cert, err := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT)
@@ -214,11 +214,11 @@ func TestRotateKeyProviderThreeConsumers(t *testing.T) {
 		assert.NoError(t, acceptance.VerifySealed(&ts.Items[i], ks.Current.Public()), "Tenant %s re-sealed with the new key", ts.Items[i].Namespace)
 	}
 	for _, c := range consumers {
-		require.NoError(t, getsOwnTenant(t, c, provider, kubeconfigOf(t, c, provider)), "the peering of %s works", c.id)
+		require.NoError(t, getsOwnTenant(t, c, kubeconfigOf(t, c, provider)), "the peering of %s works", c.id)
 	}
 	// A new handshake under the provider's new key works.
 	c := consumers[0]
 	mustCLI(t, pairArgs("unauthenticate", c, provider)...)
 	mustCLI(t, pairArgs("authenticate", c, provider)...)
-	require.NoError(t, getsOwnTenant(t, c, provider, kubeconfigOf(t, c, provider)), "a new handshake of %s works", c.id)
+	require.NoError(t, getsOwnTenant(t, c, kubeconfigOf(t, c, provider)), "a new handshake of %s works", c.id)
 }
