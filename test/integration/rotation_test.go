@@ -180,6 +180,7 @@ func TestRotateKeyProviderGone(t *testing.T) {
 	require.Error(t, err, "the rotation cannot end while a provider is gone")
 	assert.Contains(t, errOut, "Provider cl-p2: CannotMove")
 	assert.Contains(t, errOut, "make "+gone.cp.URL+" reachable")
+	assert.Contains(t, err.Error(), "provider(s) cl-p2 cannot move", "the command ends naming it")
 
 	ks := keysOf(t, consumer)
 	assert.NotNil(t, ks.Previous, "the old key is not retired")
