@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -33,7 +32,10 @@ const RotationRecheck = 10 * time.Second
 type rotationReconciler struct {
 	client    client.Client
 	namespace string
-	driver    *rotation.Driver
+	// role is the sides the manager runs: the Identities (consumer) and the Tenants
+	// (provider) move the rotation on.
+	role   Role
+	driver *rotation.Driver
 }
 
 // SetupWithManager registers it for the keys Secret and, to move on at each change, the
@@ -44,10 +46,14 @@ func (r *rotationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	isKeys := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.namespace && o.GetName() == wire.KeysSecretName
 	})
-	return wiring.NewController(mgr, "rotation", access.Consumer).
-		For(&corev1.Secret{}, isKeys).
-		Watches(&authv1beta1.Identity{}, toKeys).
-		Complete(r)
+	b := wiring.NewController(mgr, "rotation", r.role).For(&corev1.Secret{}, isKeys)
+	if r.role.Has(Consumer) {
+		b = b.Watches(&authv1beta1.Identity{}, toKeys)
+	}
+	if r.role.Has(Provider) {
+		b = b.Watches(&authv1beta1.Tenant{}, toKeys)
+	}
+	return b.Complete(r)
 }
 
 // Reconcile stages, steps or ends the rotation the Secret asks for.
