@@ -277,8 +277,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.Peerings {
 		// The long-running manager rotates the key when its Secret asks (it alone caches
 		// that Secret), whichever sides it runs.
-		setups = append(setups, &rotationReconciler{client: c, namespace: o.Namespace, role: o.Role,
-			driver: &rotation.Driver{Client: c, Namespace: o.Namespace, ClusterID: o.ClusterID, Provider: o.Role.Has(Provider), NoIdentities: !o.Role.Has(Consumer)}})
+		// It reads live, not from the cache: a pass decided on a Secret the cache has not
+		// caught up with would see no rotation under way and answer the request at once.
+		live := liveReads{Client: d.c, reader: d.reader}
+		setups = append(setups, &rotationReconciler{client: live, namespace: o.Namespace, role: o.Role,
+			driver: &rotation.Driver{Client: live, Namespace: o.Namespace, ClusterID: o.ClusterID, Provider: o.Role.Has(Provider), NoIdentities: !o.Role.Has(Consumer)}})
 	}
 	for _, s := range setups {
 		if err := s.SetupWithManager(mgr); err != nil {

@@ -108,3 +108,19 @@ func algorithmOf(ks cluster.KeySet) authn.Algorithm {
 	}
 	return authn.Ed25519
 }
+
+// liveReads is a client whose reads go to the API server (reader), not to the cache.
+type liveReads struct {
+	client.Client
+	reader client.Reader
+}
+
+// Get reads obj live.
+func (l liveReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return l.reader.Get(ctx, key, obj, opts...)
+}
+
+// List reads list live.
+func (l liveReads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return l.reader.List(ctx, list, opts...)
+}
