@@ -28,6 +28,11 @@ type Host interface {
 // InProcess are the controllers a command runs in its own process, for its own duration,
 // on the sides where no liqo-auth-manager runs; Stop ends them.
 type InProcess struct {
+	// LiveKeys makes the controllers read the authentication-keys Secret at each use
+	// instead of the key read at their start: for the command that rotates the key, whose
+	// controllers must follow the staged, switched and retired keys.
+	LiveKeys bool
+
 	host    Host
 	mu      sync.Mutex
 	started []startedRunner
@@ -174,6 +179,9 @@ func (c *InProcess) Start(ctx context.Context, s *handshake.Side, role Role) (st
 	// One command's controllers verify and seal with the key it read (a rotation is driven
 	// by a manager, or by liqoctl rotate key, not beside a command).
 	o.Keys = cluster.FixedKeys{Current: o.Key}
+	if c.LiveKeys {
+		o.Keys = cluster.SecretKeys{Reader: s.Client, Namespace: s.Namespace}
+	}
 	r, err := Start(ctx, s.Config, Connection{HTTPClient: s.HTTPClient, Mapper: s.Mapper}, o, c.host.ControllerLogger())
 	if err != nil {
 		return false, startError(s, role, err)

@@ -274,6 +274,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 		setups = append(setups, consumer...)
 	}
+	if o.Peerings {
+		// The long-running manager rotates the key when its Secret asks (it alone caches
+		// that Secret), whichever sides it runs.
+		// It reads live, not from the cache: a pass decided on a Secret the cache has not
+		// caught up with would see no rotation under way and answer the request at once.
+		live := liveReads{Client: d.c, reader: d.reader}
+		setups = append(setups, &rotationReconciler{client: live, namespace: o.Namespace, role: o.Role,
+			driver: &rotation.Driver{Client: live, Namespace: o.Namespace, ClusterID: o.ClusterID, Provider: o.Role.Has(Provider), NoIdentities: !o.Role.Has(Consumer)}})
+	}
 	for _, s := range setups {
 		if err := s.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up %T: %w", s, err)
@@ -386,12 +395,6 @@ func (o *Options) consumerSetups(mgr ctrl.Manager, d deps) ([]setup, error) {
 			return nil, err
 		}
 		setups = append(setups, s)
-	}
-	if o.Peerings {
-		// The long-running manager rotates the key when its Secret asks (it alone caches
-		// that Secret).
-		setups = append(setups, &rotationReconciler{client: c, namespace: o.Namespace,
-			driver: &rotation.Driver{Client: c, Namespace: o.Namespace, ClusterID: o.ClusterID, Provider: o.Role.Has(Provider)}})
 	}
 	if o.WatchRenewals {
 		setups = append(setups, &renewfollower.Reconciler{Client: c, Recorder: rec, Scheme: mgr.GetScheme(), LiqoNamespace: o.Namespace, ClusterID: o.ClusterID, Keys: keys, PresenceInterval: o.PresenceInterval})

@@ -5,15 +5,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -33,7 +32,10 @@ const RotationRecheck = 10 * time.Second
 type rotationReconciler struct {
 	client    client.Client
 	namespace string
-	driver    *rotation.Driver
+	// role is the sides the manager runs: the Identities (consumer) and the Tenants
+	// (provider) move the rotation on.
+	role   Role
+	driver *rotation.Driver
 }
 
 // SetupWithManager registers it for the keys Secret and, to move on at each change, the
@@ -44,10 +46,14 @@ func (r *rotationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	isKeys := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.namespace && o.GetName() == wire.KeysSecretName
 	})
-	return wiring.NewController(mgr, "rotation", access.Consumer).
-		For(&corev1.Secret{}, isKeys).
-		Watches(&authv1beta1.Identity{}, toKeys).
-		Complete(r)
+	b := wiring.NewController(mgr, "rotation", r.role).For(&corev1.Secret{}, isKeys)
+	if r.role.Has(Consumer) {
+		b = b.Watches(&authv1beta1.Identity{}, toKeys)
+	}
+	if r.role.Has(Provider) {
+		b = b.Watches(&authv1beta1.Tenant{}, toKeys)
+	}
+	return b.Complete(r)
 }
 
 // Reconcile stages, steps or ends the rotation the Secret asks for.
@@ -79,15 +85,20 @@ func (r *rotationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		ctrl.LoggerFrom(ctx).Info("key rotation", "phase", st.Phase, "waiting", st.Waiting())
 		return ctrl.Result{RequeueAfter: RotationRecheck}, nil
 	}
-	// Retired: answer the request (a conflict: the Secret changed, its event comes back).
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: wire.KeysSecretName}, &s); err != nil {
-		return ctrl.Result{}, err
-	}
-	s.Annotations[wire.KeyRotatedAnnotation] = token
-	if err := r.client.Update(ctx, &s); err != nil && !apierrors.IsConflict(err) {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, nil
+	// Retired: answer the request. A conflict is retried here, not left to the Secret's
+	// next event: that event would see no rotation under way and the request unanswered,
+	// and stage a new key.
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if getErr := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: wire.KeysSecretName}, &s); getErr != nil {
+			return getErr
+		}
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[wire.KeyRotatedAnnotation] = token
+		return r.client.Update(ctx, &s)
+	})
+	return ctrl.Result{}, err
 }
 
 // algorithmOf is the algorithm of the current key (the new key keeps it).
@@ -96,4 +107,20 @@ func algorithmOf(ks cluster.KeySet) authn.Algorithm {
 		return authn.RSA2048
 	}
 	return authn.Ed25519
+}
+
+// liveReads is a client whose reads go to the API server (reader), not to the cache.
+type liveReads struct {
+	client.Client
+	reader client.Reader
+}
+
+// Get reads obj live.
+func (l liveReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return l.reader.Get(ctx, key, obj, opts...)
+}
+
+// List reads list live.
+func (l liveReads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return l.reader.List(ctx, list, opts...)
 }

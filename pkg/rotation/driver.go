@@ -38,6 +38,9 @@ type Driver struct {
 	// Provider makes the retirement wait for the Tenants this cluster accepted to be
 	// re-sealed with the current key.
 	Provider bool
+	// NoIdentities: this cluster runs no consumer side (a provider-only manager, which
+	// caches no Identities): no provider to move, only the Tenants to re-seal.
+	NoIdentities bool
 	// Connect makes a client of a provider (client.New with the project's scheme when nil).
 	Connect func(*rest.Config) (client.Client, error)
 	// Now is the clock (time.Now when nil).
@@ -100,8 +103,10 @@ func (d *Driver) observe(ctx context.Context, ks cluster.KeySet, act bool) (Stat
 		st.Phase, newKey = Switched, ks.Current
 	}
 	var ids authv1beta1.IdentityList
-	if err := d.Client.List(ctx, &ids); err != nil {
-		return st, err
+	if !d.NoIdentities {
+		if err := d.Client.List(ctx, &ids); err != nil {
+			return st, err
+		}
 	}
 	for i := range ids.Items {
 		id := &ids.Items[i]

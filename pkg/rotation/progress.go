@@ -127,3 +127,17 @@ func (s Status) Waiting() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Stuck says whether the rotation, switched, can go no further by itself for now: every
+// provider that is not proven cannot move (the previous key stays until they do).
+func (s Status) Stuck() bool {
+	if s.Phase != Switched || len(s.Blocked()) == 0 {
+		return false
+	}
+	for _, p := range s.Peers {
+		if p.State != Proven && p.State != CannotMove {
+			return false
+		}
+	}
+	return true
+}

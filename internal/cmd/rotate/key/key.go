@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -186,6 +187,15 @@ func (o *Options) drive(ctx context.Context) error {
 		}
 		return s.Explain(err, "staging the new key")
 	}
+	// The identity controller writes the kubeconfig of each new certificate, the tenant
+	// controller re-seals the Tenants this cluster accepted: both follow the keys as they
+	// change (staged, switched, retired).
+	ctrls := authmanager.NewInProcess(o.Global)
+	ctrls.LiveKeys = true
+	defer ctrls.Stop()
+	if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Both}); err != nil {
+		return err
+	}
 	p := o.printer()
 	for {
 		st, err := d.Step(ctx)
@@ -197,6 +207,9 @@ func (o *Options) drive(ctx context.Context) error {
 			s.Report.Info("The key is rotated: the previous key is retired")
 			return nil
 		}
+		if st.Stuck() {
+			return o.stuck(st)
+		}
 		if o.NoWait && st.Phase == rotation.Switched {
 			s.Report.Info("Not waiting: the key is switched; run liqoctl rotate key again to retire the previous one once every peer moved")
 			return nil
@@ -205,6 +218,17 @@ func (o *Options) drive(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// stuck ends a rotation that only blocked peers hold: it names them, with what their
+// administrators run; the previous key stays.
+func (o *Options) stuck(st rotation.Status) error {
+	var names []string
+	for _, p := range st.Blocked() {
+		names = append(names, p.Peer)
+	}
+	return o.side.Errorf("the key is switched but the previous one is kept: provider(s) %s cannot move (each line above says what its administrator runs); run liqoctl rotate key again once they can, to move them and retire the previous key",
+		strings.Join(names, ", "))
 }
 
 // waitChange returns at the next change of an Identity of this cluster, or after
