@@ -143,8 +143,8 @@ func TestKeyRotationProviderMovesAConsumer(t *testing.T) {
 		require.NoError(t, pr.client.Get(ctx, p.key, &now))
 		assert.Equal(t, string(tn.Spec.PublicKey), string(now.Spec.PublicKey), "%s moved the Tenant's key", what)
 		assert.Equal(t, oldFP, now.Status.AcceptedKeyFingerprint, "%s changed the acceptance", what)
-		rec, err := cluster.GetTenantRecord(ctx, pr.client, wire.DefaultLiqoNamespace, c.id)
-		require.NoError(t, err)
+		rec, recErr := cluster.GetTenantRecord(ctx, pr.client, wire.DefaultLiqoNamespace, c.id)
+		require.NoError(t, recErr)
 		assert.Nil(t, rec.KeyRotation, "%s recorded a rotation", what)
 	}
 
@@ -168,14 +168,14 @@ func TestKeyRotationProviderMovesAConsumer(t *testing.T) {
 	waitRenewEvent(t, pr, p.tn, uid, authv1beta1.ReasonKeyRotationRecorded)
 	var answered authv1beta1.Renew
 	eventually(t, 30*time.Second, "the Renew answered with the new key's certificate", func(ctx context.Context) (bool, error) {
-		if err := oldID.Get(ctx, client.ObjectKeyFromObject(honest), &answered); err != nil {
-			return false, err
+		if getErr := oldID.Get(ctx, client.ObjectKeyFromObject(honest), &answered); getErr != nil {
+			return false, getErr
 		}
 		if !answered.Status.AuthParams.HasCertificate() {
 			return false, nil
 		}
-		cert, err := authn.ParseCertificate(answered.Status.AuthParams.SignedCRT)
-		return err == nil && authn.PublicKeysEqual(cert.PublicKey, next.Public()), nil
+		got, parseErr := authn.ParseCertificate(answered.Status.AuthParams.SignedCRT)
+		return parseErr == nil && authn.PublicKeysEqual(got.PublicKey, next.Public()), nil
 	})
 	cert, err := authn.ParseCertificate(answered.Status.AuthParams.SignedCRT)
 	require.NoError(t, err)
@@ -197,8 +197,8 @@ func TestKeyRotationProviderMovesAConsumer(t *testing.T) {
 	rot := rotationOf(t, c, pr, oldKey, next, string(tn.UID), honest.Spec.CSR)
 	setDone := func(k crypto.Signer) {
 		t.Helper()
-		sig, err := authn.SignRotationDone(k, rot)
-		require.NoError(t, err)
+		sig, signErr := authn.SignRotationDone(k, rot)
+		require.NoError(t, signErr)
 		require.NoError(t, oldID.Get(ctx, client.ObjectKeyFromObject(honest), &answered))
 		answered.Annotations[wire.RotationDoneSignatureAnnotation] = base64.StdEncoding.EncodeToString(sig)
 		require.NoError(t, oldID.Update(ctx, &answered))
@@ -237,8 +237,8 @@ func TestKeyRotationProviderMovesAConsumer(t *testing.T) {
 	keys, err := cluster.SwitchToNextKey(ctx, pr.client, wire.DefaultLiqoNamespace)
 	require.NoError(t, err)
 	eventually(t, 30*time.Second, "every Tenant sealed again with the provider's new key", func(ctx context.Context) (bool, error) {
-		n, err := cluster.ProviderRotationProgress(ctx, pr.client, keys)
-		return n == 0, err
+		n, progressErr := cluster.ProviderRotationProgress(ctx, pr.client, keys)
+		return n == 0, progressErr
 	})
 	require.NoError(t, newID.Get(ctx, p.key, &authv1beta1.Tenant{}), "the consumer works after the provider's switch")
 	_, errOut := mustCLI(t, "renew", "tenant", c.id, "--kubeconfig", pr.cp.Kubeconfig)

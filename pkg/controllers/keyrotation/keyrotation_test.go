@@ -217,13 +217,13 @@ func setup(t *testing.T, k keys, objs ...client.Object) *env {
 	return e
 }
 
-func (e *env) reconcile(t *testing.T) (ctrl.Result, map[string]int, []string) {
+func (e *env) reconcile(t *testing.T) (map[string]int, []string) {
 	t.Helper()
-	res, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: testNS, Name: wire.KeyRotationRenewName}})
+	_, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: testNS, Name: wire.KeyRotationRenewName}})
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
-	return res, e.writes.Take(), controllertest.Events(e.rec)
+	return e.writes.Take(), controllertest.Events(e.rec)
 }
 
 func (e *env) record(t *testing.T) *cluster.TenantRecord {
@@ -250,7 +250,7 @@ func TestForgedRequestChangesNothing(t *testing.T) {
 	for name, f := range map[string]forge{"old key": {oldSigner: k.other}, "new key": {newSigner: k.other}, "Tenant UID": {tenantUID: "other"}} {
 		t.Run(name, func(t *testing.T) {
 			e := setup(t, k, tenant(k), rotationRenew(k, f))
-			_, writes, evs := e.reconcile(t)
+			writes, evs := e.reconcile(t)
 			for w := range writes {
 				if !strings.HasPrefix(w, "create Event") {
 					t.Errorf("a forged rotation wrote %s", w)
@@ -275,7 +275,7 @@ func TestRotationIsFollowedToItsEnd(t *testing.T) {
 	k := newKeys()
 	rn := rotationRenew(k, forge{})
 	e := setup(t, k, tenant(k), rn)
-	_, _, evs := e.reconcile(t)
+	_, evs := e.reconcile(t)
 	rot := e.record(t).KeyRotation
 	toFP := must(authn.Fingerprint(k.next.Public()))
 	if rot == nil || rot.To != toFP || rot.FromSubjectKind != rbacv1.UserKind || rot.FromSubjectName != testID || rot.TenantUID != testUID || rot.Done {
@@ -289,7 +289,7 @@ func TestRotationIsFollowedToItsEnd(t *testing.T) {
 		t.Errorf("events %v", evs)
 	}
 	// Again: nothing new (the record holds it; the Tenant is not sealed for it yet).
-	if _, writes, _ := e.reconcile(t); len(writes) != 0 {
+	if writes, _ := e.reconcile(t); len(writes) != 0 {
 		t.Errorf("a second reconcile wrote %v", writes)
 	}
 
@@ -301,7 +301,7 @@ func TestRotationIsFollowedToItsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.writes.Take()
-	_, _, evs = e.reconcile(t)
+	_, evs = e.reconcile(t)
 	got := &authv1beta1.Renew{}
 	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(rn), got); err != nil {
 		t.Fatal(err)
@@ -313,7 +313,7 @@ func TestRotationIsFollowedToItsEnd(t *testing.T) {
 	// A done signature by the old key ends nothing.
 	full := authn.Rotation{ConsumerID: testID, ProviderID: testProvider, TenantUID: testUID, From: rot.From, To: rot.To, CSRDigest: rot.CSRDigest}
 	setDone(t, e, got, k.old, full)
-	if _, _, evs = e.reconcile(t); e.record(t).KeyRotation.Done || !hasEvent(evs, authv1beta1.ReasonKeyRotationDoneSignatureInvalid) {
+	if _, evs = e.reconcile(t); e.record(t).KeyRotation.Done || !hasEvent(evs, authv1beta1.ReasonKeyRotationDoneSignatureInvalid) {
 		t.Fatalf("a done signature by the old key ended the rotation (events %v)", evs)
 	}
 	// By the new key: done.
@@ -329,7 +329,7 @@ func TestRotationIsFollowedToItsEnd(t *testing.T) {
 		t.Fatal("recorded revoked while SubjectAccessReviews allow")
 	}
 	e.allowed = false
-	_, _, evs = e.reconcile(t)
+	_, evs = e.reconcile(t)
 	if e.record(t).KeyRotation.Revoked == nil || !hasEvent(evs, authv1beta1.ReasonKeyRotationDone) {
 		t.Fatalf("the proof was not recorded: %v", evs)
 	}
