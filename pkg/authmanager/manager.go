@@ -207,6 +207,22 @@ func CacheOptions(liqoNS string, scope *CacheScope, peerings bool) cache.Options
 	return cache.Options{DefaultTransform: transform, ByObject: byObject}
 }
 
+// cacheOptionsFor are the CacheOptions of the controllers o selects: when o carries its
+// key source (one command's controllers, FixedKeys), the cache does not hold the keys
+// Secret, which no controller would read from it.
+func cacheOptionsFor(o Options) cache.Options {
+	co := CacheOptions(namespaceOr(o.Namespace), o.Scope, o.Peerings)
+	if o.Keys != nil {
+		for obj, by := range co.ByObject {
+			if _, ok := obj.(*corev1.Secret); ok {
+				by.Namespaces = nil
+				co.ByObject[obj] = by
+			}
+		}
+	}
+	return co
+}
+
 // stripBinding keeps of a cached binding what the controllers read: not its managed fields
 // nor annotations (kubectl's last-applied configuration doubles a binding's size).
 func stripBinding(obj any) (any, error) {

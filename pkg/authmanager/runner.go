@@ -54,7 +54,7 @@ type Connection struct {
 func Start(ctx context.Context, cfg *rest.Config, conn Connection, o Options, logger logr.Logger) (*Runner, error) {
 	o.Scope = NewCacheScope(namespaceOr(o.Namespace))
 	opts := ctrl.Options{
-		Scheme: scheme.New(), Cache: CacheOptions(namespaceOr(o.Namespace), o.Scope, o.Peerings), Logger: logger,
+		Scheme: scheme.New(), Cache: cacheOptionsFor(o), Logger: logger,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: ControllerConfig(), NewCache: NewCache,
 	}

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
@@ -44,7 +45,14 @@ func (v verifier) everyNamespace(ctx context.Context, p peer, provider *handshak
 		tn = identityTN
 	}
 	own := func(b revocation.Binding) bool { return b.Kind == "RoleBinding" && b.Namespace == tn }
-	found, err := revocation.UnexpectedPermissions(ctx, provider.Client, consumerID, []string{wire.UserGroup}, own)
+	groups := []string{wire.UserGroup}
+	// A key-bound identity authenticates with its key group too: every key group the
+	// provider's record lists for the consumer is scanned (credentials that may not read
+	// the record scan the user and liqo.io only).
+	if rec, recErr := cluster.GetTenantRecord(ctx, provider.Client, provider.Namespace, consumerID); recErr == nil {
+		groups = append(groups, rec.ControlPlaneKeyGroups()...)
+	}
+	found, err := revocation.UnexpectedPermissions(ctx, provider.Client, consumerID, groups, own)
 	switch {
 	case apierrors.IsForbidden(err):
 		p.add(CheckEveryNamespace, ResultSkip, "not checked: the provider's credentials may not list RoleBindings and ClusterRoleBindings in every namespace or ask SubjectAccessReviews (%v)", err)

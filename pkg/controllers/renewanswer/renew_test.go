@@ -291,3 +291,17 @@ func TestGoneRenew(t *testing.T) {
 		t.Errorf("a missing Renew: %v, found %v", err, found)
 	}
 }
+
+// TestKeyRotationRenewIsNoRenewal: the Renew named wire.KeyRotationRenewName, in the
+// tenant namespace of an accepted Tenant, is not answered here (the keyrotation controller
+// follows it): no status, no Event.
+func TestKeyRotationRenewIsNoRenewal(t *testing.T) {
+	k := newKeys(t)
+	rn := renew(t, k)
+	rn.Name = wire.KeyRotationRenewName
+	e := setup(t, k, authv1beta1.TenantConditionActive, acceptedTenant(t, k, k.provider), rn)
+	got, writes, evs := e.reconcile(t, rn)
+	if len(writes) != 0 || len(evs) != 0 || got.Status.AuthParams != nil {
+		t.Errorf("the key-rotation Renew was answered as a renewal: writes %v, events %v", writes, evs)
+	}
+}
