@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -249,3 +251,38 @@ func stopDetachedNode(dir string, grace time.Duration) (int, error) {
 
 // Node returns the control plane's node, or nil.
 func (cp *ControlPlane) Node() *Node { return cp.node }
+
+// PodProcesses returns the PIDs of every process of the Pod with UID uid on this node
+// (its sandbox and containers), read from the kubelet's cgroups of that Pod.
+func (n *Node) PodProcesses(uid string) []int {
+	var out []int
+	root := filepath.Join("/sys/fs/cgroup/pids", nodeCgroup)
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || !strings.Contains(p, "/pod"+uid) {
+			return nil //nolint:nilerr // only the Pod's cgroups are read
+		}
+		data, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// SignalPod sends sig to every process of the Pod with UID uid on this node (SIGSTOP
+// freezes a Pod in place, as a hung process or a partitioned node would leave it).
+func (n *Node) SignalPod(uid string, sig syscall.Signal) error {
+	pids := n.PodProcesses(uid)
+	if len(pids) == 0 {
+		return fmt.Errorf("testenv: no process of Pod %s on node %s", uid, n.Name)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil {
+			return fmt.Errorf("testenv: signalling PID %d of Pod %s: %w", pid, uid, err)
+		}
+	}
+	return nil
+}
