@@ -175,57 +175,11 @@ func startOnce(ctx context.Context, o Options, ca *CA, host string) (*ControlPla
 	if err := cp.writeKubeconfigs(); err != nil {
 		return nil, err
 	}
-	pki, logs := filepath.Join(o.Dir, "pki"), filepath.Join(o.Dir, "logs")
-	bin := func(n string) string { return filepath.Join(o.BinDir, n) }
-	cp.etcd = &process{name: "etcd", path: bin("etcd"), logPath: filepath.Join(logs, "etcd.log"), detach: o.Detach, args: etcdArgs(o.Dir, p)}
-	apiArgs := apiserverArgs(pki, p)
-	kcm := kcmArgs(pki, filepath.Join(o.Dir, "controller-manager.kubeconfig"))
-	if o.Node != nil {
-		if err := cp.writeNodeClients(); err != nil {
-			return nil, err
-		}
-		apiArgs = apiserverArgsForNode(apiArgs, pki)
-		kcm = kcmArgsForNode(kcm, pki)
-		cp.scheduler = &process{name: "kube-scheduler", path: filepath.Join(o.Node.BinDir, "kube-scheduler"), logPath: filepath.Join(logs, "kube-scheduler.log"), detach: o.Detach,
-			args: []string{"--kubeconfig=" + filepath.Join(o.Dir, "scheduler.kubeconfig"), "--leader-elect=false", "--secure-port=0", "--v=0"}}
-	}
-	if o.AuditLog {
-		policy := filepath.Join(o.Dir, "audit-policy.yaml")
-		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-			return nil, err
-		}
-		apiArgs = append(apiArgs, "--audit-policy-file="+policy, "--audit-log-path="+cp.AuditLogPath(), "--audit-log-format=json")
-	}
-	cp.apiserver = &process{name: "kube-apiserver", path: bin("kube-apiserver"), logPath: filepath.Join(logs, "kube-apiserver.log"), detach: o.Detach, args: apiArgs}
-	cp.kcm = &process{name: "kube-controller-manager", path: bin("kube-controller-manager"), logPath: filepath.Join(logs, "kube-controller-manager.log"), detach: o.Detach,
-		args: kcm}
-	// kube-controller-manager starts once the API server is ready: it gives up after a
-	// few seconds of an unhealthy API server, which a loaded machine starting several
-	// control planes at once can take.
-	for _, pr := range []*process{cp.etcd, cp.apiserver} {
-		if err := pr.start(); err != nil {
-			cp.Stop()
-			return nil, err
-		}
-	}
-	if err := cp.waitReady(ctx, o.ReadyTimeout); err != nil {
-		cp.Stop()
+	if err := cp.makeProcesses(o, p); err != nil {
 		return nil, err
 	}
-	for _, pr := range []*process{cp.kcm, cp.scheduler} {
-		if pr == nil {
-			continue
-		}
-		if err := pr.start(); err != nil {
-			cp.stopServers()
-			return nil, err
-		}
-	}
-	if o.Detach {
-		if err := writePIDs(o.Dir, cp.processes()); err != nil {
-			cp.stopServers()
-			return nil, err
-		}
+	if err := cp.startServers(ctx, o); err != nil {
+		return nil, err
 	}
 	if o.Node != nil {
 		if err := cp.startNode(ctx, o.Node, o.Detach); err != nil {
@@ -236,6 +190,69 @@ func startOnce(ctx context.Context, o Options, ca *CA, host string) (*ControlPla
 		}
 	}
 	return cp, nil
+}
+
+// makeProcesses prepares the control plane's processes and what they read.
+func (cp *ControlPlane) makeProcesses(o Options, p ports) error {
+	pki, logs := filepath.Join(o.Dir, "pki"), filepath.Join(o.Dir, "logs")
+	bin := func(n string) string { return filepath.Join(o.BinDir, n) }
+	cp.etcd = &process{name: "etcd", path: bin("etcd"), logPath: filepath.Join(logs, "etcd.log"), detach: o.Detach, args: etcdArgs(o.Dir, p)}
+	apiArgs := apiserverArgs(pki, p)
+	kcm := kcmArgs(pki, filepath.Join(o.Dir, "controller-manager.kubeconfig"))
+	if o.Node != nil {
+		if err := cp.writeNodeClients(); err != nil {
+			return err
+		}
+		apiArgs = apiserverArgsForNode(apiArgs, pki)
+		kcm = kcmArgsForNode(kcm, pki)
+		cp.scheduler = &process{name: "kube-scheduler", path: filepath.Join(o.Node.BinDir, "kube-scheduler"), logPath: filepath.Join(logs, "kube-scheduler.log"), detach: o.Detach,
+			args: []string{"--kubeconfig=" + filepath.Join(o.Dir, "scheduler.kubeconfig"), "--leader-elect=false", "--secure-port=0", "--v=0"}}
+	}
+	if o.AuditLog {
+		policy := filepath.Join(o.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+			return err
+		}
+		apiArgs = append(apiArgs, "--audit-policy-file="+policy, "--audit-log-path="+cp.AuditLogPath(), "--audit-log-format=json")
+	}
+	cp.apiserver = &process{name: "kube-apiserver", path: bin("kube-apiserver"), logPath: filepath.Join(logs, "kube-apiserver.log"), detach: o.Detach, args: apiArgs}
+	cp.kcm = &process{name: "kube-controller-manager", path: bin("kube-controller-manager"), logPath: filepath.Join(logs, "kube-controller-manager.log"), detach: o.Detach,
+		args: kcm}
+	return nil
+}
+
+// startServers starts etcd and the API server, waits until it is ready, then starts the
+// controller manager (and the scheduler); a detached control plane records their PIDs.
+func (cp *ControlPlane) startServers(ctx context.Context, o Options) error {
+	// kube-controller-manager starts once the API server is ready: it gives up after a
+	// few seconds of an unhealthy API server, which a loaded machine starting several
+	// control planes at once can take.
+	for _, pr := range []*process{cp.etcd, cp.apiserver} {
+		if err := pr.start(); err != nil {
+			cp.Stop()
+			return err
+		}
+	}
+	if err := cp.waitReady(ctx, o.ReadyTimeout); err != nil {
+		cp.Stop()
+		return err
+	}
+	for _, pr := range []*process{cp.kcm, cp.scheduler} {
+		if pr == nil {
+			continue
+		}
+		if err := pr.start(); err != nil {
+			cp.stopServers()
+			return err
+		}
+	}
+	if o.Detach {
+		if err := writePIDs(o.Dir, cp.processes()); err != nil {
+			cp.stopServers()
+			return err
+		}
+	}
+	return nil
 }
 
 func (cp *ControlPlane) processes() []*process {
@@ -300,13 +317,13 @@ func (cp *ControlPlane) StopNode() error {
 func (cp *ControlPlane) stopServers() {
 	for _, p := range []*process{cp.scheduler, cp.kcm, cp.apiserver, cp.etcd} {
 		if p != nil {
-			p.stop(10 * time.Second)
+			p.stop()
 		}
 	}
 }
 
 // StopAPIServer stops only the API server, as in an outage.
-func (cp *ControlPlane) StopAPIServer() { cp.apiserver.stop(10 * time.Second) }
+func (cp *ControlPlane) StopAPIServer() { cp.apiserver.stop() }
 
 // StartAPIServer starts the API server again on the same port and waits for readiness.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
@@ -382,8 +399,8 @@ func (cp *ControlPlane) writeNodeClients() error {
 	if err != nil {
 		return err
 	}
-	if err := WriteKubeconfig(filepath.Join(cp.Dir, "scheduler.kubeconfig"), cp.Name, sched); err != nil {
-		return err
+	if writeErr := WriteKubeconfig(filepath.Join(cp.Dir, "scheduler.kubeconfig"), cp.Name, sched); writeErr != nil {
+		return writeErr
 	}
 	crt, key, err := cp.CA.Issue("kube-apiserver-kubelet-client", []string{"system:masters"}, nil, nil)
 	if err != nil {

@@ -1,7 +1,9 @@
 // Package testenv starts real, isolated Kubernetes control planes (etcd, kube-apiserver
 // with RBAC, and kube-controller-manager running the CSR signer, the CSR cleaner, the
 // namespace controller and the garbage collector) on loopback, for tests, benchmarks
-// and local demos.
+// and local demos; with Options.Node, also a real node (containerd, kubelet, kube-proxy
+// and kube-scheduler, in a network namespace of their own) that runs Pods, so that the
+// manager runs as the release manifest deploys it.
 //
 // Each control plane has its own PKI: one CA is both the API server's client CA and the
 // controller manager's cluster-signing CA, so certificates issued through

@@ -44,7 +44,7 @@ type Node struct {
 	// Dir holds containerd's, the kubelet's and kube-proxy's state and configuration.
 	Dir string
 
-	binDir                        string
+	binDir                         string
 	containerd, kubelet, kubeProxy *process
 }
 
@@ -181,12 +181,12 @@ func (cp *ControlPlane) waitNodeReady(ctx context.Context, timeout time.Duration
 func (n *Node) stop() error {
 	for _, p := range []*process{n.kubelet, n.kubeProxy} {
 		if p != nil {
-			p.stop(10 * time.Second)
+			p.stop()
 		}
 	}
 	if n.containerd != nil && !n.containerd.exited() {
 		n.removeContainers()
-		n.containerd.stop(10 * time.Second)
+		n.containerd.stop()
 	}
 	return n.release()
 }

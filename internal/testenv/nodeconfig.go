@@ -190,12 +190,12 @@ func (n *Node) writeConfigs(cp *ControlPlane) error {
 		return err
 	}
 	files := map[string]string{
-		"containerd/config.toml":                     expand(containerdConfig, vars),
+		"containerd/config.toml":                       expand(containerdConfig, vars),
 		"cni/net.d/10-" + nodeCNINetwork + ".conflist": expand(cniConfig, vars),
-		"kubelet.yaml":                               expand(kubeletConfig, vars),
-		"kube-proxy.yaml":                            expand(kubeProxyConfig, vars),
-		"pki/kubelet.crt":                            string(crt),
-		"pki/kubelet.key":                            string(key),
+		"kubelet.yaml":                                 expand(kubeletConfig, vars),
+		"kube-proxy.yaml":                              expand(kubeProxyConfig, vars),
+		"pki/kubelet.crt":                              string(crt),
+		"pki/kubelet.key":                              string(key),
 	}
 	for f, data := range files {
 		if err := os.WriteFile(filepath.Join(n.Dir, f), []byte(data), 0o600); err != nil {

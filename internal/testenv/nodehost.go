@@ -219,21 +219,35 @@ func setupNodeCgroups() error {
 // results of its network, the kubelet's links to its logs, and the kernel settings the
 // kubelet changed. Each step is best effort: what fails is reported, the rest goes on.
 func sweepNode(dir string) []error {
+	killNodeStragglers()
 	var errs []error
+	if dir != "" {
+		errs = append(errs, unmountUnder(dir)...)
+	}
+	errs = append(errs, removeNodeCgroups()...)
+	errs = append(errs, removeNodeNetwork()...)
+	removeHostTraces(dir)
+	return errs
+}
+
+// killNodeStragglers kills what runs in the node's cgroups or network namespace.
+func killNodeStragglers() {
 	for i := 0; i < 3; i++ {
 		pids := nodeStragglers()
 		if len(pids) == 0 {
-			break
+			return
 		}
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if dir != "" {
-		errs = append(errs, unmountUnder(dir)...)
-	}
-	errs = append(errs, removeNodeCgroups()...)
+}
+
+// removeNodeNetwork deletes the node's network namespace (its bridge, veths and iptables
+// rules go with it) and the host's end of its link.
+func removeNodeNetwork() []error {
+	var errs []error
 	if _, err := os.Stat(netnsPath()); err == nil {
 		if err := run("ip", "netns", "delete", nodeNetNS); err != nil {
 			errs = append(errs, err)
@@ -244,24 +258,42 @@ func sweepNode(dir string) []error {
 			errs = append(errs, err)
 		}
 	}
-	if entries, err := os.ReadDir(cniResultsDir); err == nil {
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), nodeCNINetwork+"-") {
+	return errs
+}
+
+// removeHostTraces removes what containerd, libcni and the kubelet write in machine-wide
+// directories for the node in dir: libcni's cached results of the node's network and of
+// each sandbox's loopback, the kubelet's links to container logs, and the empty
+// directories containerd's shims make in containerd's default state directory whatever
+// its configuration says (a containerd of the machine's own would keep something there).
+func removeHostTraces(dir string) {
+	prefixes := []string{nodeCNINetwork + "-"}
+	if dir != "" {
+		sandboxes, _ := os.ReadDir(filepath.Join(dir, "containerd", "root", "io.containerd.grpc.v1.cri", "sandboxes"))
+		for _, s := range sandboxes {
+			prefixes = append(prefixes, "cni-loopback-"+s.Name()+"-")
+		}
+	}
+	entries, _ := os.ReadDir(cniResultsDir)
+	for _, e := range entries {
+		for _, p := range prefixes {
+			if strings.HasPrefix(e.Name(), p) {
 				_ = os.Remove(filepath.Join(cniResultsDir, e.Name()))
 			}
 		}
 	}
 	if dir != "" {
-		if entries, err := os.ReadDir(containerLogsDir); err == nil {
-			for _, e := range entries {
-				p := filepath.Join(containerLogsDir, e.Name())
-				if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
-					_ = os.Remove(p)
-				}
+		links, _ := os.ReadDir(containerLogsDir)
+		for _, e := range links {
+			p := filepath.Join(containerLogsDir, e.Name())
+			if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
+				_ = os.Remove(p)
 			}
 		}
 	}
-	return errs
+	for _, d := range []string{"/run/containerd/s", "/run/containerd/fifo", "/run/containerd/runc/k8s.io", "/run/containerd/runc", "/run/containerd"} {
+		_ = os.Remove(d) // only an empty directory goes
+	}
 }
 
 // nodeStragglers are the processes in the node's cgroups or network namespace.

@@ -74,14 +74,14 @@ func pauseImage(bin string) (v1.Image, error) {
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
-		if err := tw.WriteHeader(&tar.Header{Name: "pause", Mode: 0o555, Size: int64(len(data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); err != nil {
-			return nil, err
+		if headerErr := tw.WriteHeader(&tar.Header{Name: "pause", Mode: 0o555, Size: int64(len(data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); headerErr != nil {
+			return nil, headerErr
 		}
-		if _, err := tw.Write(data); err != nil {
-			return nil, err
+		if _, writeErr := tw.Write(data); writeErr != nil {
+			return nil, writeErr
 		}
-		if err := tw.Close(); err != nil {
-			return nil, err
+		if closeErr := tw.Close(); closeErr != nil {
+			return nil, closeErr
 		}
 		return io.NopCloser(&buf), nil
 	}, tarball.WithMediaType(types.OCILayer))

@@ -79,15 +79,18 @@ func (p *process) exited() bool {
 	}
 }
 
-// stop terminates the process (SIGTERM, then SIGKILL after grace) and waits for it.
-func (p *process) stop(grace time.Duration) {
+// stopGrace is how long a process has to exit after SIGTERM before it is killed.
+const stopGrace = 10 * time.Second
+
+// stop terminates the process (SIGTERM, then SIGKILL after stopGrace) and waits for it.
+func (p *process) stop() {
 	if p.cmd == nil || p.exited() {
 		return
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(grace):
+	case <-time.After(stopGrace):
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}

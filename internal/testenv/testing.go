@@ -175,8 +175,8 @@ func NewWithNode(t testing.TB, name string, images ...NodeImage) *ControlPlane {
 			if t.Failed() {
 				t.Log(cp.Logs(40))
 			}
-			if err := cp.StopNode(); err != nil {
-				t.Errorf("testenv: cleaning up the node: %v", err)
+			if stopErr := cp.StopNode(); stopErr != nil {
+				t.Errorf("testenv: cleaning up the node: %v", stopErr)
 			}
 			cp.Stop()
 		}

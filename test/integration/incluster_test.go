@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -78,7 +79,7 @@ func manifestImage(t testing.TB, manifest []byte) string {
 	for {
 		var d appsv1.Deployment
 		err := dec.Decode(&d)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		require.NoError(t, err)
@@ -92,7 +93,7 @@ func manifestImage(t testing.TB, manifest []byte) string {
 
 // kubectlApply runs kubectl apply -f for files against kubeconfig, through kubectl's own
 // command code (no kubectl binary needed).
-func kubectlApply(t testing.TB, kubeconfig string, files ...string) string {
+func kubectlApply(t testing.TB, kubeconfig string, files ...string) {
 	t.Helper()
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &kubeconfig
@@ -106,7 +107,6 @@ func kubectlApply(t testing.TB, kubeconfig string, files ...string) string {
 	cmd.SetOut(out)
 	cmd.SetErr(errOut)
 	require.NoError(t, cmd.Execute(), "kubectl apply %v\n%s", args, errOut.String())
-	return out.String()
 }
 
 // inCluster is a provider whose liqo-auth-manager runs as the release manifest deploys
@@ -150,7 +150,7 @@ func setupInCluster(t *testing.T) *inCluster {
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339))
 	_, err = cs.AppsV1().Deployments(wire.DefaultLiqoNamespace).Patch(ctx, wire.ManagerName, "application/strategic-merge-patch+json", []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
-	ic.waitReplicas(t, 2)
+	ic.waitReplicas(t)
 	t.Logf("the manifest's two replicas Ready %s after the node", time.Since(start).Round(time.Millisecond))
 
 	id, err := cluster.GetClusterID(ctx, ic.provider.client, wire.DefaultLiqoNamespace)
@@ -183,10 +183,11 @@ func ready(p *corev1.Pod) bool {
 	return false
 }
 
-// waitReplicas waits until the Deployment is rolled out with n Ready replicas and no
-// other Pod is left.
-func (ic *inCluster) waitReplicas(t testing.TB, n int32) {
+// waitReplicas waits until the Deployment is rolled out with its two Ready replicas and
+// no other Pod is left.
+func (ic *inCluster) waitReplicas(t testing.TB) {
 	t.Helper()
+	const n = 2
 	eventually(t, 3*time.Minute, fmt.Sprintf("%d Ready replicas of the manager", n), func(ctx context.Context) (bool, error) {
 		d, err := ic.cs.AppsV1().Deployments(wire.DefaultLiqoNamespace).Get(ctx, wire.ManagerName, metav1.GetOptions{})
 		if err != nil {
@@ -400,7 +401,7 @@ func TestInClusterFailover(t *testing.T) {
 	assertTenantAccess(t, ic.provider, ic.consumer, kubeconfigOf(t, ic.consumer, ic.provider))
 
 	// A ResourceSlice decision.
-	ic.waitReplicas(t, 2)
+	ic.waitReplicas(t)
 	leader = next
 	ic.freeze(t, leader)
 	done = ic.runCLIAsync("create", "resourceslice", "failover", "--kubeconfig", ic.consumer.cp.Kubeconfig,
@@ -417,7 +418,7 @@ func TestInClusterFailover(t *testing.T) {
 	t.Logf("leader %s replaced by %s", leader, next)
 
 	// A drain of the node: the PodDisruptionBudget keeps one replica.
-	ic.waitReplicas(t, 2)
+	ic.waitReplicas(t)
 	eventually(t, 60*time.Second, "the PodDisruptionBudget counts both replicas", func(ctx context.Context) (bool, error) {
 		pdb, err := ic.cs.PolicyV1().PodDisruptionBudgets(wire.DefaultLiqoNamespace).Get(ctx, wire.ManagerName, metav1.GetOptions{})
 		return err == nil && pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 2 && pdb.Status.DisruptionsAllowed == 1, err
@@ -431,14 +432,21 @@ func TestInClusterFailover(t *testing.T) {
 	err = drain.RunNodeDrain(h, ic.node.Name)
 	require.Error(t, err, "the drain cannot evict both replicas:\n%s", out.String())
 	assert.Contains(t, out.String(), "disruption budget", "the PodDisruptionBudget refused the second eviction")
-	left := ic.pods(t)
-	require.Len(t, left, 1, "one replica is left on the node (its replacement cannot be scheduled on a cordoned node)")
+	var left []string
+	for _, p := range ic.pods(t) {
+		if p.Spec.NodeName == ic.node.Name {
+			left = append(left, p.Name)
+		} else {
+			assert.Equal(t, corev1.PodPending, p.Status.Phase, "the evicted replica's replacement waits: the node is cordoned")
+		}
+	}
+	require.Len(t, left, 1, "one replica is left on the node")
 	eventually(t, 90*time.Second, "the remaining replica holds the Lease", func(context.Context) (bool, error) {
 		holder, _ := ic.leader(t)
-		return holder == left[0].Name, nil
+		return holder == left[0], nil
 	})
 	require.NoError(t, drain.RunCordonOrUncordon(h, node, false))
-	ic.waitReplicas(t, 2)
+	ic.waitReplicas(t)
 }
 
 // freeze stops every process of the Pod name (SIGSTOP): it holds its Lease until the
