@@ -30,10 +30,18 @@ kubectl --kubeconfig "$P" get nodes -o wide
 step "Provider: kubectl apply -f deploy/liqo-auth.yaml"
 kubectl --kubeconfig "$P" apply -f deploy/liqo-auth.yaml | tail -4
 server=$(kubectl --kubeconfig "$P" config view -o jsonpath='{.clusters[0].cluster.server}')
-step "Provider: the API server URL consumers reach ($server), then a rollout restart"
+step "Provider: the API server URL consumers reach ($server); a replica started without it restarts"
 kubectl --kubeconfig "$P" -n liqo create configmap liqo-auth-config --from-literal=apiServerURL="$server"
-kubectl --kubeconfig "$P" -n liqo rollout restart deployment liqo-auth-manager
 kubectl --kubeconfig "$P" -n liqo rollout status deployment liqo-auth-manager --timeout 3m
+for _ in $(seq 120); do
+  n=0
+  for pod in $(kubectl --kubeconfig "$P" -n liqo get pods -o name); do
+    kubectl --kubeconfig "$P" -n liqo logs "$pod" 2>/dev/null | grep -q "\"apiServer\":\"$server\"" && n=$((n + 1))
+  done
+  [ "$n" = 2 ] && break
+  sleep 1
+done
+kubectl --kubeconfig "$P" -n liqo wait --for=condition=Ready pod -l app.kubernetes.io/name=liqo-auth-manager --timeout 2m
 kubectl --kubeconfig "$P" get namespace liqo --show-labels
 kubectl --kubeconfig "$P" -n liqo get pods -o wide
 kubectl --kubeconfig "$P" -n liqo get lease liqo-auth-manager -o jsonpath='{"Lease held by "}{.spec.holderIdentity}{"\n"}'

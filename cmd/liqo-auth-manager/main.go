@@ -44,6 +44,9 @@ type flags struct {
 	// restartForPeerings: the Peering CRD is missing; the manager ends once it is
 	// installed, to be started again carrying out Peerings.
 	restartForPeerings bool
+	// restartForAPIServer: a provider without an API server URL to hand consumers; the
+	// manager ends once liqo-auth-config names one, to be started again with it.
+	restartForAPIServer bool
 	qps                float32
 	burst              int
 	// leaseDuration, renewDeadline and retryPeriod time the leader election.
@@ -191,14 +194,24 @@ func metricsOptions(f *flags) metricsserver.Options {
 }
 
 // addRestartForPeerings has a manager started before the Peering CRD was installed end
-// itself once it is (authmanager.RestartWhenPeeringsServed).
+// itself once it is (authmanager.RestartWhenPeeringsServed), and a provider started
+// without an API server URL once liqo-auth-config names one
+// (authmanager.RestartWhenAPIServerKnown).
 func addRestartForPeerings(mgr ctrl.Manager, f *flags, cfg *rest.Config) error {
-	if !f.restartForPeerings {
+	if !f.restartForPeerings && !f.restartForAPIServer {
 		return nil
 	}
 	watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
+	}
+	if f.restartForAPIServer {
+		if err := mgr.Add(authmanager.RestartWhenAPIServerKnown{Client: watcher, Namespace: f.opts.Namespace}); err != nil {
+			return err
+		}
+	}
+	if !f.restartForPeerings {
+		return nil
 	}
 	return mgr.Add(authmanager.RestartWhenPeeringsServed{Client: watcher})
 }
@@ -270,6 +283,10 @@ func completeOptions(ctx context.Context, f *flags, direct client.Client, cfg *r
 		return err
 	}
 	log.Info("provider side", "apiServer", f.opts.Tenant.APIServer, "certificateLifetime", f.opts.Tenant.CertificateLifetime.String())
+	if f.opts.Tenant.APIServer == "" {
+		log.Info("no API server URL to hand consumers: handshakes wait until " + wire.ConfigMapName + " names one (" + cluster.ConfigAPIServerURL + "; liqoctl install --api-server-url records it), and the manager restarts then")
+		f.restartForAPIServer = true
+	}
 	return nil
 }
 

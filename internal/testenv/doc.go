@@ -8,5 +8,8 @@
 // Each control plane has its own PKI: one CA is both the API server's client CA and the
 // controller manager's cluster-signing CA, so certificates issued through
 // CertificateSigningRequests really authenticate. Processes are tracked by PID and
-// stopped by PID; nothing else on the machine is touched.
+// stopped by PID. A control plane alone touches nothing else on the machine; what a node
+// changes there (a network namespace and its link, cgroups, mounts under its directory,
+// the kernel settings the kubelet sets) has names fixed in nodehost.go, and is removed or
+// restored when the node stops, or when the next one starts after a crash.
 package testenv
