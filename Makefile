@@ -52,6 +52,7 @@ node: ## Install (once, as root) containerd, runc, the CNI plugins; build kubele
 
 clean: ## Stop the demo clusters and remove build outputs.
 	-[ -x $(BIN)/devclusters ] && $(BIN)/devclusters down --dir $(DEMO_DIR)
+	-[ -x $(BIN)/devclusters ] && $(BIN)/devclusters down --dir $(DEMO_DIR)-in-cluster
 	rm -rf $(BIN) dist .devclusters
 
 ##@ Test
