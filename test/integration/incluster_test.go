@@ -356,6 +356,7 @@ func TestInClusterManager(t *testing.T) {
 	assert.Contains(t, errOut, "INFO (remote) Access revoked: verified")
 	for _, p := range ic.pods(t) {
 		assert.Equal(t, restarts[p.Name], p.Status.ContainerStatuses[0].RestartCount, "%s did not restart: its liveness probe holds", p.Name)
+		assert.NotContains(t, strings.ToLower(ic.currentLog(&p)), "forbidden", "the manifest's RBAC is enough for %s", p.Name)
 	}
 }
 
