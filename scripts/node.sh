@@ -9,11 +9,10 @@
 #   Kubernetes 1.36 and later need containerd 2.x; v1.35 is the newest release that still
 #   runs on containerd 1.6 and cgroup v1 (failCgroupV1: false), two minors behind the
 #   control plane's API server (v1.37), within the supported skew of three.
-# - pause: the sandbox's process, built from hack/pause (a static Go binary), so that no
-#   image is ever pulled.
-#
 # - kube-scheduler at the control plane's version: a node needs Pods scheduled, which the
 #   control plane alone (scripts/controlplane.sh) does not do.
+# - pause: the sandbox's process, built from hack/pause (a static Go binary), so that no
+#   image is ever pulled.
 #
 #   NODE_K8S_VERSION          kubelet and kube-proxy release (k8s.io/kubernetes), default v1.35.4
 #   K8S_VERSION_CONTROLPLANE  kube-scheduler release, default v1.37.1 (scripts/controlplane.sh's)
@@ -59,7 +58,8 @@ if ! have_commands; then
   command -v apt-get >/dev/null || { log "a node needs ${packages[*]}: no apt-get here, install them"; exit 1; }
   log "installing ${packages[*]} with apt-get (first time only)"
   export DEBIAN_FRONTEND=noninteractive
-  # policy-rc.d-less machines would start containerd's service: the node runs its own.
+  # Where systemd runs, the package also starts the machine's own containerd: the node
+  # runs its own beside it (its own socket, root and state directories).
   apt-get update -qq >&2
   apt-get install -y -qq --no-install-recommends "${packages[@]}" >&2
   have_commands || { log "the packages installed, but ${commands[*]} or the CNI plugins in /usr/lib/cni are still missing"; exit 1; }
@@ -99,7 +99,7 @@ build_k8s() {
 if [ ! -f "$dir/.complete" ] || [ ! -x "$dir/kubelet" ] || [ ! -x "$dir/kube-proxy" ] || [ ! -x "$dir/kube-scheduler" ]; then
   work=$(mktemp -d "$cache_root/.build.XXXXXX")
   trap 'rm -rf "$work"' EXIT
-  log "building kubelet and kube-proxy $K8S_VERSION, kube-scheduler $SCHEDULER_VERSION from the Go module proxy (first time only, ~6 minutes on 2 cores)"
+  log "building kubelet and kube-proxy $K8S_VERSION, kube-scheduler $SCHEDULER_VERSION from the Go module proxy (first time only, about 4 minutes on 2 cores)"
   mkdir -p "$work/out"
   build_k8s "$K8S_VERSION" "$work/out" kubelet kube-proxy
   build_k8s "$SCHEDULER_VERSION" "$work/out" kube-scheduler

@@ -119,10 +119,10 @@ type inCluster struct {
 
 // setupInCluster starts the provider with a node (the image make image builds imported
 // into its runtime), applies deploy/liqo-auth.yaml with kubectl, tells the provider the
-// API server URL consumers reach (the liqo-auth-config ConfigMap: what an operator of the
-// release manifest does; a replica that started without it restarts itself), waits until
-// both replicas are Ready with that URL, and installs liqo-auth on the consumer with
-// liqoctl.
+// API server URL consumers reach once both replicas run without it (the liqo-auth-config
+// ConfigMap: what an operator of the release manifest does), waits until each replica
+// restarted itself, once, and is Ready with that URL, and installs liqo-auth on the
+// consumer with liqoctl.
 func setupInCluster(t *testing.T) *inCluster {
 	t.Helper()
 	ctx := context.Background()
@@ -143,15 +143,19 @@ func setupInCluster(t *testing.T) *inCluster {
 	})
 
 	kubectlApply(t, pcp.Kubeconfig, filepath.Join(moduleRoot(t), "deploy", "liqo-auth.yaml"))
+	ic.waitReplicas(t)
+	for _, p := range ic.pods(t) {
+		assert.Contains(t, ic.currentLog(&p), "no API server URL to hand consumers", "%s says what it waits for", p.Name)
+	}
 	config := filepath.Join(t.TempDir(), "liqo-auth-config.yaml")
 	require.NoError(t, os.WriteFile(config, fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  %s: %s\n",
 		wire.ConfigMapName, wire.DefaultLiqoNamespace, cluster.ConfigAPIServerURL, pcp.URL), 0o600))
 	kubectlApply(t, pcp.Kubeconfig, config)
-	ic.waitReplicas(t)
-	eventually(t, 2*time.Minute, "both replicas hand consumers "+pcp.URL, func(context.Context) (bool, error) {
+	eventually(t, 2*time.Minute, "both replicas restart and hand consumers "+pcp.URL, func(context.Context) (bool, error) {
 		pods := ic.pods(t)
 		for i := range pods {
-			if !ready(&pods[i]) || !strings.Contains(ic.currentLog(&pods[i]), `"apiServer":"`+pcp.URL+`"`) {
+			if !ready(&pods[i]) || pods[i].Status.ContainerStatuses[0].RestartCount != 1 ||
+				!strings.Contains(ic.currentLog(&pods[i]), `"apiServer":"`+pcp.URL+`"`) {
 				return false, nil
 			}
 		}
