@@ -47,8 +47,8 @@ type flags struct {
 	// restartForAPIServer: a provider without an API server URL to hand consumers; the
 	// manager ends once liqo-auth-config names one, to be started again with it.
 	restartForAPIServer bool
-	qps                float32
-	burst              int
+	qps                 float32
+	burst               int
 	// leaseDuration, renewDeadline and retryPeriod time the leader election.
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 	opts                                      authmanager.Options
