@@ -30,6 +30,9 @@ FUZZ_TARGETS  = $(addprefix ./pkg/authn:,FuzzParsePublicKey FuzzValidateCSR Fuzz
 # with the release tag (.goreleaser.yaml).
 MANAGER_IMAGE ?= ghcr.io/liqo-auth/liqo-auth-manager:latest
 CONTROLPLANE  = export LIQO_AUTH_CONTROLPLANE_DIR="$$(scripts/controlplane.sh)"
+# NODE: as root, what a local node needs (Debian packages, kubelet, kube-proxy,
+# kube-scheduler, pause), installed and built once; elsewhere the tests that need a node skip.
+NODE          = if [ "$$(id -u)" = 0 ]; then export LIQO_AUTH_NODE_DIR="$$(scripts/node.sh)"; fi
 
 ##@ General
 
@@ -44,8 +47,12 @@ build: ## Build bin/liqoctl, bin/liqo-auth-manager and bin/devclusters (static, 
 controlplane: ## Build (once, cached) etcd, kube-apiserver and kube-controller-manager.
 	scripts/controlplane.sh
 
+node: ## Install (once, as root) containerd, runc, the CNI plugins; build kubelet, kube-proxy, kube-scheduler and pause.
+	scripts/node.sh
+
 clean: ## Stop the demo clusters and remove build outputs.
 	-[ -x $(BIN)/devclusters ] && $(BIN)/devclusters down --dir $(DEMO_DIR)
+	-[ -x $(BIN)/devclusters ] && $(BIN)/devclusters down --dir $(DEMO_DIR)-in-cluster
 	rm -rf $(BIN) dist .devclusters
 
 ##@ Test
@@ -55,8 +62,8 @@ test: test-unit fuzz-short test-integration ## The whole suite: unit, short fuzz
 test-unit: ## Unit tests (no cluster needed).
 	$(GO) test -count=1 $(UNIT_PKGS)
 
-test-integration: ## Integration tests on real control planes (builds them on first use).
-	$(CONTROLPLANE); $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 4 ./test/...
+test-integration: ## Integration tests on real control planes, and a real node as root (builds them on first use).
+	$(CONTROLPLANE); $(NODE); $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 4 ./test/...
 
 fuzz-short: ## Run every fuzz target briefly (FUZZTIME executions each).
 	for pt in $(FUZZ_TARGETS); do $(GO) test -run '^$$' -fuzz "^$${pt#*:}$$" -fuzztime $(FUZZTIME) "$${pt%%:*}" || exit 1; done
@@ -69,6 +76,9 @@ bench: build ## Benchmarks on local control planes; writes docs/benchmarks.md.
 
 image: ## Build the liqo-auth-manager image (linux/amd64, linux/arm64) without Docker: PUSH=registry/repo:tag pushes it, else an OCI layout in dist/image.
 	$(GO) run ./hack/image --version $(VERSION) --commit $(COMMIT) --date $(DATE) $(if $(PUSH),--push $(PUSH),--oci-layout dist/image)
+
+demo-in-cluster: build image ## As root: the release manifest on a local cluster with a real node, authenticate against it, fail over.
+	$(CONTROLPLANE); $(NODE); scripts/demo-in-cluster.sh $(BIN) $(DEMO_DIR)-in-cluster dist/image
 
 demo: build ## Two local clusters: install, authenticate, use, unauthenticate, peer with kubectl apply only, clean up.
 	$(CONTROLPLANE); scripts/demo.sh $(BIN) $(DEMO_DIR)
@@ -100,4 +110,4 @@ verify: lint generate manifests docs completions ## Regenerate everything and fa
 	@git add -N . >/dev/null 2>&1 || true
 	@git diff --exit-code --stat -- pkg/apis docs/reference completions deploy || { echo "generated files are stale: run make generate manifests docs completions and commit"; exit 1; }
 
-.PHONY: help build controlplane clean test test-unit test-integration fuzz-short fuzz bench image demo generate manifests docs completions lint verify
+.PHONY: help build controlplane node clean test test-unit test-integration fuzz-short fuzz bench image demo demo-in-cluster generate manifests docs completions lint verify

@@ -3,10 +3,15 @@
 // trying liqoctl by hand:
 //
 //	devclusters up --dir DIR NAME...   start one control plane per NAME; DIR/NAME/kubeconfig
-//	devclusters down --dir DIR         stop exactly the processes started in DIR
+//	devclusters up --dir DIR --with-node NAME [--node-image REF=OCI_LAYOUT]... NAME...
+//	                                   the same, and NAME gets a real node (containerd, kubelet,
+//	                                   kube-proxy) running Pods, with the images imported
+//	devclusters down --dir DIR         stop exactly the processes started in DIR (and a node's
+//	                                   containers, mounts, network namespace and cgroups)
 //
 // The binaries come from $LIQO_AUTH_CONTROLPLANE_DIR, or are built once by
-// scripts/controlplane.sh.
+// scripts/controlplane.sh; a node's from $LIQO_AUTH_NODE_DIR, or scripts/node.sh (which
+// installs containerd, runc and the CNI plugins with apt-get, and needs root).
 package main
 
 import (
@@ -17,6 +22,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +46,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", ".devclusters", "directory of the control planes")
 	audit := fs.Bool("audit", false, "up: each API server writes an audit event per request to DIR/NAME/logs/audit.log")
+	withNode := fs.String("with-node", "", "up: the control plane NAME gets a node that runs Pods (root only; its API server listens on "+testenv.NodeHostIP+")")
+	var images nodeImages
+	fs.Var(&images, "node-image", "up: REF=OCI_LAYOUT, an image imported into the node's runtime under REF (repeatable), e.g. ghcr.io/liqo-auth/liqo-auth-manager:latest=dist/image")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -48,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "up":
-		return up(abs, fs.Args(), *audit, stdout)
+		return up(abs, fs.Args(), upOptions{audit: *audit, withNode: *withNode, images: images}, stdout)
 	case "down":
 		return down(abs, stdout)
 	default:
@@ -56,9 +66,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 }
 
-func up(dir string, names []string, audit bool, stdout io.Writer) error {
+// validateUp checks up's arguments before anything starts.
+func validateUp(dir string, names []string, o upOptions) error {
 	if len(names) == 0 {
 		return errors.New("name at least one control plane: devclusters up --dir DIR NAME...") //nolint:staticcheck // ST1005: the "..." is the usage's, not punctuation
+	}
+	if o.withNode != "" && !slices.Contains(names, o.withNode) {
+		return fmt.Errorf("--with-node %s: not one of the control planes named (%s)", o.withNode, strings.Join(names, ", "))
+	}
+	if len(o.images) > 0 && o.withNode == "" {
+		return errors.New("--node-image needs --with-node")
 	}
 	for _, n := range names {
 		if err := cluster.ValidateClusterID(n); err != nil {
@@ -68,9 +85,48 @@ func up(dir string, names []string, audit bool, stdout io.Writer) error {
 			return fmt.Errorf("%s already runs in %s: run devclusters down --dir %s first", n, dir, dir)
 		}
 	}
+	return nil
+}
+
+// nodeImages are --node-image flags: REF=OCI_LAYOUT each.
+type nodeImages []testenv.NodeImage
+
+func (n *nodeImages) String() string { return fmt.Sprint(*n) }
+
+func (n *nodeImages) Set(v string) error {
+	ref, dir, ok := strings.Cut(v, "=")
+	if !ok || ref == "" || dir == "" {
+		return fmt.Errorf("%q is not REF=OCI_LAYOUT", v)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	*n = append(*n, testenv.NodeImage{Name: ref, OCILayout: abs})
+	return nil
+}
+
+type upOptions struct {
+	audit    bool
+	withNode string
+	images   nodeImages
+}
+
+func up(dir string, names []string, o upOptions, stdout io.Writer) error {
+	if err := validateUp(dir, names, o); err != nil {
+		return err
+	}
 	bin, err := testenv.BinDir()
 	if err != nil {
 		return err
+	}
+	var node *testenv.NodeOptions
+	if o.withNode != "" {
+		nodeBin, err := testenv.NodeBinDir()
+		if err != nil {
+			return err
+		}
+		node = &testenv.NodeOptions{BinDir: nodeBin, Images: o.images}
 	}
 	start := time.Now()
 	errs := make([]error, len(names))
@@ -79,7 +135,11 @@ func up(dir string, names []string, audit bool, stdout io.Writer) error {
 		wg.Go(func() {
 			d := filepath.Join(dir, n)
 			_ = os.RemoveAll(d)
-			_, errs[i] = testenv.Start(context.Background(), testenv.Options{Name: n, Dir: d, BinDir: bin, Detach: true, AuditLog: audit})
+			opts := testenv.Options{Name: n, Dir: d, BinDir: bin, Detach: true, AuditLog: o.audit}
+			if n == o.withNode {
+				opts.Node = node
+			}
+			_, errs[i] = testenv.Start(context.Background(), opts)
 		})
 	}
 	wg.Wait()
@@ -89,6 +149,9 @@ func up(dir string, names []string, audit bool, stdout io.Writer) error {
 	}
 	for _, n := range names {
 		fmt.Fprintf(stdout, "%s: %s\n", n, filepath.Join(dir, n, "kubeconfig"))
+		if n == o.withNode {
+			fmt.Fprintf(stdout, "%s: node %s Ready (Pods on %s)\n", n, testenv.NodeName(n), testenv.PodCIDR)
+		}
 	}
 	fmt.Fprintf(stdout, "%d control plane(s) ready in %s; stop them with: devclusters down --dir %s\n", len(names), time.Since(start).Round(time.Millisecond), dir)
 	return nil

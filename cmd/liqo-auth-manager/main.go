@@ -40,12 +40,15 @@ import (
 
 type flags struct {
 	kubeconfig, apiServerURL, apiServerCAFile, metricsAddr, healthAddr, pprofAddr string
-	leaderElect, provider, consumer, showVersion                                  bool
+	leaderElect, provider, consumer, showVersion, metricsSecure                   bool
 	// restartForPeerings: the Peering CRD is missing; the manager ends once it is
 	// installed, to be started again carrying out Peerings.
 	restartForPeerings bool
-	qps                float32
-	burst              int
+	// restartForAPIServer: a provider without an API server URL to hand consumers; the
+	// manager ends once liqo-auth-config names one, to be started again with it.
+	restartForAPIServer bool
+	qps                 float32
+	burst               int
 	// leaseDuration, renewDeadline and retryPeriod time the leader election.
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 	opts                                      authmanager.Options
@@ -84,6 +87,7 @@ func parse(args []string) (*flags, error) {
 	fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew its Lease before it stops (longer, with a longer lease, rides out an API server flooded by thousands of handshakes at once)")
 	fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often the leader renews its Lease, and a candidate tries to take it")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", false, "serve metrics over HTTPS (a self-signed certificate) to clients the API server authenticates (TokenReview) and allows to get /metrics (SubjectAccessReview), as in a Pod")
 	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address serving Go's net/http/pprof profiles, e.g. 127.0.0.1:6060 (0 disables; profiles reveal memory contents: bind it to loopback only)")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", "", "health probes address (0 disables; default :8081 in a Pod, disabled beside a cluster with --kubeconfig, so that several managers share a host)")
 	fs.Float32Var(&f.qps, "kube-api-qps", authmanager.DefaultQPS, "API requests per second")
@@ -147,7 +151,7 @@ func run() error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme.New(), Cache: authmanager.CacheOptions(f.opts.Namespace, f.opts.Scope, f.opts.Peerings),
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		Metrics:                metricsOptions(f),
 		PprofBindAddress:       f.pprofAddr,
 		HealthProbeBindAddress: f.healthAddr,
 		LeaderElection:         f.leaderElect, LeaderElectionID: wire.ManagerName, LeaderElectionNamespace: f.opts.Namespace,
@@ -179,15 +183,35 @@ func run() error {
 	return mgr.Start(ctx)
 }
 
+// metricsOptions serve metrics on --metrics-bind-address; with --metrics-secure, over
+// HTTPS and only to clients allowed to get /metrics.
+func metricsOptions(f *flags) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: f.metricsAddr}
+	if f.metricsSecure {
+		o.SecureServing, o.FilterProvider = true, metricsAuthFilter
+	}
+	return o
+}
+
 // addRestartForPeerings has a manager started before the Peering CRD was installed end
-// itself once it is (authmanager.RestartWhenPeeringsServed).
+// itself once it is (authmanager.RestartWhenPeeringsServed), and a provider started
+// without an API server URL once liqo-auth-config names one
+// (authmanager.RestartWhenAPIServerKnown).
 func addRestartForPeerings(mgr ctrl.Manager, f *flags, cfg *rest.Config) error {
-	if !f.restartForPeerings {
+	if !f.restartForPeerings && !f.restartForAPIServer {
 		return nil
 	}
 	watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
+	}
+	if f.restartForAPIServer {
+		if err := mgr.Add(authmanager.RestartWhenAPIServerKnown{Client: watcher, Namespace: f.opts.Namespace}); err != nil {
+			return err
+		}
+	}
+	if !f.restartForPeerings {
+		return nil
 	}
 	return mgr.Add(authmanager.RestartWhenPeeringsServed{Client: watcher})
 }
@@ -259,6 +283,10 @@ func completeOptions(ctx context.Context, f *flags, direct client.Client, cfg *r
 		return err
 	}
 	log.Info("provider side", "apiServer", f.opts.Tenant.APIServer, "certificateLifetime", f.opts.Tenant.CertificateLifetime.String())
+	if f.opts.Tenant.APIServer == "" {
+		log.Info("no API server URL to hand consumers: handshakes wait until " + wire.ConfigMapName + " names one (" + cluster.ConfigAPIServerURL + "; liqoctl install --api-server-url records it), and the manager restarts then")
+		f.restartForAPIServer = true
+	}
 	return nil
 }
 

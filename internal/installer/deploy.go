@@ -50,8 +50,12 @@ func ForgeManagerObjects(ns, image string, args []string) []client.Object {
 							RunAsGroup: ptr.To[int64](managerUID), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 						Containers: []corev1.Container{{
 							Name: "manager", Image: image,
-							Args:           append([]string{"--namespace=" + ns, "--leader-elect", "--health-probe-bind-address=:8081"}, args...),
-							Ports:          []corev1.ContainerPort{{Name: "healthz", ContainerPort: 8081}},
+							// A tag such as :latest would default to Always, and a node whose runtime
+							// was given the image (an air-gapped cluster, a local one) would still pull.
+							ImagePullPolicy: corev1.PullIfNotPresent,
+							Args: append([]string{"--namespace=" + ns, "--leader-elect", "--health-probe-bind-address=:8081",
+								"--metrics-bind-address=:8443", "--metrics-secure"}, args...),
+							Ports:          []corev1.ContainerPort{{Name: "healthz", ContainerPort: 8081}, {Name: "metrics", ContainerPort: 8443}},
 							ReadinessProbe: probe("/readyz"),
 							LivenessProbe:  probe("/healthz"),
 							SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),

@@ -30,6 +30,19 @@ func controllers() []string {
 	}
 }
 
+// controllersForNode are the controllers a control plane with a node runs besides:
+// Deployments and their ReplicaSets, ServiceAccounts and the root CA ConfigMap every
+// Pod's token volume needs, Endpoints and EndpointSlices, PodDisruptionBudgets, the
+// node's lifecycle (taints, evictions of a Node that went away) and Pod garbage collection.
+func controllersForNode() []string {
+	return []string{
+		"deployment-controller", "replicaset-controller", "serviceaccount-controller",
+		"root-ca-certificate-publisher-controller", "endpoints-controller", "endpointslice-controller",
+		"endpointslice-mirroring-controller", "disruption-controller", "node-lifecycle-controller",
+		"taint-eviction-controller", "pod-garbage-collector-controller", "ttl-controller",
+	}
+}
+
 // Options configure one control plane.
 type Options struct {
 	// Name names the control plane in kubeconfigs and logs.
@@ -47,6 +60,12 @@ type Options struct {
 	// ResponseComplete) for each request to AuditLogPath: who asked what, when, and how
 	// long it took. It costs the API server CPU: benchmarks of throughput leave it off.
 	AuditLog bool
+	// Node, when set, gives the control plane a node (NodeOptions): the API server then
+	// binds NodeHostIP instead of 127.0.0.1 (Pods reach it there, through the kubernetes
+	// Service), authorizes kubelets (Node, RBAC), and the control plane also runs
+	// kube-scheduler and the controllers workloads need (controllersForNode). One node
+	// runs on a machine at a time, and it needs root.
+	Node *NodeOptions
 }
 
 // AuditLogPath is where a control plane started with Options.AuditLog writes its audit
@@ -77,7 +96,8 @@ type ControlPlane struct {
 	// CA is the client and signing CA.
 	CA *CA
 
-	etcd, apiserver, kcm *process
+	etcd, apiserver, kcm, scheduler *process
+	node                            *Node
 }
 
 type ports struct{ etcdClient, etcdPeer, apiserver int }
@@ -96,14 +116,23 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 			return nil, err
 		}
 	}
-	ca, err := writePKI(filepath.Join(o.Dir, "pki"), o.Name)
+	host := "127.0.0.1"
+	if o.Node != nil {
+		host = NodeHostIP
+	}
+	ca, err := writePKI(filepath.Join(o.Dir, "pki"), o.Name, net.ParseIP(host))
 	if err != nil {
 		return nil, fmt.Errorf("testenv: creating PKI: %w", err)
+	}
+	if o.Node != nil {
+		if err := prepareNodeHost(filepath.Join(o.Dir, "node")); err != nil {
+			return nil, err
+		}
 	}
 	var lastErr error
 	// A port picked as free may be taken before a server binds it; try again with others.
 	for attempt := 0; attempt < 3; attempt++ {
-		cp, err := startOnce(ctx, o, ca)
+		cp, err := startOnce(ctx, o, ca, host)
 		if err == nil {
 			return cp, nil
 		}
@@ -112,66 +141,141 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 			break
 		}
 	}
+	if o.Node != nil {
+		lastErr = errors.Join(lastErr, (&Node{Dir: filepath.Join(o.Dir, "node")}).release())
+	}
 	return nil, lastErr
 }
 
-func startOnce(ctx context.Context, o Options, ca *CA) (*ControlPlane, error) {
+// prepareNodeHost claims the machine for a node in dir and makes its network and
+// cgroups; on error, it removes what it made.
+func prepareNodeHost(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := claimNodeHost(dir); err != nil {
+		return err
+	}
+	err := setupNodeNetwork()
+	if err == nil {
+		err = setupNodeCgroups()
+	}
+	if err != nil {
+		return errors.Join(err, (&Node{Dir: dir}).release())
+	}
+	return nil
+}
+
+func startOnce(ctx context.Context, o Options, ca *CA, host string) (*ControlPlane, error) {
 	p, err := freePorts()
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Name: o.Name, Dir: o.Dir, CA: ca, URL: fmt.Sprintf("https://127.0.0.1:%d", p.apiserver)}
+	cp := &ControlPlane{Name: o.Name, Dir: o.Dir, CA: ca, URL: fmt.Sprintf("https://%s:%d", host, p.apiserver)}
 	if err := cp.writeKubeconfigs(); err != nil {
 		return nil, err
 	}
+	if err := cp.makeProcesses(o, p); err != nil {
+		return nil, err
+	}
+	if err := cp.startServers(ctx, o); err != nil {
+		return nil, err
+	}
+	if o.Node != nil {
+		if err := cp.startNode(ctx, o.Node, o.Detach); err != nil {
+			logs := cp.Logs(20)
+			cp.Stop()
+			_ = os.Remove(filepath.Join(o.Dir, pidFile))
+			return nil, fmt.Errorf("%w\n%s", err, logs)
+		}
+	}
+	return cp, nil
+}
+
+// makeProcesses prepares the control plane's processes and what they read.
+func (cp *ControlPlane) makeProcesses(o Options, p ports) error {
 	pki, logs := filepath.Join(o.Dir, "pki"), filepath.Join(o.Dir, "logs")
 	bin := func(n string) string { return filepath.Join(o.BinDir, n) }
 	cp.etcd = &process{name: "etcd", path: bin("etcd"), logPath: filepath.Join(logs, "etcd.log"), detach: o.Detach, args: etcdArgs(o.Dir, p)}
 	apiArgs := apiserverArgs(pki, p)
+	kcm := kcmArgs(pki, filepath.Join(o.Dir, "controller-manager.kubeconfig"))
+	if o.Node != nil {
+		if err := cp.writeNodeClients(); err != nil {
+			return err
+		}
+		apiArgs = apiserverArgsForNode(apiArgs, pki)
+		kcm = kcmArgsForNode(kcm, pki)
+		cp.scheduler = &process{name: "kube-scheduler", path: filepath.Join(o.Node.BinDir, "kube-scheduler"), logPath: filepath.Join(logs, "kube-scheduler.log"), detach: o.Detach,
+			args: []string{"--kubeconfig=" + filepath.Join(o.Dir, "scheduler.kubeconfig"), "--leader-elect=false", "--secure-port=0", "--v=0"}}
+	}
 	if o.AuditLog {
 		policy := filepath.Join(o.Dir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-			return nil, err
+			return err
 		}
 		apiArgs = append(apiArgs, "--audit-policy-file="+policy, "--audit-log-path="+cp.AuditLogPath(), "--audit-log-format=json")
 	}
 	cp.apiserver = &process{name: "kube-apiserver", path: bin("kube-apiserver"), logPath: filepath.Join(logs, "kube-apiserver.log"), detach: o.Detach, args: apiArgs}
 	cp.kcm = &process{name: "kube-controller-manager", path: bin("kube-controller-manager"), logPath: filepath.Join(logs, "kube-controller-manager.log"), detach: o.Detach,
-		args: kcmArgs(pki, filepath.Join(o.Dir, "controller-manager.kubeconfig"))}
+		args: kcm}
+	return nil
+}
+
+// startServers starts etcd and the API server, waits until it is ready, then starts the
+// controller manager (and the scheduler); a detached control plane records their PIDs.
+func (cp *ControlPlane) startServers(ctx context.Context, o Options) error {
 	// kube-controller-manager starts once the API server is ready: it gives up after a
 	// few seconds of an unhealthy API server, which a loaded machine starting several
 	// control planes at once can take.
 	for _, pr := range []*process{cp.etcd, cp.apiserver} {
 		if err := pr.start(); err != nil {
 			cp.Stop()
-			return nil, err
+			return err
 		}
 	}
 	if err := cp.waitReady(ctx, o.ReadyTimeout); err != nil {
 		cp.Stop()
-		return nil, err
+		return err
 	}
-	if err := cp.kcm.start(); err != nil {
-		cp.Stop()
-		return nil, err
+	for _, pr := range []*process{cp.kcm, cp.scheduler} {
+		if pr == nil {
+			continue
+		}
+		if err := pr.start(); err != nil {
+			cp.stopServers()
+			return err
+		}
 	}
 	if o.Detach {
 		if err := writePIDs(o.Dir, cp.processes()); err != nil {
-			cp.Stop()
-			return nil, err
+			cp.stopServers()
+			return err
 		}
 	}
-	return cp, nil
+	return nil
 }
 
 func (cp *ControlPlane) processes() []*process {
-	return []*process{cp.etcd, cp.apiserver, cp.kcm}
+	out := []*process{cp.etcd, cp.apiserver, cp.kcm}
+	if cp.scheduler != nil {
+		out = append(out, cp.scheduler)
+	}
+	return out
+}
+
+// allProcesses are the control plane's processes and its node's.
+func (cp *ControlPlane) allProcesses() []*process {
+	out := cp.processes()
+	if cp.node != nil {
+		out = append(out, cp.node.processes()...)
+	}
+	return out
 }
 
 // PIDs returns the PIDs of the running server processes.
 func (cp *ControlPlane) PIDs() []int {
 	var out []int
-	for _, p := range cp.processes() {
+	for _, p := range cp.allProcesses() {
 		if pid, ok := p.pid(); ok {
 			out = append(out, pid)
 		}
@@ -183,7 +287,7 @@ func (cp *ControlPlane) PIDs() []int {
 // kube-controller-manager) to its PID.
 func (cp *ControlPlane) ProcessIDs() map[string]int {
 	out := map[string]int{}
-	for _, p := range cp.processes() {
+	for _, p := range cp.allProcesses() {
 		if pid, ok := p.pid(); ok {
 			out[p.name] = pid
 		}
@@ -191,17 +295,35 @@ func (cp *ControlPlane) ProcessIDs() map[string]int {
 	return out
 }
 
-// Stop terminates the controller manager, the API server and etcd, in that order.
+// Stop terminates the node, if any (and removes what it left on the machine), then the
+// scheduler, the controller manager, the API server and etcd, in that order.
 func (cp *ControlPlane) Stop() {
-	for _, p := range []*process{cp.kcm, cp.apiserver, cp.etcd} {
+	_ = cp.StopNode() // best effort: Stop reports nothing
+	cp.stopServers()
+}
+
+// StopNode stops the control plane's node, if any, and removes everything it left on the
+// machine: containers, mounts, cgroups, its network namespace and link; it restores the
+// kernel settings the kubelet changed.
+func (cp *ControlPlane) StopNode() error {
+	if cp.node == nil {
+		return nil
+	}
+	err := cp.node.stop()
+	cp.node = nil
+	return err
+}
+
+func (cp *ControlPlane) stopServers() {
+	for _, p := range []*process{cp.scheduler, cp.kcm, cp.apiserver, cp.etcd} {
 		if p != nil {
-			p.stop(10 * time.Second)
+			p.stop()
 		}
 	}
 }
 
 // StopAPIServer stops only the API server, as in an outage.
-func (cp *ControlPlane) StopAPIServer() { cp.apiserver.stop(10 * time.Second) }
+func (cp *ControlPlane) StopAPIServer() { cp.apiserver.stop() }
 
 // StartAPIServer starts the API server again on the same port and waits for readiness.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
@@ -217,7 +339,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 // Logs returns the tail of each server log, for failure reports.
 func (cp *ControlPlane) Logs(lines int) string {
 	var b strings.Builder
-	for _, p := range cp.processes() {
+	for _, p := range cp.allProcesses() {
 		if p != nil {
 			fmt.Fprintf(&b, "==> %s/%s (%s) <==\n%s\n", cp.Name, p.name, p.logPath, p.logTail(lines))
 		}
@@ -268,6 +390,27 @@ func (cp *ControlPlane) writeKubeconfigs() error {
 		return err
 	}
 	return WriteKubeconfig(filepath.Join(cp.Dir, "controller-manager.kubeconfig"), cp.Name, kcm)
+}
+
+// writeNodeClients writes the scheduler's kubeconfig and the API server's client
+// certificate for kubelets.
+func (cp *ControlPlane) writeNodeClients() error {
+	sched, err := cp.UserConfig("system:kube-scheduler")
+	if err != nil {
+		return err
+	}
+	if writeErr := WriteKubeconfig(filepath.Join(cp.Dir, "scheduler.kubeconfig"), cp.Name, sched); writeErr != nil {
+		return writeErr
+	}
+	crt, key, err := cp.CA.Issue("kube-apiserver-kubelet-client", []string{"system:masters"}, nil, nil)
+	if err != nil {
+		return err
+	}
+	pki := filepath.Join(cp.Dir, "pki")
+	if err := os.WriteFile(filepath.Join(pki, "kubelet-client.crt"), crt, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(pki, "kubelet-client.key"), key, 0o600)
 }
 
 // UserConfig mints a client certificate for user in groups, signed by the control
@@ -354,6 +497,37 @@ func apiserverArgs(pki string, p ports) []string {
 		"--service-account-signing-key-file=" + f("sa.key"), "--service-cluster-ip-range=10.0.0.0/24",
 		"--enable-priority-and-fairness=false", "--profiling=true", "--v=0",
 	}
+}
+
+// apiserverArgsForNode binds and advertises NodeHostIP (the kubernetes Service's
+// endpoint, kept by the API server's lease reconciler), authorizes kubelets as Nodes and
+// reaches them with a client certificate.
+func apiserverArgsForNode(args []string, pki string) []string {
+	out := make([]string, 0, len(args)+6)
+	for _, a := range args {
+		switch {
+		case strings.HasPrefix(a, "--bind-address="), strings.HasPrefix(a, "--advertise-address="),
+			strings.HasPrefix(a, "--endpoint-reconciler-type="), strings.HasPrefix(a, "--authorization-mode="):
+			continue
+		}
+		out = append(out, a)
+	}
+	return append(out, "--bind-address="+NodeHostIP, "--advertise-address="+NodeHostIP, "--endpoint-reconciler-type=lease",
+		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+		"--kubelet-client-certificate="+filepath.Join(pki, "kubelet-client.crt"), "--kubelet-client-key="+filepath.Join(pki, "kubelet-client.key"),
+		"--kubelet-preferred-address-types=InternalIP")
+}
+
+// kcmArgsForNode runs controllersForNode too, and publishes the root CA Pods trust.
+func kcmArgsForNode(args []string, pki string) []string {
+	out := make([]string, 0, len(args)+1)
+	for _, a := range args {
+		if strings.HasPrefix(a, "--controllers=") {
+			a = "--controllers=" + strings.Join(append(controllers(), controllersForNode()...), ",")
+		}
+		out = append(out, a)
+	}
+	return append(out, "--root-ca-file="+filepath.Join(pki, "ca.crt"))
 }
 
 func kcmArgs(pki, kubeconfig string) []string {

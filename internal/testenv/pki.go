@@ -100,7 +100,7 @@ func pemEncode(typ string, der []byte) []byte {
 
 // writePKI creates the CA, the API server serving certificate, the service-account
 // signing key and the admin client certificate in dir.
-func writePKI(dir, name string) (*CA, error) {
+func writePKI(dir, name string, host net.IP) (*CA, error) {
 	ca, err := newCA(name)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func writePKI(dir, name string) (*CA, error) {
 	if writeErr := ca.write(dir); writeErr != nil {
 		return nil, writeErr
 	}
-	crt, key, err := ca.Issue("kube-apiserver", nil, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1), net.IPv6loopback},
+	crt, key, err := ca.Issue("kube-apiserver", nil, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1), net.IPv6loopback, host},
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"})
 	if err != nil {
 		return nil, err

@@ -19,6 +19,9 @@ type process struct {
 	args    []string
 	logPath string
 	detach  bool
+	// netns, when set, is the path of a network namespace the process runs in (through
+	// nsenter, which execs it: the PID is the binary's).
+	netns string
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -31,6 +34,9 @@ func (p *process) start() error {
 		return err
 	}
 	cmd := exec.Command(p.path, p.args...)
+	if p.netns != "" {
+		cmd = exec.Command("nsenter", append([]string{"--net=" + p.netns, "--", p.path}, p.args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if p.detach {
 		// Outlive this process: a new session, and no death signal.
@@ -73,15 +79,18 @@ func (p *process) exited() bool {
 	}
 }
 
-// stop terminates the process (SIGTERM, then SIGKILL after grace) and waits for it.
-func (p *process) stop(grace time.Duration) {
+// stopGrace is how long a process has to exit after SIGTERM before it is killed.
+const stopGrace = 10 * time.Second
+
+// stop terminates the process (SIGTERM, then SIGKILL after stopGrace) and waits for it.
+func (p *process) stop() {
 	if p.cmd == nil || p.exited() {
 		return
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(grace):
+	case <-time.After(stopGrace):
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
@@ -111,37 +120,61 @@ func writePIDs(dir string, procs []*process) error {
 	return os.WriteFile(filepath.Join(dir, pidFile), []byte(b.String()), 0o644)
 }
 
-// StopDetached stops the processes recorded in dir by a detached Start: each PID is
-// signalled only if it still runs the binary that was started, so a recycled PID is
-// never touched. It returns how many processes it stopped.
-func StopDetached(dir string, grace time.Duration) (int, error) {
+type pidEntry struct {
+	name, path string
+	pid        int
+}
+
+// readPIDs reads the PID file in dir (none: no entries).
+func readPIDs(dir string) ([]pidEntry, error) {
 	data, err := os.ReadFile(filepath.Join(dir, pidFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return nil, nil
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var pids []int
-	// Stop in reverse start order: controller manager, API server, etcd.
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		f := strings.Fields(lines[i])
+	var out []pidEntry
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
 		if len(f) != 3 {
 			continue
 		}
-		pid, err := strconv.Atoi(f[1])
-		if err != nil || !runs(pid, f[2]) {
+		if pid, err := strconv.Atoi(f[1]); err == nil {
+			out = append(out, pidEntry{name: f[0], pid: pid, path: f[2]})
+		}
+	}
+	return out, nil
+}
+
+// stopPID sends SIGTERM to pid, then SIGKILL after grace, and waits until it is gone.
+func stopPID(pid int, path string, grace time.Duration) {
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	waitGone(pid, path, grace)
+}
+
+// StopDetached stops the processes recorded in dir by a detached Start: each PID is
+// signalled only if it still runs the binary that was started, so a recycled PID is
+// never touched. A node is stopped first, and what it left on the machine removed. It
+// returns how many processes it stopped.
+func StopDetached(dir string, grace time.Duration) (int, error) {
+	stopped, nodeErr := stopDetachedNode(dir, grace)
+	pids, err := readPIDs(dir)
+	if err != nil {
+		return stopped, errors.Join(nodeErr, err)
+	}
+	// Stop in reverse start order: scheduler, controller manager, API server, etcd.
+	for i := len(pids) - 1; i >= 0; i-- {
+		if !runs(pids[i].pid, pids[i].path) {
 			continue
 		}
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-		pids = append(pids, pid)
-		waitGone(pid, f[2], grace)
+		stopPID(pids[i].pid, pids[i].path, grace)
+		stopped++
 	}
 	if err := os.Remove(filepath.Join(dir, pidFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return len(pids), err
+		return stopped, errors.Join(nodeErr, err)
 	}
-	return len(pids), nil
+	return stopped, nodeErr
 }
 
 func waitGone(pid int, path string, grace time.Duration) {

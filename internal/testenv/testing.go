@@ -120,3 +120,75 @@ func New(t testing.TB, names ...string) []*ControlPlane {
 	}
 	return cps
 }
+
+// EnvNodeBinDir names the environment variable that points at scripts/node.sh's
+// directory (kubelet, kube-proxy, kube-scheduler, pause). When it is unset, NodeBinDir
+// runs scripts/node.sh, which installs the Debian packages a node needs and builds the
+// rest once.
+const EnvNodeBinDir = "LIQO_AUTH_NODE_DIR"
+
+// NodeBinDir returns the directory of the node binaries: $LIQO_AUTH_NODE_DIR, else what
+// scripts/node.sh prints (from within the repository; it returns at once when all is there).
+func NodeBinDir() (string, error) {
+	if d := os.Getenv(EnvNodeBinDir); d != "" {
+		return d, nil
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", fmt.Errorf("%w: set %s to scripts/node.sh's directory, or run from the repository", err, EnvNodeBinDir)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(root, "scripts", "node.sh"))
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("testenv: scripts/node.sh failed: %w\n%s", err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// NewWithNode starts one control plane with a node (Options.Node) for the duration of a
+// test, with images imported into its container runtime. It is stopped, and what the
+// node left on the machine removed, when the test ends, even if it fails. A node needs
+// root: without it the test is skipped, saying so.
+func NewWithNode(t testing.TB, name string, images ...NodeImage) *ControlPlane {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("testenv: a node (containerd, kubelet, a network namespace) needs root; this test runs as root in CI")
+	}
+	bin, err := BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeBin, err := NodeBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp("", "liqo-auth-testenv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := Start(context.Background(), Options{Name: name, Dir: filepath.Join(root, name), BinDir: bin,
+		Node: &NodeOptions{BinDir: nodeBin, Images: images}})
+	t.Cleanup(func() {
+		if cp != nil {
+			if t.Failed() {
+				t.Log(cp.Logs(40))
+			}
+			if stopErr := cp.StopNode(); stopErr != nil {
+				t.Errorf("testenv: cleaning up the node: %v", stopErr)
+			}
+			cp.Stop()
+		}
+		if t.Failed() && os.Getenv(KeepLogsEnv) != "" {
+			_ = os.RemoveAll(filepath.Join(root, name, "etcd"))
+			t.Logf("testenv: logs kept in %s (%s is set)", root, KeepLogsEnv)
+			return
+		}
+		_ = os.RemoveAll(root)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}

@@ -99,6 +99,9 @@ func ManagerRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{wire.ControlPlaneRoleName, wire.ManagerTenantRoleName}, Verbs: []string{"bind"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}, Verbs: []string{"create"}},
+		// Its metrics endpoint in a Pod (--metrics-secure) authenticates each scraper with a
+		// TokenReview and asks a SubjectAccessReview whether it may get /metrics.
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 		// A declared peering (a Peering) makes the consumer's tenant namespace of its
 		// provider, as liqoctl authenticate does: the admission policy
 		// liqo-auth-manager-namespaces lets it create only tenant namespaces.

@@ -72,6 +72,7 @@ func GetClusterID(ctx context.Context, c client.Reader, ns string) (string, erro
 // given, else a random UUIDv4. An installed ID never changes: asking for another one is
 // an error.
 func EnsureClusterID(ctx context.Context, c client.Client, ns, want string) (id string, created bool, err error) {
+	asked := want
 	if want != "" {
 		if validateClusterIDErr := ValidateClusterID(want); validateClusterIDErr != nil {
 			return "", false, validateClusterIDErr
@@ -90,7 +91,13 @@ func EnsureClusterID(ctx context.Context, c client.Client, ns, want string) (id 
 	if want == "" {
 		want = uuid.NewString()
 	}
-	if filled, err := fillClusterID(ctx, c, ns, want); filled || err != nil {
+	filled, err := fillClusterID(ctx, c, ns, want)
+	if apierrors.IsConflict(err) {
+		// Another filler won the race (the second replica of a manifest, starting at the
+		// same time): its cluster ID is the cluster's.
+		return EnsureClusterID(ctx, c, ns, asked)
+	}
+	if filled || err != nil {
 		return want, filled, err
 	}
 	cm := &corev1.ConfigMap{

@@ -7,10 +7,11 @@ import (
 )
 
 // TestMain removes what the package built for itself (the liqo-auth-manager and liqoctl
-// binaries), even when tests fail; each control plane cleans up after its own test.
+// binaries, the manager image), even when tests fail; each control plane cleans up after
+// its own test.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, bin := range []string{managerBinPath, liqoctlBinPath} {
+	for _, bin := range []string{managerBinPath, liqoctlBinPath, imageLayout} {
 		if bin != "" {
 			_ = os.RemoveAll(filepath.Dir(bin))
 		}

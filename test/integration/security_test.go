@@ -358,6 +358,8 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		allowed                              bool
 	}{
 		{"update", "coordination.k8s.io", "leases", "", liqo, "liqo-auth-manager", true},
+		// The metrics endpoint in a Pod reviews its scrapers' tokens.
+		{"create", "authentication.k8s.io", "tokenreviews", "", "", "", true},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system", "kube-controller-manager", false},
 		{"create", "coordination.k8s.io", "leases", "", "default", "", false},
 		{"update", "", "configmaps", "", liqo, "", true},
