@@ -8,10 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/status"
 )
@@ -119,19 +119,23 @@ func (r *Reconciler) setApproved(t *authv1beta1.Tenant, v approvalVerdict) {
 	}
 }
 
-// configToTenants maps a change of liqo-auth-config to every Tenant: whether approval is
-// required decides each Tenant that has no certificate yet.
-func (r *Reconciler) configToTenants(ctx context.Context, o client.Object) []reconcile.Request {
-	if o.GetName() != wire.ConfigMapName || o.GetNamespace() != r.Placement.LiqoNamespace {
-		return nil
+// everyTenantOn maps a change of the object named name in the Liqo namespace to every
+// Tenant: liqo-auth-config (whether approval is required decides each Tenant that has no
+// certificate yet) and this cluster's keys Secret (a switch of the provider's key has each
+// acceptance sealed again with the new current key).
+func (r *Reconciler) everyTenantOn(name string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		if o.GetName() != name || o.GetNamespace() != r.Placement.LiqoNamespace {
+			return nil
+		}
+		var list authv1beta1.TenantList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return out
 	}
-	var list authv1beta1.TenantList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
 }

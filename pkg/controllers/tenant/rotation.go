@@ -8,11 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
@@ -143,21 +140,4 @@ func (r *Reconciler) checkNotRotatedAway(ctx context.Context, t *authv1beta1.Ten
 		return acceptance.Refusal(authv1beta1.ReasonHandshakeChanged, "spec.publicKey is key %s, which this Tenant's consumer rotated away from (tenant record): it is never accepted again here", fp)
 	}
 	return nil
-}
-
-// keysToTenants maps a change of this cluster's keys Secret to every Tenant: a switch of
-// the provider's key has each acceptance sealed again with the new current key.
-func (r *Reconciler) keysToTenants(ctx context.Context, o client.Object) []reconcile.Request {
-	if o.GetName() != wire.KeysSecretName || o.GetNamespace() != r.Placement.LiqoNamespace {
-		return nil
-	}
-	var list authv1beta1.TenantList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
 }
