@@ -6,8 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -38,46 +37,11 @@ func (RestartWhenAPIServerKnown) NeedLeaderElection() bool { return false }
 // Start waits for liqo-auth-config to name an API server URL, and returns
 // ErrAPIServerKnown then; nil when ctx ends first.
 func (r RestartWhenAPIServerKnown) Start(ctx context.Context) error {
-	opts := []client.ListOption{client.InNamespace(r.Namespace), client.MatchingFields{"metadata.name": wire.ConfigMapName}}
-	for {
-		var list corev1.ConfigMapList
-		if err := r.Client.List(ctx, &list, opts...); err != nil {
-			return fmt.Errorf("watching %s/%s: %w", r.Namespace, wire.ConfigMapName, err)
-		}
-		for i := range list.Items {
-			if namesAPIServer(&list.Items[i]) {
-				return ErrAPIServerKnown
-			}
-		}
-		w, err := r.Client.Watch(ctx, &corev1.ConfigMapList{}, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})...)
-		if err != nil {
-			return fmt.Errorf("watching %s/%s: %w", r.Namespace, wire.ConfigMapName, err)
-		}
-		if done, err := untilAPIServerNamed(ctx, w); done || err != nil {
-			return err
-		}
-	}
-}
-
-// untilAPIServerNamed reads w until the ConfigMap names an API server URL (done,
-// ErrAPIServerKnown), ctx ends (done, nil) or the watch closes (not done).
-func untilAPIServerNamed(ctx context.Context, w watch.Interface) (bool, error) {
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return true, nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return false, nil
-			}
-			if cm, isCM := ev.Object.(*corev1.ConfigMap); isCM && ev.Type != watch.Deleted && namesAPIServer(cm) {
-				return true, ErrAPIServerKnown
-			}
-		}
-	}
-}
-
-func namesAPIServer(cm *corev1.ConfigMap) bool {
-	return cm.Name == wire.ConfigMapName && cm.Data[cluster.ConfigAPIServerURL] != ""
+	return restartCondition{client: r.Client, newList: func() client.ObjectList { return &corev1.ConfigMapList{} },
+		opts: []client.ListOption{client.InNamespace(r.Namespace), client.MatchingFields{"metadata.name": wire.ConfigMapName}},
+		met: func(o runtime.Object, deleted bool) bool {
+			cm, ok := o.(*corev1.ConfigMap)
+			return ok && !deleted && cm.Name == wire.ConfigMapName && cm.Data[cluster.ConfigAPIServerURL] != ""
+		},
+		reached: ErrAPIServerKnown, what: fmt.Sprintf("watching %s/%s", r.Namespace, wire.ConfigMapName)}.wait(ctx)
 }

@@ -9,10 +9,9 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"k8s.io/client-go/rest"
@@ -122,44 +121,13 @@ var ErrPeeringsServed = errors.New("the Peering CRD is now installed: restarting
 
 // Start waits for the CRD, and returns ErrPeeringsServed once it is established.
 func (r RestartWhenPeeringsServed) Start(ctx context.Context) error {
-	byName := client.MatchingFields{"metadata.name": wire.PeeringsCRDName}
-	for {
-		var list apiextensionsv1.CustomResourceDefinitionList
-		if err := r.Client.List(ctx, &list, byName); err != nil {
-			return fmt.Errorf("watching for the Peering CRD: %w", err)
-		}
-		for i := range list.Items {
-			if established(&list.Items[i]) {
-				return ErrPeeringsServed
-			}
-		}
-		w, err := r.Client.Watch(ctx, &apiextensionsv1.CustomResourceDefinitionList{}, byName, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
-		if err != nil {
-			return fmt.Errorf("watching for the Peering CRD: %w", err)
-		}
-		if done, err := untilEstablished(ctx, w); done || err != nil {
-			return err
-		}
-	}
-}
-
-// untilEstablished reads w until the CRD is established (done, ErrPeeringsServed), ctx
-// ends (done, nil) or the watch closes (not done: listed and watched again).
-func untilEstablished(ctx context.Context, w watch.Interface) (bool, error) {
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return true, nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return false, nil
-			}
-			if crd, isCRD := ev.Object.(*apiextensionsv1.CustomResourceDefinition); isCRD && established(crd) {
-				return true, ErrPeeringsServed
-			}
-		}
-	}
+	return restartCondition{client: r.Client, newList: func() client.ObjectList { return &apiextensionsv1.CustomResourceDefinitionList{} },
+		opts: []client.ListOption{client.MatchingFields{"metadata.name": wire.PeeringsCRDName}},
+		met: func(o runtime.Object, _ bool) bool {
+			crd, ok := o.(*apiextensionsv1.CustomResourceDefinition)
+			return ok && established(crd)
+		},
+		reached: ErrPeeringsServed, what: "watching for the Peering CRD"}.wait(ctx)
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
