@@ -1,16 +1,10 @@
 package cluster
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/authn"
 )
 
 // recordRotationKey holds, on a provider, the rotation of the remote cluster's key.
@@ -110,31 +104,4 @@ func (r *TenantRecord) ControlPlaneKeyGroups() []string {
 		add(r.KeyRotation.To)
 	}
 	return out
-}
-
-// ProviderRotationProgress says, on a provider whose keys are keys, how many accepted
-// Tenants still carry an acceptance sealed by the previous key (0 when no key was switched
-// away from): the tenant controller seals each again with the current key, and the
-// previous key may be retired only once none is left. It reads the Tenants through c (a
-// manager's cache, or a live client allowed to list Tenants) and verifies each seal over
-// what the status says was accepted.
-func ProviderRotationProgress(ctx context.Context, c client.Reader, keys KeySet) (sealedByPrevious int, err error) {
-	if keys.Previous == nil {
-		return 0, nil
-	}
-	var list authv1beta1.TenantList
-	if err := c.List(ctx, &list); err != nil {
-		return 0, fmt.Errorf("listing Tenants: %w", err)
-	}
-	for i := range list.Items {
-		t := &list.Items[i]
-		if t.Status.AcceptedKeyFingerprint == "" {
-			continue
-		}
-		acc := authn.Acceptance{TenantUID: string(t.UID), ClusterID: string(t.Spec.ClusterID), KeyFingerprint: t.Status.AcceptedKeyFingerprint, CSRDigest: t.Status.AcceptedCSRDigest}
-		if authn.VerifyAcceptanceSeal(keys.Previous.Public(), acc, t.Status.AcceptanceSeal) == nil {
-			sealedByPrevious++
-		}
-	}
-	return sealedByPrevious, nil
 }

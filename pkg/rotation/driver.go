@@ -122,7 +122,7 @@ func (d *Driver) observe(ctx context.Context, ks cluster.KeySet, act bool) (Stat
 		}
 	}
 	if d.Provider && ks.Previous != nil {
-		old, err := d.tenantsSealedBy(ctx, ks.Previous)
+		old, err := acceptance.TenantsSealedBy(ctx, d.Client, ks.Previous)
 		if err != nil {
 			return st, err
 		}
@@ -151,21 +151,6 @@ func (d *Driver) identity(ctx context.Context, ks cluster.KeySet, newKey crypto.
 		}
 	}
 	return nil
-}
-
-// tenantsSealedBy are the Tenants whose acceptance seal verifies with key.
-func (d *Driver) tenantsSealedBy(ctx context.Context, key crypto.Signer) ([]string, error) {
-	var ts authv1beta1.TenantList
-	if err := d.Client.List(ctx, &ts); err != nil {
-		return nil, err
-	}
-	var out []string
-	for i := range ts.Items {
-		if acceptance.VerifySealed(&ts.Items[i], key.Public()) == nil {
-			out = append(out, ts.Items[i].Namespace+"/"+ts.Items[i].Name)
-		}
-	}
-	return out, nil
 }
 
 // heldBy says which key of the rotation holds a certificate: newKey, another key of ks,

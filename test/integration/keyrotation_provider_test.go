@@ -21,6 +21,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
 )
 
 // rotationForge is what the author of a key-rotation Renew chooses: which keys sign the
@@ -237,8 +238,8 @@ func TestKeyRotationProviderMovesAConsumer(t *testing.T) {
 	keys, err := cluster.SwitchToNextKey(ctx, pr.client, wire.DefaultLiqoNamespace)
 	require.NoError(t, err)
 	eventually(t, 30*time.Second, "every Tenant sealed again with the provider's new key", func(ctx context.Context) (bool, error) {
-		n, progressErr := cluster.ProviderRotationProgress(ctx, pr.client, keys)
-		return n == 0, progressErr
+		left, progressErr := acceptance.TenantsSealedBy(ctx, pr.client, keys.Previous)
+		return len(left) == 0, progressErr
 	})
 	require.NoError(t, newID.Get(ctx, p.key, &authv1beta1.Tenant{}), "the consumer works after the provider's switch")
 	_, errOut := mustCLI(t, "renew", "tenant", c.id, "--kubeconfig", pr.cp.Kubeconfig)

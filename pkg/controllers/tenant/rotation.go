@@ -18,7 +18,7 @@ import (
 // Key rotation, both ways. This provider's own: a seal made by a key of its set that is
 // not the current one (the previous key, after SwitchToNextKey) still holds, and is made
 // again, over the same acceptance, with the current key (reseal), so that the previous key
-// can be retired (cluster.ProviderRotationProgress counts what is left). A consumer's: the
+// can be retired (acceptance.TenantsSealedBy lists what is left). A consumer's: the
 // keyrotation controller records in the tenant record, which no tenant may write, the
 // rotation a consumer proved with both keys, then moves the Tenant's spec to the new key
 // and CSR; the seal then no longer verifies over the spec, and acceptRotation accepts the

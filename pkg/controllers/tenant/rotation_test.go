@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
 )
 
 // TestSealByPreviousKeyIsMadeAgain: after this provider switched its key, a Tenant sealed
@@ -27,7 +28,7 @@ func TestSealByPreviousKeyIsMadeAgain(t *testing.T) {
 	w := f.newWorld(nil, tn)
 	next := must(authn.GenerateKey(authn.Ed25519))
 	w.r.Keys = cluster.FixedKeys{Current: next, Previous: f.clusterKey}
-	if n := must(cluster.ProviderRotationProgress(context.Background(), w.c, cluster.KeySet{Current: next, Previous: f.clusterKey})); n != 1 {
+	if n := len(must(acceptance.TenantsSealedBy(context.Background(), w.c, f.clusterKey))); n != 1 {
 		t.Fatalf("%d Tenants sealed by the previous key before the reconcile, want 1", n)
 	}
 	_, got, _, evs := w.reconcile()
@@ -41,7 +42,7 @@ func TestSealByPreviousKeyIsMadeAgain(t *testing.T) {
 	if !slices.ContainsFunc(evs, func(e string) bool { return strings.Contains(e, authv1beta1.ReasonResealed) }) {
 		t.Errorf("no %s Event: %v", authv1beta1.ReasonResealed, evs)
 	}
-	if n := must(cluster.ProviderRotationProgress(context.Background(), w.c, cluster.KeySet{Current: next, Previous: f.clusterKey})); n != 0 {
+	if n := len(must(acceptance.TenantsSealedBy(context.Background(), w.c, f.clusterKey))); n != 0 {
 		t.Errorf("%d Tenants still sealed by the previous key", n)
 	}
 

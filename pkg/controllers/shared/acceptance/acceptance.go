@@ -11,6 +11,8 @@ import (
 	"crypto"
 	"fmt"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -87,6 +89,23 @@ func VerifySealed(t *authv1beta1.Tenant, pub crypto.PublicKey) error {
 	}
 	_, err = authn.ValidateCSR(t.Spec.CSR, tenantKey, string(t.Spec.ClusterID))
 	return err
+}
+
+// TenantsSealedBy are the Tenants c holds (namespace/name) whose acceptance key sealed for
+// their spec (VerifySealed): on a provider whose key was switched, with the previous key,
+// what the tenant controller has still to seal again before that key may be retired.
+func TenantsSealedBy(ctx context.Context, c client.Reader, key crypto.Signer) ([]string, error) {
+	var ts authv1beta1.TenantList
+	if err := c.List(ctx, &ts); err != nil {
+		return nil, fmt.Errorf("listing Tenants: %w", err)
+	}
+	var out []string
+	for i := range ts.Items {
+		if VerifySealed(&ts.Items[i], key.Public()) == nil {
+			out = append(out, ts.Items[i].Namespace+"/"+ts.Items[i].Name)
+		}
+	}
+	return out, nil
 }
 
 // SealedBy is VerifySealed with every key of this cluster's key set: around a rotation of
