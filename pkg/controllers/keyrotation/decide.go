@@ -118,13 +118,14 @@ func checkFrom(q *request, _ *verdict) *verdict {
 	return nil
 }
 
-func checkOldSignature(q *request, _ *verdict) *verdict {
+func checkOldSignature(q *request, v *verdict) *verdict {
 	// The statement names the new key by its fingerprint: a key that does not parse (or
-	// is of a type not allowed) makes none, and is refused as such.
+	// is of a type not allowed) makes none, and is refused as such. Parsed once, here.
 	newKey, err := authn.ParsePublicKey(q.renew.Spec.PublicKey)
 	if err != nil {
 		return refusal(authv1beta1.ReasonKeyRotationNewKeyInvalid, "spec.publicKey: %v", err)
 	}
+	v.newKey = newKey
 	old, err := authn.ParsePublicKey(q.tenant.Spec.PublicKey)
 	if err == nil {
 		err = authn.VerifyRotation(old, statement(q, newKey), signature(q.renew, wire.RotationOldSignatureAnnotation))
@@ -135,15 +136,11 @@ func checkOldSignature(q *request, _ *verdict) *verdict {
 	return nil
 }
 
+// checkNewKey refuses a move to the key moved from (checkOldSignature parsed the new key).
 func checkNewKey(q *request, v *verdict) *verdict {
-	newKey, err := authn.ParsePublicKey(q.renew.Spec.PublicKey)
-	if err != nil {
-		return refusal(authv1beta1.ReasonKeyRotationNewKeyInvalid, "spec.publicKey: %v", err)
-	}
-	if fp, _ := authn.Fingerprint(newKey); fp == q.tenant.Status.AcceptedKeyFingerprint {
+	if fp, _ := authn.Fingerprint(v.newKey); fp == q.tenant.Status.AcceptedKeyFingerprint {
 		return refusal(authv1beta1.ReasonKeyRotationNewKeyInvalid, "spec.publicKey is the key the consumer moves from")
 	}
-	v.newKey = newKey
 	return nil
 }
 
