@@ -176,6 +176,8 @@ type peerRun struct {
 	facts  peerFacts
 	id     *authv1beta1.Identity
 	remote client.Client
+	// cfg is how remote reaches the provider (server, CA, proxy) as the current identity.
+	cfg *rest.Config
 	ns     string
 	tenant *authv1beta1.Tenant
 	renew  *authv1beta1.Renew
@@ -252,6 +254,7 @@ func (d *Driver) connect(ctx context.Context, r *peerRun) error {
 	if info, readErr := authn.ReadKubeconfig(kubeconfig); readErr == nil {
 		r.facts.kubeconfigMoved = bytes.Equal(info.CertPEM, r.id.Spec.AuthParams.SignedCRT) && r.facts.cert == heldByNew
 	}
+	r.cfg = cfg
 	r.remote, err = d.client(cfg)
 	return err
 }
@@ -450,8 +453,13 @@ func (d *Driver) prove(ctx context.Context, r *peerRun) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ap := r.id.Spec.AuthParams
-	cfg := &rest.Config{Host: ap.APIServer, TLSClientConfig: rest.TLSClientConfig{CAData: ap.CA, CertData: []byte(move.OldCertificate), KeyData: keyPEM}}
+	// The provider reached as the current identity reaches it (server, pinned CA, proxy),
+	// with the old certificate instead.
+	if r.cfg == nil {
+		return nil, fmt.Errorf("provider %s is not connected", r.facts.peer)
+	}
+	cfg := rest.AnonymousClientConfig(r.cfg)
+	cfg.CertData, cfg.KeyData = []byte(move.OldCertificate), keyPEM
 	old, err := d.client(cfg)
 	if err != nil {
 		return nil, err

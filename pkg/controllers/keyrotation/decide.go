@@ -162,10 +162,13 @@ func checkNewSignature(q *request, v *verdict) *verdict {
 	return nil
 }
 
-// checkNoOtherRotation refuses a second rotation while the record holds one not done.
+// checkNoOtherRotation refuses a second rotation of the live Tenant while the record holds
+// one of it not done.
 func checkNoOtherRotation(q *request, v *verdict) *verdict {
 	rot := q.record.KeyRotation
-	if rot == nil || rot.Done {
+	// A rotation of a Tenant that no longer exists is over: its old key stays refused
+	// (cluster.NextRotation keeps it), and it blocks no rotation of the live Tenant.
+	if rot == nil || rot.Done || rot.TenantUID != string(q.tenant.UID) {
 		return nil
 	}
 	to, _ := authn.Fingerprint(v.newKey)

@@ -163,7 +163,7 @@ func (r *Reconciler) record(ctx context.Context, q *request, v *verdict) error {
 	t, rot := q.tenant, v.rotation
 	from := oldSubject(t)
 	if err := cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, rot.ConsumerID, false, func(rec *cluster.TenantRecord) error {
-		if cur := rec.KeyRotation; cur != nil && !cur.Done && (cur.To != rot.To || cur.TenantUID != rot.TenantUID) {
+		if cur := rec.KeyRotation; cur != nil && !cur.Done && cur.TenantUID == rot.TenantUID && cur.To != rot.To {
 			return acceptance.Refusal(authv1beta1.ReasonKeyRotationConflict, "the tenant record holds another rotation not done")
 		}
 		if cur := rec.KeyRotation; cur != nil && cur.TenantUID == rot.TenantUID && cur.From == rot.From && cur.To == rot.To && cur.CSRDigest == rot.CSRDigest {
