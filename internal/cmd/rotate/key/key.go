@@ -101,8 +101,11 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return s.Explain(err, "reading the cluster's keys")
 	}
-	if ks.Rotating() {
-		s.Report.Info("A rotation is under way (a key staged or one not retired yet): resuming it")
+	if ks.Next != nil {
+		fp, _ := authn.Fingerprint(ks.Next.Public())
+		s.Report.Info("A rotation is under way: resuming it, to the staged key %s", fp)
+	} else if ks.Rotating() {
+		s.Report.Info("A rotation is under way (the previous key is not retired yet): resuming it")
 	}
 	running, err := authmanager.RunningManager(ctx, s.Client, s.Namespace, o.Global.Clock())
 	if err != nil {
