@@ -25,10 +25,10 @@ type Watched struct {
 	// holds objects of the kind with; InLiqoNamespace limits it to the Liqo namespace.
 	Label           string
 	InLiqoNamespace bool
-	// AlsoInLiqoNamespace, when set, is the name of the one object of the kind the
-	// long-running manager's cache also holds in the Liqo namespace, whatever its labels
-	// (and no other object of the kind there).
-	AlsoInLiqoNamespace string
+	// AllInLiqoNamespace says the long-running manager's cache also holds every object of
+	// the kind in the Liqo namespace, whatever its labels: the administrator's namespace
+	// (the cluster's keys, a Peering's bootstrap Secret).
+	AllInLiqoNamespace bool
 	// Stripped says the cache keeps only what the binding scan needs (no annotations).
 	Stripped bool
 	// ReadBy names the controllers (and the metrics collector) that read the kind.
@@ -42,7 +42,7 @@ type Watched struct {
 // ManagerWatched are the kinds liqo-auth-manager's controllers watch.
 func ManagerWatched() []Watched {
 	return []Watched{
-		{Object: &corev1.Secret{}, Group: "", Resource: "secrets", Roles: Both, Label: wire.RemoteClusterIDLabel, AlsoInLiqoNamespace: wire.KeysSecretName,
+		{Object: &corev1.Secret{}, Group: "", Resource: "secrets", Roles: Both, Label: wire.RemoteClusterIDLabel, AllInLiqoNamespace: true,
 			ReadBy: "noncecreator, tenant, noncesigner, identity, renewfollower, metrics, rotation", Writers: []Writer{nsCreatorSecrets, secretWriter, peeringUserNonce}},
 		{Object: &corev1.Namespace{}, Group: "", Resource: "namespaces", Roles: Both, Label: wire.TenantNamespaceLabel + "=true",
 			ReadBy: "designation, every placement check", Writers: []Writer{nsCreatorNS}},

@@ -16,7 +16,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -145,16 +144,15 @@ func (o *Options) Complete() error {
 
 // CacheOptions scope the manager's informers to the objects of the protocol, so that its
 // memory does not grow with the rest of the cluster: Secrets labelled for a remote
-// cluster, namespaces labelled as tenant namespaces, the tenant records of the Liqo
+// cluster (and every Secret of the Liqo namespace, which only its administrator writes),
+// namespaces labelled as tenant namespaces, the tenant records of the Liqo
 // namespace liqoNS, our own Roles and CSRs. RoleBindings and ClusterRoleBindings are all
 // cached, stripped to what the binding scan needs: a consumer's cluster ID must not
 // already be a user with permissions here. Within those, scope (nil: none) decides what is
 // kept whole: the content of Secrets and requests that are not the manager's is not kept
 // (CacheScope), and no object keeps managed fields or annotations not of this project.
 // Peerings are cached only with peerings set (a manager that carries them out): a cluster
-// without their CRD (Liqo's, one installed by an older liqoctl) must not stop the rest; so
-// is the authentication-keys Secret (the long-running manager follows a rotation; one
-// command's controllers read the keys once).
+// without their CRD (Liqo's, one installed by an older liqoctl) must not stop the rest.
 func CacheOptions(liqoNS string, scope *CacheScope, peerings bool) cache.Options {
 	transform := cache.TransformStripManagedFields()
 	if scope != nil {
@@ -176,27 +174,20 @@ func CacheOptions(liqoNS string, scope *CacheScope, peerings bool) cache.Options
 		if w.InLiqoNamespace {
 			by.Namespaces = map[string]cache.Config{liqoNS: {}}
 		}
-		if w.AlsoInLiqoNamespace != "" && peerings {
-			// Besides the labelled objects everywhere else, the one object of that name in
-			// the Liqo namespace (the cluster's keys, read at each handshake and watched
-			// for a rotation), and nothing else there.
+		if w.AllInLiqoNamespace {
+			// Besides the labelled objects everywhere else, every object of the kind in the
+			// Liqo namespace, which only its administrator writes: the cluster's keys (read
+			// at each handshake, watched for a rotation) and a Peering's bootstrap Secret
+			// (its change wakes the Peering), whatever their labels. Their content is kept
+			// only for the keys (CacheScope).
 			by.Namespaces = map[string]cache.Config{
 				cache.AllNamespaces: {LabelSelector: by.Label},
-				liqoNS:              {FieldSelector: fields.OneTermEqualSelector("metadata.name", w.AlsoInLiqoNamespace)},
+				liqoNS:              {LabelSelector: labels.Everything()},
 			}
 			by.Label = nil
 		}
 		if w.Stripped {
 			by.Transform = stripBinding
-		}
-		if _, ok := w.Object.(*corev1.Secret); ok {
-			// Besides the Secrets of the protocol, everywhere but the Liqo namespace, the
-			// cache holds this cluster's keys there (one Secret, by name): the controllers
-			// read the key set at each decision, which a rotation changes.
-			by.Namespaces = map[string]cache.Config{
-				cache.AllNamespaces: {},
-				liqoNS:              {LabelSelector: labels.Everything(), FieldSelector: fields.OneTermEqualSelector("metadata.name", wire.KeysSecretName)},
-			}
 		}
 		if by.Label != nil || by.Namespaces != nil || by.Transform != nil {
 			byObject[w.Object] = by
@@ -208,14 +199,14 @@ func CacheOptions(liqoNS string, scope *CacheScope, peerings bool) cache.Options
 }
 
 // cacheOptionsFor are the CacheOptions of the controllers o selects: when o carries its
-// key source (one command's controllers, FixedKeys), the cache does not hold the keys
-// Secret, which no controller would read from it.
+// key source (one command's controllers, FixedKeys), the cache holds no Secret of the Liqo
+// namespace that is not labelled like the others: no controller would read the keys from it.
 func cacheOptionsFor(o Options) cache.Options {
 	co := CacheOptions(namespaceOr(o.Namespace), o.Scope, o.Peerings)
 	if o.Keys != nil {
 		for obj, by := range co.ByObject {
 			if _, ok := obj.(*corev1.Secret); ok {
-				by.Namespaces = nil
+				by.Label, by.Namespaces = by.Namespaces[cache.AllNamespaces].LabelSelector, nil
 				co.ByObject[obj] = by
 			}
 		}
@@ -296,7 +287,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		// It reads live, not from the cache: a pass decided on a Secret the cache has not
 		// caught up with would see no rotation under way and answer the request at once.
 		live := liveReads{Client: d.c, reader: d.reader}
-		setups = append(setups, &rotationReconciler{client: live, namespace: o.Namespace, role: o.Role,
+		setups = append(setups, &rotationReconciler{cached: d.c, client: live, namespace: o.Namespace, role: o.Role,
 			driver: &rotation.Driver{Client: live, Namespace: o.Namespace, ClusterID: o.ClusterID, Provider: o.Role.Has(Provider), NoIdentities: !o.Role.Has(Consumer)}})
 	}
 	for _, s := range setups {

@@ -30,6 +30,10 @@ const RotationRecheck = 10 * time.Second
 // reads: the Secret, this cluster's administrator (and liqoctl rotate key as them); the
 // rest, pkg/rotation's package comment.
 type rotationReconciler struct {
+	// cached reads the Secret first, from the cache: each Identity and Tenant event wakes
+	// the controller, which must ask nothing of the API server when no rotation is asked.
+	cached client.Reader
+	// client reads live (liveReads) once a rotation is asked.
 	client    client.Client
 	namespace string
 	// role is the sides the manager runs: the Identities (consumer) and the Tenants
@@ -58,14 +62,25 @@ func (r *rotationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile stages, steps or ends the rotation the Secret asks for.
 func (r *rotationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	key := client.ObjectKey{Namespace: r.namespace, Name: wire.KeysSecretName}
 	var s corev1.Secret
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: wire.KeysSecretName}, &s); err != nil {
+	if err := r.cached.Get(ctx, key, &s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	token := s.Annotations[wire.RotateKeyAnnotation]
-	if token == "" || token == s.Annotations[wire.KeyRotatedAnnotation] {
+	if !rotationAsked(&s) {
+		// The cache may be behind an annotation just written: that write's own event
+		// comes next.
 		return ctrl.Result{}, nil
 	}
+	// Asked, as the cache saw it: the request may already be answered, which only a live
+	// read tells (else a new key would be staged).
+	if err := r.client.Get(ctx, key, &s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !rotationAsked(&s) {
+		return ctrl.Result{}, nil
+	}
+	token := s.Annotations[wire.RotateKeyAnnotation]
 	ks, err := cluster.GetClusterKeys(ctx, r.client, r.namespace)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -89,7 +104,7 @@ func (r *rotationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	// next event: that event would see no rotation under way and the request unanswered,
 	// and stage a new key.
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		if getErr := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: wire.KeysSecretName}, &s); getErr != nil {
+		if getErr := r.client.Get(ctx, key, &s); getErr != nil {
 			return getErr
 		}
 		if s.Annotations == nil {
@@ -99,6 +114,13 @@ func (r *rotationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return r.client.Update(ctx, &s)
 	})
 	return ctrl.Result{}, err
+}
+
+// rotationAsked says whether the keys Secret s asks for a rotation it has not had:
+// annotation rotate-key set and not equal to key-rotated.
+func rotationAsked(s *corev1.Secret) bool {
+	token := s.Annotations[wire.RotateKeyAnnotation]
+	return token != "" && token != s.Annotations[wire.KeyRotatedAnnotation]
 }
 
 // algorithmOf is the algorithm of the current key (the new key keeps it).

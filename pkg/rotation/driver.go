@@ -177,7 +177,7 @@ type peerRun struct {
 	id     *authv1beta1.Identity
 	remote client.Client
 	// cfg is how remote reaches the provider (server, CA, proxy) as the current identity.
-	cfg *rest.Config
+	cfg    *rest.Config
 	ns     string
 	tenant *authv1beta1.Tenant
 	renew  *authv1beta1.Renew

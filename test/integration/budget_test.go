@@ -87,9 +87,7 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"request POST events":           1,
 			"watch event configmaps":        7, "watch event identities": 7, "watch event namespaces": 6,
 			"watch event resourceslices": 1, "watch event rolebindings": 3,
-			// The in-process cache's first list also holds this cluster's keys Secret (one,
-			// by name, in the Liqo namespace: a key rotation changes it while controllers run).
-			"watch event secrets": 9,
+			"watch event secrets": 8,
 		},
 		"provider": {
 			"request GET /api": 1, "request GET /apis": 1,
@@ -113,7 +111,7 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"watch event clusterrolebindings":                 57, // the in-process cache's first list
 			"watch event configmaps":                          8, "watch event namespaces": 5, "watch event resourceslices": 2,
 			"watch event rolebindings": 20, "watch event roles": 7, "watch event tenants": 7,
-			"watch event secrets": 9, // as on the consumer: the keys Secret in the cache's first list
+			"watch event secrets": 8,
 			"watch event renews":  1, // the Renew informer's watch bookmark, which may fall within the handshake: no Renew changes
 		},
 	},

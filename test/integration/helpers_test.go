@@ -90,7 +90,10 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
-		last = err
+		if err != nil && (last == nil || ctx.Err() == nil) {
+			// A poll cut short by the deadline says nothing: keep the error before it.
+			last = err
+		}
 		return ok, nil
 	})
 	require.NoError(t, err, "%s (last error: %v)", what, last)
