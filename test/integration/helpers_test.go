@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,13 +92,19 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
-		if err != nil && (last == nil || ctx.Err() == nil) {
-			// A poll cut short by the deadline says nothing: keep the error before it.
+		if err != nil && (last == nil || !cutShort(ctx, err)) {
 			last = err
 		}
 		return ok, nil
 	})
 	require.NoError(t, err, "%s (last error: %v)", what, last)
+}
+
+// cutShort says whether err is only the poll's deadline (the context, or a client's rate
+// limiter refusing to wait past it): it says nothing of the condition, so the error before
+// it is kept.
+func cutShort(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "would exceed context deadline")
 }
 
 // restConfigFromKubeconfig turns kubeconfig bytes into a client configuration.

@@ -180,18 +180,15 @@ func (r *Reconciler) record(ctx context.Context, q *request, v *verdict) error {
 		}
 		return err
 	}
-	if err := r.moveSpec(ctx, t, q.renew); err != nil {
-		return err
-	}
-	r.Recorder.Eventf(q.renew, nil, corev1.EventTypeNormal, authv1beta1.ReasonKeyRotationRecorded, "KeyRotation",
-		"the rotation of cluster %q from key %s to key %s is proven with both keys and recorded; Tenant %s/%s moves to the new key", rot.ConsumerID, rot.From, rot.To, t.Namespace, t.Name)
-	return nil
+	return r.moveSpec(ctx, q, rot.ConsumerID, rot.From, rot.To)
 }
 
 // moveSpec writes the new key and CSR into the Tenant's spec (spec.signature stays: it is
 // the old nonce's), with the resourceVersion read: a concurrent change is a conflict, and
-// the Renew is reconciled again.
-func (r *Reconciler) moveSpec(ctx context.Context, t *authv1beta1.Tenant, rn *authv1beta1.Renew) error {
+// the Renew is reconciled again (then by follow, the rotation being recorded). The move
+// is said in the KeyRotationRecorded Event, by whichever reconcile makes it.
+func (r *Reconciler) moveSpec(ctx context.Context, q *request, consumer, from, to string) error {
+	t, rn := q.tenant, q.renew
 	if reflect.DeepEqual(t.Spec.PublicKey, rn.Spec.PublicKey) && reflect.DeepEqual(t.Spec.CSR, rn.Spec.CSR) {
 		return nil
 	}
@@ -200,6 +197,8 @@ func (r *Reconciler) moveSpec(ctx context.Context, t *authv1beta1.Tenant, rn *au
 	if err := r.Client.Patch(ctx, t, patch); err != nil {
 		return fmt.Errorf("moving Tenant %s/%s to the new key: %w", t.Namespace, t.Name, err)
 	}
+	r.Recorder.Eventf(rn, nil, corev1.EventTypeNormal, authv1beta1.ReasonKeyRotationRecorded, "KeyRotation",
+		"the rotation of cluster %q from key %s to key %s is proven with both keys and recorded; Tenant %s/%s moves to the new key", consumer, from, to, t.Namespace, t.Name)
 	return nil
 }
 
@@ -210,7 +209,7 @@ func (r *Reconciler) follow(ctx context.Context, q *request, rot *cluster.KeyRot
 	if !rot.Done {
 		if q.tenant.Status.AcceptedKeyFingerprint == rot.From {
 			// Recorded, but the spec's move did not happen (or was undone by a Tenant writer).
-			return ctrl.Result{}, r.moveSpec(ctx, q.tenant, q.renew)
+			return ctrl.Result{}, r.moveSpec(ctx, q, string(q.tenant.Spec.ClusterID), rot.From, rot.To)
 		}
 		if q.notAccepted != "" || !answerable(q.tenant, rot) {
 			return ctrl.Result{}, nil // the tenant controller is not there yet: its status change comes back here

@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"slices"
 	"strings"
@@ -17,12 +18,14 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -353,4 +356,35 @@ func selfSigned(t *testing.T, key crypto.Signer) []byte {
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: testID}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
 	der := must(x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key))
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// TestMoveAfterAConflictIsSaid: the record is written, then the Tenant's move loses a
+// race (its cached copy was stale); the next reconcile finds the rotation recorded and
+// moves the Tenant, and says so with KeyRotationRecorded, as the first would have (CI
+// once waited for that Event forever).
+func TestMoveAfterAConflictIsSaid(t *testing.T) {
+	k := newKeys()
+	rn := rotationRenew(k, forge{})
+	e := setup(t, k, tenant(k), rn)
+	conflicts := 1
+	e.r.Client = interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*authv1beta1.Tenant); ok && conflicts > 0 {
+				conflicts--
+				return apierrors.NewConflict(authv1beta1.GroupVersion.WithResource("tenants").GroupResource(), obj.GetName(), errors.New("modified"))
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	_, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: testNS, Name: wire.KeyRotationRenewName}})
+	if !apierrors.IsConflict(errors.Unwrap(err)) {
+		t.Fatalf("the first reconcile: %v", err)
+	}
+	if e.record(t).KeyRotation == nil {
+		t.Fatal("the rotation was not recorded before the move")
+	}
+	_, evs := e.reconcile(t)
+	if string(e.tenant(t).Spec.PublicKey) != string(rn.Spec.PublicKey) || !hasEvent(evs, authv1beta1.ReasonKeyRotationRecorded) {
+		t.Fatalf("the move after the conflict: spec moved %v, events %v", string(e.tenant(t).Spec.PublicKey) == string(rn.Spec.PublicKey), evs)
+	}
 }
