@@ -189,7 +189,8 @@ func (s *CacheScope) transform(obj any) (any, error) {
 	case *corev1.Secret:
 		if !s.ownKeys(x) && (!s.recorded(x.Namespace) || !s.keptWhole(x)) {
 			strip(x)
-			x.Data, x.StringData, x.OwnerReferences = nil, nil, nil
+			// The type too: any string, of no bounded length (TestAttack37StrippedSecretKeepsNoBulk).
+			x.Data, x.StringData, x.OwnerReferences, x.Type = nil, nil, nil, ""
 		}
 	case *authv1beta1.Identity:
 		s.setIdentity(x.Namespace, x.Name, x.UID)
@@ -221,9 +222,10 @@ func strip(o metav1.Object) {
 	o.SetFinalizers(nil)
 }
 
-// ourLabels keeps the labels of this project: liqo.io/ and its managed-by.
+// ourLabels keeps the labels of this project (wire.ProjectLabel), a bounded set: a writer
+// may add as many other liqo.io/ labels as the API server takes, each short.
 func ourLabels(l map[string]string) map[string]string {
-	maps.DeleteFunc(l, func(k, _ string) bool { return !strings.HasPrefix(k, "liqo.io/") && k != wire.ManagedByLabel })
+	maps.DeleteFunc(l, func(k, _ string) bool { return !wire.ProjectLabel(k) })
 	return l
 }
 

@@ -184,6 +184,20 @@ const TenantRecordPrefix = "liqo-auth-tenant-"
 // TenantRecordName is the name of the record of remoteID in the Liqo namespace.
 func TenantRecordName(remoteID string) string { return TenantRecordPrefix + remoteID }
 
+// ProjectLabel says whether key is one of the labels this project reads or writes (every
+// constant named *Label here): a cache that keeps of others' objects only this project's
+// labels keeps these, and so a bounded number, however many its writer added.
+func ProjectLabel(key string) bool {
+	switch key {
+	case RemoteClusterIDLabel, TenantNamespaceLabel, NonceLabel, SignedNonceLabel,
+		ReplicationRequestedLabel, ReplicationStatusLabel, ReplicationOriginLabel, ReplicationDestinationLabel,
+		PeeringLabel, IdentityTypeLabel, ManagedByLabel, TenantUIDLabel, SliceNameLabel, PeeringUserLabel,
+		TenantRecordLabel, AppNameLabel:
+		return true
+	}
+	return false
+}
+
 // ManagedLabels are the labels of every object this project makes.
 func ManagedLabels() map[string]string { return map[string]string{ManagedByLabel: ManagedByValue} }
 
