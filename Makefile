@@ -74,6 +74,9 @@ fuzz: ## Fuzz longer: make fuzz FUZZTIME=5m (or a count, 2000000x).
 bench: build ## Benchmarks on local control planes; writes docs/benchmarks.md.
 	$(CONTROLPLANE); $(GO) run ./hack/bench --out docs/benchmarks.md
 
+trace: build ## The request timeline of one authenticate on both API servers (TRACE_MODE=managers|in-process|peering-user).
+	$(CONTROLPLANE); $(GO) run ./hack/trace --bin $(BIN) --mode $(or $(TRACE_MODE),managers)
+
 image: ## Build the liqo-auth-manager image (linux/amd64, linux/arm64) without Docker: PUSH=registry/repo:tag pushes it, else an OCI layout in dist/image.
 	$(GO) run ./hack/image --version $(VERSION) --commit $(COMMIT) --date $(DATE) $(if $(PUSH),--push $(PUSH),--oci-layout dist/image)
 
@@ -110,4 +113,4 @@ verify: lint generate manifests docs completions ## Regenerate everything and fa
 	@git add -N . >/dev/null 2>&1 || true
 	@git diff --exit-code --stat -- pkg/apis docs/reference completions deploy || { echo "generated files are stale: run make generate manifests docs completions and commit"; exit 1; }
 
-.PHONY: help build controlplane node clean test test-unit test-integration fuzz-short fuzz bench image demo demo-in-cluster generate manifests docs completions lint verify
+.PHONY: help build controlplane node clean test test-unit test-integration fuzz-short fuzz bench trace image demo demo-in-cluster generate manifests docs completions lint verify

@@ -1,0 +1,258 @@
+// Command trace prints the timeline of one liqoctl authenticate, request by request, as
+// both API servers saw it: two local control planes write an audit event per request, the
+// handshake runs a few times to warm up (unauthenticate in between), and the requests of
+// the last one are printed in order, with when each arrived (ms after liqoctl started),
+// how long the API server took, who asked, and what. It answers what a benchmark's p50
+// cannot: which requests wait on which, and where the time between them goes.
+//
+// Usage: go run ./hack/trace [--bin bin] [--mode managers|in-process|peering-user] [--warmup 3]
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+)
+
+// Modes of the handshake traced.
+const (
+	modeManagers    = "managers"
+	modeInProcess   = "in-process"
+	modePeeringUser = "peering-user"
+)
+
+// auditEvent is what the timeline reads of one audit event (level Metadata).
+type auditEvent struct {
+	Stage     string                                                  `json:"stage"`
+	Verb      string                                                  `json:"verb"`
+	URI       string                                                  `json:"requestURI"`
+	User      struct{ Username string }                               `json:"user"`
+	Object    struct{ Resource, Namespace, Name, Subresource string } `json:"objectRef"`
+	Received  time.Time                                               `json:"requestReceivedTimestamp"`
+	Completed time.Time                                               `json:"stageTimestamp"`
+	Response  struct{ Code int }                                      `json:"responseStatus"`
+}
+
+type options struct {
+	bin, mode string
+	warmup    int
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.bin, "bin", "bin", "directory of liqoctl and liqo-auth-manager")
+	flag.StringVar(&o.mode, "mode", modeManagers, "who runs the controllers: managers (each as its ServiceAccount), in-process, or peering-user (managers, the provider reached with a peering user)")
+	flag.IntVar(&o.warmup, "warmup", 3, "handshakes before the traced one")
+	flag.Parse()
+	if err := run(context.Background(), o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "trace:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	if !slices.Contains([]string{modeManagers, modeInProcess, modePeeringUser}, o.mode) {
+		return fmt.Errorf("--mode %q: one of %s, %s, %s", o.mode, modeManagers, modeInProcess, modePeeringUser)
+	}
+	s := &session{o: o, liqoctl: filepath.Join(o.bin, "liqoctl")}
+	defer s.stop()
+	if err := s.setup(ctx); err != nil {
+		return err
+	}
+	for round := 0; round <= o.warmup; round++ {
+		if err := s.round(round == o.warmup, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// session is two control planes with liqo-auth installed (and their managers).
+type session struct {
+	o        options
+	liqoctl  string
+	root     string
+	c, p     *testenv.ControlPlane
+	managers []*testenv.Manager
+}
+
+func (s *session) setup(ctx context.Context) error {
+	var err error
+	if s.root, err = os.MkdirTemp("", "liqo-auth-trace-"); err != nil {
+		return err
+	}
+	for _, name := range []string{"consumer", "provider"} {
+		cp, startErr := testenv.Start(ctx, testenv.Options{Name: name, Dir: filepath.Join(s.root, name), BinDir: os.Getenv("LIQO_AUTH_CONTROLPLANE_DIR"), AuditLog: true})
+		if startErr != nil {
+			return startErr
+		}
+		if s.c == nil {
+			s.c = cp
+		} else {
+			s.p = cp
+		}
+	}
+	for cp, id := range map[*testenv.ControlPlane]string{s.c: "cl-consumer", s.p: "cl-provider"} {
+		if _, err := command(s.liqoctl, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", id); err != nil {
+			return err
+		}
+	}
+	if s.o.mode == modeInProcess {
+		return nil
+	}
+	for _, cp := range []*testenv.ControlPlane{s.c, s.p} {
+		m, err := startManager(ctx, s.o.bin, cp)
+		if err != nil {
+			return err
+		}
+		s.managers = append(s.managers, m)
+	}
+	return nil
+}
+
+func (s *session) stop() {
+	for _, m := range s.managers {
+		m.Stop()
+	}
+	for _, cp := range []*testenv.ControlPlane{s.c, s.p} {
+		if cp != nil {
+			cp.Stop()
+		}
+	}
+	if s.root != "" {
+		_ = os.RemoveAll(s.root)
+	}
+}
+
+// round authenticates and unauthenticates once; traced prints the timeline.
+func (s *session) round(traced bool, out io.Writer) error {
+	remote := s.p.Kubeconfig
+	if s.o.mode == modePeeringUser {
+		kc, err := command(s.liqoctl, "generate", "peering-user", "--kubeconfig", s.p.Kubeconfig, "--consumer-cluster-id", "cl-consumer")
+		if err != nil {
+			return err
+		}
+		remote = filepath.Join(s.root, "peering-user.kubeconfig")
+		if err := os.WriteFile(remote, []byte(kc), 0o600); err != nil {
+			return err
+		}
+	}
+	time.Sleep(time.Second) // what the last round set off is done
+	start := time.Now()
+	steps, err := commandErr(s.liqoctl, "authenticate", "-v", "--kubeconfig", s.c.Kubeconfig, "--remote-kubeconfig", remote)
+	if err != nil {
+		return err
+	}
+	end := time.Now()
+	if traced {
+		time.Sleep(500 * time.Millisecond) // the audit log is written after the response
+		fmt.Fprintf(out, "liqoctl authenticate (%s): %v, its steps:\n%s\n", s.o.mode, end.Sub(start).Round(time.Millisecond), steps)
+		fmt.Fprintln(out, "   at ms  took ms  user  verb  resource  namespace/name  code (leases, watches and OpenAPI left out)")
+		for _, cp := range []*testenv.ControlPlane{s.c, s.p} {
+			if err := timeline(out, cp, start, end); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := command(s.liqoctl, "unauthenticate", "--kubeconfig", s.c.Kubeconfig, "--remote-kubeconfig", s.p.Kubeconfig); err != nil {
+		return err
+	}
+	if s.o.mode == modePeeringUser {
+		// The peering user retired itself; a leftover one is removed.
+		_, _ = command(s.liqoctl, "delete", "peering-user", "--kubeconfig", s.p.Kubeconfig, "--consumer-cluster-id", "cl-consumer")
+	}
+	return nil
+}
+
+// startManager runs liqo-auth-manager for cp as its ServiceAccount, as it is deployed.
+func startManager(ctx context.Context, bin string, cp *testenv.ControlPlane) (*testenv.Manager, error) {
+	cfg, err := cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, wire.ManagerName)
+	if err != nil {
+		return nil, err
+	}
+	kc := filepath.Join(cp.Dir, "liqo-auth-manager.kubeconfig")
+	if err := testenv.WriteKubeconfig(kc, cp.Name, cfg); err != nil {
+		return nil, err
+	}
+	return testenv.StartManager(filepath.Join(bin, "liqo-auth-manager"), []string{"--kubeconfig", kc, "--health-probe-bind-address=0"}, time.Minute)
+}
+
+// command runs name with args and returns its stdout; a failure carries its output.
+func command(name string, args ...string) (string, error) {
+	var stdout, stderr strings.Builder
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// commandErr is command returning stderr (liqoctl's progress) instead.
+func commandErr(name string, args ...string) (string, error) {
+	var stderr strings.Builder
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
+	}
+	return stderr.String(), nil
+}
+
+// timeline prints the requests cp's API server received between start and just after
+// end, in the order they arrived.
+func timeline(out io.Writer, cp *testenv.ControlPlane, start, end time.Time) error {
+	f, err := os.Open(cp.AuditLogPath())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	var evs []auditEvent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e auditEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.Received.Before(start) || e.Received.After(end.Add(300*time.Millisecond)) {
+			continue
+		}
+		if e.Object.Resource == "leases" || e.Verb == "watch" || strings.HasPrefix(e.URI, "/openapi") {
+			continue
+		}
+		evs = append(evs, e)
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if len(evs) == 0 {
+		return errors.New("no request in the audit log of " + cp.Name + " during the handshake")
+	}
+	slices.SortFunc(evs, func(a, b auditEvent) int { return a.Received.Compare(b.Received) })
+	fmt.Fprintf(out, "\n%s (%d requests)\n", cp.Name, len(evs))
+	for _, e := range evs {
+		res := e.Object.Resource
+		if e.Object.Subresource != "" {
+			res += "/" + e.Object.Subresource
+		}
+		if res == "" {
+			res = e.URI
+		}
+		user := strings.TrimPrefix(e.User.Username, "system:serviceaccount:")
+		fmt.Fprintf(out, "%8.1f %8.1f  %-34.34s %-7s %-34s %s/%s %d\n", ms(e.Received.Sub(start)), ms(e.Completed.Sub(e.Received)), user, e.Verb, res, e.Object.Namespace, e.Object.Name, e.Response.Code)
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
