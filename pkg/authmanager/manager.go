@@ -284,8 +284,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.Peerings {
 		// The long-running manager rotates the key when its Secret asks (it alone caches
 		// that Secret), whichever sides it runs.
-		// It reads live, not from the cache: a pass decided on a Secret the cache has not
+		// It decides live, not from the cache: a pass decided on a Secret the cache has not
 		// caught up with would see no rotation under way and answer the request at once.
+		// The cache only says whether a rotation is asked at all.
 		live := liveReads{Client: d.c, reader: d.reader}
 		setups = append(setups, &rotationReconciler{cached: d.c, client: live, namespace: o.Namespace, role: o.Role,
 			driver: &rotation.Driver{Client: live, Namespace: o.Namespace, ClusterID: o.ClusterID, Provider: o.Role.Has(Provider), NoIdentities: !o.Role.Has(Consumer)}})

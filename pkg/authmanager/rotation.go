@@ -81,7 +81,7 @@ func (r *rotationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	token := s.Annotations[wire.RotateKeyAnnotation]
-	ks, err := cluster.GetClusterKeys(ctx, r.client, r.namespace)
+	ks, err := cluster.KeySetFromSecret(&s) // the live copy just read
 	if err != nil {
 		return ctrl.Result{}, err
 	}

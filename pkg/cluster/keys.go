@@ -142,10 +142,12 @@ func GetClusterKeys(ctx context.Context, c client.Reader, ns string) (KeySet, er
 		}
 		return KeySet{}, fmt.Errorf("reading the cluster key: %w", err)
 	}
-	return keySetFromSecret(&s)
+	return KeySetFromSecret(&s)
 }
 
-func keySetFromSecret(s *corev1.Secret) (KeySet, error) {
+// KeySetFromSecret is the key set authentication-keys Secret s holds, each key checked
+// against its public half, for a caller that read the Secret already.
+func KeySetFromSecret(s *corev1.Secret) (KeySet, error) {
 	if len(s.Data[wire.PrivateKeyField]) == 0 && len(s.Data[wire.PublicKeyField]) == 0 {
 		return KeySet{}, fmt.Errorf("%w: Secret %s/%s holds no key yet (liqo-auth-manager fills it at its first start)", ErrNotInstalled, s.Namespace, s.Name)
 	}
@@ -212,7 +214,7 @@ func updateKeys(ctx context.Context, c client.Client, ns string, change func(*Ke
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.KeysSecretName}, &s); err != nil {
 		return KeySet{}, fmt.Errorf("reading the cluster key: %w", err)
 	}
-	ks, err := keySetFromSecret(&s)
+	ks, err := KeySetFromSecret(&s)
 	if err != nil {
 		return KeySet{}, err
 	}
