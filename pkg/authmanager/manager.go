@@ -154,6 +154,12 @@ func (o *Options) Complete() error {
 // Peerings are cached only with peerings set (a manager that carries them out): a cluster
 // without their CRD (Liqo's, one installed by an older liqoctl) must not stop the rest.
 func CacheOptions(liqoNS string, scope *CacheScope, peerings bool) cache.Options {
+	return cacheOptions(liqoNS, scope, peerings, true)
+}
+
+// cacheOptions are CacheOptions; keysCached says the cache serves the controllers' key
+// set (the long-running manager), and so holds every Secret of the Liqo namespace.
+func cacheOptions(liqoNS string, scope *CacheScope, peerings, keysCached bool) cache.Options {
 	transform := cache.TransformStripManagedFields()
 	if scope != nil {
 		transform = scope.transform
@@ -174,7 +180,7 @@ func CacheOptions(liqoNS string, scope *CacheScope, peerings bool) cache.Options
 		if w.InLiqoNamespace {
 			by.Namespaces = map[string]cache.Config{liqoNS: {}}
 		}
-		if w.AllInLiqoNamespace {
+		if w.AllInLiqoNamespace && keysCached {
 			// Besides the labelled objects everywhere else, every object of the kind in the
 			// Liqo namespace, which only its administrator writes: the cluster's keys (read
 			// at each handshake, watched for a rotation) and a Peering's bootstrap Secret
@@ -202,16 +208,7 @@ func CacheOptions(liqoNS string, scope *CacheScope, peerings bool) cache.Options
 // key source (one command's controllers, FixedKeys), the cache holds no Secret of the Liqo
 // namespace that is not labelled like the others: no controller would read the keys from it.
 func cacheOptionsFor(o Options) cache.Options {
-	co := CacheOptions(namespaceOr(o.Namespace), o.Scope, o.Peerings)
-	if o.Keys != nil {
-		for obj, by := range co.ByObject {
-			if _, ok := obj.(*corev1.Secret); ok {
-				by.Label, by.Namespaces = by.Namespaces[cache.AllNamespaces].LabelSelector, nil
-				co.ByObject[obj] = by
-			}
-		}
-	}
-	return co
+	return cacheOptions(namespaceOr(o.Namespace), o.Scope, o.Peerings, o.Keys == nil)
 }
 
 // stripBinding keeps of a cached binding what the controllers read: not its managed fields
