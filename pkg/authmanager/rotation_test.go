@@ -2,6 +2,7 @@ package authmanager
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -69,6 +70,47 @@ func TestRotationTriggerActsOnTheLiveRequest(t *testing.T) {
 			var after corev1.Secret
 			require.NoError(t, live.Get(ctx, client.ObjectKeyFromObject(&s), &after))
 			assert.Equal(t, tc.acts, after.ResourceVersion != s.ResourceVersion, "the keys Secret is written (a key staged, the request answered)")
+		})
+	}
+}
+
+// TestRotationTriggerSeesALongToken: the keys Secret's rotate-key annotation is "any token"
+// (wire.RotateKeyAnnotation), which its administrator may write by hand. The trigger reads
+// it first from the cache, whose transform keeps annotations up to maxAnnotation bytes:
+// a longer token must still be seen there, or the rotation asked for is never made (and
+// the administrator waits for key-rotated forever).
+func TestRotationTriggerSeesALongToken(t *testing.T) {
+	const ns = "liqo"
+	for _, tc := range []struct {
+		name  string
+		token string
+	}{
+		{"short token", "t1"},
+		{"token longer than the cache's annotation bound", strings.Repeat("x", maxAnnotation+1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			live := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+			_, _, err := cluster.EnsureClusterKey(ctx, live, ns, authn.Ed25519)
+			require.NoError(t, err)
+			var s corev1.Secret
+			require.NoError(t, live.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.KeysSecretName}, &s))
+			s.Annotations = map[string]string{wire.RotateKeyAnnotation: tc.token}
+			require.NoError(t, live.Update(ctx, &s))
+			// The cache holds what the manager's transform makes of the live Secret.
+			obj, err := NewCacheScope(ns).transform(s.DeepCopy())
+			require.NoError(t, err)
+			cachedCopy := obj.(*corev1.Secret)
+			cachedCopy.ResourceVersion = ""
+			cached := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(cachedCopy).Build()
+
+			r := &rotationReconciler{cached: cached, client: live, namespace: ns, role: Consumer,
+				driver: &rotation.Driver{Client: live, Namespace: ns, ClusterID: "cl-self", NoIdentities: true}}
+			_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+			require.NoError(t, err)
+			var after corev1.Secret
+			require.NoError(t, live.Get(ctx, client.ObjectKeyFromObject(&s), &after))
+			assert.NotEqual(t, s.ResourceVersion, after.ResourceVersion, "the rotation asked moves on (a key staged)")
 		})
 	}
 }
