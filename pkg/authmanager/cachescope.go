@@ -184,14 +184,14 @@ func (s *CacheScope) transform(obj any) (any, error) {
 	o.SetManagedFields(nil)
 	// The stripped mark is the cache's own: written on the server by anyone, it would
 	// hide an object's content from what reads the cache.
+	limit := maxAnnotation
 	if k, isSecret := o.(*corev1.Secret); isSecret && s.ownKeys(k) {
 		// The keys Secret keeps the annotations of this project whatever their length: its
 		// rotate-key is any token its administrator writes, which the rotation trigger reads
 		// from here first (TestRotationTriggerSeesALongToken).
-		o.SetAnnotations(ourAnnotationsOfAnyLength(o.GetAnnotations()))
-	} else {
-		o.SetAnnotations(ourAnnotations(o.GetAnnotations()))
+		limit = 0
 	}
+	o.SetAnnotations(ourAnnotations(o.GetAnnotations(), limit))
 	switch x := o.(type) {
 	case *corev1.Secret:
 		if !s.ownKeys(x) && (!s.recorded(x.Namespace) || !s.keptWhole(x)) {
@@ -236,25 +236,18 @@ func ourLabels(l map[string]string) map[string]string {
 	return l
 }
 
-// ourAnnotations keeps the annotations of this project (ourAnnotation), up to maxAnnotation
-// bytes each: nothing the controllers read is longer, and kubectl's last-applied
-// configuration alone doubles an object. The stripped mark is never kept from the server:
-// only strip writes it.
-func ourAnnotations(a map[string]string) map[string]string {
+// ourAnnotations keeps the annotations of this project (ourAnnotation), up to limit bytes
+// each (0: any length, for the keys Secret alone, which only the administrator and the
+// manager write): nothing the controllers read is longer than maxAnnotation, and kubectl's
+// last-applied configuration alone doubles an object. The stripped mark is never kept from
+// the server: only strip writes it.
+func ourAnnotations(a map[string]string, limit int) map[string]string {
 	maps.DeleteFunc(a, func(k, v string) bool {
-		return !ourAnnotation(k) || len(v) > maxAnnotation || k == wire.StrippedAnnotation
+		return !ourAnnotation(k) || (limit > 0 && len(v) > limit) || k == wire.StrippedAnnotation
 	})
 	if len(a) == 0 {
 		return nil
 	}
-	return a
-}
-
-// ourAnnotationsOfAnyLength keeps the annotations of this project, whatever their length,
-// but never the stripped mark: for the one object only the administrator and the manager
-// write (the keys Secret).
-func ourAnnotationsOfAnyLength(a map[string]string) map[string]string {
-	maps.DeleteFunc(a, func(k, _ string) bool { return !ourAnnotation(k) || k == wire.StrippedAnnotation })
 	return a
 }
 
