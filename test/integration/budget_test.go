@@ -42,14 +42,27 @@ func TestHandshakeRequestBudget(t *testing.T) {
 	}
 }
 
+// watchSlack is how many watch events of one kind a handshake may send over its budget.
+// How many events a write makes depends on how many watches are open when it lands, and
+// the in-process controllers' informers (whose first state comes as watch events) start
+// within the handshake: under load a write or two moves from before a watch's start to
+// after it (seen: provider configmaps 9 for 8 with both cores busy). A widened cache scope
+// or a new watcher costs tens of events (the first list of a kind), which this still
+// catches; requests get no slack.
+const watchSlack = 2
+
 // checkBudget fails for every counter that gained more than budget allows (a counter the
-// budget does not name allows nothing), and says which ones gained less: the budget can
-// come down.
+// budget does not name allows nothing; a watch event kind allows watchSlack more), and
+// says which ones gained less: the budget can come down.
 func checkBudget(t *testing.T, where string, used, budget testenv.APICounters) {
 	t.Helper()
 	for _, k := range slices.Sorted(maps.Keys(used)) {
-		if used[k] > budget[k] {
-			t.Errorf("%s: %q: %v in one handshake, over its budget of %v. A request more is a decision: if it is needed, raise handshakeBudget in the same commit and say why there", where, k, used[k], budget[k])
+		allowed := budget[k]
+		if strings.HasPrefix(k, "watch event ") && allowed > 0 {
+			allowed += watchSlack
+		}
+		if used[k] > allowed {
+			t.Errorf("%s: %q: %v in one handshake, over its budget of %v. A request more is a decision: if it is needed, raise handshakeBudget in the same commit and say why there", where, k, used[k], allowed)
 		}
 	}
 	var under []string
@@ -67,7 +80,7 @@ func checkBudget(t *testing.T, where string, used, budget testenv.APICounters) {
 // control planes, nothing else running), by mode and side. Requests are exact, except
 // where a comment says which race adds one; watch events allow one more than seen where
 // the moment liqoctl's own watch (of the Tenant, of the Identity) starts decides whether
-// it sees a write.
+// it sees a write, and checkBudget allows watchSlack more again under load.
 var handshakeBudget = map[string]map[string]testenv.APICounters{
 	budgetInProcess: {
 		"consumer": {
