@@ -42,7 +42,7 @@ func GetTenantNamespace(ctx context.Context, c client.Reader, liqoNS, remoteID s
 	case rec == nil || rec.Namespace == "":
 		return "", fmt.Errorf("%w for cluster %q", ErrTenantNamespaceNotFound, remoteID)
 	}
-	ok, why, err := VerifyTenantNamespace(ctx, c, liqoNS, rec.Namespace, remoteID)
+	ok, why, err := checkRecorded(ctx, c, rec, rec.Namespace, remoteID)
 	if err != nil {
 		return "", err
 	}
