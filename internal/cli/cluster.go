@@ -11,11 +11,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
-	"github.com/liqo-auth/liqo-auth/pkg/restmapper"
 )
 
 // ClusterFlags select one cluster with kubectl's connection flags, cli-runtime's
@@ -134,13 +134,10 @@ func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake
 	if err != nil {
 		return nil, handshake.ScopedErrorf(scope, "creating a client for %s: %w", cfg.Host, err)
 	}
-	// Built-in kinds are mapped without discovery; discovery, which this project's CRDs
-	// need, starts now, beside the first requests.
-	mapper, err := restmapper.New(cfg, hc)
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
 	if err != nil {
 		return nil, handshake.ScopedErrorf(scope, "creating a client for %s: %w", cfg.Host, err)
 	}
-	mapper.Warm()
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New(), HTTPClient: hc, Mapper: mapper})
 	if err != nil {
 		return nil, handshake.ScopedErrorf(scope, "creating a client for %s: %w", cfg.Host, err)

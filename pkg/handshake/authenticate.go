@@ -214,10 +214,6 @@ func identityHolds(id *authv1beta1.Identity, t *authv1beta1.Tenant, cert *x509.C
 // and a complete pair changes nothing.
 func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identity, error) {
 	c, pr := p.Consumer, p.Provider
-	// The cluster key, which the nonce's signature and the CSR need, is read while the
-	// namespaces are ensured: ClusterKey keeps it for the steps that wait for it (an error
-	// is not kept: the step that needs the key reads it again, and says why).
-	go func() { _, _ = c.ClusterKey(ctx) }()
 	cTN, pTN, err := p.ensureTenantNamespaces(ctx)
 	if err != nil {
 		return nil, err
