@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 )
 
@@ -62,12 +59,7 @@ func newEnv(ctx context.Context, c config, binDir, root string) (*env, error) {
 	// permissions liqoctl install grants it, and the API server's token cache instead of a
 	// client certificate verified on every request.
 	for _, cp := range []*testenv.ControlPlane{e.consumer, e.provider} {
-		cfg, err := cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, wire.ManagerName)
-		if err != nil {
-			e.stop()
-			return nil, err
-		}
-		if err := testenv.WriteKubeconfig(managerKubeconfig(cp), cp.Name, cfg); err != nil {
+		if err := cp.WriteManagerKubeconfig(ctx); err != nil {
 			e.stop()
 			return nil, err
 		}
@@ -100,32 +92,16 @@ func (e *env) liqoctl(ctx context.Context, args ...string) (string, error) {
 }
 
 func (e *env) liqoctlOut(ctx context.Context, args ...string) (string, string, error) {
-	return runCmd(ctx, filepath.Join(e.cfg.bin, "liqoctl"), args...)
-}
-
-// runCmd runs a command and returns its stdout and stderr; a failure carries its stderr.
-func runCmd(ctx context.Context, name string, args ...string) (string, string, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), stderr.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), stderr.String(), nil
+	return testenv.RunCommand(ctx, filepath.Join(e.cfg.bin, "liqoctl"), args...)
 }
 
 // startManager runs liqo-auth-manager for cp and waits until it holds its Lease.
 func (e *env) startManager(cp *testenv.ControlPlane, extra ...string) (*testenv.Manager, error) {
-	m, err := testenv.StartManager(filepath.Join(e.cfg.bin, "liqo-auth-manager"), append(append([]string{"--kubeconfig", managerKubeconfig(cp), "--health-probe-bind-address=0"}, e.cfg.managerArgs...), extra...), 60*time.Second)
+	m, err := testenv.StartManager(filepath.Join(e.cfg.bin, "liqo-auth-manager"), append(append([]string{"--kubeconfig", cp.ManagerKubeconfig(), "--health-probe-bind-address=0"}, e.cfg.managerArgs...), extra...), 60*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cp.Name, err)
 	}
 	return m, nil
-}
-
-// managerKubeconfig is the kubeconfig of cp's liqo-auth-manager ServiceAccount.
-func managerKubeconfig(cp *testenv.ControlPlane) string {
-	return filepath.Join(cp.Dir, "liqo-auth-manager.kubeconfig")
 }
 
 // usage reads a process's peak RSS (MiB) and CPU seconds from /proc.

@@ -426,7 +426,7 @@ func measureCLI(c config) (*cliCost, error) {
 	for i := 0; i < cliWarmup+c.cliRounds; i++ {
 		for _, run := range runs {
 			start := time.Now()
-			if _, _, err := runCmd(context.Background(), run.argv[0], run.argv[1:]...); err != nil {
+			if _, _, err := testenv.RunCommand(context.Background(), run.argv[0], run.argv[1:]...); err != nil {
 				return nil, err
 			}
 			if i >= cliWarmup {

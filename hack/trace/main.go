@@ -17,14 +17,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
 // Modes of the handshake traced.
@@ -152,7 +150,7 @@ func (s *session) round(traced bool, out io.Writer) error {
 	}
 	time.Sleep(time.Second) // what the last round set off is done
 	start := time.Now()
-	steps, err := commandErr(s.liqoctl, "authenticate", "-v", "--kubeconfig", s.c.Kubeconfig, "--remote-kubeconfig", remote)
+	_, steps, err := testenv.RunCommand(context.Background(), s.liqoctl, "authenticate", "-v", "--kubeconfig", s.c.Kubeconfig, "--remote-kubeconfig", remote)
 	if err != nil {
 		return err
 	}
@@ -179,37 +177,16 @@ func (s *session) round(traced bool, out io.Writer) error {
 
 // startManager runs liqo-auth-manager for cp as its ServiceAccount, as it is deployed.
 func startManager(ctx context.Context, bin string, cp *testenv.ControlPlane) (*testenv.Manager, error) {
-	cfg, err := cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, wire.ManagerName)
-	if err != nil {
+	if err := cp.WriteManagerKubeconfig(ctx); err != nil {
 		return nil, err
 	}
-	kc := filepath.Join(cp.Dir, "liqo-auth-manager.kubeconfig")
-	if err := testenv.WriteKubeconfig(kc, cp.Name, cfg); err != nil {
-		return nil, err
-	}
-	return testenv.StartManager(filepath.Join(bin, "liqo-auth-manager"), []string{"--kubeconfig", kc, "--health-probe-bind-address=0"}, time.Minute)
+	return testenv.StartManager(filepath.Join(bin, "liqo-auth-manager"), []string{"--kubeconfig", cp.ManagerKubeconfig(), "--health-probe-bind-address=0"}, time.Minute)
 }
 
-// command runs name with args and returns its stdout; a failure carries its output.
+// command runs name with args and returns its stdout.
 func command(name string, args ...string) (string, error) {
-	var stdout, stderr strings.Builder
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
-}
-
-// commandErr is command returning stderr (liqoctl's progress) instead.
-func commandErr(name string, args ...string) (string, error) {
-	var stderr strings.Builder
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
-	}
-	return stderr.String(), nil
+	out, _, err := testenv.RunCommand(context.Background(), name, args...)
+	return out, err
 }
 
 // timeline prints the requests cp's API server received between start and just after
