@@ -47,6 +47,8 @@ type auditEvent struct {
 type options struct {
 	bin, mode string
 	warmup    int
+	all       bool
+	settle    time.Duration
 }
 
 func main() {
@@ -54,6 +56,8 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin", "directory of liqoctl and liqo-auth-manager")
 	flag.StringVar(&o.mode, "mode", modeManagers, "who runs the controllers: managers (each as its ServiceAccount), in-process, or peering-user (managers, the provider reached with a peering user)")
 	flag.IntVar(&o.warmup, "warmup", 3, "handshakes before the traced one")
+	flag.BoolVar(&o.all, "all", false, "also print leases, watches and OpenAPI requests")
+	flag.DurationVar(&o.settle, "settle", time.Second, "pause between the previous round's unauthenticate and the traced authenticate (0: back to back, as the benchmark runs them)")
 	flag.Parse()
 	if err := run(context.Background(), o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "trace:", err)
@@ -148,7 +152,7 @@ func (s *session) round(traced bool, out io.Writer) error {
 			return err
 		}
 	}
-	time.Sleep(time.Second) // what the last round set off is done
+	time.Sleep(s.o.settle) // what the last round set off is done
 	start := time.Now()
 	_, steps, err := testenv.RunCommand(context.Background(), s.liqoctl, "authenticate", "-v", "--kubeconfig", s.c.Kubeconfig, "--remote-kubeconfig", remote)
 	if err != nil {
@@ -158,9 +162,9 @@ func (s *session) round(traced bool, out io.Writer) error {
 	if traced {
 		time.Sleep(500 * time.Millisecond) // the audit log is written after the response
 		fmt.Fprintf(out, "liqoctl authenticate (%s): %v, its steps:\n%s\n", s.o.mode, end.Sub(start).Round(time.Millisecond), steps)
-		fmt.Fprintln(out, "   at ms  took ms  user  verb  resource  namespace/name  code (leases, watches and OpenAPI left out)")
+		fmt.Fprintln(out, "   at ms  took ms  user  verb  resource  namespace/name  code")
 		for _, cp := range []*testenv.ControlPlane{s.c, s.p} {
-			if err := timeline(out, cp, start, end); err != nil {
+			if err := timeline(out, cp, start, end, s.o.all); err != nil {
 				return err
 			}
 		}
@@ -190,8 +194,8 @@ func command(name string, args ...string) (string, error) {
 }
 
 // timeline prints the requests cp's API server received between start and just after
-// end, in the order they arrived.
-func timeline(out io.Writer, cp *testenv.ControlPlane, start, end time.Time) error {
+// end, in the order they arrived; leases, watches and OpenAPI only with all.
+func timeline(out io.Writer, cp *testenv.ControlPlane, start, end time.Time, all bool) error {
 	f, err := os.Open(cp.AuditLogPath())
 	if err != nil {
 		return err
@@ -205,7 +209,7 @@ func timeline(out io.Writer, cp *testenv.ControlPlane, start, end time.Time) err
 		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.Received.Before(start) || e.Received.After(end.Add(300*time.Millisecond)) {
 			continue
 		}
-		if e.Object.Resource == "leases" || e.Verb == "watch" || strings.HasPrefix(e.URI, "/openapi") {
+		if !all && (e.Object.Resource == "leases" || e.Verb == "watch" || strings.HasPrefix(e.URI, "/openapi")) {
 			continue
 		}
 		evs = append(evs, e)

@@ -138,16 +138,17 @@ func ManagerTenantRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: write},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: write},
-		// Binding the Roles it makes here (a tenant's reader, a slice's access): without
-		// it, the API server checks that the manager holds every rule of the Role, with a
-		// consistent read that waits for its cache. Only here: a tenant namespace holds
-		// only the Roles the manager made (a squatted name is replaced) or that an
-		// administrator put there.
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles"}, Verbs: []string{"bind"}},
+		// Binding and writing the Roles it makes here (a tenant's reader, a slice's
+		// access): without bind and escalate, the API server checks that the manager holds
+		// every rule of the Role it binds or writes, with a consistent read of all its
+		// bindings that waits for its cache (4 to 45 ms per Role on a provider, the
+		// longest write of a handshake). Only here, and the admission policy
+		// liqo-auth-manager-tenant-writes lets it write no Role but the tenant's reader and
+		// slices' Roles with exactly their rules, and bind no other (TestManagerBindingsAreExact).
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles"}, Verbs: []string{"bind", "escalate"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"identities", "resourceslices"}, Verbs: []string{"create", "delete"}},
-		// Collecting a consumer that is gone (--peer-gone-after): its presence Lease, and
-		// its Tenant. Holding the consumer's rights on the Lease lets the manager grant them
-		// in the tenant's Role (RBAC refuses to create a Role with rules one does not hold).
+		// Collecting a consumer that is gone (--peer-gone-after): its presence Lease, which
+		// it adopts and renews, and its Tenant.
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{wire.PresenceLeaseName}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, Verbs: []string{"delete"}},

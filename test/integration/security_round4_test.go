@@ -91,6 +91,10 @@ func TestManagerBindingsAreExact(t *testing.T) {
 	reader := func(name, peer string) *rbacv1.Role {
 		return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: name}, Rules: access.TenantReaderRules(peer)}
 	}
+	everything := func(name string) *rbacv1.Role {
+		return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: name},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}}
+	}
 	lease := func(name string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: name}}
 	}
@@ -116,6 +120,11 @@ func TestManagerBindingsAreExact(t *testing.T) {
 		{"a Role of another name", reader("x", "cl-consumer"), false},
 		{"a slice Role with the reader's rules", reader("liqo-resourceslice-a", "cl-consumer"), false},
 		{"a Lease of another name", lease("other"), false},
+		// The manager may write Roles in tenant namespaces without holding their rules
+		// (escalate, for speed): admission alone keeps them to exactly these rules.
+		{"the reader Role with every right", everything(wire.TenantReaderName), false},
+		{"a slice Role with every right", everything("liqo-resourceslice-b"), false},
+		{"a Role of another name with every right", everything("x"), false},
 		// What the controllers make is allowed.
 		{"the control plane to the peer", binding(tn, wire.ControlPlaneBindingName, "ClusterRole", wire.ControlPlaneRoleName, user("cl-consumer")), true},
 		{"the reader Role", reader(wire.TenantReaderName, "cl-consumer"), true},
@@ -133,6 +142,20 @@ func TestManagerBindingsAreExact(t *testing.T) {
 			assert.NotContains(t, errString(err), "already exists", tc.what)
 		}
 	}
+	// Neither a Role it made may be widened: admission checks updates as it checks
+	// creations, and it is the only check (the manager holds escalate there).
+	for _, name := range []string{wire.TenantReaderName, "liqo-resourceslice-a"} {
+		var role rbacv1.Role
+		require.NoError(t, manager.Get(ctx, client.ObjectKey{Namespace: tn, Name: name}, &role))
+		role.Rules = everything(name).Rules
+		err := manager.Update(ctx, &role)
+		assertRefusedByOneOf(t, err, "writes only the tenant's reader Role and slices' Roles, with exactly their rules")
+		role.Rules = append(access.SliceRules("a"), rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
+		err = manager.Update(ctx, &role)
+		assertRefusedByOneOf(t, err, "writes only the tenant's reader Role and slices' Roles, with exactly their rules")
+	}
+	err = manager.Create(ctx, everything(wire.TenantReaderName+"-2"))
+	assertRefusedByOneOf(t, err, "writes only the tenant's reader Role and slices' Roles, with exactly their rules")
 }
 
 func errString(err error) string {

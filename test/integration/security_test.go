@@ -387,6 +387,15 @@ func TestManagerPermissionsAreExact(t *testing.T) {
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", wire.ControlPlaneRoleName, true},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "cluster-admin", false},
 		{"bind", "rbac.authorization.k8s.io", "roles", "", tn, wire.TenantReaderName, true},
+		// Writing a Role without the API server's check that it holds every rule: in
+		// tenant namespaces only, where admission bounds the Roles it writes to exactly the
+		// reader's and slices' (TestManagerBindingsAreExact).
+		{"escalate", "rbac.authorization.k8s.io", "roles", "", tn, "", true},
+		{"escalate", "rbac.authorization.k8s.io", "roles", "", "default", "", false},
+		{"escalate", "rbac.authorization.k8s.io", "roles", "", "kube-system", "", false},
+		{"escalate", "rbac.authorization.k8s.io", "roles", "", "look-alike", "", false},
+		{"escalate", "rbac.authorization.k8s.io", "roles", "", liqo, "", false},
+		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", "", false},
 		{"bind", "rbac.authorization.k8s.io", "roles", "", "default", "", false},
 		{"bind", "rbac.authorization.k8s.io", "roles", "", "kube-system", "", false},
 		{"bind", "rbac.authorization.k8s.io", "roles", "", "look-alike", "", false},
