@@ -206,13 +206,9 @@ func timeline(out io.Writer, cp *testenv.ControlPlane, start, end time.Time, all
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var e auditEvent
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.Received.Before(start) || e.Received.After(end.Add(300*time.Millisecond)) {
-			continue
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.shown(start, end, all) {
+			evs = append(evs, e)
 		}
-		if !all && (e.Object.Resource == "leases" || e.Verb == "watch" || strings.HasPrefix(e.URI, "/openapi")) {
-			continue
-		}
-		evs = append(evs, e)
 	}
 	if err := sc.Err(); err != nil {
 		return err
@@ -234,6 +230,15 @@ func timeline(out io.Writer, cp *testenv.ControlPlane, start, end time.Time, all
 		fmt.Fprintf(out, "%8.1f %8.1f  %-34.34s %-7s %-34s %s/%s %d\n", ms(e.Received.Sub(start)), ms(e.Completed.Sub(e.Received)), user, e.Verb, res, e.Object.Namespace, e.Object.Name, e.Response.Code)
 	}
 	return nil
+}
+
+// shown says whether the timeline of the requests received between start and just after
+// end shows e: leases, watches and OpenAPI only with all.
+func (e *auditEvent) shown(start, end time.Time, all bool) bool {
+	if e.Stage != "ResponseComplete" || e.Received.Before(start) || e.Received.After(end.Add(300*time.Millisecond)) {
+		return false
+	}
+	return all || (e.Object.Resource != "leases" && e.Verb != "watch" && !strings.HasPrefix(e.URI, "/openapi"))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -43,6 +43,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
+	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 	"github.com/liqo-auth/liqo-auth/pkg/rotation"
 )
 
@@ -364,12 +365,18 @@ func (o *Options) providerSetups(ctx context.Context, mgr ctrl.Manager, d deps) 
 	if err != nil {
 		return nil, err
 	}
+	// The binding scan before each issuance looks the consumer's names up in the cache's
+	// index instead of reading every binding of the cluster.
+	if err := revocation.IndexSubjects(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	ic := revocation.Indexed{Client: c}
 	setups := []setup{
 		&noncecreator.Reconciler{Client: c, Placement: d.placement, Recorder: rec, NonceTTL: o.Tenant.NonceTTL},
-		&tenant.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Options: o.Tenant, Keys: o.Keys, Self: self, Metrics: d.counters, Signatures: signatures},
+		&tenant.Reconciler{Client: ic, APIReader: reader, Placement: d.placement, Recorder: rec, Options: o.Tenant, Keys: o.Keys, Self: self, Metrics: d.counters, Signatures: signatures},
 		&renewanswer.Reconciler{Client: c, Placement: d.placement, Recorder: rec, Keys: o.Keys, ClusterID: o.ClusterID},
 		&keyrotation.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Keys: o.Keys, ClusterID: o.ClusterID},
-		&providerslice.Reconciler{Client: c, APIReader: reader, Placement: d.placement, Recorder: rec, Keys: o.Keys, ClusterID: o.ClusterID, Metrics: d.counters,
+		&providerslice.Reconciler{Client: ic, APIReader: reader, Placement: d.placement, Recorder: rec, Keys: o.Keys, ClusterID: o.ClusterID, Metrics: d.counters,
 			Options: providerslice.Options{Tenant: o.Tenant, Classes: o.SliceClasses, DisableDefaultClass: o.DisableDefaultSliceClass, HonorNoHandshake: o.HonorNoHandshake, MaxPerTenant: o.MaxSlicesPerTenant},
 			Issuer:  &issuer.Issuer{Client: c, APIReader: reader, Self: self, Lifetime: o.Tenant.CertificateLifetime, CSRTimeout: o.Tenant.CSRTimeout, Signatures: signatures}},
 	}

@@ -230,6 +230,20 @@ func TestClusterIDThatIsAUserGetsNothing(t *testing.T) {
 	t.Run("a fresh cluster ID is served", func(t *testing.T) {
 		honestHandshake(t, p, newAttacker(t, "cl-fresh"))
 	})
+	// The scan reads the manager's index of bindings by subject: a binding made once the
+	// controllers run, naming the user after another subject, is found as well.
+	t.Run("a binding made later, naming the user second", func(t *testing.T) {
+		require.NoError(t, p.client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "late-view", Namespace: "team-dev"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "team-dev"}, {APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "late"}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}}))
+		a := newAttacker(t, "late")
+		ns, nonce := freshNonce(t, p, a.id)
+		tn := a.honestTenant(t, ns, nonce)
+		require.NoError(t, p.client.Create(ctx, tn))
+		msg := waitTenantCondition(t, p, client.ObjectKeyFromObject(tn), authv1beta1.ConditionCertificateIssued, metav1.ConditionFalse, authv1beta1.ReasonClusterIDHasPermissions)
+		assert.Contains(t, msg, `RoleBinding "late-view" in namespace "team-dev"`)
+		assertNoCSRApproved(t, p, "late")
+	})
 }
 
 // TestKubeconfigSecretsAreNeverExecuted (security item 4): someone who may update Secrets
