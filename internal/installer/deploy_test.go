@@ -5,7 +5,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
@@ -48,4 +50,28 @@ func TestManifestObjectsHoldNoSecrets(t *testing.T) {
 		}
 		assert.NotEqual(t, "Deployment", o.GetObjectKind().GroupVersionKind().Kind, "no manager without an image")
 	}
+}
+
+// TestPoliciesComeBeforeTheManagersRights: every admission policy (and binding) is applied
+// before the first RBAC object granting the manager's ServiceAccount its rules, so that a
+// token used during an installation never holds them unbounded.
+func TestPoliciesComeBeforeTheManagersRights(t *testing.T) {
+	objs, err := InstallObjects(InstallOptions{Namespace: "liqo"})
+	require.NoError(t, err)
+	lastPolicy, firstRight := -1, len(objs)
+	for i, o := range objs {
+		switch obj := o.(type) {
+		case *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding,
+			*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+			lastPolicy = i
+		case *rbacv1.ClusterRole:
+			if obj.Name == wire.ManagerName || obj.Name == wire.ManagerTenantRoleName {
+				firstRight = min(firstRight, i)
+			}
+		case *rbacv1.ClusterRoleBinding, *rbacv1.RoleBinding, *rbacv1.Role:
+			firstRight = min(firstRight, i)
+		}
+	}
+	require.GreaterOrEqual(t, lastPolicy, 0, "the install objects hold admission policies")
+	assert.Less(t, lastPolicy, firstRight, "every admission policy before the manager's RBAC")
 }

@@ -60,11 +60,16 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 	objs = append(objs,
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: liqoNamespaceLabels()}},
 		access.ForgeControlPlaneClusterRole(), access.ForgeClusterWideRole())
-	objs = append(objs, access.ForgeManagerClusterRoles()...)
-	objs = append(objs, access.ForgeManagerIdentity(o.Namespace)...)
+	// The admission policies before the rights they bound: applied in this order (and
+	// kubectl applies the release manifest in it), no moment has the manager's
+	// ServiceAccount holding its RBAC rules (escalate and bind on tenant namespaces' Roles,
+	// RoleBindings anywhere) without the policies that keep them to what its controllers
+	// make already created.
 	objs = append(objs, access.ForgePeeringUserPolicy(o.Namespace)...)
 	objs = append(objs, access.ForgeManagerPolicy(o.Namespace)...)
 	objs = append(objs, access.ForgeCreatorPolicies()...)
+	objs = append(objs, access.ForgeManagerClusterRoles()...)
+	objs = append(objs, access.ForgeManagerIdentity(o.Namespace)...)
 	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 || o.Config.NonceTTL > 0 || o.Config.RequireApproval {
 		objs = append(objs, cluster.ForgeConfigMap(o.Namespace, o.Config))
 	}
