@@ -106,34 +106,40 @@ const SubjectIndex = "liqo-auth.subjects"
 // binding of the cluster at each issuance (the manager's CPU grew with the square of its
 // consumers).
 func IndexSubjects(ctx context.Context, fi client.FieldIndexer) error {
-	if err := fi.IndexField(ctx, &rbacv1.RoleBinding{}, SubjectIndex, func(o client.Object) []string {
-		if rb, ok := o.(*rbacv1.RoleBinding); ok {
-			return subjectKeys(rb.Subjects)
+	for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}} {
+		if err := fi.IndexField(ctx, obj, SubjectIndex, subjectKeys); err != nil {
+			return fmt.Errorf("indexing %T by subject: %w", obj, err)
 		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("indexing RoleBindings by subject: %w", err)
-	}
-	if err := fi.IndexField(ctx, &rbacv1.ClusterRoleBinding{}, SubjectIndex, func(o client.Object) []string {
-		if crb, ok := o.(*rbacv1.ClusterRoleBinding); ok {
-			return subjectKeys(crb.Subjects)
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("indexing ClusterRoleBindings by subject: %w", err)
 	}
 	return nil
 }
 
-// subjectKeys are the SubjectIndex keys of subjects: their users and groups.
-func subjectKeys(subjects []rbacv1.Subject) []string {
+// subjectKeys are the SubjectIndex keys of a binding: those of its users and groups.
+func subjectKeys(o client.Object) []string {
+	var subjects []rbacv1.Subject
+	switch b := o.(type) {
+	case *rbacv1.RoleBinding:
+		subjects = b.Subjects
+	case *rbacv1.ClusterRoleBinding:
+		subjects = b.Subjects
+	}
 	var out []string
 	for _, s := range subjects {
-		if s.Kind == rbacv1.UserKind || s.Kind == rbacv1.GroupKind {
-			out = append(out, s.Kind+"/"+s.Name)
+		if userOrGroup(s) {
+			out = append(out, subjectKey(s.Kind, s.Name))
 		}
 	}
 	return out
+}
+
+// subjectKey is the key of a user or group subject ("User/<name>", "Group/<name>"): the
+// one definition the index and the scan's filter share, so that they cannot disagree on
+// which bindings name whom.
+func subjectKey(kind, name string) string { return kind + "/" + name }
+
+// userOrGroup says whether s is a user or a group, the subjects the scan looks for.
+func userOrGroup(s rbacv1.Subject) bool {
+	return s.Kind == rbacv1.UserKind || s.Kind == rbacv1.GroupKind
 }
 
 // Indexed is a client whose reads come from a cache with IndexSubjects registered:
@@ -144,9 +150,9 @@ type Indexed struct{ client.Client }
 // that names user or one of groups. From a cache, the bindings are read without copies;
 // through Indexed, only those the index lists under one of the names are read.
 func BindingsNaming(ctx context.Context, c client.Reader, user string, groups []string) ([]Binding, error) {
-	want := []string{rbacv1.UserKind + "/" + user}
+	want := []string{subjectKey(rbacv1.UserKind, user)}
 	for _, g := range groups {
-		want = append(want, rbacv1.GroupKind+"/"+g)
+		want = append(want, subjectKey(rbacv1.GroupKind, g))
 	}
 	var out []Binding
 	add := func(kind string, obj metav1.Object, roleRef rbacv1.RoleRef, subjects []rbacv1.Subject) {
@@ -155,7 +161,7 @@ func BindingsNaming(ctx context.Context, c client.Reader, user string, groups []
 			ctrl = string(ref.UID)
 		}
 		for _, s := range subjects {
-			if (s.Kind == rbacv1.UserKind || s.Kind == rbacv1.GroupKind) && slices.Contains(want, s.Kind+"/"+s.Name) {
+			if userOrGroup(s) && slices.Contains(want, subjectKey(s.Kind, s.Name)) {
 				out = append(out, Binding{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), RoleRef: roleRef, Subject: s, ControllerUID: ctrl})
 			}
 		}
