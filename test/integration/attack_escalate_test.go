@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,14 +34,6 @@ const tenantWritesRefusal = "writes only the tenant's reader Role and slices' Ro
 
 func escalateCan(t *testing.T, c client.Client, ns string) bool {
 	return selfCan(t, c, "escalate", rbacv1.GroupName, "roles", ns, "")
-}
-
-func selfCan(t *testing.T, c client.Client, verb, group, resource, ns, name string) bool {
-	t.Helper()
-	r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-		Namespace: ns, Verb: verb, Group: group, Resource: resource, Name: name}}}
-	require.NoError(t, c.Create(context.Background(), r))
-	return r.Status.Allowed
 }
 
 // TestAttackEscalate: see above.

@@ -77,11 +77,17 @@ func sliceKubeconfig(t *testing.T, c, p *site, name string) []byte {
 // canI asks, as the holder of kubeconfig, whether it may do verb on resource in ns.
 func canI(t *testing.T, kubeconfig []byte, verb, group, res, ns, name string) bool {
 	t.Helper()
-	user := newClient(t, restConfigFromKubeconfig(t, kubeconfig))
-	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-		Verb: verb, Group: group, Resource: res, Namespace: ns, Name: name}}}
-	require.NoError(t, user.Create(context.Background(), review))
-	return review.Status.Allowed
+	return selfCan(t, newClient(t, restConfigFromKubeconfig(t, kubeconfig)), verb, group, res, ns, name)
+}
+
+// selfCan asks, as the user of c (a SelfSubjectAccessReview), whether it may do verb on
+// resource in ns.
+func selfCan(t *testing.T, c client.Client, verb, group, resource, ns, name string) bool {
+	t.Helper()
+	r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+		Namespace: ns, Verb: verb, Group: group, Resource: resource, Name: name}}}
+	require.NoError(t, c.Create(context.Background(), r))
+	return r.Status.Allowed
 }
 
 // TestResourceSliceFlow: a consumer's slice is written to the provider, accepted, and
