@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -42,12 +41,3 @@ func fetch(ctx context.Context, hc *http.Client, url, path string) error {
 	return f.Close()
 }
 
-// freeLoopbackAddr returns a loopback address with a port free right now.
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }() // only its address was wanted
-	return l.Addr().String(), nil
-}

@@ -227,7 +227,7 @@ func (e *env) cpuSnapshot(m *testenv.Manager) map[string]float64 {
 func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, error) {
 	profile = profile && e.cfg.profileDir != ""
 	// The manager serves pprof on loopback in every run: its live heap is read from it.
-	pprofAddr, err := freeLoopbackAddr()
+	pprofAddr, err := testenv.FreeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}

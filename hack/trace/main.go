@@ -5,7 +5,12 @@
 // how long the API server took, who asked, and what. It answers what a benchmark's p50
 // cannot: which requests wait on which, and where the time between them goes.
 //
-// Usage: go run ./hack/trace [--bin bin] [--mode managers|in-process|peering-user] [--warmup 3]
+// With --consumers N it answers the scale run's question instead: N virtual consumers
+// (key pairs acting through the provider administrator, as the benchmark's scale run does)
+// authenticate at once into the provider and its manager, and the provider's requests are
+// counted per handshake by who asked, verb and resource.
+//
+// Usage: go run ./hack/trace [--bin bin] [--mode managers|in-process|peering-user] [--warmup 3] [--consumers N]
 package main
 
 import (
@@ -49,6 +54,7 @@ type options struct {
 	warmup    int
 	all       bool
 	settle    time.Duration
+	consumers int
 }
 
 func main() {
@@ -58,6 +64,8 @@ func main() {
 	flag.IntVar(&o.warmup, "warmup", 3, "handshakes before the traced one")
 	flag.BoolVar(&o.all, "all", false, "also print leases, watches and OpenAPI requests")
 	flag.DurationVar(&o.settle, "settle", time.Second, "pause between the previous round's unauthenticate and the traced authenticate (0: back to back, as the benchmark runs them)")
+	flag.IntVar(&o.consumers, "consumers", 0, "instead of one liqoctl authenticate, this many virtual consumers at once into the provider's manager; prints the provider's requests per handshake by user, verb and resource")
+	flag.IntVar(&o.consumers, "consumers", 0, "instead of one liqoctl authenticate, this many virtual consumers at once into the provider's manager; prints the provider's requests per handshake by user, verb and resource")
 	flag.Parse()
 	if err := run(context.Background(), o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "trace:", err)
@@ -69,10 +77,22 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if !slices.Contains([]string{modeManagers, modeInProcess, modePeeringUser}, o.mode) {
 		return fmt.Errorf("--mode %q: one of %s, %s, %s", o.mode, modeManagers, modeInProcess, modePeeringUser)
 	}
+	if o.consumers > 0 && o.mode != modeManagers {
+		return fmt.Errorf("--consumers runs against the provider's manager: it needs --mode %s", modeManagers)
+	}
+	if o.consumers > 0 && o.mode != modeManagers {
+		return fmt.Errorf("--consumers runs against the provider's manager: it needs --mode %s", modeManagers)
+	}
 	s := &session{o: o, liqoctl: filepath.Join(o.bin, "liqoctl")}
 	defer s.stop()
 	if err := s.setup(ctx); err != nil {
 		return err
+	}
+	if o.consumers > 0 {
+		return s.scale(ctx, o.consumers, out)
+	}
+	if o.consumers > 0 {
+		return s.scale(ctx, o.consumers, out)
 	}
 	for round := 0; round <= o.warmup; round++ {
 		if err := s.round(round == o.warmup, out); err != nil {
@@ -89,6 +109,9 @@ type session struct {
 	root     string
 	c, p     *testenv.ControlPlane
 	managers []*testenv.Manager
+	pm       *testenv.Manager
+	// metrics is the address of the provider's manager's metrics.
+	metrics string
 }
 
 func (s *session) setup(ctx context.Context) error {
@@ -115,12 +138,22 @@ func (s *session) setup(ctx context.Context) error {
 	if s.o.mode == modeInProcess {
 		return nil
 	}
+	if s.metrics, err = testenv.FreeLoopbackAddr(); err != nil {
+		return err
+	}
 	for _, cp := range []*testenv.ControlPlane{s.c, s.p} {
-		m, err := startManager(ctx, s.o.bin, cp)
+		var extra []string
+		if cp == s.p {
+			extra = append(extra, "--metrics-bind-address="+s.metrics, "--pprof-bind-address=127.0.0.1:16060")
+		}
+		m, err := startManager(ctx, s.o.bin, cp, extra...)
 		if err != nil {
 			return err
 		}
 		s.managers = append(s.managers, m)
+		if cp == s.p {
+			s.pm = m
+		}
 	}
 	return nil
 }
@@ -180,11 +213,11 @@ func (s *session) round(traced bool, out io.Writer) error {
 }
 
 // startManager runs liqo-auth-manager for cp as its ServiceAccount, as it is deployed.
-func startManager(ctx context.Context, bin string, cp *testenv.ControlPlane) (*testenv.Manager, error) {
+func startManager(ctx context.Context, bin string, cp *testenv.ControlPlane, extra ...string) (*testenv.Manager, error) {
 	if err := cp.WriteManagerKubeconfig(ctx); err != nil {
 		return nil, err
 	}
-	return testenv.StartManager(filepath.Join(bin, "liqo-auth-manager"), []string{"--kubeconfig", cp.ManagerKubeconfig(), "--health-probe-bind-address=0"}, time.Minute)
+	return testenv.StartManager(filepath.Join(bin, "liqo-auth-manager"), append(append([]string{"--kubeconfig", cp.ManagerKubeconfig(), "--health-probe-bind-address=0"}, extra...), extra...), time.Minute)
 }
 
 // command runs name with args and returns its stdout.
@@ -196,9 +229,24 @@ func command(name string, args ...string) (string, error) {
 // timeline prints the requests cp's API server received between start and just after
 // end, in the order they arrived; leases, watches and OpenAPI only with all.
 func timeline(out io.Writer, cp *testenv.ControlPlane, start, end time.Time, all bool) error {
-	f, err := os.Open(cp.AuditLogPath())
+	evs, err := auditEvents(cp, start, end.Add(300*time.Millisecond), all)
 	if err != nil {
 		return err
+	}
+	fmt.Fprintf(out, "\n%s (%d requests)\n", cp.Name, len(evs))
+	for _, e := range evs {
+		user := strings.TrimPrefix(e.User.Username, "system:serviceaccount:")
+		fmt.Fprintf(out, "%8.1f %8.1f  %-34.34s %-7s %-34s %s/%s %d\n", ms(e.Received.Sub(start)), ms(e.Completed.Sub(e.Received)), user, e.Verb, e.resource(), e.Object.Namespace, e.Object.Name, e.Response.Code)
+	}
+	return nil
+}
+
+// auditEvents are the requests cp's API server received between from and to, in the
+// order they arrived; leases, watches and OpenAPI only with all.
+func auditEvents(cp *testenv.ControlPlane, from, to time.Time, all bool) ([]auditEvent, error) {
+	f, err := os.Open(cp.AuditLogPath())
+	if err != nil {
+		return nil, err
 	}
 	defer func() { _ = f.Close() }()
 	var evs []auditEvent
@@ -206,36 +254,36 @@ func timeline(out io.Writer, cp *testenv.ControlPlane, start, end time.Time, all
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var e auditEvent
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.shown(start, end, all) {
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.shown(from, to, all) {
 			evs = append(evs, e)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if len(evs) == 0 {
-		return errors.New("no request in the audit log of " + cp.Name + " during the handshake")
+		return nil, errors.New("no request in the audit log of " + cp.Name + " during the handshake")
 	}
 	slices.SortFunc(evs, func(a, b auditEvent) int { return a.Received.Compare(b.Received) })
-	fmt.Fprintf(out, "\n%s (%d requests)\n", cp.Name, len(evs))
-	for _, e := range evs {
-		res := e.Object.Resource
-		if e.Object.Subresource != "" {
-			res += "/" + e.Object.Subresource
-		}
-		if res == "" {
-			res = e.URI
-		}
-		user := strings.TrimPrefix(e.User.Username, "system:serviceaccount:")
-		fmt.Fprintf(out, "%8.1f %8.1f  %-34.34s %-7s %-34s %s/%s %d\n", ms(e.Received.Sub(start)), ms(e.Completed.Sub(e.Received)), user, e.Verb, res, e.Object.Namespace, e.Object.Name, e.Response.Code)
-	}
-	return nil
+	return evs, nil
 }
 
-// shown says whether the timeline of the requests received between start and just after
-// end shows e: leases, watches and OpenAPI only with all.
-func (e *auditEvent) shown(start, end time.Time, all bool) bool {
-	if e.Stage != "ResponseComplete" || e.Received.Before(start) || e.Received.After(end.Add(300*time.Millisecond)) {
+// resource is what e asked for: resource/subresource, or its URI.
+func (e *auditEvent) resource() string {
+	res := e.Object.Resource
+	if e.Object.Subresource != "" {
+		res += "/" + e.Object.Subresource
+	}
+	if res == "" {
+		res = e.URI
+	}
+	return res
+}
+
+// shown says whether e, received between from and to, is shown: leases, watches and
+// OpenAPI only with all.
+func (e *auditEvent) shown(from, to time.Time, all bool) bool {
+	if e.Stage != "ResponseComplete" || e.Received.Before(from) || e.Received.After(to) {
 		return false
 	}
 	return all || (e.Object.Resource != "leases" && e.Verb != "watch" && !strings.HasPrefix(e.URI, "/openapi"))

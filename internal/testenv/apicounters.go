@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -122,4 +123,14 @@ func (after APICounters) PerHandshake(before APICounters, n int) []APIRate {
 		return out[i].Per > out[j].Per || out[i].Per == out[j].Per && out[i].What < out[j].What
 	})
 	return out
+}
+
+// FreeLoopbackAddr returns a loopback address with a port nothing listens on right now.
+func FreeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }() // only its address was wanted
+	return l.Addr().String(), nil
 }
