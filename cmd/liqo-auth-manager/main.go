@@ -136,6 +136,9 @@ func run() error {
 	}
 	log := zap.New(zap.UseFlagOptions(&f.zap))
 	ctrl.SetLogger(log)
+	if setGCPercent() {
+		log.V(1).Info("Go collector set", "GOGC", gcPercent)
+	}
 	if soft := setMemoryLimit("/sys/fs/cgroup"); soft > 0 {
 		log.Info("Go memory limit set under the container's", "bytes", soft)
 	}

@@ -48,3 +48,18 @@ func setMemoryLimit(root string) int64 {
 	debug.SetMemoryLimit(soft)
 	return soft
 }
+
+// gcPercent is the manager's collector setting unless GOGC says otherwise: the heap may
+// grow to one and a half times what is live, not twice. The manager's heap is mostly its
+// cache, which grows with the fleet; the collector's work is small next to the
+// handshakes' (docs/operations.md, "Sizing a provider").
+const gcPercent = 50
+
+// setGCPercent sets gcPercent unless GOGC is set, and says whether it did.
+func setGCPercent() bool {
+	if os.Getenv("GOGC") != "" {
+		return false
+	}
+	debug.SetGCPercent(gcPercent)
+	return true
+}

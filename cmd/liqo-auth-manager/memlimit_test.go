@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 )
 
@@ -44,5 +45,23 @@ func TestSetMemoryLimitLeavesGOMEMLIMIT(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "100MiB")
 	if got := setMemoryLimit(root); got != 0 {
 		t.Fatalf("set %d although GOMEMLIMIT is set", got)
+	}
+}
+
+func TestSetGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+	if !setGCPercent() {
+		t.Fatal("GOGC unset: the manager's setting is not applied")
+	}
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Fatalf("collector setting %d, want %d", got, gcPercent)
+	}
+	t.Setenv("GOGC", "200")
+	if setGCPercent() {
+		t.Fatal("GOGC set: the manager overrode it")
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("collector setting %d, want the one in force (100)", got)
 	}
 }

@@ -123,7 +123,7 @@ func peeringUserValidations() []admissionregistrationv1.Validation {
 		{Expression: annotations + ".all(k, k in ['" + wire.NonceIssuedAtAnnotation + "', '" + wire.NonceConsumedAtAnnotation + "'])",
 			Message: "the nonce carries the annotations " + wire.NonceIssuedAtAnnotation + " and " + wire.NonceConsumedAtAnnotation + " only (no service-account annotation)"},
 		{Expression: "!has(object.immutable) || !object.immutable",
-			Message: "the nonce is not immutable: the provider marks it consumed"},
+			Message: "the nonce is not immutable: earlier providers annotated it once consumed"},
 		{Expression: "!has(object.metadata.finalizers) && !has(object.metadata.ownerReferences)",
 			Message: "the nonce carries no finalizer and no owner reference"},
 	}

@@ -274,6 +274,18 @@ func (r *TenantRecord) Consumed(nonce, fp string) bool {
 	return r.ConsumedNonce.KeyFingerprint != fp
 }
 
+// NonceUsed reports whether a handshake consumed the nonce value held by the nonce Secret
+// with UID secretUID: the same value, or any value written over the consumed one in the
+// Secret it was read from (a new handshake's nonce comes in a new Secret). The record, which
+// no tenant writes, decides: the Secret's annotations are anyone's who may write it.
+func (r *TenantRecord) NonceUsed(value, secretUID string) bool {
+	if r == nil || r.ConsumedNonce == nil {
+		return false
+	}
+	c := r.ConsumedNonce
+	return c.Digest == NonceDigest(value) || (c.SecretUID != "" && c.SecretUID == secretUID)
+}
+
 // IssuedCertificate is one client certificate a provider had issued to a remote cluster.
 type IssuedCertificate struct {
 	// Serial is the serial number in hex.

@@ -86,3 +86,30 @@ func TestTenantRecordStaysSmallWithManySlices(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "more than")
 }
+
+func TestNonceUsed(t *testing.T) {
+	consumed := &TenantRecord{ConsumedNonce: &ConsumedNonce{Digest: NonceDigest("n1"), SecretUID: "uid-1"}}
+	legacy := &TenantRecord{ConsumedNonce: &ConsumedNonce{Digest: NonceDigest("n1")}} // recorded before SecretUID
+	for _, tc := range []struct {
+		name       string
+		rec        *TenantRecord
+		value, uid string
+		want       bool
+	}{
+		{"no record", nil, "n1", "uid-1", false},
+		{"nothing consumed", &TenantRecord{}, "n1", "uid-1", false},
+		{"the consumed nonce", consumed, "n1", "uid-1", true},
+		{"the consumed nonce, in another Secret", consumed, "n1", "uid-2", true},
+		{"another value written over it, in its Secret", consumed, "n2", "uid-1", true},
+		{"a new nonce in a new Secret", consumed, "n2", "uid-2", false},
+		{"a new nonce in a Secret without UID", consumed, "n2", "", false},
+		{"legacy record: the consumed nonce", legacy, "n1", "uid-1", true},
+		{"legacy record: another nonce", legacy, "n2", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.rec.NonceUsed(tc.value, tc.uid); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

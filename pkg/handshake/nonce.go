@@ -30,31 +30,44 @@ type Nonce struct {
 
 // EnsureNonce makes sure the provider's tenant namespace tn of consumer consumerID holds a
 // fresh nonce, and returns it. A young unused nonce is kept (re-running a command changes
-// nothing); an old one, or one without the labels of the protocol, is replaced.
+// nothing); an old one, one a handshake consumed (as this cluster's tenant record says),
+// or one without the labels of the protocol, is replaced. The nonce is created first: in
+// the usual case (a tenant namespace made a moment ago, or a nonce deleted by
+// unauthenticate) there is none to read.
 func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.Time) (*Nonce, error) {
-	var s corev1.Secret
-	err := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s)
-	switch {
-	case err == nil:
-		if nonce, ok := reusableNonce(&s, consumerID, now); ok {
-			return &Nonce{Value: nonce, CreatedAt: s.CreationTimestamp.Time}, nil
-		}
-		if deleteErr := p.Client.Delete(ctx, &s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(deleteErr) != nil {
-			return nil, p.Explain(deleteErr, "replacing the old nonce")
-		}
-	case !apierrors.IsNotFound(err):
-		return nil, p.Explain(err, "reading the nonce")
-	}
 	nonce, err := authn.NewNonce()
 	if err != nil {
 		return nil, err
 	}
-	s = corev1.Secret{
+	s := corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: wire.NonceSecretName, Namespace: tn,
 			Labels:      map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: consumerID},
 			Annotations: map[string]string{wire.NonceIssuedAtAnnotation: now.UTC().Format(time.RFC3339)}},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{wire.NonceField: []byte(nonce)},
+	}
+	created := s.DeepCopy()
+	err = p.Client.Create(ctx, created)
+	if err == nil {
+		return &Nonce{Value: nonce, Created: true, CreatedAt: created.CreationTimestamp.Time}, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, p.Explain(err, "creating the nonce")
+	}
+	var old corev1.Secret
+	if err := p.Client.Get(ctx, client.ObjectKeyFromObject(&s), &old); client.IgnoreNotFound(err) != nil {
+		return nil, p.Explain(err, "reading the nonce")
+	} else if err == nil {
+		reusable, err := reusableNonce(ctx, p, &old, consumerID, now)
+		if err != nil {
+			return nil, err
+		}
+		if reusable != "" {
+			return &Nonce{Value: reusable, CreatedAt: old.CreationTimestamp.Time}, nil
+		}
+		if deleteErr := p.Client.Delete(ctx, &old, client.Preconditions{UID: &old.UID}); client.IgnoreNotFound(deleteErr) != nil {
+			return nil, p.Explain(deleteErr, "replacing the old nonce")
+		}
 	}
 	if err := p.Client.Create(ctx, &s); err != nil {
 		return nil, p.Explain(err, "creating the nonce")
@@ -62,17 +75,24 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 	return &Nonce{Value: nonce, Created: true, CreatedAt: s.CreationTimestamp.Time}, nil
 }
 
-// reusableNonce returns the nonce of s if it is for consumerID, canonical, not consumed
-// by an accepted handshake, and young: its
+// reusableNonce returns the nonce of s if it is for consumerID, canonical, young (its
 // Secret, whose creation the provider measures the TTL from, was created less than
-// NonceReuseWindow ago.
-func reusableNonce(s *corev1.Secret, consumerID string, now time.Time) (string, bool) {
+// NonceReuseWindow ago) and not consumed by a handshake, as this cluster's tenant record
+// says (read only then); "" otherwise.
+func reusableNonce(ctx context.Context, p *Side, s *corev1.Secret, consumerID string, now time.Time) (string, error) {
 	nonce := string(s.Data[wire.NonceField])
 	if s.Labels[wire.NonceLabel] != "true" || s.Labels[wire.RemoteClusterIDLabel] != consumerID || authn.CheckNonce(nonce) != nil ||
-		s.Annotations[wire.NonceConsumedAtAnnotation] != "" {
-		return "", false
+		now.Sub(s.CreationTimestamp.Time) > NonceReuseWindow {
+		return "", nil
 	}
-	return nonce, now.Sub(s.CreationTimestamp.Time) <= NonceReuseWindow
+	rec, err := p.Controllers().Record(ctx, p, consumerID)
+	if err != nil {
+		return "", p.Explain(err, "reading the tenant record")
+	}
+	if rec.NonceUsed(nonce, string(s.UID)) {
+		return "", nil
+	}
+	return nonce, nil
 }
 
 // GetNonce reads the nonce the provider holds for consumerID.
@@ -92,8 +112,12 @@ func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Tim
 	if nonce == "" {
 		return "", time.Time{}, fmt.Errorf("%sthe nonce for cluster %q is not filled yet: is liqo-auth-manager running?", p.prefix(), consumerID)
 	}
-	if at := s.Annotations[wire.NonceConsumedAtAnnotation]; at != "" {
-		return "", time.Time{}, fmt.Errorf("%sthe nonce for cluster %q was already used by the handshake accepted at %s, and a nonce is single-use: run liqoctl create nonce --remote-cluster-id %s for a new one", p.prefix(), consumerID, at, consumerID)
+	rec, err := p.Controllers().Record(ctx, p, consumerID)
+	if err != nil {
+		return "", time.Time{}, p.Explain(err, "reading the tenant record")
+	}
+	if rec.NonceUsed(nonce, string(s.UID)) {
+		return "", time.Time{}, fmt.Errorf("%sthe nonce for cluster %q was already used by the handshake accepted at %s, and a nonce is single-use: run liqoctl create nonce --remote-cluster-id %s for a new one", p.prefix(), consumerID, rec.ConsumedNonce.At.UTC().Format(time.RFC3339), consumerID)
 	}
 	return nonce, s.CreationTimestamp.Time, nil
 }

@@ -316,8 +316,7 @@ func unusedNonce(s *corev1.Secret, p *peers) (string, bool) {
 	if !p.designated(peer, s.Namespace) || s.Name != wire.NonceSecretName || nonce == "" {
 		return "", false
 	}
-	c := rec.ConsumedNonce
-	return peer, c == nil || (c.Digest != cluster.NonceDigest(nonce) && (c.SecretUID == "" || c.SecretUID != string(s.UID)))
+	return peer, !rec.NonceUsed(nonce, string(s.UID))
 }
 
 func (g *gauges) collectConsumer(ctx context.Context, out *emitter) {

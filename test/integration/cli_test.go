@@ -187,6 +187,15 @@ func TestCLIManualFlow(t *testing.T) {
 	})
 	assertTenantAccess(t, provider, consumer, kubeconfigOf(t, consumer, provider))
 
+	// The nonce is consumed, as the provider's tenant record says (its Secret is left as
+	// issued): get nonce refuses it, and create nonce replaces it with a fresh one.
+	_, _, err = runCLI(t, args(P, "get", "nonce", "--remote-cluster-id", consumer.id)...)
+	require.ErrorContains(t, err, "was already used by the handshake accepted at")
+	mustCLI(t, args(P, "create", "nonce", "--remote-cluster-id", consumer.id)...)
+	fresh, _ := mustCLI(t, args(P, "get", "nonce", "--remote-cluster-id", consumer.id)...)
+	require.NoError(t, authn.CheckNonce(strings.TrimSpace(fresh)))
+	assert.NotEqual(t, nonce, strings.TrimSpace(fresh), "create nonce replaces the consumed nonce")
+
 	info, _ := mustCLI(t, args(C, "info", "-o", "json")...)
 	assert.Contains(t, info, `"clusterID": "cl-consumer"`)
 	assert.Contains(t, info, `"cluster": "cl-provider"`)

@@ -105,16 +105,11 @@ func TestControllersFullHandshake(t *testing.T) {
 	kubeconfig := objectHandshake(t, provider, consumer)
 	pTN := wire.TenantNamespaceName(consumer.id)
 
-	// The nonce was consumed (kept, marked, and recorded where the tenant cannot write)
-	// and no CSR object is left behind.
-	eventually(t, 10*time.Second, "the nonce is marked consumed", func(ctx context.Context) (bool, error) {
-		var s corev1.Secret
-		err := provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.NonceSecretName}, &s)
-		return s.Annotations[wire.NonceConsumedAtAnnotation] != "", err
-	})
-	rec, err := cluster.GetTenantRecord(ctx, provider.client, wire.DefaultLiqoNamespace, consumer.id)
-	require.NoError(t, err)
-	require.NotNil(t, rec.ConsumedNonce, "the tenant record holds the consumed nonce")
+	// The nonce was consumed (kept, and recorded where the tenant cannot write) and no CSR
+	// object is left behind.
+	var s corev1.Secret
+	require.NoError(t, provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.NonceSecretName}, &s))
+	requireNonceConsumed(t, provider.client, consumer.id, &s)
 	eventually(t, 10*time.Second, "the CSR objects are cleaned up", func(ctx context.Context) (bool, error) {
 		var csrs certificatesv1.CertificateSigningRequestList
 		err := provider.client.List(ctx, &csrs)

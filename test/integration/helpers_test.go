@@ -138,3 +138,14 @@ func tenantBindings(t testing.TB, c client.Client, opts ...client.ListOption) []
 		return b.Name == wire.ManagerName || b.Labels[wire.PeeringUserLabel] != ""
 	})
 }
+
+// requireNonceConsumed asserts that the nonce Secret s of consumerID is consumed as the
+// provider's tenant record (read through c) says, the only place that says it: the Secret
+// itself is left as it was issued.
+func requireNonceConsumed(t testing.TB, c client.Client, consumerID string, s *corev1.Secret) {
+	t.Helper()
+	rec, err := cluster.GetTenantRecord(context.Background(), c, wire.DefaultLiqoNamespace, consumerID)
+	require.NoError(t, err)
+	require.True(t, rec.NonceUsed(string(s.Data[wire.NonceField]), string(s.UID)), "the tenant record of %s lists nonce %s/%s as consumed", consumerID, s.Namespace, s.Name)
+	require.NotContains(t, s.Annotations, wire.NonceConsumedAtAnnotation, "the nonce Secret %s/%s is not written after its issue", s.Namespace, s.Name)
+}

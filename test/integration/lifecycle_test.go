@@ -97,7 +97,7 @@ func TestTenantStatesAndDeletion(t *testing.T) {
 	require.NoError(t, p.client.List(ctx, &secrets, client.InNamespace(pTN)))
 	for _, s := range secrets.Items {
 		assert.Equal(t, wire.NonceSecretName, s.Name, "only the consumed nonce is left")
-		assert.NotEmpty(t, s.Annotations[wire.NonceConsumedAtAnnotation])
+		requireNonceConsumed(t, p.client, c.id, &s)
 	}
 	var csrs certificatesv1.CertificateSigningRequestList
 	require.NoError(t, p.client.List(ctx, &csrs))

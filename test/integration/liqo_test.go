@@ -364,7 +364,7 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 	first, nonce1 := liqoRun()
 	var s corev1.Secret
 	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tnName, Name: wire.NonceSecretName}, &s))
-	assert.NotEmpty(t, s.Annotations[wire.NonceConsumedAtAnnotation], "the nonce is kept, marked consumed")
+	requireNonceConsumed(t, p.client, consumerID, &s)
 
 	second, nonce2 := liqoRun()
 	assert.Equal(t, nonce1, nonce2)
@@ -382,12 +382,12 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 	require.NoError(t, err)
 	switched, err := handshake.ForgeTenant(consumerID, other, sig, tnName, "")
 	require.NoError(t, err)
-	// Whoever may patch the nonce Secret (a peering user may) strips its consumed mark: the
-	// mark is informative, the record is what counts.
+	// Whoever may patch the nonce Secret (a peering user may) makes it look freshly issued:
+	// the Secret says nothing of its consumption, the record is what counts.
 	secretWriter := principal(t, p, "nonce-writer", tnName, rule("", "secrets", "get", "update", "patch"))
 	var ns corev1.Secret
 	require.NoError(t, secretWriter.Get(ctx, client.ObjectKey{Namespace: tnName, Name: wire.NonceSecretName}, &ns))
-	delete(ns.Annotations, wire.NonceConsumedAtAnnotation)
+	ns.Annotations[wire.NonceIssuedAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 	require.NoError(t, secretWriter.Update(ctx, &ns))
 	tenantWriter := principal(t, p, "tenant-writer", tnName, rule("authentication.liqo.io", "tenants", "get", "update"))
 	require.NoError(t, tenantWriter.Get(ctx, client.ObjectKeyFromObject(second), second))

@@ -109,7 +109,7 @@ func TestLoadConcurrentConsumers(t *testing.T) {
 	// Nonces outlive their Tenant, as Liqo's re-run expects, bound to the key that used them.
 	assert.Len(t, nonces.Items, n, "each consumer's nonce is kept")
 	for _, s := range nonces.Items {
-		assert.Contains(t, s.Annotations, wire.NonceConsumedAtAnnotation, "nonce %s/%s is marked consumed", s.Namespace, s.Name)
+		requireNonceConsumed(t, p.client, s.Labels[wire.RemoteClusterIDLabel], &s)
 	}
 	for i, a := range consumers {
 		err := users[i].List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(wire.TenantNamespaceName(a.ID)))

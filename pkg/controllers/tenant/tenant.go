@@ -26,7 +26,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -358,8 +357,8 @@ func (r *Reconciler) publish(t *authv1beta1.Tenant, cert *x509.Certificate, pem 
 // written to the tenant record, which the tenant cannot write, before the acceptance is
 // saved: a nonce already consumed by another key or CSR is refused, while the same
 // handshake applied again (a Liqo consumer re-running, or a status save that failed)
-// converges; a replay in a re-created Tenant does not. The nonce Secret itself is kept,
-// marked, for Liqo consumers expect it.
+// converges; a replay in a re-created Tenant does not. The nonce Secret itself is kept
+// as it is, for Liqo consumers expect it: the record alone says it is consumed.
 func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, acc *verified, now time.Time) (fresh bool, err error) {
 	nonce := string(acc.nonce.Data[wire.NonceField])
 	err = cluster.UpdateCachedTenantRecord(ctx, r.Client, r.APIReader, r.Placement.LiqoNamespace, string(t.Spec.ClusterID), false, func(rec *cluster.TenantRecord) error {
@@ -379,23 +378,10 @@ func (r *Reconciler) consumeNonce(ctx context.Context, t *authv1beta1.Tenant, ac
 	return fresh && err == nil, err
 }
 
-// afterStatus runs what must follow a saved status: a consumed nonce is marked only once
-// the acceptance is recorded, and a CSR deleted only once its certificate is published.
+// afterStatus runs what must follow a saved status: a CSR is deleted only once its
+// certificate is published. (The consumed nonce is not marked: the tenant record says it
+// is consumed, before the acceptance is saved, and is what every reader asks.)
 func (r *Reconciler) afterStatus(ctx context.Context, t *authv1beta1.Tenant) error {
-	if t.Status.AcceptedKeyFingerprint != "" {
-		var s corev1.Secret
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: wire.NonceSecretName}, &s)
-		if err == nil && s.Annotations[wire.NonceConsumedAtAnnotation] == "" && s.CreationTimestamp.Time.Before(t.Status.AcceptedAt.Time.Add(time.Second)) { //nolint:staticcheck // QF1008: metav1.Time has its own Before(*metav1.Time); this is time.Time's
-			patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
-			if s.Annotations == nil {
-				s.Annotations = map[string]string{}
-			}
-			s.Annotations[wire.NonceConsumedAtAnnotation] = t.Status.AcceptedAt.UTC().Format(time.RFC3339)
-			if err := r.Client.Patch(ctx, &s, patch); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-				return fmt.Errorf("marking the nonce consumed: %w", err)
-			}
-		}
-	}
 	if t.Status.Certificate != nil {
 		// A CSR is done once its certificate is published: only a pending one, which a
 		// renewal may be waiting for, is kept.

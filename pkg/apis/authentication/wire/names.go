@@ -55,8 +55,10 @@ const (
 	NonceField      = "nonce"
 	// NonceIssuedAtAnnotation records when a provider filled a nonce (RFC 3339).
 	NonceIssuedAtAnnotation = "liqo.io/nonce-issued-at"
-	// NonceConsumedAtAnnotation marks a nonce a provider accepted a handshake with
-	// (RFC 3339). It is informative: the tenant record is what makes a nonce single-use.
+	// NonceConsumedAtAnnotation is what providers before the tenant record's consumedNonce
+	// was read everywhere wrote on a nonce they accepted a handshake with (RFC 3339).
+	// Nothing reads it: the record makes a nonce single-use. A peering user's nonce may
+	// still carry it.
 	NonceConsumedAtAnnotation = "liqo.io/nonce-consumed-at"
 
 	SignedNonceSecretName = "liqo-signed-nonce"
