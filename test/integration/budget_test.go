@@ -174,7 +174,7 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"request POST events":                             1,
 			"watch event certificatesigningrequests":          10, "watch event configmaps": 8, "watch event namespaces": 5,
 			"watch event renews": 2, "watch event rolebindings": 11, "watch event roles": 5, "watch event tenants": 7,
-			"watch event secrets": 4,  // 8 while the nonce was marked consumed
+			"watch event secrets":  4, // 8 while the nonce was marked consumed
 			"watch event peerings": 1, // as on the consumer: a bookmark
 		},
 	},
