@@ -34,6 +34,8 @@ type config struct {
 	rounds    int
 	cliRounds int
 	scale     []int
+	// floorScale is how many handshakes' writes the scale floor run makes at once.
+	floorScale int
 	// sliceConsumers and slicesEach size the slice scale run.
 	sliceConsumers, slicesEach int
 	// profileDir, when set, receives CPU profiles of the provider's API server and manager
@@ -46,7 +48,7 @@ type config struct {
 }
 
 // sections of the report, in the order they run.
-var sections = []string{"cli", "floor", "auth", "slices", "manual", "scale", "slice-scale"}
+var sections = []string{"cli", "floor", "auth", "slices", "manual", "scale", "scale-floor", "slice-scale"}
 
 func (c config) runs(section string) bool { return len(c.only) == 0 || c.only[section] }
 
@@ -111,6 +113,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.rounds, "rounds", 20, "rounds of each latency measurement")
 	flag.IntVar(&c.cliRounds, "cli-rounds", 100, "rounds of each CLI cold-start measurement")
 	flag.StringVar(&scale, "scale", "10,50,200,1000,3000", "numbers of concurrent consumers for the scale runs")
+	flag.IntVar(&c.floorScale, "floor-scale", 1000, "handshakes of the scale floor run: their writes alone, at once, with no manager")
 	flag.IntVar(&c.sliceConsumers, "slice-consumers", 20, "consumers of the slice scale run")
 	flag.IntVar(&c.slicesEach, "slices-each", 5, "slices each consumer asks for at once in the slice scale run")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of the provider's API server and manager, taken during the handshakes of the last scale run, to this directory")
@@ -199,6 +202,13 @@ func (e *env) measureScale(ctx context.Context, c config, r *report) error {
 			return fmt.Errorf("scale %d: %w", n, err)
 		}
 		r.scale = append(r.scale, res)
+	}
+	if c.runs("scale-floor") {
+		log(fmt.Sprintf("scale floor, %d handshakes' writes without a handshake", c.floorScale))
+		var err error
+		if r.scaleFloor, err = e.scaleFloorRun(ctx, c.floorScale); err != nil {
+			return fmt.Errorf("scale floor: %w", err)
+		}
 	}
 	if c.runs("slice-scale") {
 		log(fmt.Sprintf("slice scale, %d consumers x %d slices", c.sliceConsumers, c.slicesEach))

@@ -215,6 +215,11 @@ func (e *env) cpuSnapshot(m *testenv.Manager) map[string]float64 {
 	pids := e.provider.ProcessIDs()
 	pids["liqo-auth-manager"] = m.Pid()
 	pids["consumers (bench)"] = os.Getpid()
+	return cpuOf(pids)
+}
+
+// cpuOf reads the CPU seconds spent so far by each process of pids, by name.
+func cpuOf(pids map[string]int) map[string]float64 {
 	out := map[string]float64{}
 	for name, pid := range pids {
 		_, out[name] = usage(pid)

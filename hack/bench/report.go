@@ -16,6 +16,7 @@ type report struct {
 	slices            []*latency
 	sliceScale        *sliceScaleResult
 	scale             []*scaleResult
+	scaleFloor        *scaleFloorResult
 	floor             []floor
 	idle              *idleRSS
 }
@@ -38,6 +39,7 @@ func (r *report) markdown() string {
 		r.cpuSplitMarkdown(&b)
 	}
 
+	r.scaleFloorMarkdown(&b)
 	r.sliceScaleMarkdown(&b)
 
 	if r.cli != nil {
@@ -102,6 +104,26 @@ func (r *report) scaleMarkdown(b *strings.Builder) {
 		if s.firstRetry != "" {
 			fmt.Fprintf(b, "\nFirst retried reconcile at %d: `%.300s`\n\n", s.n, s.firstRetry)
 		}
+	}
+}
+
+// scaleFloorMarkdown is the scale floor section, when it ran.
+func (r *report) scaleFloorMarkdown(b *strings.Builder) {
+	s := r.scaleFloor
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(b, "\n## Scale floor\n\nThe writes of %d handshakes and nothing else, at once, by the provider's administrator with no manager running: for each consumer, the tenant namespace, its record and the manager's binding there, the nonce, the Tenant, the nonce's consumption, the finalizer, the Role and two RoleBindings, five SubjectAccessReviews, the CSR, its approval and the signer's certificate (one watch of CSRs for all), the certificate recorded, the Tenant's status, the Event, the CSR deleted. No read, no check, no cache: the floor under any controller that makes these writes, on this machine.\n\n", s.n)
+	b.WriteString("| handshakes | total | handshakes/s | " + strings.Join(floorProcesses, " | ") + " | total CPU | CPU-bound floor |\n|---|---|---|" + strings.Repeat("---|", len(floorProcesses)+2) + "\n")
+	fmt.Fprintf(b, "| %d | %s | %.1f |", s.n, ms(s.total), float64(s.n)/s.total.Seconds())
+	total := 0.0
+	for _, p := range floorProcesses {
+		fmt.Fprintf(b, " %.1f s |", s.cpu[p])
+		total += s.cpu[p]
+	}
+	fmt.Fprintf(b, " %.1f s | %s |\n\nWhat the provider's API server served per handshake:\n\n| request or watch event | per handshake |\n|---|---|\n", total, ms(time.Duration(total/float64(runtime.NumCPU())*float64(time.Second))))
+	for _, a := range s.api {
+		fmt.Fprintf(b, "| %s | %.1f |\n", a.What, a.Per)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // NonceReuseWindow is how young an existing nonce must be for EnsureNonce to hand it out
@@ -65,14 +66,24 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 		if reusable != "" {
 			return &Nonce{Value: reusable, CreatedAt: old.CreationTimestamp.Time}, nil
 		}
-		if deleteErr := p.Client.Delete(ctx, &old, client.Preconditions{UID: &old.UID}); client.IgnoreNotFound(deleteErr) != nil {
+		if deleteErr := p.Client.Delete(ctx, &old, client.Preconditions{UID: &old.UID}); apierrors.IsConflict(deleteErr) {
+			return nil, raced(p, tn)
+		} else if client.IgnoreNotFound(deleteErr) != nil {
 			return nil, p.Explain(deleteErr, "replacing the old nonce")
 		}
 	}
-	if err := p.Client.Create(ctx, &s); err != nil {
+	if err := p.Client.Create(ctx, &s); apierrors.IsAlreadyExists(err) {
+		return nil, raced(p, tn)
+	} else if err != nil {
 		return nil, p.Explain(err, "creating the nonce")
 	}
 	return &Nonce{Value: nonce, Created: true, CreatedAt: s.CreationTimestamp.Time}, nil
+}
+
+// raced is the error of an EnsureNonce that found the nonce Secret of tn replaced by
+// someone else while it replaced it.
+func raced(p *Side, tn string) error {
+	return fmt.Errorf("%sthe nonce Secret %s/%s was written by someone else while it was being replaced: run the command again; if this keeps happening, find who else writes Secrets in namespace %s", p.prefix(), tn, wire.NonceSecretName, tn)
 }
 
 // reusableNonce returns the nonce of s if it is for consumerID, canonical, young (its
@@ -85,14 +96,29 @@ func reusableNonce(ctx context.Context, p *Side, s *corev1.Secret, consumerID st
 		now.Sub(s.CreationTimestamp.Time) > NonceReuseWindow {
 		return "", nil
 	}
-	rec, err := p.Controllers().Record(ctx, p, consumerID)
-	if err != nil {
-		return "", p.Explain(err, "reading the tenant record")
-	}
-	if rec.NonceUsed(nonce, string(s.UID)) {
-		return "", nil
+	rec, known, err := nonceRecord(ctx, p, consumerID)
+	if err != nil || !known || rec.NonceUsed(nonce, string(s.UID)) {
+		return "", err // unknown: replaced, as a consumed one would be
 	}
 	return nonce, nil
+}
+
+// nonceRecord reads this cluster's tenant record of consumerID, which alone says whether a
+// nonce was consumed: rec is nil when there is none, or on a provider run by Liqo's
+// controllers, which keep none (and never consume a nonce); known is false when these
+// credentials may not read it (a peering user made before it could), and nobody can tell.
+func nonceRecord(ctx context.Context, p *Side, consumerID string) (rec *cluster.TenantRecord, known bool, err error) {
+	if p.Controllers().Liqo() {
+		return nil, true, nil
+	}
+	rec, err = cluster.GetTenantRecord(ctx, p.Client, p.Namespace, consumerID)
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, p.Explain(err, "reading the tenant record")
+	}
+	return rec, true, nil
 }
 
 // GetNonce reads the nonce the provider holds for consumerID.
@@ -112,11 +138,13 @@ func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Tim
 	if nonce == "" {
 		return "", time.Time{}, fmt.Errorf("%sthe nonce for cluster %q is not filled yet: is liqo-auth-manager running?", p.prefix(), consumerID)
 	}
-	rec, err := p.Controllers().Record(ctx, p, consumerID)
-	if err != nil {
-		return "", time.Time{}, p.Explain(err, "reading the tenant record")
-	}
-	if rec.NonceUsed(nonce, string(s.UID)) {
+	rec, known, err := nonceRecord(ctx, p, consumerID)
+	switch {
+	case err != nil:
+		return "", time.Time{}, err
+	case !known && p.Report != nil:
+		p.Report.Warn("These credentials may not read the tenant record of %q, which alone says whether a handshake already used this nonce: if the provider refuses it (NonceConsumed), run liqoctl create nonce --remote-cluster-id %s, which replaces a nonce it cannot vouch for", consumerID, consumerID)
+	case rec.NonceUsed(nonce, string(s.UID)):
 		return "", time.Time{}, fmt.Errorf("%sthe nonce for cluster %q was already used by the handshake accepted at %s, and a nonce is single-use: run liqoctl create nonce --remote-cluster-id %s for a new one", p.prefix(), consumerID, rec.ConsumedNonce.At.UTC().Format(time.RFC3339), consumerID)
 	}
 	return nonce, s.CreationTimestamp.Time, nil

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
+	"github.com/liqo-auth/liqo-auth/pkg/access"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+)
+
+// scaleFloorResult is what N handshakes' writes cost without a handshake.
+type scaleFloorResult struct {
+	n     int
+	total time.Duration
+	// cpu is the CPU seconds each of the provider's processes and this benchmark spent.
+	cpu map[string]float64
+	api []testenv.APIRate
+}
+
+// floorProcesses are the processes a scale floor run reports: no manager runs.
+var floorProcesses = []string{"kube-apiserver", "etcd", "kube-controller-manager", "consumers (bench)"}
+
+// scaleFloorRun makes, for each of n consumers at once, exactly the writes of one
+// handshake on the provider, as its administrator, and nothing else: no manager, no read,
+// no check, no cache. In the order a handshake makes them: the tenant namespace, its
+// record and the manager's binding there; the nonce; the Tenant; the nonce's consumption
+// in the record; the finalizer; the Role and two RoleBindings, owned by the Tenant; the
+// five SubjectAccessReviews of the issuance; the CSR, its approval, and the signer's
+// certificate (one watch of CSRs for all); the certificate in the record; the Tenant's
+// status; the Event; the CSR deleted. What it costs is the floor under any implementation
+// of this design on this machine; the scale run's CPU beyond it is the controller's.
+func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, error) {
+	consumers, err := newVirtualConsumers(n)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range consumers {
+		v.ID = "cl-floor-" + v.ID[len("cl-scale-"):]
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	signed, stop, err := e.watchSigned(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	res := &scaleFloorResult{n: n}
+	pids := e.provider.ProcessIDs()
+	pids["consumers (bench)"] = os.Getpid()
+	before := cpuOf(pids)
+	apiBefore, err := testenv.ReadAPICounters(ctx, e.provider.Config)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for _, v := range consumers {
+		wg.Go(func() { errs <- e.handshakeWrites(ctx, v, signed) })
+	}
+	wg.Wait()
+	res.total = time.Since(start)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	res.cpu = cpuOf(pids)
+	for p := range res.cpu {
+		res.cpu[p] -= before[p]
+	}
+	apiAfter, err := testenv.ReadAPICounters(ctx, e.provider.Config)
+	if err != nil {
+		return nil, err
+	}
+	res.api = apiAfter.PerHandshake(apiBefore, n)
+	for _, v := range consumers {
+		_ = e.consumers.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName(v.ID)}})
+		_ = e.consumers.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: wire.TenantRecordName(v.ID)}})
+	}
+	return res, nil
+}
+
+// handshakeWrites makes the writes of one handshake of v (scaleFloorRun).
+func (e *env) handshakeWrites(ctx context.Context, v *testenv.VirtualConsumer, signed *signedCSRs) error {
+	c := e.consumers
+	id := v.ID
+	tn := wire.TenantNamespaceName(id)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn, Labels: cluster.TenantNamespaceLabels(id)}}
+	if err := c.Create(ctx, ns); err != nil {
+		return fmt.Errorf("namespace: %w", err)
+	}
+	rec := &cluster.TenantRecord{RemoteID: id, Namespace: tn, NamespaceUID: ns.UID}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: wire.TenantRecordName(id),
+		Labels: map[string]string{wire.TenantRecordLabel: "true", wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: id}}}
+	if err := writeRecord(ctx, c, cm, rec, true); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, access.ForgeManagerTenantBinding(wire.DefaultLiqoNamespace, tn)); err != nil {
+		return fmt.Errorf("manager binding: %w", err)
+	}
+	nonceValue, err := authn.NewNonce()
+	if err != nil {
+		return err
+	}
+	nonce := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: wire.NonceSecretName, Namespace: tn,
+		Labels:      map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: id},
+		Annotations: map[string]string{wire.NonceIssuedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}},
+		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{wire.NonceField: []byte(nonceValue)}}
+	if err := c.Create(ctx, nonce); err != nil {
+		return fmt.Errorf("nonce: %w", err)
+	}
+	sig, err := authn.SignNonce(v.Key, nonceValue)
+	if err != nil {
+		return err
+	}
+	t, err := handshake.ForgeTenant(id, v.Key, sig, tn, "")
+	if err != nil {
+		return err
+	}
+	if err := c.Create(ctx, t); err != nil {
+		return fmt.Errorf("tenant: %w", err)
+	}
+	rec.ConsumedNonce = &cluster.ConsumedNonce{Digest: cluster.NonceDigest(nonceValue), TenantUID: string(t.UID), KeyFingerprint: "sha256:floor",
+		CSRDigest: "sha256:floor", SecretUID: string(nonce.UID), At: time.Now().UTC().Truncate(time.Second)}
+	if err := writeRecord(ctx, c, cm, rec, false); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(t.DeepCopy())
+	controllerutil.AddFinalizer(t, wire.TenantFinalizer)
+	if err := c.Patch(ctx, t, patch); err != nil {
+		return fmt.Errorf("finalizer: %w", err)
+	}
+	for _, o := range access.AccessObjects(tn, id, access.IdentitySubjects(id, nil)) {
+		if err := controllerutil.SetControllerReference(t, o, scheme.New()); err != nil {
+			return err
+		}
+		if err := c.Create(ctx, o); err != nil {
+			return fmt.Errorf("access: %w", err)
+		}
+	}
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Verb: "*", Group: "*", Resource: "*"}, {Verb: "get", Resource: "secrets"}, {Verb: "create", Resource: "pods"},
+		{Verb: "impersonate", Resource: "users"}, {Verb: "update", Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval"},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: id, Groups: []string{wire.UserGroup, "system:authenticated"}, ResourceAttributes: &a}}
+		if err := c.Create(ctx, sar); err != nil {
+			return fmt.Errorf("review: %w", err)
+		}
+	}
+	csr := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "liqo-" + id + "-", Labels: map[string]string{"liqo-auth.bench/floor": "true"}},
+		Spec: certificatesv1.CertificateSigningRequestSpec{Request: t.Spec.CSR, SignerName: certificatesv1.KubeAPIServerClientSignerName,
+			ExpirationSeconds: ptr.To[int32](3600), Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth}},
+	}
+	if err := c.Create(ctx, csr); err != nil {
+		return fmt.Errorf("csr: %w", err)
+	}
+	done := signed.wait(csr.UID)
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Floor", Message: "benchmark"})
+	if err := c.SubResource("approval").Update(ctx, csr); err != nil {
+		return fmt.Errorf("approval: %w", err)
+	}
+	var certPEM []byte
+	select {
+	case certPEM = <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the signer: %w", ctx.Err())
+	}
+	cert, err := authn.ParseCertificate(certPEM)
+	if err != nil {
+		return err
+	}
+	rec.AddCertificate(cluster.IssuedCertificate{Serial: cert.SerialNumber.Text(16), NotAfter: cert.NotAfter, KeyFingerprint: "sha256:floor"}, time.Now())
+	rec.PublishedCertificate, rec.PublishedForTenant = string(certPEM), string(t.UID)
+	if err := writeRecord(ctx, c, cm, rec, false); err != nil {
+		return err
+	}
+	now := metav1.Now()
+	t.Status = authv1beta1.TenantStatus{TenantNamespace: tn, AcceptedKeyFingerprint: "sha256:floor", AcceptedCSRDigest: "sha256:floor", AcceptanceSeal: sig, AcceptedAt: &now,
+		TenantCondition: authv1beta1.TenantConditionActive, ObservedGeneration: t.Generation,
+		AuthParams: &authv1beta1.AuthParams{APIServer: e.provider.Config.Host, CA: e.provider.Config.CAData, SignedCRT: certPEM}}
+	for _, typ := range []string{authv1beta1.ConditionAuthenticated, authv1beta1.ConditionAccessGranted, authv1beta1.ConditionCertificateIssued, authv1beta1.ConditionReady} {
+		meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "Floor", Message: "the scale floor writes what a handshake writes", ObservedGeneration: t.Generation})
+	}
+	if err := c.Status().Update(ctx, t); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: fmt.Sprintf("%s.%x", id, time.Now().UnixNano())}, EventTime: metav1.NowMicro(),
+		ReportingController: "liqo.io/liqo-auth-manager", ReportingInstance: "bench", Action: authv1beta1.ConditionCertificateIssued, Reason: authv1beta1.ReasonCertificateIssued,
+		Type: corev1.EventTypeNormal, Note: "certificate " + cert.SerialNumber.Text(16), Regarding: corev1.ObjectReference{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Tenant", Namespace: tn, Name: id, UID: t.UID}}
+	if err := c.Create(ctx, ev); err != nil {
+		return fmt.Errorf("event: %w", err)
+	}
+	if err := c.Delete(ctx, csr); err != nil {
+		return fmt.Errorf("deleting the csr: %w", err)
+	}
+	return nil
+}
+
+// writeRecord creates (create) or replaces the tenant record cm with rec, without reading
+// it first.
+func writeRecord(ctx context.Context, c client.Client, cm *corev1.ConfigMap, rec *cluster.TenantRecord, create bool) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	cm.Data = map[string]string{"record": string(data)}
+	if create {
+		err = c.Create(ctx, cm)
+	} else {
+		err = c.Update(ctx, cm)
+	}
+	if err != nil {
+		return fmt.Errorf("tenant record: %w", err)
+	}
+	return nil
+}
+
+// signedCSRs hands each waiter the certificate of its CSR, from one watch of the floor's
+// CSRs.
+type signedCSRs struct {
+	mu      sync.Mutex
+	waiting map[types.UID]chan []byte
+	early   map[types.UID][]byte
+}
+
+func (s *signedCSRs) wait(uid types.UID) <-chan []byte {
+	ch := make(chan []byte, 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cert, ok := s.early[uid]; ok {
+		ch <- cert
+		delete(s.early, uid)
+		return ch
+	}
+	s.waiting[uid] = ch
+	return ch
+}
+
+func (s *signedCSRs) signed(uid types.UID, cert []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch, ok := s.waiting[uid]; ok {
+		ch <- cert
+		delete(s.waiting, uid)
+		return
+	}
+	if _, seen := s.early[uid]; !seen {
+		s.early[uid] = cert
+	}
+}
+
+// watchSigned watches the floor's CSRs (as a controller's informer would: listed, then
+// watched, listed again if the watch ends) and dispatches their certificates; stop ends it.
+func (e *env) watchSigned(ctx context.Context) (*signedCSRs, func(), error) {
+	ctx, stop := context.WithCancel(ctx)
+	s := &signedCSRs{waiting: map[types.UID]chan []byte{}, early: map[types.UID][]byte{}}
+	selector := client.MatchingLabels{"liqo-auth.bench/floor": "true"}
+	dispatch := func(csr *certificatesv1.CertificateSigningRequest) {
+		if len(csr.Status.Certificate) > 0 {
+			s.signed(csr.UID, csr.Status.Certificate)
+		}
+	}
+	go func() {
+		for ctx.Err() == nil {
+			var list certificatesv1.CertificateSigningRequestList
+			if err := e.consumers.List(ctx, &list, selector); err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for i := range list.Items {
+				dispatch(&list.Items[i])
+			}
+			w, err := e.consumers.Watch(ctx, &certificatesv1.CertificateSigningRequestList{}, selector, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+			if err != nil {
+				continue
+			}
+			for ev := range w.ResultChan() {
+				if csr, ok := ev.Object.(*certificatesv1.CertificateSigningRequest); ok && ev.Type == watch.Modified {
+					dispatch(csr)
+				}
+			}
+			w.Stop()
+		}
+	}()
+	return s, stop, nil
+}
