@@ -40,4 +40,3 @@ func fetch(ctx context.Context, hc *http.Client, url, path string) error {
 	}
 	return f.Close()
 }
-
