@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -74,6 +77,20 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 	if err != nil {
 		return nil, err
 	}
+	var profiles errgroup.Group
+	if e.cfg.profileDir != "" {
+		// What the API server does with the writes alone, beside the scale run's profile.
+		apiClient, err := rest.HTTPClientFor(e.provider.Config)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(e.cfg.profileDir, 0o755); err != nil {
+			return nil, err
+		}
+		profiles.Go(func() error {
+			return cpuProfile(ctx, apiClient, e.provider.Config.Host, max(2, n/50), filepath.Join(e.cfg.profileDir, "kube-apiserver-floor.pprof"))
+		})
+	}
 	start := time.Now()
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -87,6 +104,9 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := profiles.Wait(); err != nil {
+		return nil, err
 	}
 	res.cpu = cpuOf(pids)
 	for p := range res.cpu {
