@@ -91,7 +91,7 @@ func (r *report) latencyMarkdown(b *strings.Builder) {
 func (r *report) scaleMarkdown(b *strings.Builder) {
 	if len(r.scale) > 0 {
 		b.WriteString("\n## Provider scale\n\nN consumers (key pairs without their own control plane; the provider and its liqo-auth-manager are real) authenticate concurrently into one provider; then all are removed.\n\n")
-		b.WriteString("The manager's live heap is its heap in use right after a forced collection (pprof), before the handshakes and once they are done; per consumer is the difference divided by N. Its peak RSS is what the kernel saw at most, garbage included (Go lets the heap grow to twice what is live before it collects, unless GOMEMLIMIT says otherwise).\n\n")
+		b.WriteString("The manager's live heap is its heap in use right after a forced collection (pprof), before the handshakes and once they are done; per consumer is the difference divided by N. Its peak RSS is what the kernel saw at most, garbage included (the manager lets its heap grow to one and a half times what is live before it collects, GOGC=50, unless GOGC or GOMEMLIMIT say otherwise).\n\n")
 		b.WriteString("| consumers | total | handshakes/s | p50 per handshake | p95 per handshake | failed | reconciles retried | manager peak RSS | manager live heap | live heap per consumer | manager CPU | teardown |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	}
 	for _, s := range r.scale {
