@@ -33,6 +33,9 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
+// floorCSRLabel marks the CSRs of the scale floor.
+const floorCSRLabel = "liqo-auth.bench/floor"
+
 // scaleFloorResult is what N handshakes' writes cost without a handshake.
 type scaleFloorResult struct {
 	n     int
@@ -64,10 +67,7 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	signed, stop, err := e.watchSigned(ctx)
-	if err != nil {
-		return nil, err
-	}
+	signed, stop := e.watchSigned(ctx)
 	defer stop()
 	res := &scaleFloorResult{n: n}
 	pids := e.provider.ProcessIDs()
@@ -80,12 +80,12 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 	var profiles errgroup.Group
 	if e.cfg.profileDir != "" {
 		// What the API server does with the writes alone, beside the scale run's profile.
-		apiClient, err := rest.HTTPClientFor(e.provider.Config)
-		if err != nil {
-			return nil, err
+		apiClient, clientErr := rest.HTTPClientFor(e.provider.Config)
+		if clientErr != nil {
+			return nil, clientErr
 		}
-		if err := os.MkdirAll(e.cfg.profileDir, 0o755); err != nil {
-			return nil, err
+		if mkdirErr := os.MkdirAll(e.cfg.profileDir, 0o755); mkdirErr != nil {
+			return nil, mkdirErr
 		}
 		profiles.Go(func() error {
 			return cpuProfile(ctx, apiClient, e.provider.Config.Host, max(2, n/50), filepath.Join(e.cfg.profileDir, "kube-apiserver-floor.pprof"))
@@ -105,8 +105,8 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 			return nil, err
 		}
 	}
-	if err := profiles.Wait(); err != nil {
-		return nil, err
+	if profileErr := profiles.Wait(); profileErr != nil {
+		return nil, profileErr
 	}
 	res.cpu = cpuOf(pids)
 	for p := range res.cpu {
@@ -124,61 +124,91 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 	return res, nil
 }
 
-// handshakeWrites makes the writes of one handshake of v (scaleFloorRun).
+// handshakeWrites makes the writes of one handshake of v (scaleFloorRun): the consumer's,
+// the acceptance's, the issuance's.
 func (e *env) handshakeWrites(ctx context.Context, v *testenv.VirtualConsumer, signed *signedCSRs) error {
-	c := e.consumers
-	id := v.ID
-	tn := wire.TenantNamespaceName(id)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn, Labels: cluster.TenantNamespaceLabels(id)}}
-	if err := c.Create(ctx, ns); err != nil {
+	f := &floorHandshake{c: e.consumers, v: v, tn: wire.TenantNamespaceName(v.ID)}
+	for _, step := range []func(context.Context) error{f.arrive, f.accept, func(ctx context.Context) error {
+		return f.issue(ctx, signed, e.provider.Config.Host, e.provider.Config.CAData)
+	}} {
+		if err := step(ctx); err != nil {
+			return fmt.Errorf("%s: %w", v.ID, err)
+		}
+	}
+	return nil
+}
+
+// floorHandshake is one handshake of the scale floor, as it goes.
+type floorHandshake struct {
+	c     client.Client
+	v     *testenv.VirtualConsumer
+	tn    string
+	rec   *cluster.TenantRecord
+	cm    *corev1.ConfigMap
+	nonce string
+	sig   []byte
+	t     *authv1beta1.Tenant
+}
+
+// arrive is the consumer's part: the tenant namespace, its record and the manager's
+// binding there, the nonce, the Tenant.
+func (f *floorHandshake) arrive(ctx context.Context) error {
+	id := f.v.ID
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.tn, Labels: cluster.TenantNamespaceLabels(id)}}
+	if err := f.c.Create(ctx, ns); err != nil {
 		return fmt.Errorf("namespace: %w", err)
 	}
-	rec := &cluster.TenantRecord{RemoteID: id, Namespace: tn, NamespaceUID: ns.UID}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: wire.TenantRecordName(id),
+	f.rec = &cluster.TenantRecord{RemoteID: id, Namespace: f.tn, NamespaceUID: ns.UID}
+	f.cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: wire.TenantRecordName(id),
 		Labels: map[string]string{wire.TenantRecordLabel: "true", wire.ManagedByLabel: wire.ManagedByValue, wire.RemoteClusterIDLabel: id}}}
-	if err := writeRecord(ctx, c, cm, rec, true); err != nil {
+	if err := writeRecord(ctx, f.c, f.cm, f.rec, true); err != nil {
 		return err
 	}
-	if err := c.Create(ctx, access.ForgeManagerTenantBinding(wire.DefaultLiqoNamespace, tn)); err != nil {
+	if err := f.c.Create(ctx, access.ForgeManagerTenantBinding(wire.DefaultLiqoNamespace, f.tn)); err != nil {
 		return fmt.Errorf("manager binding: %w", err)
 	}
-	nonceValue, err := authn.NewNonce()
-	if err != nil {
+	var err error
+	if f.nonce, err = authn.NewNonce(); err != nil {
 		return err
 	}
-	nonce := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: wire.NonceSecretName, Namespace: tn,
+	nonce := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: wire.NonceSecretName, Namespace: f.tn,
 		Labels:      map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: id},
 		Annotations: map[string]string{wire.NonceIssuedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}},
-		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{wire.NonceField: []byte(nonceValue)}}
-	if err := c.Create(ctx, nonce); err != nil {
+		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{wire.NonceField: []byte(f.nonce)}}
+	if err = f.c.Create(ctx, nonce); err != nil {
 		return fmt.Errorf("nonce: %w", err)
 	}
-	sig, err := authn.SignNonce(v.Key, nonceValue)
-	if err != nil {
+	if f.sig, err = authn.SignNonce(f.v.Key, f.nonce); err != nil {
 		return err
 	}
-	t, err := handshake.ForgeTenant(id, v.Key, sig, tn, "")
-	if err != nil {
+	if f.t, err = handshake.ForgeTenant(id, f.v.Key, f.sig, f.tn, ""); err != nil {
 		return err
 	}
-	if err := c.Create(ctx, t); err != nil {
+	if err = f.c.Create(ctx, f.t); err != nil {
 		return fmt.Errorf("tenant: %w", err)
 	}
-	rec.ConsumedNonce = &cluster.ConsumedNonce{Digest: cluster.NonceDigest(nonceValue), TenantUID: string(t.UID), KeyFingerprint: "sha256:floor",
+	f.rec.ConsumedNonce = &cluster.ConsumedNonce{Digest: cluster.NonceDigest(f.nonce), TenantUID: string(f.t.UID), KeyFingerprint: "sha256:floor",
 		CSRDigest: "sha256:floor", SecretUID: string(nonce.UID), At: time.Now().UTC().Truncate(time.Second)}
-	if err := writeRecord(ctx, c, cm, rec, false); err != nil {
+	return nil
+}
+
+// accept is the acceptance's part: the nonce's consumption, the finalizer, the Role and two
+// RoleBindings owned by the Tenant, the five SubjectAccessReviews before the issuance.
+func (f *floorHandshake) accept(ctx context.Context) error {
+	id := f.v.ID
+	if err := writeRecord(ctx, f.c, f.cm, f.rec, false); err != nil {
 		return err
 	}
-	patch := client.MergeFrom(t.DeepCopy())
-	controllerutil.AddFinalizer(t, wire.TenantFinalizer)
-	if err := c.Patch(ctx, t, patch); err != nil {
+	patch := client.MergeFrom(f.t.DeepCopy())
+	controllerutil.AddFinalizer(f.t, wire.TenantFinalizer)
+	if err := f.c.Patch(ctx, f.t, patch); err != nil {
 		return fmt.Errorf("finalizer: %w", err)
 	}
-	for _, o := range access.AccessObjects(tn, id, access.IdentitySubjects(id, nil)) {
-		if err := controllerutil.SetControllerReference(t, o, scheme.New()); err != nil {
+	for _, o := range access.AccessObjects(f.tn, id, access.IdentitySubjects(id, nil)) {
+		if err := controllerutil.SetControllerReference(f.t, o, scheme.New()); err != nil {
 			return err
 		}
-		if err := c.Create(ctx, o); err != nil {
+		if err := f.c.Create(ctx, o); err != nil {
 			return fmt.Errorf("access: %w", err)
 		}
 	}
@@ -187,22 +217,29 @@ func (e *env) handshakeWrites(ctx context.Context, v *testenv.VirtualConsumer, s
 		{Verb: "impersonate", Resource: "users"}, {Verb: "update", Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval"},
 	} {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: id, Groups: []string{wire.UserGroup, "system:authenticated"}, ResourceAttributes: &a}}
-		if err := c.Create(ctx, sar); err != nil {
+		if err := f.c.Create(ctx, sar); err != nil {
 			return fmt.Errorf("review: %w", err)
 		}
 	}
+	return nil
+}
+
+// issue is the issuance's part: the CSR, its approval and the signer's certificate, the
+// certificate recorded, the Tenant's status, the Event, the CSR deleted.
+func (f *floorHandshake) issue(ctx context.Context, signed *signedCSRs, server string, ca []byte) error {
+	id, t := f.v.ID, f.t
 	csr := &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "liqo-" + id + "-", Labels: map[string]string{"liqo-auth.bench/floor": "true"}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "liqo-" + id + "-", Labels: map[string]string{floorCSRLabel: "true"}},
 		Spec: certificatesv1.CertificateSigningRequestSpec{Request: t.Spec.CSR, SignerName: certificatesv1.KubeAPIServerClientSignerName,
 			ExpirationSeconds: ptr.To[int32](3600), Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth}},
 	}
-	if err := c.Create(ctx, csr); err != nil {
+	if err := f.c.Create(ctx, csr); err != nil {
 		return fmt.Errorf("csr: %w", err)
 	}
 	done := signed.wait(csr.UID)
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Floor", Message: "benchmark"})
-	if err := c.SubResource("approval").Update(ctx, csr); err != nil {
+	if err := f.c.SubResource("approval").Update(ctx, csr); err != nil {
 		return fmt.Errorf("approval: %w", err)
 	}
 	var certPEM []byte
@@ -215,28 +252,28 @@ func (e *env) handshakeWrites(ctx context.Context, v *testenv.VirtualConsumer, s
 	if err != nil {
 		return err
 	}
-	rec.AddCertificate(cluster.IssuedCertificate{Serial: cert.SerialNumber.Text(16), NotAfter: cert.NotAfter, KeyFingerprint: "sha256:floor"}, time.Now())
-	rec.PublishedCertificate, rec.PublishedForTenant = string(certPEM), string(t.UID)
-	if err := writeRecord(ctx, c, cm, rec, false); err != nil {
+	f.rec.AddCertificate(cluster.IssuedCertificate{Serial: cert.SerialNumber.Text(16), NotAfter: cert.NotAfter, KeyFingerprint: "sha256:floor"}, time.Now())
+	f.rec.PublishedCertificate, f.rec.PublishedForTenant = string(certPEM), string(t.UID)
+	if err = writeRecord(ctx, f.c, f.cm, f.rec, false); err != nil {
 		return err
 	}
 	now := metav1.Now()
-	t.Status = authv1beta1.TenantStatus{TenantNamespace: tn, AcceptedKeyFingerprint: "sha256:floor", AcceptedCSRDigest: "sha256:floor", AcceptanceSeal: sig, AcceptedAt: &now,
+	t.Status = authv1beta1.TenantStatus{TenantNamespace: f.tn, AcceptedKeyFingerprint: "sha256:floor", AcceptedCSRDigest: "sha256:floor", AcceptanceSeal: f.sig, AcceptedAt: &now,
 		TenantCondition: authv1beta1.TenantConditionActive, ObservedGeneration: t.Generation,
-		AuthParams: &authv1beta1.AuthParams{APIServer: e.provider.Config.Host, CA: e.provider.Config.CAData, SignedCRT: certPEM}}
+		AuthParams: &authv1beta1.AuthParams{APIServer: server, CA: ca, SignedCRT: certPEM}}
 	for _, typ := range []string{authv1beta1.ConditionAuthenticated, authv1beta1.ConditionAccessGranted, authv1beta1.ConditionCertificateIssued, authv1beta1.ConditionReady} {
 		meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "Floor", Message: "the scale floor writes what a handshake writes", ObservedGeneration: t.Generation})
 	}
-	if err := c.Status().Update(ctx, t); err != nil {
+	if err = f.c.Status().Update(ctx, t); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: fmt.Sprintf("%s.%x", id, time.Now().UnixNano())}, EventTime: metav1.NowMicro(),
+	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: f.tn, Name: fmt.Sprintf("%s.%x", id, time.Now().UnixNano())}, EventTime: metav1.NowMicro(),
 		ReportingController: "liqo.io/liqo-auth-manager", ReportingInstance: "bench", Action: authv1beta1.ConditionCertificateIssued, Reason: authv1beta1.ReasonCertificateIssued,
-		Type: corev1.EventTypeNormal, Note: "certificate " + cert.SerialNumber.Text(16), Regarding: corev1.ObjectReference{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Tenant", Namespace: tn, Name: id, UID: t.UID}}
-	if err := c.Create(ctx, ev); err != nil {
+		Type: corev1.EventTypeNormal, Note: "certificate " + cert.SerialNumber.Text(16), Regarding: corev1.ObjectReference{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Tenant", Namespace: f.tn, Name: id, UID: t.UID}}
+	if err = f.c.Create(ctx, ev); err != nil {
 		return fmt.Errorf("event: %w", err)
 	}
-	if err := c.Delete(ctx, csr); err != nil {
+	if err = f.c.Delete(ctx, csr); err != nil {
 		return fmt.Errorf("deleting the csr: %w", err)
 	}
 	return nil
@@ -297,10 +334,10 @@ func (s *signedCSRs) signed(uid types.UID, cert []byte) {
 
 // watchSigned watches the floor's CSRs (as a controller's informer would: listed, then
 // watched, listed again if the watch ends) and dispatches their certificates; stop ends it.
-func (e *env) watchSigned(ctx context.Context) (*signedCSRs, func(), error) {
+func (e *env) watchSigned(ctx context.Context) (*signedCSRs, func()) {
 	ctx, stop := context.WithCancel(ctx)
 	s := &signedCSRs{waiting: map[types.UID]chan []byte{}, early: map[types.UID][]byte{}}
-	selector := client.MatchingLabels{"liqo-auth.bench/floor": "true"}
+	selector := client.MatchingLabels{floorCSRLabel: "true"}
 	dispatch := func(csr *certificatesv1.CertificateSigningRequest) {
 		if len(csr.Status.Certificate) > 0 {
 			s.signed(csr.UID, csr.Status.Certificate)
@@ -328,5 +365,5 @@ func (e *env) watchSigned(ctx context.Context) (*signedCSRs, func(), error) {
 			w.Stop()
 		}
 	}()
-	return s, stop, nil
+	return s, stop
 }

@@ -131,8 +131,8 @@ func (s *session) setup(ctx context.Context) error {
 		}
 	}
 	for cp, id := range map[*testenv.ControlPlane]string{s.c: "cl-consumer", s.p: "cl-provider"} {
-		if _, err := command(s.liqoctl, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", id); err != nil {
-			return err
+		if _, installErr := command(s.liqoctl, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", id); installErr != nil {
+			return installErr
 		}
 	}
 	if s.o.mode == modeInProcess {

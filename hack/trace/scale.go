@@ -44,8 +44,8 @@ func (s *session) scale(ctx context.Context, n int, out io.Writer) error {
 			return authErr
 		})
 	}
-	if err := eg.Wait(); err != nil {
-		return err
+	if waitErr := eg.Wait(); waitErr != nil {
+		return waitErr
 	}
 	end := time.Now()
 	time.Sleep(2 * time.Second) // what follows the certificates (marks, deletions), and the audit log's writes

@@ -92,13 +92,17 @@ func raced(p *Side, tn string) error {
 // says (read only then); "" otherwise.
 func reusableNonce(ctx context.Context, p *Side, s *corev1.Secret, consumerID string, now time.Time) (string, error) {
 	nonce := string(s.Data[wire.NonceField])
-	if s.Labels[wire.NonceLabel] != "true" || s.Labels[wire.RemoteClusterIDLabel] != consumerID || authn.CheckNonce(nonce) != nil ||
+	canonical := authn.CheckNonce(nonce) == nil
+	if s.Labels[wire.NonceLabel] != "true" || s.Labels[wire.RemoteClusterIDLabel] != consumerID || !canonical ||
 		now.Sub(s.CreationTimestamp.Time) > NonceReuseWindow {
 		return "", nil
 	}
 	rec, known, err := nonceRecord(ctx, p, consumerID)
-	if err != nil || !known || rec.NonceUsed(nonce, string(s.UID)) {
-		return "", err // unknown: replaced, as a consumed one would be
+	switch {
+	case err != nil:
+		return "", err
+	case !known, rec.NonceUsed(nonce, string(s.UID)):
+		return "", nil // unknown: replaced, as a consumed one would be
 	}
 	return nonce, nil
 }
@@ -128,11 +132,11 @@ func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Tim
 		return "", time.Time{}, p.Explain(err, fmt.Sprintf("looking for the tenant namespace of %q (create it with liqoctl create nonce)", consumerID))
 	}
 	var s corev1.Secret
-	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s); err != nil {
-		if apierrors.IsNotFound(err) {
+	if getErr := p.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s); getErr != nil {
+		if apierrors.IsNotFound(getErr) {
 			return "", time.Time{}, fmt.Errorf("%sthere is no nonce for cluster %q in namespace %q: it was never created or was already used by a handshake; run liqoctl create nonce --remote-cluster-id %s", p.prefix(), consumerID, tn, consumerID)
 		}
-		return "", time.Time{}, p.Explain(err, "reading the nonce")
+		return "", time.Time{}, p.Explain(getErr, "reading the nonce")
 	}
 	nonce := string(s.Data[wire.NonceField])
 	if nonce == "" {

@@ -182,8 +182,8 @@ func TestCLIManualFlow(t *testing.T) {
 	applyYAML(t, consumer.client, []byte(identityYAML))
 	id := &authv1beta1.Identity{}
 	eventually(t, 20*time.Second, "the consumer's manager writes the kubeconfig", func(ctx context.Context) (bool, error) {
-		err := consumer.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(provider.id), Name: wire.IdentityName(provider.id)}, id)
-		return meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady), err
+		getErr := consumer.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(provider.id), Name: wire.IdentityName(provider.id)}, id)
+		return meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady), getErr
 	})
 	assertTenantAccess(t, provider, consumer, kubeconfigOf(t, consumer, provider))
 

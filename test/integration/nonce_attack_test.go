@@ -37,13 +37,17 @@ func nonceProvider(t *testing.T) *site {
 	return p
 }
 
-// acceptedHandshake runs an honest handshake of a new consumer id (administrator's
-// nonce, the consumer's Tenant) and returns the consumer, its tenant namespace, the
-// consumed nonce and its Secret's UID.
-func acceptedHandshake(t *testing.T, p *site, id string) (a *attacker, tn, nonce string, uid string) {
+// victimID is the consumer whose handshake the attacks start from.
+const victimID = "cl-victim"
+
+// acceptedHandshake runs an honest handshake of victimID (administrator's nonce, the
+// consumer's Tenant) and returns its tenant namespace, the consumed nonce and its
+// Secret's UID.
+func acceptedHandshake(t *testing.T, p *site) (tn, nonce string, uid string) {
+	const id = victimID
 	t.Helper()
 	ctx := context.Background()
-	a = newAttacker(t, id)
+	a := newAttacker(t, id)
 	tn, nonce = freshNonce(t, p, id)
 	tenant := a.honestTenant(t, tn, nonce)
 	require.NoError(t, p.client.Create(ctx, tenant))
@@ -51,7 +55,7 @@ func acceptedHandshake(t *testing.T, p *site, id string) (a *attacker, tn, nonce
 	var s corev1.Secret
 	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s))
 	require.Equal(t, nonce, string(s.Data[wire.NonceField]))
-	return a, tn, nonce, string(s.UID)
+	return tn, nonce, string(s.UID)
 }
 
 func sideOf(c client.WithWatch) *handshake.Side {
@@ -66,7 +70,8 @@ func nonceSecret(tn, id, value string) *corev1.Secret {
 }
 
 // replaceNonce deletes the nonce Secret (if any) and creates one holding value, as w.
-func replaceNonce(t *testing.T, w client.Client, tn, id, value string) string {
+func replaceNonce(t *testing.T, w client.Client, tn, value string) {
+	const id = victimID
 	t.Helper()
 	ctx := context.Background()
 	err := w.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.NonceSecretName}})
@@ -74,7 +79,6 @@ func replaceNonce(t *testing.T, w client.Client, tn, id, value string) string {
 	s := nonceSecret(tn, id, value)
 	require.Eventually(t, func() bool { return !apierrors.IsAlreadyExists(w.Create(ctx, s)) }, 5*time.Second, 20*time.Millisecond)
 	require.NotEmpty(t, s.UID, "created")
-	return string(s.UID)
 }
 
 func newNonce(t *testing.T) string {
@@ -104,8 +108,8 @@ func swapTenant(t *testing.T, p *site, w client.Client, tenant *authv1beta1.Tena
 func TestNonceAttackConsumedNonceNotHandedOutAgain(t *testing.T) {
 	p := nonceProvider(t)
 	ctx := context.Background()
-	const id = "cl-victim"
-	_, tn, n1, uid1 := acceptedHandshake(t, p, id)
+	const id = victimID
+	tn, n1, uid1 := acceptedHandshake(t, p)
 	admin := sideOf(p.client)
 	sw := principal(t, p, "nonce-secret-writer", tn, rule("", "secrets", "get", "create", "update", "delete"))
 	tw := principal(t, p, "nonce-tenant-writer", tn, rule("authentication.liqo.io", "tenants", "get", "create", "delete"))
@@ -131,7 +135,7 @@ func TestNonceAttackConsumedNonceNotHandedOutAgain(t *testing.T) {
 	assert.NotEqual(t, n1, got.Value)
 
 	// The consumed value, put back in a new Secret.
-	replaceNonce(t, sw, tn, id, n1)
+	replaceNonce(t, sw, tn, n1)
 	_, _, err = handshake.GetNonce(ctx, admin, id)
 	require.Error(t, err, "the consumed value in a new Secret")
 	assert.Contains(t, err.Error(), "already used")
@@ -141,7 +145,7 @@ func TestNonceAttackConsumedNonceNotHandedOutAgain(t *testing.T) {
 	assert.NotEqual(t, n1, got.Value)
 
 	// And presented, signed by another key, in a re-created Tenant.
-	replaceNonce(t, sw, tn, id, n1)
+	replaceNonce(t, sw, tn, n1)
 	mallory := newAttacker(t, id)
 	stolen := mallory.honestTenant(t, tn, n1)
 	swapTenant(t, p, tw, stolen)
@@ -159,8 +163,8 @@ func TestNonceAttackConsumedNonceNotHandedOutAgain(t *testing.T) {
 func TestNonceAttackForbiddenRecordReader(t *testing.T) {
 	p := nonceProvider(t)
 	ctx := context.Background()
-	const id = "cl-victim"
-	_, tn, n1, _ := acceptedHandshake(t, p, id)
+	const id = victimID
+	tn, n1, _ := acceptedHandshake(t, p)
 	// The peering user's rules in the tenant namespace, as pkg/access grants them, and
 	// reading its namespace; nothing in the Liqo namespace.
 	user := wire.PeeringUserPrefix + id + "-oldstyle"
@@ -183,7 +187,7 @@ func TestNonceAttackForbiddenRecordReader(t *testing.T) {
 	assert.Equal(t, got.Value, v, "get nonce prints the fresh one")
 
 	// Whatever it was handed, N1 signed by another key is refused.
-	replaceNonce(t, old, tn, id, n1)
+	replaceNonce(t, old, tn, n1)
 	mallory := newAttacker(t, id)
 	stolen := mallory.honestTenant(t, tn, n1)
 	swapTenant(t, p, old, stolen)
@@ -202,8 +206,8 @@ func TestNonceAttackForbiddenRecordReader(t *testing.T) {
 // writer's, and it never loops.
 func TestNonceAttackRaceEnsureNonce(t *testing.T) {
 	p := nonceProvider(t)
-	const id = "cl-victim"
-	_, tn, n1, _ := acceptedHandshake(t, p, id)
+	const id = victimID
+	tn, n1, _ := acceptedHandshake(t, p)
 	sw := principal(t, p, "nonce-racer", tn, rule("", "secrets", "get", "create", "update", "delete"))
 	foreign := newNonce(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -252,8 +256,8 @@ func TestNonceAttackRaceEnsureNonce(t *testing.T) {
 func TestNonceAttackRewrittenValueAtTheController(t *testing.T) {
 	p := nonceProvider(t)
 	ctx := context.Background()
-	const id = "cl-victim"
-	_, tn, _, uid1 := acceptedHandshake(t, p, id)
+	const id = victimID
+	tn, _, uid1 := acceptedHandshake(t, p)
 	sw := principal(t, p, "nonce-secret-writer", tn, rule("", "secrets", "get", "create", "update", "delete"))
 	tw := principal(t, p, "nonce-tenant-writer", tn, rule("authentication.liqo.io", "tenants", "get", "create", "delete"))
 	var s corev1.Secret
@@ -280,7 +284,7 @@ func TestNonceAttackRewrittenValueAtTheController(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, c.Status, c.Message)
 	eve := newAttacker(t, id)
 	fresh := newNonce(t)
-	replaceNonce(t, sw, tn, id, fresh)
+	replaceNonce(t, sw, tn, fresh)
 	tenant = eve.honestTenant(t, tn, fresh)
 	swapTenant(t, p, tw, tenant)
 	waitTenantCondition(t, p, client.ObjectKeyFromObject(tenant), authv1beta1.ConditionAuthenticated, metav1.ConditionTrue, string(authv1beta1.ReasonHandshakeAccepted))
