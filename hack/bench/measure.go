@@ -218,6 +218,20 @@ func (e *env) cpuSnapshot(m *testenv.Manager) map[string]float64 {
 	return cpuOf(pids)
 }
 
+// spentSince is what the provider's processes spent since a run began: the CPU seconds
+// of now (read just now) beyond before, and the API requests per handshake of n beyond
+// apiBefore.
+func (e *env) spentSince(ctx context.Context, now, before map[string]float64, apiBefore testenv.APICounters, n int) (map[string]float64, []testenv.APIRate, error) {
+	for p := range now {
+		now[p] -= before[p]
+	}
+	apiAfter, err := testenv.ReadAPICounters(ctx, e.provider.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	return now, apiAfter.PerHandshake(apiBefore, n), nil
+}
+
 // cpuOf reads the CPU seconds spent so far by each process of pids, by name.
 func cpuOf(pids map[string]int) map[string]float64 {
 	out := map[string]float64{}
@@ -282,15 +296,9 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 			return nil, fetchErr
 		}
 	}
-	res.cpu = e.cpuSnapshot(m)
-	for p := range res.cpu {
-		res.cpu[p] -= before[p]
-	}
-	apiAfter, err := testenv.ReadAPICounters(ctx, e.provider.Config)
-	if err != nil {
+	if res.cpu, res.api, err = e.spentSince(ctx, e.cpuSnapshot(m), before, apiBefore, n); err != nil {
 		return nil, err
 	}
-	res.api = apiAfter.PerHandshake(apiBefore, n)
 	countRetries(m, res)
 	if waitErr := profiles.Wait(); waitErr != nil {
 		return nil, waitErr

@@ -108,15 +108,9 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 	if profileErr := profiles.Wait(); profileErr != nil {
 		return nil, profileErr
 	}
-	res.cpu = cpuOf(pids)
-	for p := range res.cpu {
-		res.cpu[p] -= before[p]
-	}
-	apiAfter, err := testenv.ReadAPICounters(ctx, e.provider.Config)
-	if err != nil {
+	if res.cpu, res.api, err = e.spentSince(ctx, cpuOf(pids), before, apiBefore, n); err != nil {
 		return nil, err
 	}
-	res.api = apiAfter.PerHandshake(apiBefore, n)
 	for _, v := range consumers {
 		_ = e.consumers.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName(v.ID)}})
 		_ = e.consumers.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: wire.TenantRecordName(v.ID)}})

@@ -81,6 +81,19 @@ func replaceNonce(t *testing.T, w client.Client, tn, value string) {
 	require.NotEmpty(t, s.UID, "created")
 }
 
+// overwriteNonce writes, as w, a new value over the nonce in its Secret (whose UID is uid,
+// and stays), and returns the value.
+func overwriteNonce(t *testing.T, w client.Client, tn, uid string) string {
+	t.Helper()
+	var s corev1.Secret
+	require.NoError(t, w.Get(context.Background(), client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s))
+	nx := newNonce(t)
+	s.Data = map[string][]byte{wire.NonceField: []byte(nx)}
+	require.NoError(t, w.Update(context.Background(), &s))
+	require.Equal(t, uid, string(s.UID))
+	return nx
+}
+
 func newNonce(t *testing.T) string {
 	n, err := authn.NewNonce()
 	require.NoError(t, err)
@@ -119,12 +132,7 @@ func TestNonceAttackConsumedNonceNotHandedOutAgain(t *testing.T) {
 	assert.Contains(t, err.Error(), "already used")
 
 	// Another value written over the consumed one, in its Secret (the SecretUID rule).
-	var s corev1.Secret
-	require.NoError(t, sw.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s))
-	nx := newNonce(t)
-	s.Data = map[string][]byte{wire.NonceField: []byte(nx)}
-	require.NoError(t, sw.Update(ctx, &s))
-	require.Equal(t, uid1, string(s.UID))
+	nx := overwriteNonce(t, sw, tn, uid1)
 	_, _, err = handshake.GetNonce(ctx, admin, id)
 	require.Error(t, err, "a value written over the consumed nonce in its Secret")
 	assert.Contains(t, err.Error(), "already used")
@@ -255,17 +263,11 @@ func TestNonceAttackRaceEnsureNonce(t *testing.T) {
 // key in a re-created Tenant.
 func TestNonceAttackRewrittenValueAtTheController(t *testing.T) {
 	p := nonceProvider(t)
-	ctx := context.Background()
 	const id = victimID
 	tn, _, uid1 := acceptedHandshake(t, p)
 	sw := principal(t, p, "nonce-secret-writer", tn, rule("", "secrets", "get", "create", "update", "delete"))
 	tw := principal(t, p, "nonce-tenant-writer", tn, rule("authentication.liqo.io", "tenants", "get", "create", "delete"))
-	var s corev1.Secret
-	require.NoError(t, sw.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s))
-	nx := newNonce(t)
-	s.Data = map[string][]byte{wire.NonceField: []byte(nx)}
-	require.NoError(t, sw.Update(ctx, &s))
-	require.Equal(t, uid1, string(s.UID))
+	nx := overwriteNonce(t, sw, tn, uid1)
 	mallory := newAttacker(t, id)
 	tenant := mallory.honestTenant(t, tn, nx)
 	swapTenant(t, p, tw, tenant)
