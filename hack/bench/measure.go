@@ -218,14 +218,14 @@ func (e *env) cpuSnapshot(m *testenv.Manager) map[string]float64 {
 	return cpuOf(pids)
 }
 
-// spentSince is what the provider's processes spent since a run began: the CPU seconds
+// spentSince is what control plane cp's processes spent since a run began: the CPU seconds
 // of now (read just now) beyond before, and the API requests per handshake of n beyond
 // apiBefore.
-func (e *env) spentSince(ctx context.Context, now, before map[string]float64, apiBefore testenv.APICounters, n int) (map[string]float64, []testenv.APIRate, error) {
+func spentSince(ctx context.Context, cp *testenv.ControlPlane, now, before map[string]float64, apiBefore testenv.APICounters, n int) (map[string]float64, []testenv.APIRate, error) {
 	for p := range now {
 		now[p] -= before[p]
 	}
-	apiAfter, err := testenv.ReadAPICounters(ctx, e.provider.Config)
+	apiAfter, err := testenv.ReadAPICounters(ctx, cp.Config)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -296,7 +296,7 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 			return nil, fetchErr
 		}
 	}
-	if res.cpu, res.api, err = e.spentSince(ctx, e.cpuSnapshot(m), before, apiBefore, n); err != nil {
+	if res.cpu, res.api, err = spentSince(ctx, e.provider, e.cpuSnapshot(m), before, apiBefore, n); err != nil {
 		return nil, err
 	}
 	countRetries(m, res)

@@ -113,7 +113,7 @@ func (r *report) scaleFloorMarkdown(b *strings.Builder) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(b, "\n## Scale floor\n\nThe writes of %d handshakes and nothing else, at once, by the provider's administrator with no manager running: for each consumer, the tenant namespace, its record and the manager's binding there, the nonce, the Tenant, the nonce's consumption, the finalizer, the Role and two RoleBindings, five SubjectAccessReviews, the CSR, its approval and the signer's certificate (one watch of CSRs for all), the certificate recorded, the Tenant's status, the Event, the CSR deleted. No read, no check, no cache: the floor under any controller that makes these writes, on this machine.\n\n", s.n)
+	fmt.Fprintf(b, "\n## Scale floor\n\nThe writes of %d handshakes and nothing else, at once, by the administrator of a provider with no manager running (the consumer's control plane, the same build installed alike, which the scale runs leave untouched): for each consumer, the tenant namespace, its record and the manager's binding there, the nonce, the Tenant, the nonce's consumption, the finalizer, the Role and two RoleBindings, five SubjectAccessReviews, the CSR, its approval and the signer's certificate (one watch of CSRs for all), the certificate recorded, the Tenant's status, the Event, the CSR deleted. No read, no check, no cache: the floor under any controller that makes these writes, on this machine.\n\n", s.n)
 	b.WriteString("| handshakes | total | handshakes/s | " + strings.Join(floorProcesses, " | ") + " | total CPU | CPU-bound floor |\n|---|---|---|" + strings.Repeat("---|", len(floorProcesses)+2) + "\n")
 	fmt.Fprintf(b, "| %d | %s | %.1f |", s.n, ms(s.total), float64(s.n)/s.total.Seconds())
 	total := 0.0

@@ -49,7 +49,7 @@ type scaleFloorResult struct {
 var floorProcesses = []string{"kube-apiserver", "etcd", "kube-controller-manager", "consumers (bench)"}
 
 // scaleFloorRun makes, for each of n consumers at once, exactly the writes of one
-// handshake on the provider, as its administrator, and nothing else: no manager, no read,
+// handshake on a provider (the consumer's control plane), as its administrator, and nothing else: no manager, no read,
 // no check, no cache. In the order a handshake makes them: the tenant namespace, its
 // record and the manager's binding there; the nonce; the Tenant; the nonce's consumption
 // in the record; the finalizer; the Role and two RoleBindings, owned by the Tenant; the
@@ -65,22 +65,31 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 	for _, v := range consumers {
 		v.ID = "cl-floor-" + v.ID[len("cl-scale-"):]
 	}
+	// On the consumer's control plane: the same build, installed alike, which the scale
+	// runs (virtual consumers into the provider) leave untouched.
+	cp := e.consumer
+	unthrottled := rest.CopyConfig(cp.Config)
+	unthrottled.QPS = -1
+	c, err := client.NewWithWatch(unthrottled, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	signed, stop := e.watchSigned(ctx)
+	signed, stop := watchSigned(ctx, c)
 	defer stop()
 	res := &scaleFloorResult{n: n}
-	pids := e.provider.ProcessIDs()
+	pids := cp.ProcessIDs()
 	pids["consumers (bench)"] = os.Getpid()
 	before := cpuOf(pids)
-	apiBefore, err := testenv.ReadAPICounters(ctx, e.provider.Config)
+	apiBefore, err := testenv.ReadAPICounters(ctx, cp.Config)
 	if err != nil {
 		return nil, err
 	}
 	var profiles errgroup.Group
 	if e.cfg.profileDir != "" {
 		// What the API server does with the writes alone, beside the scale run's profile.
-		apiClient, clientErr := rest.HTTPClientFor(e.provider.Config)
+		apiClient, clientErr := rest.HTTPClientFor(cp.Config)
 		if clientErr != nil {
 			return nil, clientErr
 		}
@@ -88,14 +97,14 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 			return nil, mkdirErr
 		}
 		profiles.Go(func() error {
-			return cpuProfile(ctx, apiClient, e.provider.Config.Host, max(2, n/50), filepath.Join(e.cfg.profileDir, "kube-apiserver-floor.pprof"))
+			return cpuProfile(ctx, apiClient, cp.Config.Host, max(2, n/50), filepath.Join(e.cfg.profileDir, "kube-apiserver-floor.pprof"))
 		})
 	}
 	start := time.Now()
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	for _, v := range consumers {
-		wg.Go(func() { errs <- e.handshakeWrites(ctx, v, signed) })
+		wg.Go(func() { errs <- handshakeWrites(ctx, cp, c, v, signed) })
 	}
 	wg.Wait()
 	res.total = time.Since(start)
@@ -108,22 +117,22 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 	if profileErr := profiles.Wait(); profileErr != nil {
 		return nil, profileErr
 	}
-	if res.cpu, res.api, err = e.spentSince(ctx, cpuOf(pids), before, apiBefore, n); err != nil {
+	if res.cpu, res.api, err = spentSince(ctx, cp, cpuOf(pids), before, apiBefore, n); err != nil {
 		return nil, err
 	}
 	for _, v := range consumers {
-		_ = e.consumers.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName(v.ID)}})
-		_ = e.consumers.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: wire.TenantRecordName(v.ID)}})
+		_ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName(v.ID)}})
+		_ = c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: wire.DefaultLiqoNamespace, Name: wire.TenantRecordName(v.ID)}})
 	}
 	return res, nil
 }
 
 // handshakeWrites makes the writes of one handshake of v (scaleFloorRun): the consumer's,
 // the acceptance's, the issuance's.
-func (e *env) handshakeWrites(ctx context.Context, v *testenv.VirtualConsumer, signed *signedCSRs) error {
-	f := &floorHandshake{c: e.consumers, v: v, tn: wire.TenantNamespaceName(v.ID)}
+func handshakeWrites(ctx context.Context, cp *testenv.ControlPlane, c client.Client, v *testenv.VirtualConsumer, signed *signedCSRs) error {
+	f := &floorHandshake{c: c, v: v, tn: wire.TenantNamespaceName(v.ID)}
 	for _, step := range []func(context.Context) error{f.arrive, f.accept, func(ctx context.Context) error {
-		return f.issue(ctx, signed, e.provider.Config.Host, e.provider.Config.CAData)
+		return f.issue(ctx, signed, cp.Config.Host, cp.Config.CAData)
 	}} {
 		if err := step(ctx); err != nil {
 			return fmt.Errorf("%s: %w", v.ID, err)
@@ -328,7 +337,7 @@ func (s *signedCSRs) signed(uid types.UID, cert []byte) {
 
 // watchSigned watches the floor's CSRs (as a controller's informer would: listed, then
 // watched, listed again if the watch ends) and dispatches their certificates; stop ends it.
-func (e *env) watchSigned(ctx context.Context) (*signedCSRs, func()) {
+func watchSigned(ctx context.Context, c client.WithWatch) (*signedCSRs, func()) {
 	ctx, stop := context.WithCancel(ctx)
 	s := &signedCSRs{waiting: map[types.UID]chan []byte{}, early: map[types.UID][]byte{}}
 	selector := client.MatchingLabels{floorCSRLabel: "true"}
@@ -340,14 +349,14 @@ func (e *env) watchSigned(ctx context.Context) (*signedCSRs, func()) {
 	go func() {
 		for ctx.Err() == nil {
 			var list certificatesv1.CertificateSigningRequestList
-			if err := e.consumers.List(ctx, &list, selector); err != nil {
+			if err := c.List(ctx, &list, selector); err != nil {
 				time.Sleep(100 * time.Millisecond)
 				continue
 			}
 			for i := range list.Items {
 				dispatch(&list.Items[i])
 			}
-			w, err := e.consumers.Watch(ctx, &certificatesv1.CertificateSigningRequestList{}, selector, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+			w, err := c.Watch(ctx, &certificatesv1.CertificateSigningRequestList{}, selector, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
 			if err != nil {
 				continue
 			}
