@@ -65,7 +65,6 @@ func main() {
 	flag.BoolVar(&o.all, "all", false, "also print leases, watches and OpenAPI requests")
 	flag.DurationVar(&o.settle, "settle", time.Second, "pause between the previous round's unauthenticate and the traced authenticate (0: back to back, as the benchmark runs them)")
 	flag.IntVar(&o.consumers, "consumers", 0, "instead of one liqoctl authenticate, this many virtual consumers at once into the provider's manager; prints the provider's requests per handshake by user, verb and resource")
-	flag.IntVar(&o.consumers, "consumers", 0, "instead of one liqoctl authenticate, this many virtual consumers at once into the provider's manager; prints the provider's requests per handshake by user, verb and resource")
 	flag.Parse()
 	if err := run(context.Background(), o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "trace:", err)
