@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
@@ -69,9 +68,7 @@ func newEnv(ctx context.Context, c config, binDir, root string) (*env, error) {
 		return nil, err
 	}
 	e.pc = pc
-	unthrottled := rest.CopyConfig(e.provider.Config)
-	unthrottled.QPS = -1
-	if e.consumers, err = client.NewWithWatch(unthrottled, client.Options{Scheme: scheme.New()}); err != nil {
+	if e.consumers, err = testenv.UnthrottledClient(e.provider.Config); err != nil {
 		return nil, err
 	}
 	return e, nil

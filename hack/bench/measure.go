@@ -263,7 +263,7 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	if res.heapIdleMiB, err = liveHeapMiB(ctx, pprofAddr); err != nil {
 		return nil, err
 	}
-	consumers, err := newVirtualConsumers(n)
+	consumers, err := testenv.NewVirtualConsumers(fmt.Sprintf("cl-scale-%d-", n), n)
 	if err != nil {
 		return nil, err
 	}
@@ -309,18 +309,6 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	}
 	res.teardown = time.Since(start)
 	return res, nil
-}
-
-// newVirtualConsumers makes the n consumers of a scale run, named after n.
-func newVirtualConsumers(n int) ([]*testenv.VirtualConsumer, error) {
-	consumers := make([]*testenv.VirtualConsumer, n)
-	for i := range consumers {
-		var err error
-		if consumers[i], err = testenv.NewVirtualConsumer(fmt.Sprintf("cl-scale-%d-%03d", n, i)); err != nil {
-			return nil, err
-		}
-	}
-	return consumers, nil
 }
 
 // authenticateAll authenticates every consumer at once into the provider, timing each

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -31,6 +30,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
+	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
 // floorCSRLabel marks the CSRs of the scale floor.
@@ -58,19 +58,14 @@ var floorProcesses = []string{"kube-apiserver", "etcd", "kube-controller-manager
 // status; the Event; the CSR deleted. What it costs is the floor under any implementation
 // of this design on this machine; the scale run's CPU beyond it is the controller's.
 func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, error) {
-	consumers, err := newVirtualConsumers(n)
+	consumers, err := testenv.NewVirtualConsumers(fmt.Sprintf("cl-floor-%d-", n), n)
 	if err != nil {
 		return nil, err
-	}
-	for _, v := range consumers {
-		v.ID = "cl-floor-" + v.ID[len("cl-scale-"):]
 	}
 	// On the consumer's control plane: the same build, installed alike, which the scale
 	// runs (virtual consumers into the provider) leave untouched.
 	cp := e.consumer
-	unthrottled := rest.CopyConfig(cp.Config)
-	unthrottled.QPS = -1
-	c, err := client.NewWithWatch(unthrottled, client.Options{Scheme: scheme.New()})
+	c, err := testenv.UnthrottledClient(cp.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -215,14 +210,9 @@ func (f *floorHandshake) accept(ctx context.Context) error {
 			return fmt.Errorf("access: %w", err)
 		}
 	}
-	for _, a := range []authorizationv1.ResourceAttributes{
-		{Verb: "*", Group: "*", Resource: "*"}, {Verb: "get", Resource: "secrets"}, {Verb: "create", Resource: "pods"},
-		{Verb: "impersonate", Resource: "users"}, {Verb: "update", Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval"},
-	} {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: id, Groups: []string{wire.UserGroup, "system:authenticated"}, ResourceAttributes: &a}}
-		if err := f.c.Create(ctx, sar); err != nil {
-			return fmt.Errorf("review: %w", err)
-		}
+	// The manager's reviews before an issuance, exactly: none allowed, so no baseline.
+	if _, err := revocation.SentinelsAllowed(ctx, f.c, id, []string{wire.UserGroup, "system:authenticated"}); err != nil {
+		return fmt.Errorf("reviews: %w", err)
 	}
 	return nil
 }

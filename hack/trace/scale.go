@@ -13,28 +13,21 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 )
 
 // scale authenticates n virtual consumers at once into the provider, as the benchmark's
 // scale run does, and prints the provider's requests per handshake by who asked, verb and
 // resource, read from its audit log.
 func (s *session) scale(ctx context.Context, n int, out io.Writer) error {
-	cfg := rest.CopyConfig(s.p.Config)
-	cfg.QPS = -1 // each virtual consumer stands for a cluster with its own client
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	c, err := testenv.UnthrottledClient(s.p.Config)
 	if err != nil {
 		return err
 	}
-	consumers := make([]*testenv.VirtualConsumer, n)
-	for i := range consumers {
-		if consumers[i], err = testenv.NewVirtualConsumer(fmt.Sprintf("cl-trace-%03d", i)); err != nil {
-			return err
-		}
+	consumers, err := testenv.NewVirtualConsumers("cl-trace-", n)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	var eg errgroup.Group

@@ -8,11 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -23,6 +25,27 @@ import (
 type VirtualConsumer struct {
 	ID  string
 	Key crypto.Signer
+}
+
+// NewVirtualConsumers makes n consumers named prefix followed by 000, 001...
+func NewVirtualConsumers(prefix string, n int) ([]*VirtualConsumer, error) {
+	out := make([]*VirtualConsumer, n)
+	for i := range out {
+		var err error
+		if out[i], err = NewVirtualConsumer(fmt.Sprintf("%s%03d", prefix, i)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// UnthrottledClient is a client of cfg without client-side rate limit, through which
+// virtual consumers act: each stands for a cluster with its own client, so that one
+// shared limit must not pace them.
+func UnthrottledClient(cfg *rest.Config) (client.WithWatch, error) {
+	unthrottled := rest.CopyConfig(cfg)
+	unthrottled.QPS = -1
+	return client.NewWithWatch(unthrottled, client.Options{Scheme: scheme.New()})
 }
 
 // NewVirtualConsumer makes a consumer with a fresh Ed25519 key.
