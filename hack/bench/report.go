@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
 )
 
 type report struct {
@@ -116,15 +118,9 @@ func (r *report) scaleFloorMarkdown(b *strings.Builder) {
 	fmt.Fprintf(b, "\n## Scale floor\n\nThe writes of %d handshakes and nothing else, at once, by the administrator of a provider with no manager running (the consumer's control plane, the same build installed alike, which the scale runs leave untouched): for each consumer, the tenant namespace, its record and the manager's binding there, the nonce, the Tenant, the nonce's consumption, the finalizer, the Role and two RoleBindings, five SubjectAccessReviews, the CSR, its approval and the signer's certificate (one watch of CSRs for all), the certificate recorded, the Tenant's status, the Event, the CSR deleted. No read, no check, no cache: the floor under any controller that makes these writes, on this machine.\n\n", s.n)
 	b.WriteString("| handshakes | total | handshakes/s | " + strings.Join(floorProcesses, " | ") + " | total CPU | CPU-bound floor |\n|---|---|---|" + strings.Repeat("---|", len(floorProcesses)+2) + "\n")
 	fmt.Fprintf(b, "| %d | %s | %.1f |", s.n, ms(s.total), float64(s.n)/s.total.Seconds())
-	total := 0.0
-	for _, p := range floorProcesses {
-		fmt.Fprintf(b, " %.1f s |", s.cpu[p])
-		total += s.cpu[p]
-	}
-	fmt.Fprintf(b, " %.1f s | %s |\n\nWhat the provider's API server served per handshake:\n\n| request or watch event | per handshake |\n|---|---|\n", total, ms(time.Duration(total/float64(runtime.NumCPU())*float64(time.Second))))
-	for _, a := range s.api {
-		fmt.Fprintf(b, "| %s | %.1f |\n", a.What, a.Per)
-	}
+	cpuCells(b, floorProcesses, s.cpu)
+	b.WriteString("\nWhat the provider's API server served per handshake:\n\n")
+	apiTable(b, s.api)
 }
 
 // sliceScaleMarkdown is the slice scale section, when it ran.
@@ -193,16 +189,28 @@ func (r *report) cpuSplitMarkdown(b *strings.Builder) {
 	b.WriteString("| consumers | " + strings.Join(cpuProcesses, " | ") + " | total | CPU-bound floor |\n|---|" + strings.Repeat("---|", len(cpuProcesses)+2) + "\n")
 	for _, s := range r.scale {
 		fmt.Fprintf(b, "| %d |", s.n)
-		total := 0.0
-		for _, p := range cpuProcesses {
-			fmt.Fprintf(b, " %.1f s |", s.cpu[p])
-			total += s.cpu[p]
-		}
-		fmt.Fprintf(b, " %.1f s | %s |\n", total, ms(time.Duration(total/float64(runtime.NumCPU())*float64(time.Second))))
+		cpuCells(b, cpuProcesses, s.cpu)
 	}
 	last := r.scale[len(r.scale)-1]
-	fmt.Fprintf(b, "\nWhat the provider's API server served per handshake in the run of %d (its apiserver_request_total and apiserver_watch_events_total, from the manager, the signer and the consumers together):\n\n| request or watch event | per handshake |\n|---|---|\n", last.n)
-	for _, a := range last.api {
+	fmt.Fprintf(b, "\nWhat the provider's API server served per handshake in the run of %d (its apiserver_request_total and apiserver_watch_events_total, from the manager, the signer and the consumers together):\n\n", last.n)
+	apiTable(b, last.api)
+}
+
+// cpuCells ends a table row with the CPU seconds of each of processes in cpu, their total,
+// and the CPU-bound floor that total sets on this machine.
+func cpuCells(b *strings.Builder, processes []string, cpu map[string]float64) {
+	total := 0.0
+	for _, p := range processes {
+		fmt.Fprintf(b, " %.1f s |", cpu[p])
+		total += cpu[p]
+	}
+	fmt.Fprintf(b, " %.1f s | %s |\n", total, ms(time.Duration(total/float64(runtime.NumCPU())*float64(time.Second))))
+}
+
+// apiTable is the table of what an API server served per handshake.
+func apiTable(b *strings.Builder, api []testenv.APIRate) {
+	b.WriteString("| request or watch event | per handshake |\n|---|---|\n")
+	for _, a := range api {
 		fmt.Fprintf(b, "| %s | %.1f |\n", a.What, a.Per)
 	}
 }

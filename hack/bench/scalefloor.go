@@ -292,22 +292,17 @@ func writeRecord(ctx context.Context, c client.Client, cm *corev1.ConfigMap, rec
 }
 
 // signedCSRs hands each waiter the certificate of its CSR, from one watch of the floor's
-// CSRs.
+// CSRs. A waiter registers before it approves its CSR, so no certificate comes before its
+// waiter; one that comes after (a relist) finds none and is dropped.
 type signedCSRs struct {
 	mu      sync.Mutex
 	waiting map[types.UID]chan []byte
-	early   map[types.UID][]byte
 }
 
 func (s *signedCSRs) wait(uid types.UID) <-chan []byte {
 	ch := make(chan []byte, 1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cert, ok := s.early[uid]; ok {
-		ch <- cert
-		delete(s.early, uid)
-		return ch
-	}
 	s.waiting[uid] = ch
 	return ch
 }
@@ -318,10 +313,6 @@ func (s *signedCSRs) signed(uid types.UID, cert []byte) {
 	if ch, ok := s.waiting[uid]; ok {
 		ch <- cert
 		delete(s.waiting, uid)
-		return
-	}
-	if _, seen := s.early[uid]; !seen {
-		s.early[uid] = cert
 	}
 }
 
@@ -329,7 +320,7 @@ func (s *signedCSRs) signed(uid types.UID, cert []byte) {
 // watched, listed again if the watch ends) and dispatches their certificates; stop ends it.
 func watchSigned(ctx context.Context, c client.WithWatch) (*signedCSRs, func()) {
 	ctx, stop := context.WithCancel(ctx)
-	s := &signedCSRs{waiting: map[types.UID]chan []byte{}, early: map[types.UID][]byte{}}
+	s := &signedCSRs{waiting: map[types.UID]chan []byte{}}
 	selector := client.MatchingLabels{floorCSRLabel: "true"}
 	dispatch := func(csr *certificatesv1.CertificateSigningRequest) {
 		if len(csr.Status.Certificate) > 0 {
