@@ -68,7 +68,7 @@ func newEnv(ctx context.Context, c config, binDir, root string) (*env, error) {
 		return nil, err
 	}
 	e.pc = pc
-	if e.consumers, err = testenv.UnthrottledClient(e.provider.Config); err != nil {
+	if e.consumers, err = testenv.UnthrottledClient(e.provider.Config, client.Options{Scheme: scheme.New()}); err != nil {
 		return nil, err
 	}
 	return e, nil

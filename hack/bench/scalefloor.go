@@ -65,7 +65,7 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 	// On the consumer's control plane: the same build, installed alike, which the scale
 	// runs (virtual consumers into the provider) leave untouched.
 	cp := e.consumer
-	c, err := testenv.UnthrottledClient(cp.Config)
+	c, err := testenv.UnthrottledClient(cp.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
 	}

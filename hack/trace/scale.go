@@ -13,15 +13,17 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 )
 
 // scale authenticates n virtual consumers at once into the provider, as the benchmark's
 // scale run does, and prints the provider's requests per handshake by who asked, verb and
 // resource, read from its audit log.
 func (s *session) scale(ctx context.Context, n int, out io.Writer) error {
-	c, err := testenv.UnthrottledClient(s.p.Config)
+	c, err := testenv.UnthrottledClient(s.p.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -39,13 +38,13 @@ func NewVirtualConsumers(prefix string, n int) ([]*VirtualConsumer, error) {
 	return out, nil
 }
 
-// UnthrottledClient is a client of cfg without client-side rate limit, through which
-// virtual consumers act: each stands for a cluster with its own client, so that one
-// shared limit must not pace them.
-func UnthrottledClient(cfg *rest.Config) (client.WithWatch, error) {
+// UnthrottledClient is a client of cfg with opts and without client-side rate limit,
+// through which virtual consumers act: each stands for a cluster with its own client, so
+// that one shared limit must not pace them.
+func UnthrottledClient(cfg *rest.Config, opts client.Options) (client.WithWatch, error) {
 	unthrottled := rest.CopyConfig(cfg)
 	unthrottled.QPS = -1
-	return client.NewWithWatch(unthrottled, client.Options{Scheme: scheme.New()})
+	return client.NewWithWatch(unthrottled, opts)
 }
 
 // NewVirtualConsumer makes a consumer with a fresh Ed25519 key.
