@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 )
 
 // TestHandshakeRequestBudget holds one liqoctl authenticate to its request budget on each
@@ -39,6 +40,21 @@ func TestHandshakeRequestBudget(t *testing.T) {
 				checkBudget(t, mode+", "+name+" side", used, handshakeBudget[mode][name])
 			}
 		})
+	}
+}
+
+// TestProviderBudgetFitsTheManagersRateLimit holds the provider's request budget to the
+// manager's client limits, which bind per resource type: a handshake that asks more of one
+// type than DefaultQPS / TargetHandshakeRate would make the limit, not the API server's
+// CPU, what bounds a fleet's handshakes (as 5 SubjectAccessReviews under 200 a second
+// did). The budget counts liqoctl's requests too: it over-counts the manager's.
+func TestProviderBudgetFitsTheManagersRateLimit(t *testing.T) {
+	most := authmanager.DefaultQPS / authmanager.TargetHandshakeRate
+	for k, n := range handshakeBudget[budgetManagers]["provider"] {
+		if strings.HasPrefix(k, "request ") && !strings.HasPrefix(k, "request GET /") && n > float64(most) {
+			t.Errorf("%q: %v per handshake; the manager's %v requests a second of one type admit %.0f handshakes a second, under its target of %v: raise authmanager.DefaultQPS with the budget, or ask less",
+				k, n, authmanager.DefaultQPS, authmanager.DefaultQPS/n, authmanager.TargetHandshakeRate)
+		}
 	}
 }
 
