@@ -44,8 +44,8 @@ func subject(t *authv1beta1.Tenant) issuer.Subject {
 // approved, the spec is verified against the sealed acceptance and the cluster ID is
 // checked to be no user with powers of its own; the certificate issued is checked to be
 // what was asked.
-func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenant, now time.Time) (*issuer.Issuance, error) {
-	is, foreign, err := r.issuer().Ensure(ctx, subject(t), now, func(ctx context.Context) (*issuer.Issuance, error) { return r.checkSubmission(ctx, t) })
+func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenant, now time.Time, check func(context.Context) (*issuer.Issuance, error)) (*issuer.Issuance, error) {
+	is, foreign, err := r.issuer().Ensure(ctx, subject(t), now, check)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +56,28 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenan
 		}
 	}
 	return is, nil
+}
+
+// startCheckSubmission starts checkSubmission of t at once, and returns what waits for its
+// verdict: the reviews it asks run while the Tenant gets its finalizer, before the request
+// is made. It reads of t only its spec and its sealed acceptance, which nothing changes
+// before the verdict is taken.
+func (r *Reconciler) startCheckSubmission(ctx context.Context, t *authv1beta1.Tenant) func(context.Context) (*issuer.Issuance, error) {
+	var is *issuer.Issuance
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		is, err = r.checkSubmission(ctx, t)
+	}()
+	return func(waitCtx context.Context) (*issuer.Issuance, error) {
+		select {
+		case <-done:
+			return is, err
+		case <-waitCtx.Done():
+			return nil, waitCtx.Err()
+		}
+	}
 }
 
 // checkSubmission verifies, right before a request goes to the signer, that the spec is

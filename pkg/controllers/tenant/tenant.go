@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -154,12 +155,6 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 	if refused, err := r.authenticate(ctx, t, now, d); refused || err != nil {
 		return ctrl.Result{}, err
 	}
-	// Accepted, the Tenant is about to cause something (bindings, a CSR): only now does it
-	// get the finalizer. A refused or stray Tenant causes nothing, and a finalizer nothing
-	// would remove would make kubectl delete hang for good where no manager runs.
-	if err := r.ensureFinalizer(ctx, t); err != nil {
-		return ctrl.Result{}, err
-	}
 	t.Status.TenantNamespace = t.Namespace
 	// The tenant record holds the administrator's decisions: the state and a renewal asked
 	// for now. Read once, here.
@@ -179,12 +174,57 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 		return ctrl.Result{}, err
 	}
 	r.setApproved(t, approval)
-	if reconcileAccessErr := r.reconcileAccess(ctx, t, rec, state, approval); reconcileAccessErr != nil {
-		return ctrl.Result{}, reconcileAccessErr
-	}
-	res, err := r.reconcileCertificate(ctx, t, state, rec, approval, now, d)
+	res, err := r.carryOutAccepted(ctx, t, rec, state, approval, now, d)
 	r.setReady(t)
 	return res, err
+}
+
+// carryOutAccepted carries out what an accepted Tenant's state and approval decide: its
+// finalizer, its access and its certificate, at once, for none waits on another's answer
+// but the certificate's request, which is made once the finalizer is there.
+//
+// Accepted, the Tenant is about to cause something (bindings, a CSR): only now does it get
+// the finalizer. A refused or stray Tenant causes nothing, and a finalizer nothing would
+// remove would make kubectl delete hang for good where no manager runs. The Roles and
+// bindings carry the Tenant's controller reference, so that the garbage collector removes
+// them with it even should the finalizer's patch fail; a CertificateSigningRequest, which
+// nothing else removes, is created only after that patch: the reviews that decide whether
+// it may be (checkSubmission) run beside it.
+//
+// Each works on its own: the finalizer on a copy of the metadata, the access on a copy of
+// the Tenant, whose AccessGranted condition t takes over once all are done; the
+// certificate on t.
+func (r *Reconciler) carryOutAccepted(ctx context.Context, t *authv1beta1.Tenant, rec *cluster.TenantRecord, state authv1beta1.TenantCondition, approval approvalVerdict, now time.Time, d *decided) (ctrl.Result, error) {
+	a := decideCertificate(r.certificateFacts(t, state, rec, approval, now))
+	issuing := a.verb == certIssue || a.verb == certRenew
+	var check func(context.Context) (*issuer.Issuance, error)
+	if issuing {
+		check = r.startCheckSubmission(ctx, t)
+	}
+	fin, forAccess := r.finalizerPatch(t), t.DeepCopy()
+	var finErr, accessErr error
+	finalized := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { defer close(finalized); finErr = fin.apply(ctx) })
+	wg.Go(func() { accessErr = r.reconcileAccess(ctx, forAccess, rec, state, approval) })
+	res, certErr := ctrl.Result{RequeueAfter: a.requeueAfter}, error(nil)
+	if issuing {
+		<-finalized
+		if finErr == nil {
+			res, certErr = r.issueCertificate(ctx, t, a, now, d, check)
+		}
+	} else {
+		r.carryOut(t, a)
+	}
+	wg.Wait()
+	fin.took(t)
+	if c := meta.FindStatusCondition(forAccess.Status.Conditions, authv1beta1.ConditionAccessGranted); c != nil {
+		status.SetCondition(&t.Status.Conditions, c.Type, c.Status == metav1.ConditionTrue, c.Reason, c.Message, t.Generation)
+	}
+	if err := errors.Join(finErr, accessErr, certErr); err != nil {
+		return ctrl.Result{}, err
+	}
+	return res, nil
 }
 
 // authenticate verifies the Tenant's handshake, unless the acceptance its status records
@@ -276,20 +316,17 @@ func (r *Reconciler) reconcileAccess(ctx context.Context, t *authv1beta1.Tenant,
 	return nil
 }
 
-// reconcileCertificate decides the certificate of a Tenant whose status checkPublished
-// repaired (decideCertificate) and carries the decision out: an issuance goes to the signer, and what it came to is
-// decided again (afterIssuance).
-func (r *Reconciler) reconcileCertificate(ctx context.Context, t *authv1beta1.Tenant, state authv1beta1.TenantCondition, rec *cluster.TenantRecord, approval approvalVerdict, now time.Time, d *decided) (ctrl.Result, error) {
-	a := decideCertificate(r.certificateFacts(t, state, rec, approval, now))
-	if a.verb == certIssue || a.verb == certRenew {
-		renewing := a.verb == certRenew
-		is, err := r.ensureCertificate(ctx, t, now)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if a = afterIssuance(is, renewing); a.verb == certPublish {
-			return r.recordAndPublish(ctx, t, is, renewing, now, d)
-		}
+// issueCertificate carries out an issuance or a renewal a (decideCertificate, for a
+// Tenant whose status checkPublished repaired): the request goes to the signer, once check
+// allows it, and what it came to is decided again (afterIssuance).
+func (r *Reconciler) issueCertificate(ctx context.Context, t *authv1beta1.Tenant, a certAction, now time.Time, d *decided, check func(context.Context) (*issuer.Issuance, error)) (ctrl.Result, error) {
+	renewing := a.verb == certRenew
+	is, err := r.ensureCertificate(ctx, t, now, check)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if a = afterIssuance(is, renewing); a.verb == certPublish {
+		return r.recordAndPublish(ctx, t, is, renewing, now, d)
 	}
 	r.carryOut(t, a)
 	return ctrl.Result{RequeueAfter: a.requeueAfter}, nil
@@ -527,22 +564,40 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 	status.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, true, authv1beta1.ReasonReady, "the consumer holds a valid certificate and its access", t.Generation)
 }
 
-// ensureFinalizer adds the finalizer to an accepted Tenant. The patch is made on a copy:
-// t carries the status being computed, which the answer of a metadata patch would wipe;
-// t takes only the finalizers and the resourceVersion, so that its status update follows.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, t *authv1beta1.Tenant) error {
+// finalizerPatch is the addition of the finalizer to an accepted Tenant t, made on a copy
+// of its metadata: t carries the status being computed, which the answer of a metadata
+// patch would wipe, and is read meanwhile by what runs beside the patch.
+func (r *Reconciler) finalizerPatch(t *authv1beta1.Tenant) *finalizerPatch {
 	if controllerutil.ContainsFinalizer(t, wire.TenantFinalizer) {
-		return nil
+		return &finalizerPatch{}
 	}
 	cp := &authv1beta1.Tenant{ObjectMeta: *t.ObjectMeta.DeepCopy()}
 	cp.TypeMeta = t.TypeMeta
-	patch := client.MergeFrom(cp.DeepCopy())
-	controllerutil.AddFinalizer(cp, wire.TenantFinalizer)
-	if err := r.Client.Patch(ctx, cp, patch); err != nil {
-		return err
+	return &finalizerPatch{c: r.Client, copy: cp}
+}
+
+// finalizerPatch adds the finalizer to a copy of a Tenant's metadata (nil copy: it has it).
+type finalizerPatch struct {
+	c    client.Client
+	copy *authv1beta1.Tenant
+}
+
+// apply patches the Tenant.
+func (f *finalizerPatch) apply(ctx context.Context) error {
+	if f.copy == nil {
+		return nil
 	}
-	t.Finalizers, t.ResourceVersion = cp.Finalizers, cp.ResourceVersion
-	return nil
+	patch := client.MergeFrom(f.copy.DeepCopy())
+	controllerutil.AddFinalizer(f.copy, wire.TenantFinalizer)
+	return f.c.Patch(ctx, f.copy, patch)
+}
+
+// took gives t the finalizers and the resourceVersion the patch answered, so that its
+// status update follows it.
+func (f *finalizerPatch) took(t *authv1beta1.Tenant) {
+	if f.copy != nil && f.copy.ResourceVersion != t.ResourceVersion && controllerutil.ContainsFinalizer(f.copy, wire.TenantFinalizer) {
+		t.Finalizers, t.ResourceVersion = f.copy.Finalizers, f.copy.ResourceVersion
+	}
 }
 
 // finalize removes everything the Tenant caused, and only that, then lets it go: the
