@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
@@ -130,14 +129,17 @@ func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake
 	}
 	// One connection and one discovery cache per cluster, shared with the in-process
 	// controllers.
+	cfg.Wrap(newConnGate)
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, handshake.ScopedErrorf(scope, "creating a client for %s: %w", cfg.Host, err)
 	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	mapper, err := newGVMapper(cfg, hc)
 	if err != nil {
 		return nil, handshake.ScopedErrorf(scope, "creating a client for %s: %w", cfg.Host, err)
 	}
+	// The connection and the first discovery documents while the command gets ready.
+	mapper.Prefetch(prefetchGroupVersions...)
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New(), HTTPClient: hc, Mapper: mapper})
 	if err != nil {
 		return nil, handshake.ScopedErrorf(scope, "creating a client for %s: %w", cfg.Host, err)
