@@ -72,6 +72,8 @@ type TenantNamespace struct {
 	Name string
 	// Adopted is set when an existing namespace was made a tenant namespace.
 	Adopted bool
+	// Created is set when the namespace was created now: nothing is in it yet.
+	Created bool
 }
 
 // EnsureTenantNamespace makes the tenant namespace of remoteID: it creates
@@ -135,7 +137,7 @@ func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteI
 		}
 		return ensureManagerBinding(ctx, c, liqoNS, ns.Name, binding)
 	})
-	return &TenantNamespace{Name: ns.Name, Adopted: adopted}, eg.Wait()
+	return &TenantNamespace{Name: ns.Name, Adopted: adopted, Created: !adopted}, eg.Wait()
 }
 
 // ErrUnrecordedNamespace means a namespace that would be a tenant namespace exists, but

@@ -66,17 +66,27 @@ type State struct {
 	// NotPublished says why what the Tenant's status publishes is not what the provider
 	// published (nil when it is, or when nothing is published).
 	NotPublished error
+	// ConsumerNamespace and ProviderNamespace are the tenant namespaces, when the state was
+	// read ensuring them (InspectStarting): Authenticate's first step is then done.
+	ConsumerNamespace, ProviderNamespace string
 }
 
 // Inspect reads, without changing anything, how far the handshake of the pair went.
 func (p *Pair) Inspect(ctx context.Context) (*State, error) {
+	return p.inspect(ctx, false)
+}
+
+// inspect is Inspect; with ensure set, the tenant namespaces are ensured (Authenticate's
+// first step) where Inspect only looks them up, and the state says which they are: the
+// Tenant and the Identity are read in them, and the namespaces are not read again.
+func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 	st := &State{}
 	c, pr := p.Consumer, p.Provider
 	// The two clusters are read at once.
 	var eg errgroup.Group
-	eg.Go(func() error { return p.readTenant(ctx, st) })
+	eg.Go(func() error { return p.readTenant(ctx, st, ensure) })
 	eg.Go(func() error { return p.readProviderRecord(ctx, st) })
-	eg.Go(func() error { return p.readIdentity(ctx, st) })
+	eg.Go(func() error { return p.readIdentity(ctx, st, ensure) })
 	if err := eg.Wait(); err != nil {
 		return nil, err
 	}
@@ -101,12 +111,21 @@ func (p *Pair) Inspect(ctx context.Context) (*State, error) {
 }
 
 // readTenant is Inspect's read of the consumer's Tenant on the provider into st.Tenant
-// (left nil when there is no tenant namespace or no Tenant).
-func (p *Pair) readTenant(ctx context.Context, st *State) error {
+// (left nil when there is no tenant namespace or no Tenant); with ensure, in the tenant
+// namespace it ensured (st.ProviderNamespace).
+func (p *Pair) readTenant(ctx context.Context, st *State, ensure bool) error {
 	c, pr := p.Consumer, p.Provider
-	tn, err := pr.TenantNamespace(ctx, c.ClusterID)
-	if err != nil {
+	tn, created, err := tenantNamespace(ctx, pr, c.ClusterID, ensure)
+	if ensure {
+		if err != nil {
+			return err
+		}
+		st.ProviderNamespace = tn
+	} else if err != nil {
 		return nil //nolint:nilerr // Inspect plans, it does not act: a tenant namespace not found (or not readable now) is one to ensure, and the step that ensures it reports its error
+	}
+	if created {
+		return nil // nothing is in a namespace made a moment ago
 	}
 	t := &authv1beta1.Tenant{}
 	if err := pr.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: c.ClusterID}, t); err == nil {
@@ -130,12 +149,21 @@ func (p *Pair) readProviderRecord(ctx context.Context, st *State) error {
 }
 
 // readIdentity is Inspect's read of the consumer's Identity of the provider into
-// st.Identity (left nil when there is no tenant namespace or no Identity).
-func (p *Pair) readIdentity(ctx context.Context, st *State) error {
+// st.Identity (left nil when there is no tenant namespace or no Identity); with ensure, in
+// the tenant namespace it ensured (st.ConsumerNamespace).
+func (p *Pair) readIdentity(ctx context.Context, st *State, ensure bool) error {
 	c, pr := p.Consumer, p.Provider
-	tn, err := c.TenantNamespace(ctx, pr.ClusterID)
-	if err != nil {
+	tn, created, err := tenantNamespace(ctx, c, pr.ClusterID, ensure)
+	if ensure {
+		if err != nil {
+			return err
+		}
+		st.ConsumerNamespace = tn
+	} else if err != nil {
 		return nil //nolint:nilerr // as in readTenant: the step that ensures the namespace reports its error
+	}
+	if created {
+		return nil // as in readTenant
 	}
 	id := &authv1beta1.Identity{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(pr.ClusterID)}, id); err == nil {
@@ -209,15 +237,28 @@ func identityHolds(id *authv1beta1.Identity, t *authv1beta1.Tenant, cert *x509.C
 		id.Status.Certificate.SerialNumber == cert.SerialNumber.Text(16)
 }
 
+// tenantNamespace is the tenant namespace of remoteID on s: looked up, or, with ensure,
+// ensured, saying whether it was made now.
+func tenantNamespace(ctx context.Context, s *Side, remoteID string, ensure bool) (string, bool, error) {
+	if ensure {
+		return s.Controllers().EnsureTenantNamespace(ctx, s, remoteID)
+	}
+	tn, err := s.TenantNamespace(ctx, remoteID)
+	return tn, false, err
+}
+
 // Authenticate runs the handshake: the consumer gets an Identity on the provider. Steps
 // already done are not redone: a pair whose Tenant is accepted skips the nonce exchange,
 // and a complete pair changes nothing.
 func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identity, error) {
 	c, pr := p.Consumer, p.Provider
-	cTN, pTN, err := p.ensureTenantNamespaces(ctx)
+	cTN, pTN, err := p.ensureTenantNamespaces(ctx, st)
 	if err != nil {
 		return nil, err
 	}
+	// The consumer's tenant record, for the pin of the provider's CA, is read while the
+	// provider answers.
+	pin := p.readPin(ctx)
 	if checkAdminStateErr := checkAdminState(st.Tenant, st.ProviderRecord, c.ClusterID); checkAdminStateErr != nil {
 		return nil, checkAdminStateErr
 	}
@@ -236,7 +277,7 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	pr.Report.Info("Identity correctly generated")
 	if !c.Controllers().Liqo() {
 		// A Liqo consumer keeps no pin: this project's record is not its.
-		if pinProviderCAErr := PinProviderCA(ctx, c, pr.ClusterID, t.Status.AuthParams.CA); pinProviderCAErr != nil {
+		if pinProviderCAErr := pinProviderCAOnce(ctx, c, pr.ClusterID, t.Status.AuthParams.CA, pin()); pinProviderCAErr != nil {
 			return nil, pinProviderCAErr
 		}
 	}
@@ -252,10 +293,15 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 }
 
 // ensureTenantNamespaces is Authenticate's first step: the two tenant namespaces, ensured
-// at once and reported in order (the consumer's first), as the consumer's and the
-// provider's names.
-func (p *Pair) ensureTenantNamespaces(ctx context.Context) (cTN, pTN string, err error) {
+// at once (unless st says they were, as it was read) and reported in order (the
+// consumer's first), as the consumer's and the provider's names.
+func (p *Pair) ensureTenantNamespaces(ctx context.Context, st *State) (cTN, pTN string, err error) {
 	c, pr := p.Consumer, p.Provider
+	if st.ConsumerNamespace != "" && st.ProviderNamespace != "" {
+		c.Report.Info("Tenant namespace correctly ensured")
+		pr.Report.Info("Tenant namespace correctly ensured")
+		return st.ConsumerNamespace, st.ProviderNamespace, nil
+	}
 	var errC, errP error
 	var wg sync.WaitGroup
 	wg.Go(func() { cTN, errC = c.EnsureTenantNamespace(ctx, pr.ClusterID) })
@@ -429,6 +475,40 @@ func checkAdminState(t *authv1beta1.Tenant, rec *cluster.TenantRecord, consumerI
 		}
 	}
 	return nil
+}
+
+// readPin starts reading the CA fingerprint the consumer's tenant record pins for the
+// provider, and returns what waits for it ("": none, or it could not be read).
+func (p *Pair) readPin(ctx context.Context) func() string {
+	c, pr := p.Consumer, p.Provider
+	if c.Controllers().Liqo() {
+		return func() string { return "" }
+	}
+	ch := make(chan string, 1)
+	go func() {
+		rec, err := cluster.GetTenantRecord(ctx, c.Client, c.Namespace, pr.ClusterID)
+		if err != nil || rec == nil {
+			ch <- ""
+			return
+		}
+		ch <- rec.CAFingerprint
+	}()
+	var once sync.Once
+	var pinned string
+	return func() string {
+		once.Do(func() { pinned = <-ch })
+		return pinned
+	}
+}
+
+// pinProviderCAOnce is PinProviderCA, which has nothing to do when the pin read earlier in
+// the command (pinned) is already the provider's CA: only the administrator and the manager
+// write the record, and neither unpins a CA in the course of a handshake.
+func pinProviderCAOnce(ctx context.Context, c *Side, providerID string, ca []byte, pinned string) error {
+	if fp, err := authn.CAFingerprint(ca); err == nil && pinned != "" && fp == pinned {
+		return nil
+	}
+	return PinProviderCA(ctx, c, providerID, ca)
 }
 
 // PinProviderCA records in the consumer's tenant record the fingerprint of the CA the

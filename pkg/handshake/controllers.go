@@ -22,8 +22,9 @@ type Controllers interface {
 	Liqo() bool
 	// String says whose they are and what showed it, for messages.
 	String() string
-	// EnsureTenantNamespace makes (or keeps) the tenant namespace of remoteID on s.
-	EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error)
+	// EnsureTenantNamespace makes (or keeps) the tenant namespace of remoteID on s, and says
+	// whether it made it now (nothing is in it yet).
+	EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (name string, created bool, err error)
 	// TenantNamespace finds the tenant namespace of remoteID on s.
 	TenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error)
 	// TenantNamespaces are the designated tenant namespaces on s, each with its peer:
@@ -62,15 +63,15 @@ func (LiqoAuthControllers) String() string {
 // EnsureTenantNamespace makes the namespace and records it in the Liqo namespace: the
 // administrator's act that makes it one. Adopting a namespace this cluster had not recorded
 // (only with AdoptTenantNamespace) is said aloud.
-func (LiqoAuthControllers) EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error) {
+func (LiqoAuthControllers) EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (string, bool, error) {
 	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, s.Namespace, remoteID, s.AdoptTenantNamespace)
 	if err != nil {
-		return "", s.Explain(err, "ensuring the tenant namespace")
+		return "", false, s.Explain(err, "ensuring the tenant namespace")
 	}
 	if tn.Adopted {
 		s.Report.Warn("Namespace %s, which existed without this cluster's record, is adopted as the tenant namespace of %q", tn.Name, remoteID)
 	}
-	return tn.Name, nil
+	return tn.Name, tn.Created, nil
 }
 
 // TenantNamespace is the namespace the tenant record names.
@@ -109,12 +110,12 @@ func (LiqoControllers) Liqo() bool { return true }
 func (l LiqoControllers) String() string { return "Liqo's controllers (" + l.Evidence + ")" }
 
 // EnsureTenantNamespace makes liqo-tenant-<remoteID> with the labels Liqo looks for.
-func (LiqoControllers) EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error) {
+func (LiqoControllers) EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (string, bool, error) {
 	tn, err := cluster.EnsureLiqoTenantNamespace(ctx, s.Client, remoteID)
 	if err != nil {
-		return "", s.Explain(err, "ensuring the tenant namespace")
+		return "", false, s.Explain(err, "ensuring the tenant namespace")
 	}
-	return tn, nil
+	return tn, false, nil
 }
 
 // TenantNamespace finds the namespace as Liqo does, refusing more than one claimant.

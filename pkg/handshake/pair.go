@@ -34,7 +34,9 @@ type Starter func(ctx context.Context, s *Side) (started bool, err error)
 // Started says on which sides a Starter started controllers.
 type Started struct{ Consumer, Provider bool }
 
-// InspectStarting reads the state of the pair while the controllers of each side start.
+// InspectStarting reads the state of the pair while the controllers of each side start,
+// ensuring the tenant namespaces on the way (Authenticate's first step, which the state
+// then says is done): the Tenant and the Identity are read in them.
 // The provider's controllers are needed only while the Tenant is not accepted with a
 // valid certificate: a pair that got that far completes without them (a peering user whose
 // provider stopped its manager), so their failure to start is an error only before that.
@@ -43,7 +45,7 @@ func (p *Pair) InspectStarting(ctx context.Context, consumer, provider Starter) 
 	var started Started
 	var errProvider error
 	var eg errgroup.Group
-	eg.Go(func() (err error) { st, err = p.Inspect(ctx); return err })
+	eg.Go(func() (err error) { st, err = p.inspect(ctx, true); return err })
 	eg.Go(func() (err error) { started.Consumer, err = consumer(ctx, p.Consumer); return err })
 	var wg sync.WaitGroup
 	wg.Go(func() { started.Provider, errProvider = provider(ctx, p.Provider) })

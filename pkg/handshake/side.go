@@ -167,7 +167,8 @@ func (s *Side) SetControllers(c Controllers) { s.controllers = c }
 // EnsureTenantNamespace makes (or keeps) the tenant namespace of remoteID on this side, as
 // its controllers expect it.
 func (s *Side) EnsureTenantNamespace(ctx context.Context, remoteID string) (string, error) {
-	return s.Controllers().EnsureTenantNamespace(ctx, s, remoteID)
+	name, _, err := s.Controllers().EnsureTenantNamespace(ctx, s, remoteID)
+	return name, err
 }
 
 // TenantNamespace returns the tenant namespace of remoteID on this side.
