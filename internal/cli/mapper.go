@@ -208,63 +208,58 @@ func oneVersion(group string, versions []string) (schema.GroupVersion, bool) {
 	return schema.GroupVersion{Group: group, Version: versions[0]}, true
 }
 
-// RESTMapping is the mapping of gk in its one version.
-func (m *gvMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+// byKind answers ask about gk in versions: of its group version's mapping when it names
+// exactly one version, else of the full discovery.
+func byKind[T any](m *gvMapper, gk schema.GroupKind, versions []string, ask func(meta.RESTMapper) (T, error)) (T, error) {
 	gv, ok := oneVersion(gk.Group, versions)
 	if !ok {
-		return m.fallback.RESTMapping(gk, versions...)
+		return ask(m.fallback)
 	}
-	if mapping, ok := builtinMapping(gk, gv.Version); ok {
-		return mapping, nil
+	return askIn(m, gv, func() error { return &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions} }, ask)
+}
+
+// byResource answers ask about resource: of its group version's mapping when it names a
+// version, else of the full discovery.
+func byResource[T any](m *gvMapper, resource schema.GroupVersionResource, ask func(meta.RESTMapper) (T, error)) (T, error) {
+	if resource.Version == "" {
+		return ask(m.fallback)
 	}
-	return askIn(m, gv, func() error { return &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions} },
-		func(rm meta.RESTMapper) (*meta.RESTMapping, error) { return rm.RESTMapping(gk, versions...) })
+	return askIn(m, resource.GroupVersion(), func() error { return &meta.NoResourceMatchError{PartialResource: resource} }, ask)
+}
+
+// RESTMapping is the mapping of gk in its one version.
+func (m *gvMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if gv, ok := oneVersion(gk.Group, versions); ok {
+		if mapping, ok := builtinMapping(gk, gv.Version); ok {
+			return mapping, nil
+		}
+	}
+	return byKind(m, gk, versions, func(rm meta.RESTMapper) (*meta.RESTMapping, error) { return rm.RESTMapping(gk, versions...) })
 }
 
 // RESTMappings are the mappings of gk in its one version.
 func (m *gvMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
-	gv, ok := oneVersion(gk.Group, versions)
-	if !ok {
-		return m.fallback.RESTMappings(gk, versions...)
-	}
-	return askIn(m, gv, func() error { return &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions} },
-		func(rm meta.RESTMapper) ([]*meta.RESTMapping, error) { return rm.RESTMappings(gk, versions...) })
+	return byKind(m, gk, versions, func(rm meta.RESTMapper) ([]*meta.RESTMapping, error) { return rm.RESTMappings(gk, versions...) })
 }
 
-// KindFor is the kind of resource, when it names its version.
+// KindFor is the kind of resource.
 func (m *gvMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
-	if resource.Version == "" {
-		return m.fallback.KindFor(resource)
-	}
-	return askIn(m, resource.GroupVersion(), func() error { return &meta.NoResourceMatchError{PartialResource: resource} },
-		func(rm meta.RESTMapper) (schema.GroupVersionKind, error) { return rm.KindFor(resource) })
+	return byResource(m, resource, func(rm meta.RESTMapper) (schema.GroupVersionKind, error) { return rm.KindFor(resource) })
 }
 
-// KindsFor are the kinds of resource, when it names its version.
+// KindsFor are the kinds of resource.
 func (m *gvMapper) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
-	if resource.Version == "" {
-		return m.fallback.KindsFor(resource)
-	}
-	return askIn(m, resource.GroupVersion(), func() error { return &meta.NoResourceMatchError{PartialResource: resource} },
-		func(rm meta.RESTMapper) ([]schema.GroupVersionKind, error) { return rm.KindsFor(resource) })
+	return byResource(m, resource, func(rm meta.RESTMapper) ([]schema.GroupVersionKind, error) { return rm.KindsFor(resource) })
 }
 
-// ResourceFor is the full name of input, when it names its version.
+// ResourceFor is the full name of input.
 func (m *gvMapper) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
-	if input.Version == "" {
-		return m.fallback.ResourceFor(input)
-	}
-	return askIn(m, input.GroupVersion(), func() error { return &meta.NoResourceMatchError{PartialResource: input} },
-		func(rm meta.RESTMapper) (schema.GroupVersionResource, error) { return rm.ResourceFor(input) })
+	return byResource(m, input, func(rm meta.RESTMapper) (schema.GroupVersionResource, error) { return rm.ResourceFor(input) })
 }
 
-// ResourcesFor are the full names of input, when it names its version.
+// ResourcesFor are the full names of input.
 func (m *gvMapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
-	if input.Version == "" {
-		return m.fallback.ResourcesFor(input)
-	}
-	return askIn(m, input.GroupVersion(), func() error { return &meta.NoResourceMatchError{PartialResource: input} },
-		func(rm meta.RESTMapper) ([]schema.GroupVersionResource, error) { return rm.ResourcesFor(input) })
+	return byResource(m, input, func(rm meta.RESTMapper) ([]schema.GroupVersionResource, error) { return rm.ResourcesFor(input) })
 }
 
 // ResourceSingularizer asks the full discovery: it names no group version.

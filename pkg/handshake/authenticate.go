@@ -115,17 +115,9 @@ func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 // namespace it ensured (st.ProviderNamespace).
 func (p *Pair) readTenant(ctx context.Context, st *State, ensure bool) error {
 	c, pr := p.Consumer, p.Provider
-	tn, created, err := tenantNamespace(ctx, pr, c.ClusterID, ensure)
-	if ensure {
-		if err != nil {
-			return err
-		}
-		st.ProviderNamespace = tn
-	} else if err != nil {
-		return nil //nolint:nilerr // Inspect plans, it does not act: a tenant namespace not found (or not readable now) is one to ensure, and the step that ensures it reports its error
-	}
-	if created {
-		return nil // nothing is in a namespace made a moment ago
+	tn, look, err := stateNamespace(ctx, pr, c.ClusterID, ensure, &st.ProviderNamespace)
+	if !look || err != nil {
+		return err
 	}
 	t := &authv1beta1.Tenant{}
 	if err := pr.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: c.ClusterID}, t); err == nil {
@@ -134,6 +126,24 @@ func (p *Pair) readTenant(ctx context.Context, st *State, ensure bool) error {
 		return pr.Explain(err, "reading the Tenant")
 	}
 	return nil
+}
+
+// stateNamespace is the namespace Inspect reads an object of remoteID in on s: the tenant
+// namespace, looked up, or, with ensure, ensured and kept in *ensured. look is false when
+// there is nothing to read: no tenant namespace found (Inspect plans, it does not act: a
+// tenant namespace not found, or not readable now, is one to ensure, and the step that
+// ensures it reports its error), or one made a moment ago.
+func stateNamespace(ctx context.Context, s *Side, remoteID string, ensure bool, ensured *string) (tn string, look bool, err error) {
+	if !ensure {
+		name, lookupErr := s.TenantNamespace(ctx, remoteID)
+		return name, lookupErr == nil, nil //nolint:nilerr // as said above
+	}
+	name, created, err := s.Controllers().EnsureTenantNamespace(ctx, s, remoteID)
+	if err != nil {
+		return "", false, err
+	}
+	*ensured = name
+	return name, !created, nil
 }
 
 // readProviderRecord is Inspect's read of the provider's record of the consumer into
@@ -153,17 +163,9 @@ func (p *Pair) readProviderRecord(ctx context.Context, st *State) error {
 // the tenant namespace it ensured (st.ConsumerNamespace).
 func (p *Pair) readIdentity(ctx context.Context, st *State, ensure bool) error {
 	c, pr := p.Consumer, p.Provider
-	tn, created, err := tenantNamespace(ctx, c, pr.ClusterID, ensure)
-	if ensure {
-		if err != nil {
-			return err
-		}
-		st.ConsumerNamespace = tn
-	} else if err != nil {
-		return nil //nolint:nilerr // as in readTenant: the step that ensures the namespace reports its error
-	}
-	if created {
-		return nil // as in readTenant
+	tn, look, err := stateNamespace(ctx, c, pr.ClusterID, ensure, &st.ConsumerNamespace)
+	if !look || err != nil {
+		return err
 	}
 	id := &authv1beta1.Identity{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(pr.ClusterID)}, id); err == nil {
@@ -235,16 +237,6 @@ func identityHolds(id *authv1beta1.Identity, t *authv1beta1.Tenant, cert *x509.C
 	}
 	return id.Status.Certificate != nil && meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) &&
 		id.Status.Certificate.SerialNumber == cert.SerialNumber.Text(16)
-}
-
-// tenantNamespace is the tenant namespace of remoteID on s: looked up, or, with ensure,
-// ensured, saying whether it was made now.
-func tenantNamespace(ctx context.Context, s *Side, remoteID string, ensure bool) (string, bool, error) {
-	if ensure {
-		return s.Controllers().EnsureTenantNamespace(ctx, s, remoteID)
-	}
-	tn, err := s.TenantNamespace(ctx, remoteID)
-	return tn, false, err
 }
 
 // Authenticate runs the handshake: the consumer gets an Identity on the provider. Steps
