@@ -136,7 +136,7 @@ func (p *Pair) readTenant(ctx context.Context, st *State, ensure bool) error {
 func stateNamespace(ctx context.Context, s *Side, remoteID string, ensure bool, ensured *string) (tn string, look bool, err error) {
 	if !ensure {
 		name, lookupErr := s.TenantNamespace(ctx, remoteID)
-		return name, lookupErr == nil, nil //nolint:nilerr // as said above
+		return name, lookupErr == nil, nil
 	}
 	name, created, err := s.Controllers().EnsureTenantNamespace(ctx, s, remoteID)
 	if err != nil {
