@@ -144,6 +144,8 @@ type world struct {
 	writes controllertest.Writes
 	// allowed answers the SubjectAccessReviews (nil: nothing is allowed).
 	allowed func(*authorizationv1.SubjectAccessReview) bool
+	// refusePatch, when set, fails every patch of a Tenant's metadata with its error.
+	refusePatch error
 }
 
 // indexer registers a cache's indexes with a fake client.
@@ -197,6 +199,13 @@ func (w *world) funcs() interceptor.Funcs {
 			csr.Spec.Username, csr.Spec.UID = w.r.Self.Username, w.r.Self.UID
 		}
 		return create(ctx, c, obj, opts...)
+	}
+	patch := f.Patch
+	f.Patch = func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+		if _, ok := obj.(*authv1beta1.Tenant); ok && w.refusePatch != nil {
+			return w.refusePatch
+		}
+		return patch(ctx, c, obj, p, opts...)
 	}
 	return f
 }

@@ -2,6 +2,8 @@ package tenant
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -300,5 +304,44 @@ func TestDrainedButStillAllowed(t *testing.T) {
 	}
 	if !hasEvent(evs, "Warning", authv1beta1.ReasonAccessStillAllowed) {
 		t.Errorf("no Warning Event in %v", evs)
+	}
+}
+
+// TestNoRequestBeforeTheFinalizer: the finalizer, the access and the certificate of an
+// accepted Tenant are carried out at once, but its CertificateSigningRequest, which only
+// the finalizer removes, is made only once the finalizer is there. With the finalizer's
+// patch refused, the reconcile fails having made no request (the Roles and bindings it
+// made carry the Tenant's controller reference); once the patch goes through, the request
+// is made, the certificate published and the access granted.
+func TestNoRequestBeforeTheFinalizer(t *testing.T) {
+	f := newFixture(t)
+	w := f.newWorld(nil, f.tenant.DeepCopy(), f.nonceSecret())
+	w.refusePatch = errors.New("patch refused")
+	w.writes.Take()
+	_, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: f.id}})
+	if err == nil || !strings.Contains(err.Error(), "patch refused") {
+		t.Fatalf("reconcile: %v, want the finalizer's error", err)
+	}
+	writes := w.writes.Take()
+	if writes["create CertificateSigningRequest"] != 0 || writes["update Tenant/status"] != 0 {
+		t.Errorf("a request was made, or the status written, without the finalizer: %v", writes)
+	}
+	var roles rbacv1.RoleList
+	if err := w.c.List(context.Background(), &roles, client.InNamespace(f.ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range roles.Items {
+		if ref := metav1.GetControllerOf(&r); ref == nil || ref.UID != f.tenant.UID {
+			t.Errorf("Role %s made without the Tenant's controller reference: %+v", r.Name, r.OwnerReferences)
+		}
+	}
+
+	w.refusePatch = nil
+	_, got, writes, _ := w.reconcile()
+	if !slices.Contains(got.Finalizers, wire.TenantFinalizer) || writes["create CertificateSigningRequest"] != 1 {
+		t.Fatalf("finalizers %v, writes %v", got.Finalizers, writes)
+	}
+	if c := condition(t, got, authv1beta1.ConditionAccessGranted); c.Status != metav1.ConditionTrue {
+		t.Errorf("AccessGranted is %s %s (%s)", c.Status, c.Reason, c.Message)
 	}
 }
