@@ -144,8 +144,12 @@ type world struct {
 	writes controllertest.Writes
 	// allowed answers the SubjectAccessReviews (nil: nothing is allowed).
 	allowed func(*authorizationv1.SubjectAccessReview) bool
-	// refusePatch, when set, fails every patch of a Tenant's metadata with its error.
-	refusePatch error
+	// refuse, when set, fails a create or patch ("create", "patch") of obj with the error it
+	// returns (nil: the write goes through).
+	refuse func(verb string, obj client.Object) error
+	// signs makes the approval of a CertificateSigningRequest answer at once with the
+	// fixture's certificate, as a signer that is quick enough.
+	signs bool
 }
 
 // indexer registers a cache's indexes with a fake client.
@@ -198,16 +202,36 @@ func (w *world) funcs() interceptor.Funcs {
 			// The API server records the requester: the manager.
 			csr.Spec.Username, csr.Spec.UID = w.r.Self.Username, w.r.Self.UID
 		}
+		if err := w.refused("create", obj); err != nil {
+			return err
+		}
 		return create(ctx, c, obj, opts...)
+	}
+	subUpdate := f.SubResourceUpdate
+	f.SubResourceUpdate = func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		if err := subUpdate(ctx, c, sub, obj, opts...); err != nil || sub != "approval" || !w.signs {
+			return err
+		}
+		csr := obj.(*certificatesv1.CertificateSigningRequest)
+		csr.Status.Certificate = w.certPEM
+		return c.SubResource("status").Update(ctx, csr)
 	}
 	patch := f.Patch
 	f.Patch = func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-		if _, ok := obj.(*authv1beta1.Tenant); ok && w.refusePatch != nil {
-			return w.refusePatch
+		if err := w.refused("patch", obj); err != nil {
+			return err
 		}
 		return patch(ctx, c, obj, p, opts...)
 	}
 	return f
+}
+
+// refused is the error w.refuse gives a write (nil: none, or no refuse set).
+func (w *world) refused(verb string, obj client.Object) error {
+	if w.refuse == nil {
+		return nil
+	}
+	return w.refuse(verb, obj)
 }
 
 // reconcile runs one Reconcile of the Tenant and returns it as saved, with the writes made

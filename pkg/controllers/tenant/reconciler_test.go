@@ -316,7 +316,12 @@ func TestDrainedButStillAllowed(t *testing.T) {
 func TestNoRequestBeforeTheFinalizer(t *testing.T) {
 	f := newFixture(t)
 	w := f.newWorld(nil, f.tenant.DeepCopy(), f.nonceSecret())
-	w.refusePatch = errors.New("patch refused")
+	w.refuse = func(verb string, obj client.Object) error {
+		if _, ok := obj.(*authv1beta1.Tenant); ok && verb == "patch" {
+			return errors.New("patch refused")
+		}
+		return nil
+	}
 	w.writes.Take()
 	_, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: f.id}})
 	if err == nil || !strings.Contains(err.Error(), "patch refused") {
@@ -336,12 +341,61 @@ func TestNoRequestBeforeTheFinalizer(t *testing.T) {
 		}
 	}
 
-	w.refusePatch = nil
+	w.refuse = nil
 	_, got, writes, _ := w.reconcile()
 	if !slices.Contains(got.Finalizers, wire.TenantFinalizer) || writes["create CertificateSigningRequest"] != 1 {
 		t.Fatalf("finalizers %v, writes %v", got.Finalizers, writes)
 	}
 	if c := condition(t, got, authv1beta1.ConditionAccessGranted); c.Status != metav1.ConditionTrue {
 		t.Errorf("AccessGranted is %s %s (%s)", c.Status, c.Reason, c.Message)
+	}
+}
+
+// TestAccessFailureBesideTheCertificate: when creating the Tenant's access fails while its
+// certificate is issued beside it, the certificate is saved with the status (it is not
+// issued twice, nor put back later as if a status writer had wiped it), the Tenant is not
+// Ready, the reconcile fails so as to be tried again, and the next one grants the access.
+func TestAccessFailureBesideTheCertificate(t *testing.T) {
+	f := newFixture(t)
+	w := f.newWorld(nil, f.tenant.DeepCopy(), f.nonceSecret())
+	w.signs = true
+	w.refuse = func(verb string, obj client.Object) error {
+		if _, ok := obj.(*rbacv1.RoleBinding); ok && verb == "create" {
+			return errors.New("binding refused")
+		}
+		return nil
+	}
+	w.writes.Take()
+	_, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: f.id}})
+	if err == nil || !strings.Contains(err.Error(), "binding refused") {
+		t.Fatalf("reconcile: %v, want the access's error", err)
+	}
+	writes := w.writes.Take()
+	got := &authv1beta1.Tenant{}
+	if err := w.c.Get(context.Background(), types.NamespacedName{Namespace: f.ns, Name: f.id}, got); err != nil {
+		t.Fatal(err)
+	}
+	if writes["create CertificateSigningRequest"] != 1 || !got.Status.AuthParams.HasCertificate() || got.Status.Certificate == nil {
+		t.Fatalf("the certificate issued beside the failed access is not saved: writes %v, status %+v", writes, got.Status)
+	}
+	if meta.FindStatusCondition(got.Status.Conditions, authv1beta1.ConditionAccessGranted) != nil ||
+		meta.IsStatusConditionTrue(got.Status.Conditions, authv1beta1.ConditionReady) {
+		t.Errorf("conditions %+v: no access yet, not Ready", got.Status.Conditions)
+	}
+	serial := got.Status.Certificate.SerialNumber
+
+	w.refuse = nil
+	_, got, writes, evs := w.reconcile()
+	if writes["create CertificateSigningRequest"] != 0 || got.Status.Certificate == nil || got.Status.Certificate.SerialNumber != serial {
+		t.Errorf("the certificate was issued again: writes %v", writes)
+	}
+	if hasEvent(evs, "Warning", authv1beta1.ReasonStatusTampered) {
+		t.Errorf("the saved certificate was taken for a tampered status: %v", evs)
+	}
+	if c := condition(t, got, authv1beta1.ConditionAccessGranted); c.Status != metav1.ConditionTrue {
+		t.Errorf("AccessGranted is %s %s (%s)", c.Status, c.Reason, c.Message)
+	}
+	if !meta.IsStatusConditionTrue(got.Status.Conditions, authv1beta1.ConditionReady) {
+		t.Errorf("not Ready: %+v", got.Status.Conditions)
 	}
 }

@@ -141,7 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.count(before, &t.Status, d)
-	return res, r.afterStatus(ctx, t)
+	return res, errors.Join(r.afterStatus(ctx, t), d.afterSave)
 }
 
 // reconcile computes the Tenant status; only what it writes outside the Tenant happens
@@ -218,11 +218,18 @@ func (r *Reconciler) carryOutAccepted(ctx context.Context, t *authv1beta1.Tenant
 	}
 	wg.Wait()
 	fin.took(t)
+	switch {
+	case finErr != nil || certErr != nil || (accessErr != nil && d.certificate == ""):
+		return ctrl.Result{}, errors.Join(finErr, accessErr, certErr)
+	case accessErr != nil:
+		// The certificate published now is saved with the status, as it would have been had
+		// the access been carried out first; the AccessGranted condition stays what it was
+		// (the Tenant is not Ready before its first access), and the access is tried again.
+		d.afterSave = accessErr
+		return res, nil
+	}
 	if c := meta.FindStatusCondition(forAccess.Status.Conditions, authv1beta1.ConditionAccessGranted); c != nil {
 		status.SetCondition(&t.Status.Conditions, c.Type, c.Status == metav1.ConditionTrue, c.Reason, c.Message, t.Generation)
-	}
-	if err := errors.Join(finErr, accessErr, certErr); err != nil {
-		return ctrl.Result{}, err
 	}
 	return res, nil
 }
@@ -520,6 +527,9 @@ type decided struct {
 	// certificate is the outcome of a certificate issued now (metrics.OutcomeIssued or
 	// OutcomeRenewed), "" when none was.
 	certificate string
+	// afterSave is an error returned once the status is saved: what failed beside a
+	// certificate published now (the access), for the reconcile to be tried again.
+	afterSave error
 }
 
 // count counts, once the status that says it is saved, a handshake decided (an acceptance
