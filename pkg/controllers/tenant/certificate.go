@@ -58,27 +58,40 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, t *authv1beta1.Tenan
 	return is, nil
 }
 
-// startCheckSubmission starts checkSubmission of t at once, and returns what waits for its
-// verdict: the reviews it asks run while the Tenant gets its finalizer, before the request
-// is made. It reads of t only its spec and its sealed acceptance, which nothing changes
-// before the verdict is taken.
-func (r *Reconciler) startCheckSubmission(ctx context.Context, t *authv1beta1.Tenant) func(context.Context) (*issuer.Issuance, error) {
-	var is *issuer.Issuance
-	var err error
-	done := make(chan struct{})
+// startCheckSubmission starts checkSubmission of a copy of t at once: the reviews it asks
+// run while the Tenant gets its finalizer, before the request is made. The copy is taken
+// now: what the check reads of it (the spec and the sealed acceptance) nothing changes
+// before its verdict is taken, and the reconcile goes on writing t meanwhile.
+func (r *Reconciler) startCheckSubmission(ctx context.Context, t *authv1beta1.Tenant) *pendingCheck {
+	p := &pendingCheck{done: make(chan struct{})}
+	checked := t.DeepCopy()
 	go func() {
-		defer close(done)
-		is, err = r.checkSubmission(ctx, t)
+		defer close(p.done)
+		p.is, p.err = r.checkSubmission(ctx, checked)
 	}()
-	return func(waitCtx context.Context) (*issuer.Issuance, error) {
-		select {
-		case <-done:
-			return is, err
-		case <-waitCtx.Done():
-			return nil, waitCtx.Err()
-		}
+	return p
+}
+
+// pendingCheck is a checkSubmission under way.
+type pendingCheck struct {
+	done chan struct{}
+	is   *issuer.Issuance
+	err  error
+}
+
+// wait is the check's verdict, for issuer.Ensure (which asks it only before it makes or
+// approves a request).
+func (p *pendingCheck) wait(ctx context.Context) (*issuer.Issuance, error) {
+	select {
+	case <-p.done:
+		return p.is, p.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
+
+// finish waits for the check to end, asked for or not: no review outlives its reconcile.
+func (p *pendingCheck) finish() { <-p.done }
 
 // checkSubmission verifies, right before a request goes to the signer, that the spec is
 // the sealed, accepted one and that the cluster ID holds no permission of its own. A

@@ -180,47 +180,48 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 }
 
 // carryOutAccepted carries out what an accepted Tenant's state and approval decide: its
-// finalizer, its access and its certificate, at once, for none waits on another's answer
-// but the certificate's request, which is made once the finalizer is there.
+// finalizer first, then its access and its certificate at once, for neither waits on the
+// other's answer. The reviews that decide whether a certificate may be requested
+// (checkSubmission) run beside the finalizer's patch.
 //
 // Accepted, the Tenant is about to cause something (bindings, a CSR): only now does it get
-// the finalizer. A refused or stray Tenant causes nothing, and a finalizer nothing would
-// remove would make kubectl delete hang for good where no manager runs. The Roles and
-// bindings carry the Tenant's controller reference, so that the garbage collector removes
-// them with it even should the finalizer's patch fail; a CertificateSigningRequest, which
-// nothing else removes, is created only after that patch: the reviews that decide whether
-// it may be (checkSubmission) run beside it.
+// the finalizer, and nothing is caused unless it took it. A refused or stray Tenant causes
+// nothing, and a finalizer nothing would remove would make kubectl delete hang for good
+// where no manager runs; a Tenant being deleted refuses the finalizer, and a binding made
+// for it would outlive it for as long as another finalizer keeps it
+// (TestAttack47TenantDeletedWhileAccessIsGranted).
 //
-// Each works on its own: the finalizer on a copy of the metadata, the access on a copy of
-// the Tenant, whose AccessGranted condition t takes over once all are done; the
-// certificate on t.
+// Each works on its own: the access on a copy of the Tenant, whose AccessGranted condition
+// t takes over once both are done; the reviews on another copy; the certificate on t.
 func (r *Reconciler) carryOutAccepted(ctx context.Context, t *authv1beta1.Tenant, rec *cluster.TenantRecord, state authv1beta1.TenantCondition, approval approvalVerdict, now time.Time, d *decided) (ctrl.Result, error) {
 	a := decideCertificate(r.certificateFacts(t, state, rec, approval, now))
 	issuing := a.verb == certIssue || a.verb == certRenew
-	var check func(context.Context) (*issuer.Issuance, error)
+	var check *pendingCheck
 	if issuing {
 		check = r.startCheckSubmission(ctx, t)
+		defer check.finish()
 	}
 	fin, forAccess := r.finalizerPatch(t), t.DeepCopy()
-	var finErr, accessErr error
-	finalized := make(chan struct{})
+	if finErr := fin.apply(ctx); finErr != nil {
+		// A Tenant that cannot take the finalizer (one being deleted refuses new ones) gets
+		// nothing: no access that no finalizer would take back while other finalizers keep
+		// it, no request.
+		return ctrl.Result{}, finErr
+	}
+	var accessErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { defer close(finalized); finErr = fin.apply(ctx) })
 	wg.Go(func() { accessErr = r.reconcileAccess(ctx, forAccess, rec, state, approval) })
 	res, certErr := ctrl.Result{RequeueAfter: a.requeueAfter}, error(nil)
 	if issuing {
-		<-finalized
-		if finErr == nil {
-			res, certErr = r.issueCertificate(ctx, t, a, now, d, check)
-		}
+		res, certErr = r.issueCertificate(ctx, t, a, now, d, check.wait)
 	} else {
 		r.carryOut(t, a)
 	}
 	wg.Wait()
 	fin.took(t)
 	switch {
-	case finErr != nil || certErr != nil || (accessErr != nil && d.certificate == ""):
-		return ctrl.Result{}, errors.Join(finErr, accessErr, certErr)
+	case certErr != nil || (accessErr != nil && d.certificate == ""):
+		return ctrl.Result{}, errors.Join(accessErr, certErr)
 	case accessErr != nil:
 		// The certificate published now is saved with the status, as it would have been had
 		// the access been carried out first; the AccessGranted condition stays what it was
