@@ -291,12 +291,12 @@ func TestAttack47RoleWriterRacesReaderRole(t *testing.T) {
 	t.Logf("the writer rewrote the Role %d times; at the certificate's publication the user could %v", <-done, atIssue)
 	eventually(t, 20*time.Second, "the reader Role is the manager's again", func(ctx context.Context) (bool, error) {
 		r := &rbacv1.Role{}
-		if err := p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.TenantReaderName}, r); err != nil {
-			return false, nil
+		if getErr := p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.TenantReaderName}, r); getErr != nil {
+			return false, client.IgnoreNotFound(getErr)
 		}
 		got := &authv1beta1.Tenant{}
-		if err := p.client.Get(ctx, key, got); err != nil {
-			return false, err
+		if getErr := p.client.Get(ctx, key, got); getErr != nil {
+			return false, getErr
 		}
 		return metav1.IsControlledBy(r, got), nil
 	})
@@ -322,8 +322,8 @@ func TestAttack47ConnGateUnreachableProvider(t *testing.T) {
 	var mu sync.Mutex
 	go func() {
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			c, acceptErr := ln.Accept()
+			if acceptErr != nil {
 				return
 			}
 			mu.Lock()

@@ -227,7 +227,7 @@ func (r *Reconciler) carryOutAccepted(ctx context.Context, t *authv1beta1.Tenant
 		// the access been carried out first; the AccessGranted condition stays what it was
 		// (the Tenant is not Ready before its first access), and the access is tried again.
 		d.afterSave = accessErr
-		return res, nil //nolint:nilerr // returned by Reconcile once the status is saved (d.afterSave)
+		return res, nil
 	}
 	if c := meta.FindStatusCondition(forAccess.Status.Conditions, authv1beta1.ConditionAccessGranted); c != nil {
 		status.SetCondition(&t.Status.Conditions, c.Type, c.Status == metav1.ConditionTrue, c.Reason, c.Message, t.Generation)
