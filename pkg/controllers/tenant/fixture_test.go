@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"testing"
 	"time"
@@ -224,6 +225,17 @@ func (w *world) funcs() interceptor.Funcs {
 		return patch(ctx, c, obj, p, opts...)
 	}
 	return f
+}
+
+// refusing is a world.refuse that fails the writes of kind T with verb, with the error
+// msg, and lets every other write through.
+func refusing[T client.Object](verb, msg string) func(string, client.Object) error {
+	return func(v string, obj client.Object) error {
+		if _, ok := obj.(T); ok && v == verb {
+			return errors.New(msg)
+		}
+		return nil
+	}
 }
 
 // refused is the error w.refuse gives a write (nil: none, or no refuse set).

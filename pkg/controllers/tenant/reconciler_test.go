@@ -3,7 +3,6 @@ package tenant
 import (
 	"bytes"
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -316,12 +315,7 @@ func TestDrainedButStillAllowed(t *testing.T) {
 func TestNoRequestBeforeTheFinalizer(t *testing.T) {
 	f := newFixture(t)
 	w := f.newWorld(nil, f.tenant.DeepCopy(), f.nonceSecret())
-	w.refuse = func(verb string, obj client.Object) error {
-		if _, ok := obj.(*authv1beta1.Tenant); ok && verb == "patch" {
-			return errors.New("patch refused")
-		}
-		return nil
-	}
+	w.refuse = refusing[*authv1beta1.Tenant]("patch", "patch refused")
 	w.writes.Take()
 	_, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: f.id}})
 	if err == nil || !strings.Contains(err.Error(), "patch refused") {
@@ -359,12 +353,7 @@ func TestAccessFailureBesideTheCertificate(t *testing.T) {
 	f := newFixture(t)
 	w := f.newWorld(nil, f.tenant.DeepCopy(), f.nonceSecret())
 	w.signs = true
-	w.refuse = func(verb string, obj client.Object) error {
-		if _, ok := obj.(*rbacv1.RoleBinding); ok && verb == "create" {
-			return errors.New("binding refused")
-		}
-		return nil
-	}
+	w.refuse = refusing[*rbacv1.RoleBinding]("create", "binding refused")
 	w.writes.Take()
 	_, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: f.id}})
 	if err == nil || !strings.Contains(err.Error(), "binding refused") {
