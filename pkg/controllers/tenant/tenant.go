@@ -201,13 +201,13 @@ func (r *Reconciler) carryOutAccepted(ctx context.Context, t *authv1beta1.Tenant
 		check = r.startCheckSubmission(ctx, t)
 		defer check.finish()
 	}
-	fin, forAccess := r.finalizerPatch(t), t.DeepCopy()
-	if finErr := fin.apply(ctx); finErr != nil {
+	if finErr := r.addFinalizer(ctx, t); finErr != nil {
 		// A Tenant that cannot take the finalizer (one being deleted refuses new ones) gets
 		// nothing: no access that no finalizer would take back while other finalizers keep
 		// it, no request.
 		return ctrl.Result{}, finErr
 	}
+	forAccess := t.DeepCopy()
 	var accessErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { accessErr = r.reconcileAccess(ctx, forAccess, rec, state, approval) })
@@ -218,7 +218,6 @@ func (r *Reconciler) carryOutAccepted(ctx context.Context, t *authv1beta1.Tenant
 		r.carryOut(t, a)
 	}
 	wg.Wait()
-	fin.took(t)
 	switch {
 	case certErr != nil || (accessErr != nil && d.certificate == ""):
 		return ctrl.Result{}, errors.Join(accessErr, certErr)
@@ -575,40 +574,22 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 	status.SetCondition(&t.Status.Conditions, authv1beta1.ConditionReady, true, authv1beta1.ReasonReady, "the consumer holds a valid certificate and its access", t.Generation)
 }
 
-// finalizerPatch is the addition of the finalizer to an accepted Tenant t, made on a copy
-// of its metadata: t carries the status being computed, which the answer of a metadata
-// patch would wipe, and is read meanwhile by what runs beside the patch.
-func (r *Reconciler) finalizerPatch(t *authv1beta1.Tenant) *finalizerPatch {
+// addFinalizer gives the accepted Tenant t the finalizer by a patch of a copy of its
+// metadata (t carries the status being computed, which the patch's answer would wipe),
+// then t takes the finalizers and resourceVersion the patch answered, so that its status
+// update follows it.
+func (r *Reconciler) addFinalizer(ctx context.Context, t *authv1beta1.Tenant) error {
 	if controllerutil.ContainsFinalizer(t, wire.TenantFinalizer) {
-		return &finalizerPatch{}
-	}
-	cp := &authv1beta1.Tenant{ObjectMeta: *t.ObjectMeta.DeepCopy()}
-	cp.TypeMeta = t.TypeMeta
-	return &finalizerPatch{c: r.Client, copy: cp}
-}
-
-// finalizerPatch adds the finalizer to a copy of a Tenant's metadata (nil copy: it has it).
-type finalizerPatch struct {
-	c    client.Client
-	copy *authv1beta1.Tenant
-}
-
-// apply patches the Tenant.
-func (f *finalizerPatch) apply(ctx context.Context) error {
-	if f.copy == nil {
 		return nil
 	}
-	patch := client.MergeFrom(f.copy.DeepCopy())
-	controllerutil.AddFinalizer(f.copy, wire.TenantFinalizer)
-	return f.c.Patch(ctx, f.copy, patch)
-}
-
-// took gives t the finalizers and the resourceVersion the patch answered, so that its
-// status update follows it.
-func (f *finalizerPatch) took(t *authv1beta1.Tenant) {
-	if f.copy != nil && f.copy.ResourceVersion != t.ResourceVersion && controllerutil.ContainsFinalizer(f.copy, wire.TenantFinalizer) {
-		t.Finalizers, t.ResourceVersion = f.copy.Finalizers, f.copy.ResourceVersion
+	cp := &authv1beta1.Tenant{TypeMeta: t.TypeMeta, ObjectMeta: *t.ObjectMeta.DeepCopy()}
+	patch := client.MergeFrom(cp.DeepCopy())
+	controllerutil.AddFinalizer(cp, wire.TenantFinalizer)
+	if err := r.Client.Patch(ctx, cp, patch); err != nil {
+		return err
 	}
+	t.Finalizers, t.ResourceVersion = cp.Finalizers, cp.ResourceVersion
+	return nil
 }
 
 // finalize removes everything the Tenant caused, and only that, then lets it go: the
