@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -321,14 +322,101 @@ func (i *Issuer) DeleteCSRs(ctx context.Context, reader client.Reader, uid types
 		if !i.RequestedBySelf(csr) || (keepPending && Pending(csr)) {
 			continue
 		}
-		if _, done := i.deleted.Load(csr.UID); done {
+		if err := i.deleteOnce(ctx, csr, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownerIndex is the name of the cache index IndexByOwner registers for annotation.
+func ownerIndex(annotation string) string { return "liqo-auth.csr-owner." + annotation }
+
+// IndexByOwner registers a cache index of this project's CertificateSigningRequests by the
+// owner ("namespace/name") their annotation names, which DeleteLeftovers reads.
+func IndexByOwner(ctx context.Context, fi client.FieldIndexer, annotation string) error {
+	if err := fi.IndexField(ctx, &certificatesv1.CertificateSigningRequest{}, ownerIndex(annotation), func(o client.Object) []string {
+		if o.GetLabels()[wire.ManagedByLabel] != wire.ManagedByValue {
+			return nil
+		}
+		if key, ok := o.GetAnnotations()[annotation]; ok {
+			return []string{key}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing the certificate requests by %s: %w", annotation, err)
+	}
+	return nil
+}
+
+// DeleteLeftovers deletes the CertificateSigningRequests this manager made for an owner
+// named key (by annotation, indexed by IndexByOwner) other than current, the one that
+// holds the name now ("" when none does): an owner deleted, and perhaps made again under
+// its name, after its request was made, so that no finalizer took the request back. They
+// are found in the cache. The cache may lag: live reads the UID of the owner that holds
+// the name on the API server ("" when none does), and nothing made for that one is
+// touched. live is called only when there is something to delete, so that the reconciles
+// of an owner with no leftovers ask the API server nothing.
+func (i *Issuer) DeleteLeftovers(ctx context.Context, annotation string, key types.NamespacedName, current types.UID, live func(context.Context) (types.UID, error)) error {
+	var list certificatesv1.CertificateSigningRequestList
+	if err := i.Client.List(ctx, &list, client.MatchingFields{ownerIndex(annotation): key.String()}); err != nil {
+		return err
+	}
+	now := time.Now()
+	i.forgetDeleted(now)
+	var left []*certificatesv1.CertificateSigningRequest
+	for k := range list.Items {
+		csr := &list.Items[k]
+		if _, done := i.deleted.Load(csr.UID); !done && types.UID(csr.Labels[wire.TenantUIDLabel]) != current && i.RequestedBySelf(csr) {
+			left = append(left, csr)
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	holder, err := live(ctx)
+	if err != nil {
+		return err
+	}
+	for _, csr := range left {
+		owner := types.UID(csr.Labels[wire.TenantUIDLabel])
+		if owner == holder {
 			continue
 		}
-		if err := i.Client.Delete(ctx, csr, client.Preconditions{UID: &csr.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("deleting CertificateSigningRequest %s: %w", csr.Name, err)
+		if err := i.deleteOnce(ctx, csr, now); err != nil {
+			return err
 		}
-		i.deleted.Store(csr.UID, now)
+		i.Forget(owner)
 	}
+	return nil
+}
+
+// LiveUID is a DeleteLeftovers live: the UID of the object of kind gvk named key, read
+// through reader (the API server), or "" when there is none.
+func LiveUID(reader client.Reader, gvk schema.GroupVersionKind, key types.NamespacedName) func(context.Context) (types.UID, error) {
+	return func(ctx context.Context) (types.UID, error) {
+		o := &metav1.PartialObjectMetadata{}
+		o.SetGroupVersionKind(gvk)
+		if err := reader.Get(ctx, key, o); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", nil
+			}
+			return "", err
+		}
+		return o.UID, nil
+	}
+}
+
+// deleteOnce deletes csr, unless this process deleted it a moment ago (the cache may not
+// have seen that yet), and remembers that it did.
+func (i *Issuer) deleteOnce(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, now time.Time) error {
+	if _, done := i.deleted.Load(csr.UID); done {
+		return nil
+	}
+	if err := i.Client.Delete(ctx, csr, client.Preconditions{UID: &csr.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting CertificateSigningRequest %s: %w", csr.Name, err)
+	}
+	i.deleted.Store(csr.UID, now)
 	return nil
 }
 

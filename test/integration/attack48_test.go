@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -29,16 +28,6 @@ import (
 // Attacks on carryOutAccepted after 9a47e7f (the finalizer's patch first, then the access
 // and the certificate at once; the submission check on a copy taken before the patch).
 // Each test asserts the secure behaviour: it passes when the attack is refused.
-
-// knownFinding skips a test that reproduces a finding not fixed yet (its text says what
-// and where it is said), unless LIQO_AUTH_MATRIX_KNOWN is set, as the principal matrix's
-// known findings do: the test stays, failing while the hole is open, for the fix to turn on.
-func knownFinding(t *testing.T, finding string) {
-	t.Helper()
-	if os.Getenv("LIQO_AUTH_MATRIX_KNOWN") == "" {
-		t.Skip("known finding: " + finding)
-	}
-}
 
 // attack48PeeringUser is the peering user of id: exactly its rules on the Tenant (docs/security.md).
 func attack48PeeringUser(t *testing.T, p *site, id, tn string) client.WithWatch {
@@ -68,7 +57,6 @@ func tenantCSRs(t *testing.T, p *site, tn, id string) []string {
 // try in two wins), and, every fourth try, delete then strip (finalize may run first). Secure behaviour: a Tenant in deletion keeps no
 // binding (what TestAttack47TenantDeletedWhileAccessIsGranted asks of the refused patch).
 func TestAttack48PeeringUserSwapsTheFinalizer(t *testing.T) {
-	knownFinding(t, "a peering user that swaps the manager's finalizer for its own and deletes its Tenant keeps its bindings: finalize does nothing without the manager's finalizer (issue 34, eighth session's note)")
 	p := attack47Provider(t, "a48-swap")
 	ctx := context.Background()
 	const hold = "attacker.example/hold"
@@ -123,7 +111,6 @@ func TestAttack48PeeringUserSwapsTheFinalizer(t *testing.T) {
 // at once: no finalize runs for it. Secure behaviour: once the manager settled, no
 // CertificateSigningRequest made for it (with the certificate it was issued) outlives it.
 func TestAttack48PeeringUserStripsTheFinalizerMidReconcile(t *testing.T) {
-	knownFinding(t, "a Tenant whose finalizer a peering user strips the moment it lands leaves an issued CSR behind (no reconcile of a gone Tenant deletes its CSRs) (issue 34, eighth session's note)")
 	p := attack47Provider(t, "a48-strip")
 	ctx := context.Background()
 	var leftovers []string
@@ -245,7 +232,6 @@ func TestAttack48SpecSwappedAfterTheCheckCopy(t *testing.T) {
 // and the bindings are made for the old one. Secure behaviour: once the manager settled, no
 // CertificateSigningRequest made for a Tenant that is gone is left.
 func TestAttack48TenantRecreatedUnderThePatch(t *testing.T) {
-	knownFinding(t, "a Tenant deleted and re-created under the same name as the nonce is consumed leaves an issued CSR for the old UID behind (issue 34, eighth session's note)")
 	p := attack47Provider(t, "a48-recreate")
 	ctx := context.Background()
 	var leftovers []string

@@ -70,6 +70,17 @@ type matrixCase struct {
 	forge      func(t *testing.T, m *matrix, f *forgery)
 }
 
+// knownFinding skips a test that reproduces a finding not fixed yet (its text says what
+// and where it is said), unless LIQO_AUTH_MATRIX_KNOWN is set: the test stays, failing
+// while the hole is open, for the fix to turn on. The principal matrix's cases of known
+// findings use it, and any attack test of a finding left open.
+func knownFinding(t *testing.T, finding string) {
+	t.Helper()
+	if os.Getenv("LIQO_AUTH_MATRIX_KNOWN") == "" {
+		t.Skip("known finding: " + finding)
+	}
+}
+
 // TestPrincipalMatrix acts, on one provider and one consumer that completed a real
 // handshake, as the weakest writer of every kind liqo-auth-manager watches
 // (access.ManagerWatched) and of every object liqoctl info, verify and unauthenticate
@@ -97,13 +108,11 @@ func TestPrincipalMatrix(t *testing.T) {
 				continue
 			}
 			t.Run(tc.resource+"/"+string(tc.principal)+"/"+tc.name, func(t *testing.T) {
-				if os.Getenv("LIQO_AUTH_MATRIX_KNOWN") == "" {
-					if tc.known != "" {
-						t.Skip("known finding: " + tc.known)
-					}
-					if tc.finding != "" {
-						t.Skip("finding not yet in issue 32: " + tc.finding)
-					}
+				if tc.known != "" {
+					knownFinding(t, tc.known)
+				}
+				if tc.finding != "" {
+					knownFinding(t, "not yet in issue 32: "+tc.finding)
 				}
 				m.run(t, tc)
 			})

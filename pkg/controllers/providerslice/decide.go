@@ -165,12 +165,14 @@ func (r *Reconciler) loadStage(ctx context.Context, in *input, s stage) error {
 }
 
 // ensureFinalizer puts the finalizer on a slice in its place: a stray one causes nothing,
-// so it needs none.
+// so it needs none. The patch carries the slice's resourceVersion: it lands only on the
+// slice decided on, not on one made again under its name since, nor over finalizers
+// changed since (a merge patch replaces the whole list).
 func (r *Reconciler) ensureFinalizer(ctx context.Context, rs *authv1beta1.ResourceSlice) error {
 	if controllerutil.ContainsFinalizer(rs, wire.ProviderSliceFinalizer) {
 		return nil
 	}
-	patch := client.MergeFrom(rs.DeepCopy())
+	patch := client.MergeFromWithOptions(rs.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(rs, wire.ProviderSliceFinalizer)
 	return r.Client.Patch(ctx, rs, patch)
 }

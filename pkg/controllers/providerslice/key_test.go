@@ -15,7 +15,9 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/controllertest"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
+	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 )
 
 // TestKeyReadOnlyOnceTheTenantIsRead: the provider's key verifies the Tenant's seal and
@@ -25,8 +27,12 @@ func TestKeyReadOnlyOnceTheTenantIsRead(t *testing.T) {
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-x", Name: "slice-1", UID: "u",
 		Labels: map[string]string{wire.ReplicationStatusLabel: "true"}},
 		Spec: authv1beta1.ResourceSliceSpec{ConsumerClusterID: ptr.To(authv1beta1.ClusterID("NOT a valid ID!"))}}
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&authv1beta1.ResourceSlice{}).WithObjects(rs).Build()
-	r := &Reconciler{Client: c, APIReader: c, Placement: placement.Placement{Cache: c, LiqoNamespace: "liqo"}, Recorder: events.NewFakeRecorder(10),
+	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&authv1beta1.ResourceSlice{}).WithObjects(rs)
+	if err := issuer.IndexByOwner(context.Background(), controllertest.Indexer{B: b}, wire.SliceAnnotation); err != nil {
+		t.Fatal(err)
+	}
+	c := b.Build()
+	r := &Reconciler{Client: c, APIReader: c, Issuer: &issuer.Issuer{Client: c, APIReader: c}, Placement: placement.Placement{Cache: c, LiqoNamespace: "liqo"}, Recorder: events.NewFakeRecorder(10),
 		ClusterID: "provider-x", Now: func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) }}
 	defer func() {
 		if p := recover(); p != nil {

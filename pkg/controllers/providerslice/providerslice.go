@@ -34,6 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -119,6 +120,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	if err := issuer.IndexByOwner(context.Background(), mgr.GetFieldIndexer(), wire.SliceAnnotation); err != nil {
+		return err
+	}
 	b := wiring.NewController(mgr, "providerslice", access.Provider).
 		For(&authv1beta1.ResourceSlice{}, predicate.NewPredicateFuncs(isProviderCopy)).
 		Owns(&rbacv1.RoleBinding{}, &authv1beta1.ResourceSlice{}).
@@ -142,6 +146,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
+// deleteLeftovers deletes the CertificateSigningRequests this manager made for a slice of
+// this name other than the one that holds it now (current, "" when none does): the tenant
+// writes its slices, and may strip the finalizer the moment it lands, or delete a slice
+// and make it again under its name while its reconcile goes on, as a peering user may
+// with a Tenant (tenant.Reconciler.deleteLeftovers).
+func (r *Reconciler) deleteLeftovers(ctx context.Context, key types.NamespacedName, current types.UID) error {
+	return r.Issuer.DeleteLeftovers(ctx, wire.SliceAnnotation, key, current,
+		issuer.LiveUID(r.APIReader, authv1beta1.GroupVersion.WithKind("ResourceSlice"), key))
+}
+
 func csrToSlice(_ context.Context, o client.Object) []reconcile.Request {
 	ns, name, ok := strings.Cut(o.GetAnnotations()[wire.SliceAnnotation], "/")
 	if !ok || ns == "" || name == "" {
@@ -157,7 +171,13 @@ func csrToSlice(_ context.Context, o client.Object) []reconcile.Request {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rs := &authv1beta1.ResourceSlice{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.deleteLeftovers(ctx, req.NamespacedName, "")
+	}
+	if err := r.deleteLeftovers(ctx, req.NamespacedName, rs.UID); err != nil {
+		return ctrl.Result{}, err
 	}
 	id, providerCopy := access.SliceConsumer(rs)
 	if !providerCopy || id == r.ClusterID {
@@ -394,17 +414,27 @@ func checkIssued(cert *x509.Certificate, csrPEM []byte, user, org string) error 
 }
 
 // finalize removes what the slice caused, and only that: the Role and RoleBinding it
-// controls and the CertificateSigningRequests this manager made for it.
+// controls and the CertificateSigningRequests this manager made for it. It runs for every
+// slice being deleted, the manager's finalizer on it or not: the tenant writes its slices,
+// and may take the finalizer off and keep one of its own, and the slice, held, would keep
+// its access. With the finalizer, this is the slice's last reconcile, and what it caused
+// is looked up live, where what was made a moment ago is found; without it, the cache
+// serves: each object made for the slice afterwards brings its reconcile back here.
 func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice) error {
-	if !controllerutil.ContainsFinalizer(rs, wire.ProviderSliceFinalizer) {
-		return nil
+	ours := controllerutil.ContainsFinalizer(rs, wire.ProviderSliceFinalizer)
+	var reader client.Reader = r.Client
+	if ours {
+		reader = r.APIReader
 	}
 	id, _ := access.SliceConsumer(rs)
-	if err := ownedrbac.DeleteControlled(ctx, r.Client, r.APIReader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, access.SliceSubject(authn.SliceUserName(rs.Name, id), ""), id, nil)); err != nil {
+	if err := ownedrbac.DeleteControlled(ctx, r.Client, reader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, access.SliceSubject(authn.SliceUserName(rs.Name, id), ""), id, nil)); err != nil {
 		return err
 	}
-	if err := r.Issuer.DeleteCSRs(ctx, r.APIReader, rs.UID, false); err != nil {
+	if err := r.Issuer.DeleteCSRs(ctx, reader, rs.UID, false); err != nil {
 		return err
+	}
+	if !ours {
+		return nil
 	}
 	r.Issuer.Forget(rs.UID)
 	patch := client.MergeFrom(rs.DeepCopy())

@@ -99,10 +99,14 @@ func setup(t *testing.T, record func(*cluster.TenantRecord), objs ...client.Obje
 	e := &env{k: newKeys(t), rec: events.NewFakeRecorder(100), w: &writes{}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "ns-uid",
 		Labels: map[string]string{wire.TenantNamespaceLabel: "true", wire.RemoteClusterIDLabel: testID}}}
-	e.c = fake.NewClientBuilder().WithScheme(scheme.New()).
+	b := fake.NewClientBuilder().WithScheme(scheme.New()).
 		WithStatusSubresource(&authv1beta1.ResourceSlice{}, &authv1beta1.Tenant{}, &certificatesv1.CertificateSigningRequest{}).
 		WithObjects(append([]client.Object{ns}, objs...)...).
-		WithInterceptorFuncs(e.interceptors()).Build()
+		WithInterceptorFuncs(e.interceptors())
+	if err := issuer.IndexByOwner(context.Background(), controllertest.Indexer{B: b}, wire.SliceAnnotation); err != nil {
+		t.Fatal(err)
+	}
+	e.c = b.Build()
 	if record != nil {
 		if err := cluster.UpdateTenantRecord(context.Background(), e.c, e.c, testLiqoNS, testID, true, func(rec *cluster.TenantRecord) error {
 			rec.Namespace, rec.NamespaceUID = testNS, ns.UID

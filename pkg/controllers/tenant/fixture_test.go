@@ -153,14 +153,6 @@ type world struct {
 	signs bool
 }
 
-// indexer registers a cache's indexes with a fake client.
-type indexer struct{ b *fake.ClientBuilder }
-
-func (i indexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
-	i.b.WithIndex(obj, field, fn)
-	return nil
-}
-
 // newWorld makes a provider holding the tenant namespace and its record (changed by rec)
 // and objs, and a Reconciler for it whose clock is f.now.
 func (f *fixture) newWorld(rec func(*cluster.TenantRecord), objs ...client.Object) *world {
@@ -169,7 +161,10 @@ func (f *fixture) newWorld(rec func(*cluster.TenantRecord), objs ...client.Objec
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testLiqoNS, UID: "liqo-ns-uid"}})
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&authv1beta1.Tenant{}).WithObjects(objs...).
 		WithInterceptorFuncs(w.funcs())
-	if err := cluster.IndexSliceUsers(context.Background(), indexer{b}); err != nil {
+	if err := cluster.IndexSliceUsers(context.Background(), controllertest.Indexer{B: b}); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := issuer.IndexByOwner(context.Background(), controllertest.Indexer{B: b}, wire.TenantAnnotation); err != nil {
 		f.t.Fatal(err)
 	}
 	w.c = b.Build()

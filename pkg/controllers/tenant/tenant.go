@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -94,6 +95,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := cluster.IndexSliceUsers(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	if err := issuer.IndexByOwner(context.Background(), mgr.GetFieldIndexer(), wire.TenantAnnotation); err != nil {
+		return err
+	}
 	b := wiring.NewController(mgr, "tenant", access.Provider).
 		For(&authv1beta1.Tenant{}).
 		Owns(&rbacv1.RoleBinding{}, &authv1beta1.Tenant{}).
@@ -109,6 +113,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.WatchTenantNamespaces(func(remoteID string) string { return remoteID }).Complete(r)
 }
 
+// deleteLeftovers deletes the CertificateSigningRequests this manager made for a Tenant of
+// this name other than the one that holds it now (current, "" when none does). Such a
+// request outlives its Tenant when no finalizer took it back: one stripped the moment it
+// landed, or a Tenant deleted and made again under its name while its reconcile went on
+// (TestAttack48PeeringUserStripsTheFinalizerMidReconcile,
+// TestAttack48TenantRecreatedUnderThePatch). A request's creation brings its Tenant's
+// reconcile (csrToTenant), so each is found here, in the cache; the API server is asked
+// only when there is one to delete. The Tenant's bindings name it as their controller:
+// the garbage collector takes them.
+func (r *Reconciler) deleteLeftovers(ctx context.Context, key types.NamespacedName, current types.UID) error {
+	return r.issuer().DeleteLeftovers(ctx, wire.TenantAnnotation, key, current,
+		issuer.LiveUID(r.APIReader, authv1beta1.GroupVersion.WithKind("Tenant"), key))
+}
+
 func csrToTenant(_ context.Context, o client.Object) []reconcile.Request {
 	ns, name, ok := strings.Cut(o.GetAnnotations()[wire.TenantAnnotation], "/")
 	if !ok || ns == "" || name == "" {
@@ -121,7 +139,13 @@ func csrToTenant(_ context.Context, o client.Object) []reconcile.Request {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &authv1beta1.Tenant{}
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.deleteLeftovers(ctx, req.NamespacedName, "")
+	}
+	if err := r.deleteLeftovers(ctx, req.NamespacedName, t.UID); err != nil {
+		return ctrl.Result{}, err
 	}
 	if t.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.finalize(ctx, t)
@@ -577,13 +601,16 @@ func (r *Reconciler) setReady(t *authv1beta1.Tenant) {
 // addFinalizer gives the accepted Tenant t the finalizer by a patch of a copy of its
 // metadata (t carries the status being computed, which the patch's answer would wipe),
 // then t takes the finalizers and resourceVersion the patch answered, so that its status
-// update follows it.
+// update follows it. The patch carries t's resourceVersion: it lands only on the Tenant
+// this reconcile decided on, not on one made again under its name since, nor over
+// finalizers changed since (a merge patch replaces the whole list)
+// (TestAttack48TenantRecreatedUnderThePatch).
 func (r *Reconciler) addFinalizer(ctx context.Context, t *authv1beta1.Tenant) error {
 	if controllerutil.ContainsFinalizer(t, wire.TenantFinalizer) {
 		return nil
 	}
 	cp := &authv1beta1.Tenant{TypeMeta: t.TypeMeta, ObjectMeta: *t.ObjectMeta.DeepCopy()}
-	patch := client.MergeFrom(cp.DeepCopy())
+	patch := client.MergeFromWithOptions(cp.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(cp, wire.TenantFinalizer)
 	if err := r.Client.Patch(ctx, cp, patch); err != nil {
 		return err
@@ -597,16 +624,28 @@ func (r *Reconciler) addFinalizer(ctx context.Context, t *authv1beta1.Tenant) er
 // nonce is kept, consumed: a Liqo consumer re-running its handshake after Liqo's
 // unauthenticate (which deletes only the Tenant) presents it again; liqoctl unauthenticate
 // deletes it.
+//
+// It runs for every Tenant being deleted, the manager's finalizer on it or not: a peering
+// user may take it off and keep one of its own, and the Tenant, held, would keep its
+// access (TestAttack48PeeringUserSwapsTheFinalizer). With the finalizer, this is the
+// Tenant's last reconcile, and what it caused is looked up live, where what was made a
+// moment ago is found. Without it, the cache serves: each object made for the Tenant
+// afterwards brings its reconcile back here, and the reconciles a peering user's writes
+// bring ask the API server nothing.
 func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error {
-	if !controllerutil.ContainsFinalizer(t, wire.TenantFinalizer) {
+	ours := controllerutil.ContainsFinalizer(t, wire.TenantFinalizer)
+	var reader client.Reader = r.Client
+	if ours {
+		reader = r.APIReader
+	}
+	if err := r.deleteOwned(ctx, t, reader); err != nil {
+		return err
+	}
+	if err := r.issuer().DeleteCSRs(ctx, reader, t.UID, false); err != nil {
+		return err
+	}
+	if !ours {
 		return nil
-	}
-	if err := r.deleteOwned(ctx, t); err != nil {
-		return err
-	}
-	// Listed live: a CSR created just now is found too.
-	if err := r.issuer().DeleteCSRs(ctx, r.APIReader, t.UID, false); err != nil {
-		return err
 	}
 	r.issuer().Forget(t.UID)
 	patch := client.MergeFrom(t.DeepCopy())

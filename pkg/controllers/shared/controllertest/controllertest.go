@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -117,4 +118,14 @@ func (w *Writes) Take() map[string]int {
 	taken := w.n
 	w.n = map[string]int{}
 	return taken
+}
+
+// Indexer registers a cache's indexes with a fake client being built, as a manager's
+// field indexer registers them with its cache.
+type Indexer struct{ B *fake.ClientBuilder }
+
+// IndexField implements client.FieldIndexer.
+func (i Indexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
+	i.B.WithIndex(obj, field, fn)
+	return nil
 }
