@@ -41,6 +41,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -114,6 +115,21 @@ func isProviderCopy(o client.Object) bool {
 	return o.GetLabels()[wire.ReplicationStatusLabel] == "true"
 }
 
+// sliceEvents lets through the events of a copy a consumer made here, and of a slice that
+// was one or still carries this controller's finalizer: the tenant may take the label off
+// a slice granted access, which must then be taken back.
+func sliceEvents() predicate.Predicate {
+	ours := func(o client.Object) bool {
+		return o != nil && (isProviderCopy(o) || controllerutil.ContainsFinalizer(o, wire.ProviderSliceFinalizer))
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return ours(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return ours(e.ObjectOld) || ours(e.ObjectNew) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return ours(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return ours(e.Object) },
+	}
+}
+
 // SetupWithManager registers the reconciler: the slices consumers copied here, what they
 // cause (Roles, RoleBindings, CSRs), and the Tenants they depend on.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -124,7 +140,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	b := wiring.NewController(mgr, "providerslice", access.Provider).
-		For(&authv1beta1.ResourceSlice{}, predicate.NewPredicateFuncs(isProviderCopy)).
+		For(&authv1beta1.ResourceSlice{}, sliceEvents()).
 		Owns(&rbacv1.RoleBinding{}, &authv1beta1.ResourceSlice{}).
 		Owns(&rbacv1.Role{}, &authv1beta1.ResourceSlice{}).
 		Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToSlice),
@@ -179,11 +195,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.deleteLeftovers(ctx, req.NamespacedName, rs.UID); err != nil {
 		return ctrl.Result{}, err
 	}
+	// A slice being deleted, or one that is not (or no longer) a copy a consumer made here,
+	// keeps nothing it was granted: the tenant writes the label and the consumer's ID that
+	// say so, and could otherwise take a slice it holds with a finalizer of its own out of
+	// this controller's hands, access and all (TestAttack49TenantHidesItsHeldSliceFromFinalize).
+	// finalize removes only what the slice controls and the requests made for its UID: a
+	// consumer's own slice, which has neither, costs it cache reads.
 	id, providerCopy := access.SliceConsumer(rs)
-	if !providerCopy || id == r.ClusterID {
-		return ctrl.Result{}, nil
-	}
-	if rs.DeletionTimestamp != nil {
+	if rs.DeletionTimestamp != nil || !providerCopy || id == r.ClusterID {
 		return ctrl.Result{}, r.finalize(ctx, rs)
 	}
 	mu, _ := r.tenantLocks.LoadOrStore(rs.Namespace, &sync.Mutex{})

@@ -15,6 +15,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -477,5 +478,58 @@ func TestReconcileIgnores(t *testing.T) {
 	}
 	if e.w.status+e.w.patch+e.w.update+e.w.create+e.w.del != 0 {
 		t.Fatalf("writes %+v", e.w)
+	}
+}
+
+// TestSliceNoLongerACopyKeepsNothing: the tenant writes its slices, the label that makes
+// one a copy and the consumer's ID among them. A slice granted access that stops being a
+// copy (its label taken off, or this provider's ID put as its consumer) loses its access,
+// its requests and this controller's finalizer, so that a finalizer of the tenant's own
+// cannot hold it, access and all, out of this controller's hands.
+func TestSliceNoLongerACopyKeepsNothing(t *testing.T) {
+	for name, hide := range map[string]func(*authv1beta1.ResourceSlice){
+		"label taken off": func(rs *authv1beta1.ResourceSlice) { delete(rs.Labels, wire.ReplicationStatusLabel) },
+		"the provider as consumer": func(rs *authv1beta1.ResourceSlice) {
+			rs.Spec.ConsumerClusterID = ptr.To(authv1beta1.ClusterID("provider-x"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			e := setup(t, func(*cluster.TenantRecord) {})
+			tn, rs := acceptedTenant(t, e.k), providerCopy(t, e.k, testSlice)
+			for _, o := range []client.Object{tn, rs} {
+				if err := e.c.Create(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, got, err := e.reconcile(t, testSlice); err != nil || !slices.Contains(got.Finalizers, wire.ProviderSliceFinalizer) {
+				t.Fatalf("not accepted: %v", err)
+			}
+			got := &authv1beta1.ResourceSlice{}
+			if err := e.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: testSlice}, got); err != nil {
+				t.Fatal(err)
+			}
+			hide(got)
+			got.Finalizers = append(got.Finalizers, "attacker.example/hold")
+			if err := e.c.Update(ctx, got); err != nil {
+				t.Fatal(err)
+			}
+			_, got, err := e.reconcile(t, testSlice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(got.Finalizers, wire.ProviderSliceFinalizer) {
+				t.Errorf("the finalizer stays: %v", got.Finalizers)
+			}
+			for _, o := range access.SliceAccessObjects(testNS, testSlice, rbacv1.Subject{}, testID, nil) {
+				if err := e.c.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+					t.Errorf("%T %s stays (%v)", o, o.GetName(), err)
+				}
+			}
+			var csrs certificatesv1.CertificateSigningRequestList
+			if err := e.c.List(ctx, &csrs, client.MatchingLabels{wire.TenantUIDLabel: string(got.UID)}); err != nil || len(csrs.Items) != 0 {
+				t.Errorf("requests stay: %d (%v)", len(csrs.Items), err)
+			}
+		})
 	}
 }
