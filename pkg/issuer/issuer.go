@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -79,14 +80,22 @@ type Issuer struct {
 	// deleted remembers the CSRs this process deleted, by UID, for a while: a cache that
 	// has not seen the deletion yet still lists them, and they are not deleted twice.
 	deleted sync.Map
+	// swept is when forgetDeleted last went through deleted (Unix nanoseconds).
+	swept atomic.Int64
 }
 
 // deletedMemory is how long a deleted CSR is remembered: far longer than a cache takes to
 // see a deletion.
 const deletedMemory = time.Minute
 
-// forgetDeleted drops the deletions remembered for longer than deletedMemory.
+// forgetDeleted drops the deletions remembered for longer than deletedMemory. It goes
+// through them at most once every tenth of deletedMemory: it is called at every reconcile
+// of an owner (DeleteLeftovers), and a fleet's handshakes remember a deletion each.
 func (i *Issuer) forgetDeleted(now time.Time) {
+	last := i.swept.Load()
+	if now.UnixNano()-last < int64(deletedMemory/10) || !i.swept.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
 	i.deleted.Range(func(k, v any) bool {
 		if now.Sub(v.(time.Time)) > deletedMemory {
 			i.deleted.Delete(k)
