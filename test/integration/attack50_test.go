@@ -28,11 +28,12 @@ import (
 // provider's finalizer). Each test asserts the secure behaviour: it passes when the attack
 // is refused.
 
-// a50Slice is a provider copy of tenant a's slice name asking for cpu.
-func a50Slice(t *testing.T, ns string, a *attacker, name, cpu string) *authv1beta1.ResourceSlice {
+// a50Slice is a provider copy of tenant a's slice name asking for one CPU, the tenant's
+// whole limit in TestAttack50RelabelPastLimitsAndCordon.
+func a50Slice(t *testing.T, ns string, a *attacker, name string) *authv1beta1.ResourceSlice {
 	t.Helper()
 	rs := providerCopy(ns, name, a.id, sliceCSR(t, a.key, authn.SliceUserName(name, a.id), a.id))
-	rs.Spec.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	rs.Spec.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 	return rs
 }
 
@@ -105,7 +106,7 @@ func TestAttack50FlipCopyChurn(t *testing.T) {
 	alice := newAttacker(t, "cl-alice50f")
 	ta := honestHandshake(t, p, alice)
 	asAlice := userClient(t, p, ta.Status.AuthParams.SignedCRT, alice.key)
-	rs := a50Slice(t, ta.Namespace, alice, "flip", "1")
+	rs := a50Slice(t, ta.Namespace, alice, "flip")
 	require.NoError(t, asAlice.Create(ctx, rs))
 	a50Issued(t, p, rs)
 	uid, serial := string(rs.UID), rs.Status.Certificate.SerialNumber
@@ -169,7 +170,7 @@ func TestAttack50RelabelPastLimitsAndCordon(t *testing.T) {
 		rec.SliceLimits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 		return nil
 	}))
-	first := a50Slice(t, ta.Namespace, alice, "first", "1")
+	first := a50Slice(t, ta.Namespace, alice, "first")
 	require.NoError(t, asAlice.Create(ctx, first))
 	a50Issued(t, p, first)
 	firstUID := string(first.UID)
@@ -178,7 +179,7 @@ func TestAttack50RelabelPastLimitsAndCordon(t *testing.T) {
 	eventually(t, 20*time.Second, "the unlabelled slice gives back its grant", func(context.Context) (bool, error) {
 		return len(controlledBindings(t, p, first.Namespace, firstUID)) == 0, nil
 	})
-	second := a50Slice(t, ta.Namespace, alice, "second", "1")
+	second := a50Slice(t, ta.Namespace, alice, "second")
 	require.NoError(t, asAlice.Create(ctx, second))
 	a50Issued(t, p, second)
 	a50Relabel(t, asAlice, client.ObjectKeyFromObject(first), true)
@@ -215,7 +216,7 @@ func TestAttack50SameNameElsewhere(t *testing.T) {
 	ta := honestHandshake(t, p, alice)
 	asAlice := userClient(t, p, ta.Status.AuthParams.SignedCRT, alice.key)
 	const name = "shared"
-	victim := a50Slice(t, ta.Namespace, alice, name, "1")
+	victim := a50Slice(t, ta.Namespace, alice, name)
 	require.NoError(t, asAlice.Create(ctx, victim))
 	a50Issued(t, p, victim)
 	vUID := string(victim.UID)
@@ -233,7 +234,7 @@ func TestAttack50SameNameElsewhere(t *testing.T) {
 	const hold = "attacker.example/hold"
 
 	// Bob: his own copy of that name granted, then unlabelled and deleted under a hold.
-	bobs := a50Slice(t, tb.Namespace, bob, name, "1")
+	bobs := a50Slice(t, tb.Namespace, bob, name)
 	require.NoError(t, asBob.Create(ctx, bobs))
 	a50Issued(t, p, bobs)
 	got := &authv1beta1.ResourceSlice{}
@@ -253,7 +254,7 @@ func TestAttack50SameNameElsewhere(t *testing.T) {
 		func(rs *authv1beta1.ResourceSlice) { rs.Spec.ConsumerClusterID = ptrClusterID(p.id) }, // naming the provider
 	}
 	for i, shape := range shapes {
-		rs := a50Slice(t, "a50-evil", alice, name, "1")
+		rs := a50Slice(t, "a50-evil", alice, name)
 		shape(rs)
 		require.NoError(t, mallory.Create(ctx, rs), "shape %d", i)
 		time.Sleep(1500 * time.Millisecond)
