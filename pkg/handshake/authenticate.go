@@ -87,6 +87,12 @@ func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 	eg.Go(func() error { return p.readTenant(ctx, st, ensure) })
 	eg.Go(func() error { return p.readProviderRecord(ctx, st) })
 	eg.Go(func() error { return p.readIdentity(ctx, st, ensure) })
+	if ensure {
+		// Authenticate needs the consumer's key on every path (to read an accepted Tenant,
+		// or to sign the nonce and forge the Tenant once the provider made the nonce): it is
+		// read with the state, not in a row after the nonce.
+		eg.Go(func() error { _, err := c.ClusterKey(ctx); return err })
+	}
 	if err := eg.Wait(); err != nil {
 		return nil, err
 	}

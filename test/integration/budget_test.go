@@ -134,8 +134,14 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"request GET configmaps":  4,
 			"request POST configmaps": 1, "request PUT configmaps": 2, // nonce consumed; certificate recorded
 			// The key; the nonce, created without a read first (none in a new tenant namespace)
-			// and not marked once consumed (the tenant record says it).
-			"request GET secrets": 1, "request POST secrets": 1,
+			// and not marked once consumed (the tenant record says it). Up to 4 more when the
+			// nonce reaches the controllers' cache before its tenant record: the cache keeps it
+			// stripped of its content (CacheScope) until it changes, and each reconcile that
+			// reads it meanwhile (the nonce creator's, on the namespace's and the record's
+			// events; the tenant controller's, until the acceptance is saved) reads it live
+			// (liveWhenStripped). Seen in about one run of four, in both modes, since before
+			// the ninth session.
+			"request GET secrets": secretReadsWhenStripped, "request POST secrets": 1,
 			"request GET leases":     1,
 			"request GET namespaces": 1, "request POST namespaces": 1,
 			"request GET tenants": 1, "request APPLY tenants": 1, "request PATCH tenants": 1, "request PUT tenants/status": 1,
@@ -180,7 +186,7 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"request POST selfsubjectreviews": 1,
 			"request LIST configmaps":         1,
 			"request GET configmaps":          4, "request POST configmaps": 1, "request PUT configmaps": 2, // as in-process
-			"request GET secrets": 1, "request POST secrets": 1, // as in-process
+			"request GET secrets": secretReadsWhenStripped, "request POST secrets": 1, // as in-process
 			"request GET namespaces": 1, "request POST namespaces": 1,
 			"request GET tenants": 2, "request APPLY tenants": 1, "request PATCH tenants": 1, "request PUT tenants/status": 1,
 			"request POST roles": 1, "request POST rolebindings": 3,
@@ -197,6 +203,11 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 		},
 	},
 }
+
+// secretReadsWhenStripped is the provider's budget of Secret reads (GET secrets) in one
+// handshake: the key, and the live reads of a nonce the cache holds stripped (see the
+// in-process provider's budget).
+const secretReadsWhenStripped = 5
 
 const (
 	budgetInProcess = "in-process"
