@@ -259,36 +259,22 @@ func TestAttack47RoleWriterRacesReaderRole(t *testing.T) {
 	mallory := principal(t, p, "role-writer", tn, append([]rbacv1.PolicyRule{rule("rbac.authorization.k8s.io", "roles", "create", "get", "update", "delete")}, broad...)...)
 	require.NoError(t, mallory.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantReaderName, Namespace: tn}, Rules: broad}))
 
-	stop := make(chan struct{})
-	done := make(chan int)
-	go func() {
-		n := 0
-		defer func() { done <- n }()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			r := &rbacv1.Role{}
-			if err := mallory.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.TenantReaderName}, r); err != nil {
-				_ = mallory.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantReaderName, Namespace: tn}, Rules: broad})
-				continue
-			}
-			r.Rules = broad
-			if mallory.Update(ctx, r) == nil {
-				n++
-			}
+	stop := hammer(func(int) bool {
+		r := &rbacv1.Role{}
+		if err := mallory.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.TenantReaderName}, r); err != nil {
+			_ = mallory.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantReaderName, Namespace: tn}, Rules: broad})
+			return false
 		}
-	}()
+		r.Rules = broad
+		return mallory.Update(ctx, r) == nil
+	})
 	tenant := a.honestTenant(t, tn, nonce)
 	require.NoError(t, p.client.Create(ctx, tenant))
 	key := client.ObjectKeyFromObject(tenant)
 	waitTenantCondition(t, p, key, authv1beta1.ConditionCertificateIssued, metav1.ConditionTrue, authv1beta1.ReasonCertificateIssued)
 	atIssue, err := revocation.AllowedActions(ctx, p.client, a.id, []string{wire.UserGroup}, tn, []rbacv1.PolicyRule{secretsGet})
 	require.NoError(t, err)
-	close(stop)
-	t.Logf("the writer rewrote the Role %d times; at the certificate's publication the user could %v", <-done, atIssue)
+	t.Logf("the writer rewrote the Role %d times; at the certificate's publication the user could %v", stop(), atIssue)
 	eventually(t, 20*time.Second, "the reader Role is the manager's again", func(ctx context.Context) (bool, error) {
 		r := &rbacv1.Role{}
 		if getErr := p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.TenantReaderName}, r); getErr != nil {
@@ -349,4 +335,27 @@ func TestAttack47ConnGateUnreachableProvider(t *testing.T) {
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 60*time.Second, "the command ends within a few request timeouts: %v", err)
 	assert.NoError(t, ctx.Err(), "the command ended on its own, not on the test's deadline: %v", err)
+}
+
+// hammer calls write again and again in the background, as an attacker racing the
+// manager, until the returned stop is called; stop returns how many calls wrote (write
+// says whether its call did, and is told how many did before).
+func hammer(write func(wrote int) bool) (stop func() int) {
+	quit := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		defer func() { done <- n }()
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			if write(n) {
+				n++
+			}
+		}
+	}()
+	return func() int { close(quit); return <-done }
 }

@@ -27,6 +27,17 @@ import (
 // patch with the resourceVersion). Each test asserts the secure behaviour: it passes when
 // the attack is refused.
 
+// grantedTenant is a provider of the test's own (name) and the consumer id authenticated
+// into it: the attacker, its Tenant, and a client acting as the tenant's own identity (its
+// real certificate).
+func grantedTenant(t *testing.T, name, id string) (*site, *attacker, *authv1beta1.Tenant, client.WithWatch) {
+	t.Helper()
+	p := attack47Provider(t, name)
+	a := newAttacker(t, id)
+	ta := honestHandshake(t, p, a)
+	return p, a, ta, userClient(t, p, ta.Status.AuthParams.SignedCRT, a.key)
+}
+
 // sliceCSRs are the CertificateSigningRequests the manager made for the slice of UID uid.
 func sliceCSRs(t *testing.T, p *site, uid string) []string {
 	t.Helper()
@@ -49,11 +60,8 @@ func sliceCSRs(t *testing.T, p *site, uid string) []string {
 // the provider as the consumer) in the same write as the finalizer swap, then deletes the
 // slice. Secure behaviour: the slice in deletion keeps no binding and no request.
 func TestAttack49TenantHidesItsHeldSliceFromFinalize(t *testing.T) {
-	p := attack47Provider(t, "a49-hide")
+	p, alice, ta, asAlice := grantedTenant(t, "a49-hide", "cl-alice49")
 	ctx := context.Background()
-	alice := newAttacker(t, "cl-alice49")
-	ta := honestHandshake(t, p, alice)
-	asAlice := userClient(t, p, ta.Status.AuthParams.SignedCRT, alice.key)
 	const hold = "attacker.example/hold"
 
 	variants := []struct {
@@ -118,11 +126,8 @@ func TestAttack49TenantHidesItsHeldSliceFromFinalize(t *testing.T) {
 // for a slice that is gone is left (the bindings, controlled by the gone slice, are the
 // garbage collector's).
 func TestAttack49TenantStripsTheSliceFinalizerMidReconcile(t *testing.T) {
-	p := attack47Provider(t, "a49-strip")
+	p, alice, ta, asAlice := grantedTenant(t, "a49-strip", "cl-alice49s")
 	ctx := context.Background()
-	alice := newAttacker(t, "cl-alice49s")
-	ta := honestHandshake(t, p, alice)
-	asAlice := userClient(t, p, ta.Status.AuthParams.SignedCRT, alice.key)
 	var leftovers []string
 	for i := range 6 {
 		name := fmt.Sprintf("strip%d", i)
@@ -185,32 +190,18 @@ func TestAttack49StatusWriterConflictsTheFinalizerPatch(t *testing.T) {
 	tn, nonce := freshNonce(t, p, a.id)
 	tenant := a.honestTenant(t, tn, nonce)
 	key := client.ObjectKeyFromObject(tenant)
-	stop := make(chan struct{})
-	done := make(chan int)
-	go func() {
-		n := 0
-		defer func() { done <- n }()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			got := &authv1beta1.Tenant{}
-			if writer.Get(ctx, key, got) != nil {
-				continue
-			}
-			got.Status.Conditions = append(got.Status.Conditions[:0:0], got.Status.Conditions...)
-			meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{Type: "Noise", Status: metav1.ConditionTrue, Reason: "Noise", Message: fmt.Sprint(n)})
-			if writer.Status().Update(ctx, got) == nil {
-				n++
-			}
+	stop := hammer(func(n int) bool {
+		got := &authv1beta1.Tenant{}
+		if writer.Get(ctx, key, got) != nil {
+			return false
 		}
-	}()
+		got.Status.Conditions = append(got.Status.Conditions[:0:0], got.Status.Conditions...)
+		meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{Type: "Noise", Status: metav1.ConditionTrue, Reason: "Noise", Message: fmt.Sprint(n)})
+		return writer.Status().Update(ctx, got) == nil
+	})
 	require.NoError(t, p.client.Create(ctx, tenant))
 	time.Sleep(8 * time.Second)
-	close(stop)
-	t.Logf("the status writer wrote %d times", <-done)
+	t.Logf("the status writer wrote %d times", stop())
 	waitTenantCondition(t, p, key, authv1beta1.ConditionReady, metav1.ConditionTrue, "Ready")
 	got := &authv1beta1.Tenant{}
 	require.NoError(t, p.client.Get(ctx, key, got))

@@ -81,16 +81,7 @@ func a50SliceCan(t *testing.T, p *site, rs *authv1beta1.ResourceSlice, key *atta
 // nothing once its binding is gone (checked by the callers).
 func a50Denied(t *testing.T, p *site, rs *authv1beta1.ResourceSlice, typ, reason, words string) {
 	t.Helper()
-	eventually(t, 20*time.Second, "slice "+rs.Name+" denied", func(ctx context.Context) (bool, error) {
-		if err := p.client.Get(ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
-			return false, err
-		}
-		c := authv1beta1.SliceCondition(rs.Status.Conditions, typ)
-		return c != nil && c.Status == authv1beta1.ResourceSliceDenied, nil
-	})
-	c := authv1beta1.SliceCondition(rs.Status.Conditions, typ)
-	assert.Equal(t, reason, c.Reason)
-	assert.Contains(t, c.Message, words)
+	waitSliceDenied(t, p, rs, typ, reason, words)
 	assert.Empty(t, sliceCSRs(t, p, string(rs.UID)), "no certificate requested for a denied slice")
 }
 
@@ -101,11 +92,8 @@ func a50Denied(t *testing.T, p *site, rs *authv1beta1.ResourceSlice, typ, reason
 // renewal), while not a copy the slice's identity may do nothing, and once it is a copy
 // again and settled it holds its access again with the same certificate.
 func TestAttack50FlipCopyChurn(t *testing.T) {
-	p := attack47Provider(t, "a50-flip")
+	p, alice, ta, asAlice := grantedTenant(t, "a50-flip", "cl-alice50f")
 	ctx := context.Background()
-	alice := newAttacker(t, "cl-alice50f")
-	ta := honestHandshake(t, p, alice)
-	asAlice := userClient(t, p, ta.Status.AuthParams.SignedCRT, alice.key)
 	rs := a50Slice(t, ta.Namespace, alice, "flip")
 	require.NoError(t, asAlice.Create(ctx, rs))
 	a50Issued(t, p, rs)
@@ -161,11 +149,8 @@ func TestAttack50FlipCopyChurn(t *testing.T) {
 // limit holds), and holds no binding; Cordoned, a slice unlabelled and labelled again is a
 // new slice (denied), not one that keeps its grant.
 func TestAttack50RelabelPastLimitsAndCordon(t *testing.T) {
-	p := attack47Provider(t, "a50-limits")
+	p, alice, ta, asAlice := grantedTenant(t, "a50-limits", "cl-alice50l")
 	ctx := context.Background()
-	alice := newAttacker(t, "cl-alice50l")
-	ta := honestHandshake(t, p, alice)
-	asAlice := userClient(t, p, ta.Status.AuthParams.SignedCRT, alice.key)
 	require.NoError(t, cluster.UpdateTenantRecord(ctx, p.client, p.client, wire.DefaultLiqoNamespace, alice.id, false, func(rec *cluster.TenantRecord) error {
 		rec.SliceLimits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 		return nil
@@ -210,11 +195,8 @@ func TestAttack50RelabelPastLimitsAndCordon(t *testing.T) {
 // as consumer, copies naming the provider; they delete them. Secure behaviour: alice's
 // slice keeps its binding, its Role, its request and its access.
 func TestAttack50SameNameElsewhere(t *testing.T) {
-	p := attack47Provider(t, "a50-samename")
+	p, alice, ta, asAlice := grantedTenant(t, "a50-samename", "cl-alice50s")
 	ctx := context.Background()
-	alice := newAttacker(t, "cl-alice50s")
-	ta := honestHandshake(t, p, alice)
-	asAlice := userClient(t, p, ta.Status.AuthParams.SignedCRT, alice.key)
 	const name = "shared"
 	victim := a50Slice(t, ta.Namespace, alice, name)
 	require.NoError(t, asAlice.Create(ctx, victim))

@@ -251,9 +251,9 @@ func sliceCSR(t *testing.T, key crypto.Signer, cn, org string) []byte {
 	return csr
 }
 
-// expectSliceDenied waits for the provider to deny slice rs (condition type typ, message
-// containing words), checks the Warning Event, and that no certificate was requested.
-func expectSliceDenied(t *testing.T, p *site, rs *authv1beta1.ResourceSlice, typ, reason, words string) {
+// waitSliceDenied waits for the provider to deny slice rs (condition type typ), and checks
+// the condition's reason and that its message contains words.
+func waitSliceDenied(t *testing.T, p *site, rs *authv1beta1.ResourceSlice, typ, reason, words string) {
 	t.Helper()
 	eventually(t, 20*time.Second, "slice "+rs.Name+" denied", func(ctx context.Context) (bool, error) {
 		if err := p.client.Get(ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
@@ -265,6 +265,13 @@ func expectSliceDenied(t *testing.T, p *site, rs *authv1beta1.ResourceSlice, typ
 	c := authv1beta1.SliceCondition(rs.Status.Conditions, typ)
 	assert.Equal(t, reason, c.Reason)
 	assert.Contains(t, c.Message, words)
+}
+
+// expectSliceDenied waits for the provider to deny slice rs (condition type typ, message
+// containing words), checks the Warning Event, and that no certificate was requested.
+func expectSliceDenied(t *testing.T, p *site, rs *authv1beta1.ResourceSlice, typ, reason, words string) {
+	t.Helper()
+	waitSliceDenied(t, p, rs, typ, reason, words)
 	assert.Nil(t, rs.Status.AuthParams, "nothing issued")
 	waitEvent(t, p, rs.Namespace, rs.Name, reason)
 	var csrs certificatesv1.CertificateSigningRequestList
