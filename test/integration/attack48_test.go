@@ -35,6 +35,29 @@ func attack48PeeringUser(t *testing.T, p *site, id, tn string) client.WithWatch 
 	return principal(t, p, "liqo-peer-user-"+id+"-a48", tn, rule(authv1beta1.GroupVersion.Group, "tenants", "create", "get", "list", "watch", "patch", "update", "delete"))
 }
 
+// createUntilFinalized creates tenant as peer and returns the moment peer's watch sees the
+// manager's finalizer on it (the manager's first reconcile, right before the access and
+// the certificate request).
+func createUntilFinalized(t *testing.T, peer client.WithWatch, tenant *authv1beta1.Tenant) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := peer.Watch(ctx, &authv1beta1.TenantList{}, client.InNamespace(tenant.Namespace))
+	require.NoError(t, err)
+	defer w.Stop()
+	require.NoError(t, peer.Create(ctx, tenant))
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if o, ok := ev.Object.(*authv1beta1.Tenant); ok && ev.Type != watch.Deleted && slices.Contains(o.Finalizers, wire.TenantFinalizer) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the manager never gave Tenant %s/%s its finalizer", tenant.Namespace, tenant.Name)
+		}
+	}
+}
+
 // tenantCSRs are the CertificateSigningRequests the manager made for the Tenant tn/id.
 func tenantCSRs(t *testing.T, p *site, tn, id string) []string {
 	t.Helper()
@@ -120,23 +143,8 @@ func TestAttack48PeeringUserStripsTheFinalizerMidReconcile(t *testing.T) {
 		tn, nonce := freshNonce(t, p, id)
 		peer := attack48PeeringUser(t, p, id, tn)
 		tenant := a.honestTenant(t, tn, nonce)
-		w, err := peer.Watch(ctx, &authv1beta1.TenantList{}, client.InNamespace(tn))
-		require.NoError(t, err)
-		require.NoError(t, peer.Create(ctx, tenant))
+		createUntilFinalized(t, peer, tenant)
 		uid := string(tenant.UID)
-		deadline := time.After(15 * time.Second)
-	wait:
-		for {
-			select {
-			case ev := <-w.ResultChan():
-				if o, ok := ev.Object.(*authv1beta1.Tenant); ok && ev.Type != watch.Deleted && slices.Contains(o.Finalizers, wire.TenantFinalizer) {
-					break wait
-				}
-			case <-deadline:
-				t.Fatalf("the manager never gave Tenant %s/%s its finalizer", tn, id)
-			}
-		}
-		w.Stop()
 		if i%2 == 1 {
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -177,22 +185,7 @@ func TestAttack48SpecSwappedAfterTheCheckCopy(t *testing.T) {
 		tn, nonce := freshNonce(t, p, id)
 		peer := attack48PeeringUser(t, p, id, tn)
 		tenant := a.honestTenant(t, tn, nonce)
-		w, err := peer.Watch(ctx, &authv1beta1.TenantList{}, client.InNamespace(tn))
-		require.NoError(t, err)
-		require.NoError(t, peer.Create(ctx, tenant))
-		deadline := time.After(15 * time.Second)
-	wait:
-		for {
-			select {
-			case ev := <-w.ResultChan():
-				if o, ok := ev.Object.(*authv1beta1.Tenant); ok && ev.Type != watch.Deleted && slices.Contains(o.Finalizers, wire.TenantFinalizer) {
-					break wait
-				}
-			case <-deadline:
-				t.Fatalf("the manager never gave Tenant %s/%s its finalizer", tn, id)
-			}
-		}
-		w.Stop()
+		createUntilFinalized(t, peer, tenant)
 		swap := &authv1beta1.Tenant{}
 		require.NoError(t, peer.Get(ctx, client.ObjectKeyFromObject(tenant), swap))
 		swap.Spec.PublicKey, swap.Spec.CSR = other.pubPEM(t), other.csr(t)
