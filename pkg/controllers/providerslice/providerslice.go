@@ -433,30 +433,11 @@ func checkIssued(cert *x509.Certificate, csrPEM []byte, user, org string) error 
 }
 
 // finalize removes what the slice caused, and only that: the Role and RoleBinding it
-// controls and the CertificateSigningRequests this manager made for it. It runs for every
-// slice being deleted, the manager's finalizer on it or not: the tenant writes its slices,
-// and may take the finalizer off and keep one of its own, and the slice, held, would keep
-// its access. With the finalizer, this is the slice's last reconcile, and what it caused
-// is looked up live, where what was made a moment ago is found; without it, the cache
-// serves: each object made for the slice afterwards brings its reconcile back here.
+// controls and the CertificateSigningRequests this manager made for it, for every slice
+// being deleted, the manager's finalizer on it or not: the tenant writes its slices, and
+// may take the finalizer off and keep one of its own (ownedrbac.Finalize).
 func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice) error {
-	ours := controllerutil.ContainsFinalizer(rs, wire.ProviderSliceFinalizer)
-	var reader client.Reader = r.Client
-	if ours {
-		reader = r.APIReader
-	}
 	id, _ := access.SliceConsumer(rs)
-	if err := ownedrbac.DeleteControlled(ctx, r.Client, reader, rs, access.SliceAccessObjects(rs.Namespace, rs.Name, access.SliceSubject(authn.SliceUserName(rs.Name, id), ""), id, nil)); err != nil {
-		return err
-	}
-	if err := r.Issuer.DeleteCSRs(ctx, reader, rs.UID, false); err != nil {
-		return err
-	}
-	if !ours {
-		return nil
-	}
-	r.Issuer.Forget(rs.UID)
-	patch := client.MergeFrom(rs.DeepCopy())
-	controllerutil.RemoveFinalizer(rs, wire.ProviderSliceFinalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, rs, patch))
+	return ownedrbac.Finalize(ctx, r.Client, r.APIReader, r.Issuer, rs, wire.ProviderSliceFinalizer,
+		access.SliceAccessObjects(rs.Namespace, rs.Name, access.SliceSubject(authn.SliceUserName(rs.Name, id), ""), id, nil))
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -67,7 +66,7 @@ func keyGroups(t *authv1beta1.Tenant, rec *cluster.TenantRecord) []string {
 // do none of what they granted, in any namespace, and is named by no other binding, with
 // every key group of the consumer.
 func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant, rec *cluster.TenantRecord) (stillAllowed string, err error) {
-	if deleteOwnedErr := r.deleteOwned(ctx, t, r.APIReader); deleteOwnedErr != nil {
+	if deleteOwnedErr := r.deleteOwned(ctx, t); deleteOwnedErr != nil {
 		return "", deleteOwnedErr
 	}
 	left, err := revocation.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, access.TenantRules(t.Name), keyGroups(t, rec)...)
@@ -78,8 +77,7 @@ func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant, re
 }
 
 // deleteOwned deletes the Tenant's Role and RoleBindings: those of its names that it
-// controls, as reader shows them (the API server, or the cache). An object of the same
-// name controlled by anything else is left alone.
-func (r *Reconciler) deleteOwned(ctx context.Context, t *authv1beta1.Tenant, reader client.Reader) error {
-	return ownedrbac.DeleteControlled(ctx, r.Client, reader, t, access.AccessObjects(t.Namespace, string(t.Spec.ClusterID), nil))
+// controls. An object of the same name controlled by anything else is left alone.
+func (r *Reconciler) deleteOwned(ctx context.Context, t *authv1beta1.Tenant) error {
+	return ownedrbac.DeleteControlled(ctx, r.Client, r.APIReader, t, access.AccessObjects(t.Namespace, string(t.Spec.ClusterID), nil))
 }

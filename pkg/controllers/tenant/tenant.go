@@ -45,6 +45,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/acceptance"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/issuing"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/ownedrbac"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/placement"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/status"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/shared/wiring"
@@ -626,29 +627,9 @@ func (r *Reconciler) addFinalizer(ctx context.Context, t *authv1beta1.Tenant) er
 // deletes it.
 //
 // It runs for every Tenant being deleted, the manager's finalizer on it or not: a peering
-// user may take it off and keep one of its own, and the Tenant, held, would keep its
-// access (TestAttack48PeeringUserSwapsTheFinalizer). With the finalizer, this is the
-// Tenant's last reconcile, and what it caused is looked up live, where what was made a
-// moment ago is found. Without it, the cache serves: each object made for the Tenant
-// afterwards brings its reconcile back here, and the reconciles a peering user's writes
-// bring ask the API server nothing.
+// user may take it off and keep one of its own (TestAttack48PeeringUserSwapsTheFinalizer);
+// without the finalizer it reads the cache, so the reconciles a peering user's writes bring
+// ask the API server nothing (ownedrbac.Finalize).
 func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error {
-	ours := controllerutil.ContainsFinalizer(t, wire.TenantFinalizer)
-	var reader client.Reader = r.Client
-	if ours {
-		reader = r.APIReader
-	}
-	if err := r.deleteOwned(ctx, t, reader); err != nil {
-		return err
-	}
-	if err := r.issuer().DeleteCSRs(ctx, reader, t.UID, false); err != nil {
-		return err
-	}
-	if !ours {
-		return nil
-	}
-	r.issuer().Forget(t.UID)
-	patch := client.MergeFrom(t.DeepCopy())
-	controllerutil.RemoveFinalizer(t, wire.TenantFinalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, t, patch))
+	return ownedrbac.Finalize(ctx, r.Client, r.APIReader, r.issuer(), t, wire.TenantFinalizer, access.AccessObjects(t.Namespace, string(t.Spec.ClusterID), nil))
 }

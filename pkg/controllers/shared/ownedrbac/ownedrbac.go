@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/issuer"
 )
 
 // EnsureControlled creates or repairs objs (Roles and RoleBindings), controlled by owner:
@@ -125,4 +126,32 @@ func DeleteControlled(ctx context.Context, c client.Client, r client.Reader, own
 		}
 	}
 	return nil
+}
+
+// Finalize removes what owner caused, and only that: those of objs it controls and the
+// CertificateSigningRequests iss made for its UID; then it takes off finalizer, when owner
+// carries it. It runs for every owner being deleted, finalizer or not (whoever writes the
+// owner may take the finalizer off and keep one of its own, and the owner, held, would
+// keep its access). With the finalizer, this is the owner's last reconcile, and what it
+// caused is looked up live, where what was made a moment ago is found; without it, the
+// cache (c) serves: each object made for the owner afterwards brings its reconcile back.
+func Finalize(ctx context.Context, c client.Client, live client.Reader, iss *issuer.Issuer, owner client.Object, finalizer string, objs []client.Object) error {
+	ours := controllerutil.ContainsFinalizer(owner, finalizer)
+	var reader client.Reader = c
+	if ours {
+		reader = live
+	}
+	if err := DeleteControlled(ctx, c, reader, owner, objs); err != nil {
+		return err
+	}
+	if err := iss.DeleteCSRs(ctx, reader, owner.GetUID(), false); err != nil {
+		return err
+	}
+	if !ours {
+		return nil
+	}
+	iss.Forget(owner.GetUID())
+	patch := client.MergeFrom(owner.DeepCopyObject().(client.Object))
+	controllerutil.RemoveFinalizer(owner, finalizer)
+	return client.IgnoreNotFound(c.Patch(ctx, owner, patch))
 }
