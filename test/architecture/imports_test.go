@@ -77,7 +77,7 @@ func rooms() []room {
 		{pkg: "internal/installer", may: []string{"pkg/access", "pkg/cluster", "pkg/authn", wire, types, crds}, why: "making a cluster able to take part"},
 		{pkg: "pkg/issuer", may: []string{"pkg/authn", wire, types}, why: "a library"},
 		{pkg: "pkg/metrics", may: []string{"pkg/access", "pkg/cluster", wire, types}, why: "metrics read the cache and the records, and decide nothing"},
-		{pkg: "pkg/controllers/shared/*", may: []string{"pkg/controllers/shared/*", "pkg/access", "pkg/cluster", "pkg/authn", wire, types}, why: "what reconcilers share, one package per job"},
+		{pkg: "pkg/controllers/shared/*", may: []string{"pkg/controllers/shared/*", "pkg/access", "pkg/cluster", "pkg/authn", "pkg/issuer", wire, types}, why: "what reconcilers share, one package per job"},
 		{pkg: "pkg/controllers/peering", may: append([]string{"pkg/handshake"}, controllerImports...), why: "a declared peering runs liqoctl authenticate's steps (pkg/handshake), not a second implementation of them"},
 		{pkg: "pkg/controllers/*", may: controllerImports, why: "one reconciler each, knowing nothing of the CLI nor of another controller (what they share is in pkg/controllers/shared)"},
 		{pkg: "pkg/rotation", may: []string{"pkg/controllers/shared/acceptance", "pkg/controllers/shared/providerclient", "pkg/revocation", "pkg/cluster", "pkg/access", "pkg/authn", wire, types, scheme},

@@ -112,6 +112,21 @@ func (o *RenewOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return s.Explain(err, "waiting for the new certificate")
 	}
+	// The manager records what it publishes before it writes the Tenant's status, where
+	// the consumer reads it: "issued" is said once the consumer can pick it up.
+	serial := cert.SerialNumber.Text(16)
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if getErr := s.Client.Get(ctx, key, t); getErr != nil {
+			return false, getErr
+		}
+		return t.Status.Certificate != nil && t.Status.Certificate.SerialNumber == serial, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("certificate %s of %q is issued and recorded, but Tenant %s/%s does not show it yet: %s runs the provider's controllers, which publish it there", serial, o.ClusterID, tn, o.ClusterID, s.Controllers())
+	}
+	if err != nil {
+		return s.Explain(err, "reading the Tenant of "+o.ClusterID)
+	}
 	s.Report.Info("Certificate %s issued, valid until %s, replacing %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339), old)
 	s.Report.Info("The consumer's liqo-auth-manager picks it up; without one, liqoctl authenticate on the consumer does")
 	s.Report.Warn("Certificate %s stays cryptographically valid until it expires: Kubernetes cannot revoke it", old)
