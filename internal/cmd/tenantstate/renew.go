@@ -15,6 +15,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
 // RenewOptions of liqoctl renew tenant.
@@ -98,38 +99,40 @@ func (o *RenewOptions) Run(ctx context.Context) error {
 		return s.Explain(updateTenantRecordErr, "recording the renewal request of "+o.ClusterID)
 	}
 	s.Report.Info("Renewal of certificate %s requested", old)
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		var pollUntilContextCancelErr error
-		cert, pollUntilContextCancelErr = published()
-		return cert != nil && cert.SerialNumber.Text(16) != old, pollUntilContextCancelErr
-	})
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return fmt.Errorf("interrupted while waiting for the new certificate of %q (the renewal stays requested): %w", o.ClusterID, context.Canceled)
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return fmt.Errorf("timed out waiting for the new certificate of %q: %s runs the provider's controllers; the Tenant's CertificateIssued condition says what they wait for", o.ClusterID, s.Controllers())
-	}
-	if err != nil {
-		return s.Explain(err, "waiting for the new certificate")
-	}
-	// The manager records what it publishes before it writes the Tenant's status, where
-	// the consumer reads it: "issued" is said once the consumer can pick it up.
-	serial := cert.SerialNumber.Text(16)
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if getErr := s.Client.Get(ctx, key, t); getErr != nil {
-			return false, getErr
-		}
-		return t.Status.Certificate != nil && t.Status.Certificate.SerialNumber == serial, nil
-	})
-	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("certificate %s of %q is issued and recorded, but Tenant %s/%s does not show it yet: %s runs the provider's controllers, which publish it there", serial, o.ClusterID, tn, o.ClusterID, s.Controllers())
-	}
-	if err != nil {
-		return s.Explain(err, "reading the Tenant of "+o.ClusterID)
+	if cert, err = o.waitIssued(ctx, s, t, published, old); err != nil {
+		return err
 	}
 	s.Report.Info("Certificate %s issued, valid until %s, replacing %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339), old)
 	s.Report.Info("The consumer's liqo-auth-manager picks it up; without one, liqoctl authenticate on the consumer does")
 	s.Report.Warn("Certificate %s stays cryptographically valid until it expires: Kubernetes cannot revoke it", old)
 	s.Report.Warn("Renewal certifies the same key: it does not answer a leak of that key (drain the tenant until the key is replaced)")
 	return nil
+}
+
+// waitIssued waits until the tenant record publishes a certificate other than old, and
+// the Tenant's status shows it. The manager records what it publishes before it writes
+// the Tenant's status, where the consumer reads it: "issued" is said once the consumer
+// can pick it up.
+func (o *RenewOptions) waitIssued(ctx context.Context, s *handshake.Side, t *authv1beta1.Tenant, published func() (*x509.Certificate, error), old string) (*x509.Certificate, error) {
+	var cert *x509.Certificate
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var pollUntilContextCancelErr error
+		if cert, pollUntilContextCancelErr = published(); pollUntilContextCancelErr != nil || cert == nil || cert.SerialNumber.Text(16) == old {
+			return false, pollUntilContextCancelErr
+		}
+		if getErr := s.Client.Get(ctx, client.ObjectKeyFromObject(t), t); getErr != nil {
+			return false, getErr
+		}
+		return t.Status.Certificate != nil && t.Status.Certificate.SerialNumber == cert.SerialNumber.Text(16), nil
+	})
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil, fmt.Errorf("interrupted while waiting for the new certificate of %q (the renewal stays requested): %w", o.ClusterID, context.Canceled)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return nil, fmt.Errorf("timed out waiting for the new certificate of %q: %s runs the provider's controllers; the Tenant's CertificateIssued condition says what they wait for", o.ClusterID, s.Controllers())
+	}
+	if err != nil {
+		return nil, s.Explain(err, "waiting for the new certificate")
+	}
+	return cert, nil
 }
