@@ -43,11 +43,17 @@ type CacheScope struct {
 	identities map[string]types.UID
 	// ca is the CA the Tenants' statuses publish, kept once (internTenant).
 	ca sharedBytes
+	// whole are Secrets the cache holds stripped because they reached it before the record
+	// of their namespace did, as read live once and as the cache would have kept them: a
+	// copy serves while the cache holds the same resourceVersion (liveWhenStripped). Only
+	// what the scope keeps whole is held, and only while its namespace is recorded.
+	whole map[client.ObjectKey]*corev1.Secret
 }
 
 // NewCacheScope returns the scope of a manager whose tenant records live in liqoNS.
 func NewCacheScope(liqoNS string) *CacheScope {
-	return &CacheScope{liqoNS: liqoNS, namespaces: map[string]int{}, records: map[string]string{}, identities: map[string]types.UID{}}
+	return &CacheScope{liqoNS: liqoNS, namespaces: map[string]int{}, records: map[string]string{}, identities: map[string]types.UID{},
+		whole: map[client.ObjectKey]*corev1.Secret{}}
 }
 
 // Load reads, through c, the tenant records there are now: the cache fills with what it
@@ -111,6 +117,7 @@ func (s *CacheScope) setRecord(name, ns string) {
 	if old, ok := s.records[name]; ok {
 		if s.namespaces[old]--; s.namespaces[old] <= 0 {
 			delete(s.namespaces, old)
+			maps.DeleteFunc(s.whole, func(k client.ObjectKey, _ *corev1.Secret) bool { return k.Namespace == old })
 		}
 		delete(s.records, name)
 	}
@@ -124,6 +131,35 @@ func (s *CacheScope) recorded(ns string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.namespaces[ns] > 0
+}
+
+// wholeCopy returns the copy of Secret key read live at resourceVersion rv (what the
+// cache holds of it, stripped), or nil.
+func (s *CacheScope) wholeCopy(key client.ObjectKey, rv string) *corev1.Secret {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if w := s.whole[key]; w != nil && w.ResourceVersion == rv {
+		return w.DeepCopy()
+	}
+	return nil
+}
+
+// keepWholeCopy keeps live, a Secret read live because the cache held it stripped, as the
+// cache would keep it now: not at all when the scope would strip it too.
+func (s *CacheScope) keepWholeCopy(live *corev1.Secret) {
+	o, err := s.transform(live.DeepCopy())
+	if err != nil {
+		return
+	}
+	w := o.(*corev1.Secret)
+	if Stripped(w) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.namespaces[w.Namespace] > 0 {
+		s.whole[client.ObjectKeyFromObject(w)] = w
+	}
 }
 
 // setIdentity records the UID of the Identity ns/name, as the cache saw it.

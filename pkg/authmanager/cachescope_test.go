@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -39,6 +40,74 @@ func TestStrippedNonceIsReadLive(t *testing.T) {
 	assert.Equal(t, "n", string(s.Data[wire.NonceField]), "the nonce is read live")
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "other"}, &s))
 	assert.Empty(t, s.Data, "a Secret no controller reads stays as cached")
+}
+
+// TestStrippedNonceIsReadLiveOnce: a nonce the cache holds stripped is read live once per
+// version the cache holds, not at every reconcile; only while its namespace is recorded,
+// and only what the scope keeps whole.
+func TestStrippedNonceIsReadLiveOnce(t *testing.T) {
+	ns := "liqo-tenant-cl-a"
+	key := client.ObjectKey{Namespace: ns, Name: wire.NonceSecretName}
+	cached := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.NonceSecretName,
+		Annotations: map[string]string{wire.StrippedAnnotation: "true"}}}).Build()
+	reads := 0
+	live := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.NonceSecretName},
+		Data: map[string][]byte{wire.NonceField: []byte("n")}}).Build(), interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+		reads++
+		return c.Get(ctx, k, o, opts...)
+	}})
+	scope := NewCacheScope("liqo")
+	c := liveWhenStripped{Client: cached, live: live, scope: scope}
+	get := func() string {
+		t.Helper()
+		var s corev1.Secret
+		require.NoError(t, c.Get(context.Background(), key, &s))
+		return string(s.Data[wire.NonceField])
+	}
+
+	assert.Equal(t, "n", get())
+	assert.Equal(t, "n", get())
+	assert.Equal(t, 2, reads, "its namespace not recorded yet: read live each time")
+
+	scope.setRecord(wire.TenantRecordName("cl-a"), ns)
+	assert.Equal(t, "n", get())
+	assert.Equal(t, "n", get())
+	assert.Equal(t, "n", get())
+	assert.Equal(t, 3, reads, "recorded: read live once for the version the cache holds")
+
+	// The Secret changes, and the cache follows: read live again, once.
+	for _, cl := range []client.Client{cached, live} {
+		var s corev1.Secret
+		require.NoError(t, cl.Get(context.Background(), key, &s))
+		s.Labels = map[string]string{"x": "y"}
+		require.NoError(t, cl.Update(context.Background(), &s))
+	}
+	reads--
+	assert.Equal(t, "n", get())
+	assert.Equal(t, 4, reads)
+	assert.Equal(t, "n", get())
+	assert.Equal(t, 4, reads)
+
+	// The record goes: what was kept of its namespace goes with it.
+	scope.setRecord(wire.TenantRecordName("cl-a"), "")
+	assert.Empty(t, scope.whole)
+	assert.Equal(t, "n", get())
+	assert.Equal(t, 5, reads)
+
+	// A kubeconfig-* no Identity the cache saw controls: the scope keeps it stripped, and so
+	// does the copy: read live each time.
+	scope.setRecord(wire.TenantRecordName("cl-a"), ns)
+	other := client.ObjectKey{Namespace: ns, Name: wire.KubeconfigSecretName("made-up")}
+	require.NoError(t, cached.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: other.Name,
+		Annotations: map[string]string{wire.StrippedAnnotation: "true"}}}))
+	require.NoError(t, live.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: other.Name}, Data: map[string][]byte{"k": []byte("v")}}))
+	for range 2 {
+		var s corev1.Secret
+		require.NoError(t, c.Get(context.Background(), other, &s))
+		assert.Equal(t, "v", string(s.Data["k"]))
+	}
+	assert.Equal(t, 7, reads)
+	assert.NotContains(t, scope.whole, other)
 }
 
 // TestCacheScopeTrustsNoMarkFromTheServer acts as a Secret writer of a recorded tenant

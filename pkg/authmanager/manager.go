@@ -343,7 +343,7 @@ func (o *Options) scopedClient(ctx context.Context, mgr ctrl.Manager, reader cli
 	if err := o.Scope.Follow(ctx, mgr.GetCache()); err != nil {
 		return nil, err
 	}
-	return liveWhenStripped{Client: c, live: reader}, nil
+	return liveWhenStripped{Client: c, live: reader, scope: o.Scope}, nil
 }
 
 // providerSetups are the provider's reconcilers, once the manager's own user is known (it
@@ -470,18 +470,36 @@ func APIServerFrom(stored cluster.Config, cfg *rest.Config, url string, ca []byt
 type liveWhenStripped struct {
 	client.Client
 	live client.Reader
+	// scope keeps what was read live, while the cache holds that version (nil: nothing).
+	scope *CacheScope
 }
 
 // Get reads through the cache, and live when the cache kept a Secret the controllers may
 // use without its content. Whether the scope knows the namespace as recorded yet does not
 // matter: it follows the records a moment behind the controllers' placement check, and a
 // nonce read stripped would look empty, and be filled again under the consumer's signature.
+// What was read live serves again while the cache holds the same version of the Secret: a
+// nonce stripped the moment it landed is read live once, not at every reconcile that
+// reads it until it changes.
 func (c liveWhenStripped) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	if s, ok := obj.(*corev1.Secret); ok && Stripped(s) && secretNamed(s.Name) {
-		return c.live.Get(ctx, key, obj, opts...)
+	s, ok := obj.(*corev1.Secret)
+	if !ok || !Stripped(s) || !secretNamed(s.Name) {
+		return nil
+	}
+	if c.scope != nil {
+		if w := c.scope.wholeCopy(key, s.ResourceVersion); w != nil {
+			*s = *w
+			return nil
+		}
+	}
+	if err := c.live.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if c.scope != nil {
+		c.scope.keepWholeCopy(s)
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ type Driver struct {
 	// NoIdentities: this cluster runs no consumer side (a provider-only manager, which
 	// caches no Identities): no provider to move, only the Tenants to re-seal.
 	NoIdentities bool
-	// Connect makes a client of a provider (client.New with the project's scheme when nil).
+	// Connect makes a client of a provider (providerclient.New with the project's scheme when nil).
 	Connect func(*rest.Config) (client.Client, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -331,7 +331,7 @@ func (d *Driver) client(cfg *rest.Config) (client.Client, error) {
 	if d.Connect != nil {
 		return d.Connect(cfg)
 	}
-	return client.New(cfg, client.Options{Scheme: scheme.New()})
+	return providerclient.New(cfg, scheme.New())
 }
 
 // rotationOf is the statement of this move: consumer, provider, Tenant, keys, CSR.

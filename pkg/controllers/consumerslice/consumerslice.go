@@ -330,7 +330,7 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string, ks
 		return nil, "", fmt.Errorf("the control-plane kubeconfig is refused: %w", err)
 	}
 	cfg.Timeout = providerRequestTimeout
-	c, err := client.New(cfg, client.Options{Scheme: r.Scheme})
+	c, err := providerclient.New(cfg, r.Scheme)
 	if err != nil {
 		return nil, "", err
 	}

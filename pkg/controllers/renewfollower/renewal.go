@@ -146,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.watchers[req.NamespacedName] = &watcher{kubeconfigHash: hash, cancel: cancel}
 	wctx = log.IntoContext(wctx, log.FromContext(ctx))
 	// One client to the provider, for following the Tenant and renewing the presence.
-	remote, err := client.NewWithWatch(cfg, client.Options{Scheme: r.Scheme})
+	remote, err := providerclient.New(cfg, r.Scheme)
 	if err != nil {
 		r.report(wctx, req.NamespacedName, fmt.Errorf("creating a client for the provider: %w", err))
 		return ctrl.Result{}, nil

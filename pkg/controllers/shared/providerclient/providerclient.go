@@ -9,11 +9,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -84,4 +89,30 @@ func ProviderConfigFor(ctx context.Context, c client.Reader, liqoNS string, keys
 		cfg.Proxy = http.ProxyURL(u)
 	}
 	return cfg, nil
+}
+
+// New returns a client of a provider from cfg (ProviderConfig's) and the scheme s. Its
+// mapper knows, without asking the provider, the kinds a consumer's controllers use there:
+// this project's kinds of s (every one namespaced) and Leases (the consumer's presence).
+// Any other kind is looked up by discovery when first used. The default mapper would ask
+// GET /api and GET /apis (the aggregated document of every group, tens of KiB) before the
+// first request of every new client, that is after every handshake and renewal.
+func New(cfg *rest.Config, s *runtime.Scheme) (client.WithWatch, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	discovered, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	known := meta.NewDefaultRESTMapper(nil)
+	for gvk := range s.AllKnownTypes() {
+		if gvk.GroupVersion() == authv1beta1.GroupVersion && !strings.HasSuffix(gvk.Kind, "List") {
+			known.Add(gvk, meta.RESTScopeNamespace)
+		}
+	}
+	known.Add(coordinationv1.SchemeGroupVersion.WithKind("Lease"), meta.RESTScopeNamespace)
+	mapper := meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{known, discovered}}
+	return client.NewWithWatch(cfg, client.Options{Scheme: s, HTTPClient: hc, Mapper: mapper})
 }
