@@ -91,7 +91,7 @@ func (s *CacheScope) Follow(ctx context.Context, c cache.Cache) error {
 		cm, ok := obj.(*corev1.ConfigMap)
 		return cm, ok && cm.Labels[wire.TenantRecordLabel] == "true"
 	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if cm, ok := record(obj); ok {
 				s.setRecord(cm.Name, cm.Data["namespace"])
@@ -107,14 +107,45 @@ func (s *CacheScope) Follow(ctx context.Context, c cache.Cache) error {
 				s.setRecord(cm.Name, "")
 			}
 		},
+	}); err != nil {
+		return err
+	}
+	// A copy read live serves only the version the cache holds: it goes when the cache
+	// moves on, or the Secret goes.
+	secrets, err := c.GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	_, err = secrets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { s.forgetWholeCopy(obj, false) },
+		DeleteFunc: func(obj any) { s.forgetWholeCopy(obj, true) },
 	})
 	return err
+}
+
+// forgetWholeCopy drops the copy of Secret obj: when it is gone, or of another version.
+func (s *CacheScope) forgetWholeCopy(obj any, gone bool) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	o, ok := obj.(client.Object)
+	if !ok {
+		return
+	}
+	key := client.ObjectKeyFromObject(o)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.whole[key]; w != nil && (gone || w.ResourceVersion != o.GetResourceVersion()) {
+		delete(s.whole, key)
+	}
 }
 
 func (s *CacheScope) setRecord(name, ns string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.records[name]; ok {
+	if old, ok := s.records[name]; ok && old == ns {
+		return
+	} else if ok {
 		if s.namespaces[old]--; s.namespaces[old] <= 0 {
 			delete(s.namespaces, old)
 			maps.DeleteFunc(s.whole, func(k client.ObjectKey, _ *corev1.Secret) bool { return k.Namespace == old })
@@ -145,21 +176,24 @@ func (s *CacheScope) wholeCopy(key client.ObjectKey, rv string) *corev1.Secret {
 }
 
 // keepWholeCopy keeps live, a Secret read live because the cache held it stripped, as the
-// cache would keep it now: not at all when the scope would strip it too.
-func (s *CacheScope) keepWholeCopy(live *corev1.Secret) {
+// cache would keep it now: not at all when the scope would strip it too. It returns what
+// it kept (a copy), nil when it kept nothing.
+func (s *CacheScope) keepWholeCopy(live *corev1.Secret) *corev1.Secret {
 	o, err := s.transform(live.DeepCopy())
 	if err != nil {
-		return
+		return nil
 	}
 	w := o.(*corev1.Secret)
 	if Stripped(w) {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.namespaces[w.Namespace] > 0 {
-		s.whole[client.ObjectKeyFromObject(w)] = w
+	if s.namespaces[w.Namespace] == 0 {
+		return nil
 	}
+	s.whole[client.ObjectKeyFromObject(w)] = w
+	return w.DeepCopy()
 }
 
 // setIdentity records the UID of the Identity ns/name, as the cache saw it.

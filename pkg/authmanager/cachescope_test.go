@@ -2,12 +2,14 @@ package authmanager
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -108,6 +110,47 @@ func TestStrippedNonceIsReadLiveOnce(t *testing.T) {
 	}
 	assert.Equal(t, 7, reads)
 	assert.NotContains(t, scope.whole, other)
+}
+
+// TestWholeCopiesGoWithTheirVersion: a copy read live goes when the cache moves to another
+// version of the Secret or sees it deleted (a Secret writer making and deleting kept
+// Secrets must not grow the manager's memory), stays across updates of its namespace's
+// record that keep the namespace, and the first read of a version returns what later
+// reads return (the copy, as the cache would keep it).
+func TestWholeCopiesGoWithTheirVersion(t *testing.T) {
+	ns := "liqo-tenant-cl-a"
+	key := client.ObjectKey{Namespace: ns, Name: wire.NonceSecretName}
+	scope := NewCacheScope("liqo")
+	scope.setRecord(wire.TenantRecordName("cl-a"), ns)
+	secret := func(rv string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.NonceSecretName, ResourceVersion: rv,
+			Annotations: map[string]string{"liqo.io/long": strings.Repeat("x", 2*maxAnnotation), "other.io/a": "b"}}, Data: map[string][]byte{wire.NonceField: []byte("n")}}
+	}
+	kept := scope.keepWholeCopy(secret("7"))
+	require.NotNil(t, kept)
+	assert.Empty(t, kept.Annotations, "kept as the cache keeps it")
+
+	scope.forgetWholeCopy(secret("7"), false)
+	assert.Contains(t, scope.whole, key, "the same version stays")
+	scope.setRecord(wire.TenantRecordName("cl-a"), ns)
+	assert.Contains(t, scope.whole, key, "an update of the record that keeps the namespace keeps the copies")
+	scope.forgetWholeCopy(secret("8"), false)
+	assert.NotContains(t, scope.whole, key, "another version: gone")
+
+	require.NotNil(t, scope.keepWholeCopy(secret("8")))
+	scope.forgetWholeCopy(toolscache.DeletedFinalStateUnknown{Key: ns + "/" + wire.NonceSecretName, Obj: secret("8")}, true)
+	assert.Empty(t, scope.whole, "deleted: gone")
+
+	// Through the client: the first read and the next agree.
+	cached := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.NonceSecretName,
+		Annotations: map[string]string{wire.StrippedAnnotation: "true"}}}).Build()
+	live := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(secret("")).Build()
+	c := liveWhenStripped{Client: cached, live: live, scope: scope}
+	var a, b corev1.Secret
+	require.NoError(t, c.Get(context.Background(), key, &a))
+	require.NoError(t, c.Get(context.Background(), key, &b))
+	assert.Equal(t, a, b)
+	assert.Empty(t, a.Annotations)
 }
 
 // TestCacheScopeTrustsNoMarkFromTheServer acts as a Secret writer of a recorded tenant

@@ -499,7 +499,10 @@ func (c liveWhenStripped) Get(ctx context.Context, key client.ObjectKey, obj cli
 		return err
 	}
 	if c.scope != nil {
-		c.scope.keepWholeCopy(s)
+		// The first read of a version returns what later ones will: the copy kept.
+		if w := c.scope.keepWholeCopy(s); w != nil {
+			*s = *w
+		}
 	}
 	return nil
 }
