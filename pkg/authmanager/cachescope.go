@@ -117,6 +117,8 @@ func (s *CacheScope) Follow(ctx context.Context, c cache.Cache) error {
 		return err
 	}
 	_, err = secrets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		// A Secret made again under the name of one deleted while its copy was being kept.
+		AddFunc:    func(obj any) { s.forgetWholeCopy(obj, false) },
 		UpdateFunc: func(_, obj any) { s.forgetWholeCopy(obj, false) },
 		DeleteFunc: func(obj any) { s.forgetWholeCopy(obj, true) },
 	})
@@ -133,9 +135,20 @@ func (s *CacheScope) forgetWholeCopy(obj any, gone bool) {
 		return
 	}
 	key := client.ObjectKeyFromObject(o)
+	stale := func() bool {
+		w := s.whole[key]
+		return w != nil && (gone || w.UID != o.GetUID() || w.ResourceVersion != o.GetResourceVersion())
+	}
+	// Every Secret event of the cluster comes here: most find nothing to drop.
+	s.mu.RLock()
+	found := stale()
+	s.mu.RUnlock()
+	if !found {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w := s.whole[key]; w != nil && (gone || w.ResourceVersion != o.GetResourceVersion()) {
+	if stale() {
 		delete(s.whole, key)
 	}
 }

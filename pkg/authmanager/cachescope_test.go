@@ -141,6 +141,19 @@ func TestWholeCopiesGoWithTheirVersion(t *testing.T) {
 	scope.forgetWholeCopy(toolscache.DeletedFinalStateUnknown{Key: ns + "/" + wire.NonceSecretName, Obj: secret("8")}, true)
 	assert.Empty(t, scope.whole, "deleted: gone")
 
+	// Deleted while its copy was being kept (the Delete event came first): the Secret made
+	// again under the name takes the copy away as the cache adds it.
+	scope.forgetWholeCopy(secret("9"), true)
+	require.NotNil(t, scope.keepWholeCopy(secret("9")))
+	scope.forgetWholeCopy(secret("10"), false)
+	assert.Empty(t, scope.whole, "made again: gone")
+	// The same resourceVersion under another UID is another Secret (an etcd restored).
+	require.NotNil(t, scope.keepWholeCopy(secret("11")))
+	other := secret("11")
+	other.UID = "another"
+	scope.forgetWholeCopy(other, false)
+	assert.Empty(t, scope.whole, "another UID: gone")
+
 	// Through the client: the first read and the next agree.
 	cached := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.NonceSecretName,
 		Annotations: map[string]string{wire.StrippedAnnotation: "true"}}}).Build()
