@@ -23,7 +23,7 @@ FUZZTIME     ?= 1000x
 # CI's 90.
 TEST_TIMEOUT ?= 55m
 DEMO_DIR     ?= .devclusters/demo
-UNIT_PKGS     = $(shell $(GO) list ./... | grep -v /test/)
+UNIT_PKGS     = $(shell $(GO) list ./... | grep -v /test/integration)
 # FUZZ_TARGETS are package:Target pairs: every parser of untrusted input, every
 # encoding that joins what it will split again, and every printer of what a peer wrote.
 FUZZ_TARGETS  = $(addprefix ./pkg/authn:,FuzzParsePublicKey FuzzValidateCSR FuzzVerifyNonceSignature FuzzCheckNonce FuzzReadKubeconfig FuzzVerifyCertificate FuzzAcceptanceMessage) \
@@ -66,7 +66,7 @@ test-unit: ## Unit tests (no cluster needed).
 	$(GO) test -count=1 $(UNIT_PKGS)
 
 test-integration: ## Integration tests on real control planes, and a real node as root (builds them on first use).
-	$(CONTROLPLANE); $(NODE); $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 4 ./test/...
+	$(CONTROLPLANE); $(NODE); $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 4 ./test/integration/...
 
 fuzz-short: ## Run every fuzz target briefly (FUZZTIME executions each).
 	for pt in $(FUZZ_TARGETS); do $(GO) test -run '^$$' -fuzz "^$${pt#*:}$$" -fuzztime $(FUZZTIME) "$${pt%%:*}" || exit 1; done
