@@ -61,8 +61,14 @@ func (o *RenewOptions) Run(ctx context.Context) error {
 	if getErr := s.Client.Get(ctx, key, t); getErr != nil {
 		return s.Explain(getErr, "reading the Tenant of "+o.ClusterID)
 	}
-	if state := t.Status.TenantCondition; state == authv1beta1.TenantConditionDrained {
-		return fmt.Errorf("Tenant %s/%s is Drained: it gets no certificate (liqoctl uncordon tenant %s first)", tn, o.ClusterID, o.ClusterID) //nolint:staticcheck // ST1005: Tenant is the kind's name
+	// Drained as the manager decides it: by the record and the spec, never the status,
+	// which a status writer may set to anything (TestAttack10StatusWriterMakesRenewTenantSayDrained).
+	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, o.ClusterID)
+	if err != nil {
+		return s.Explain(err, "reading the tenant record of "+o.ClusterID)
+	}
+	if cluster.StateInForce(rec, t.Spec.TenantCondition) == authv1beta1.TenantConditionDrained {
+		return fmt.Errorf("Tenant %s/%s is Drained: it gets no certificate (liqoctl uncordon tenant %s first; a Drained spec.tenantCondition is its writer's to change)", tn, o.ClusterID, o.ClusterID) //nolint:staticcheck // ST1005: Tenant is the kind's name
 	}
 	// The certificate to replace, and whether it was, are read from the tenant record,
 	// which only the administrator and the manager write, never from the Tenant's status:
