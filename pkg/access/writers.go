@@ -70,7 +70,8 @@ var (
 	peeringUserTenant = Writer{Principal: PeeringUser, Writes: "the Tenant named after its consumer: spec and metadata", Tests: []string{"TestPeeringUserCannotUndoTheAdministrator", "TestApprovalCannotBeForged"}}
 	statusTenants     = Writer{Principal: StatusWriter, Writes: "Tenant status in every namespace (acceptance, `acceptedAt`, conditions, certificate)", Tests: []string{"TestStatusWriterCannotHijackTheFirstHandshake", "TestStatusWritersCannotAcceptATenant",
 		"TestStatusWriterCannotMakeTheProviderIssue", "TestAttack5StatusWriterBackdatesRenewAfter", "TestAttack5StatusWriterInflatesHandshakeMetric",
-		"TestAttack6StatusWriterReplaysRenewRequest", "TestAttack6StatusWriterMakesRenewTenantReportAFalseRenewal", "TestApprovalCannotBeForged"}}
+		"TestAttack6StatusWriterReplaysRenewRequest", "TestAttack6StatusWriterMakesRenewTenantReportAFalseRenewal",
+		"TestAttack10StatusWriterMakesRenewTenantSayDrained", "TestAttack10StatusWriterFightsRenewTenantWithinItsTimeout", "TestApprovalCannotBeForged"}}
 	tenantLeaves      = Writer{Principal: TheTenant, Writes: "deletes its own Tenant, by name (leaving: `handshake.Leave`); its spec, status and every other Tenant stay out of its reach", Tests: []string{"TestConsumerLeaves"}}
 	tenantRenews      = Writer{Principal: TheTenant, Writes: "Renews in its tenant namespace: spec and metadata"}
 	nsCreatorRenews   = Writer{Principal: NamespaceCreator, Writes: "Renews in namespaces it creates"}
