@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
@@ -203,6 +205,9 @@ type scaleResult struct {
 	// was retried), firstRetry is the first of them.
 	retries    int
 	firstRetry string
+	// leaseMax is the slowest read of the manager's Lease, as its ServiceAccount, during
+	// the handshakes: how long a renewal would have waited.
+	leaseMax time.Duration
 }
 
 // cpuProcesses are the processes whose CPU a scale run reports: the provider's control
@@ -279,9 +284,14 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	if profile {
 		e.profile(ctx, pprofAddr, n, &profiles)
 	}
+	slowest, err := probeLease(ctx, e.provider)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	authenticateAll(ctx, e, consumers, res)
 	res.total = time.Since(start)
+	res.leaseMax = slowest()
 	logManagerTrouble(m, res)
 	res.peakRSSMiB, res.cpuS = usage(m.Pid())
 	// The live heap is read once the manager is idle: the work that follows the last
@@ -309,6 +319,47 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	}
 	res.teardown = time.Since(start)
 	return res, nil
+}
+
+// probeLease reads the manager's Lease, as the manager's ServiceAccount, every 250 ms
+// until the returned function is called, which returns the slowest read: how long the API
+// server kept a leader's renewal waiting while the handshakes flooded it (the manager
+// stops when one waits past its renew deadline).
+func probeLease(ctx context.Context, cp *testenv.ControlPlane) (func() time.Duration, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.ManagerKubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var slowest time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			t0 := time.Now()
+			_ = c.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: wire.ManagerName}, &coordinationv1.Lease{})
+			if ctx.Err() != nil {
+				return
+			}
+			slowest = max(slowest, time.Since(t0))
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() time.Duration {
+		cancel()
+		<-done
+		return slowest
+	}, nil
 }
 
 // authenticateAll authenticates every consumer at once into the provider, timing each

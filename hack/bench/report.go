@@ -93,13 +93,13 @@ func (r *report) latencyMarkdown(b *strings.Builder) {
 func (r *report) scaleMarkdown(b *strings.Builder) {
 	if len(r.scale) > 0 {
 		b.WriteString("\n## Provider scale\n\nN consumers (key pairs without their own control plane; the provider and its liqo-auth-manager are real) authenticate concurrently into one provider; then all are removed.\n\n")
-		b.WriteString("The manager's live heap is its heap in use right after a forced collection (pprof), before the handshakes and once they are done; per consumer is the difference divided by N. Its peak RSS is what the kernel saw at most, garbage included (the manager lets its heap grow to one and a half times what is live before it collects, GOGC=50, unless GOGC or GOMEMLIMIT say otherwise).\n\n")
-		b.WriteString("| consumers | total | handshakes/s | p50 per handshake | p95 per handshake | failed | reconciles retried | manager peak RSS | manager live heap | live heap per consumer | manager CPU | teardown |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("The manager's live heap is its heap in use right after a forced collection (pprof), before the handshakes and once they are done; per consumer is the difference divided by N. Its peak RSS is what the kernel saw at most, garbage included (the manager lets its heap grow to one and a half times what is live before it collects, GOGC=50, unless GOGC or GOMEMLIMIT say otherwise). The slowest Lease read is the manager's ServiceAccount reading its Lease every 250 ms during the handshakes: how long a leader's renewal would have waited (the manager stops when one waits past its renew deadline, 10 s by default).\n\n")
+		b.WriteString("| consumers | total | handshakes/s | p50 per handshake | p95 per handshake | failed | reconciles retried | manager peak RSS | manager live heap | live heap per consumer | manager CPU | slowest Lease read | teardown |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	}
 	for _, s := range r.scale {
-		fmt.Fprintf(b, "| %d | %s | %.1f | %s | %s | %d | %d | %.0f MiB | %.1f MiB | %.1f KiB | %.1f s | %s |\n", s.n, ms(s.total), float64(s.n)/s.total.Seconds(),
+		fmt.Fprintf(b, "| %d | %s | %.1f | %s | %s | %d | %d | %.0f MiB | %.1f MiB | %.1f KiB | %.1f s | %s | %s |\n", s.n, ms(s.total), float64(s.n)/s.total.Seconds(),
 			ms(percentile(s.perHandshake, .5)), ms(percentile(s.perHandshake, .95)), s.failed, s.retries, s.peakRSSMiB, s.heapMiB,
-			(s.heapMiB-s.heapIdleMiB)*1024/float64(s.n), s.cpuS, ms(s.teardown))
+			(s.heapMiB-s.heapIdleMiB)*1024/float64(s.n), s.cpuS, ms(s.leaseMax), ms(s.teardown))
 		if s.firstFailure != "" {
 			fmt.Fprintf(b, "\nFirst failure at %d: %s\n\n", s.n, s.firstFailure)
 		}

@@ -9,7 +9,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,10 +72,45 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 	objs = append(objs, access.ForgeCreatorPolicies()...)
 	objs = append(objs, access.ForgeManagerClusterRoles()...)
 	objs = append(objs, access.ForgeManagerIdentity(o.Namespace)...)
+	objs = append(objs, ForgeManagerFlowSchema(o.Namespace))
 	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 || o.Config.NonceTTL > 0 || o.Config.RequireApproval {
 		objs = append(objs, cluster.ForgeConfigMap(o.Namespace, o.Config))
 	}
 	return objs, nil
+}
+
+// leaderElectionLevel is the priority level the API server suggests for leader election
+// (k8s.io/apiserver's flowcontrol bootstrap configuration; it keeps one unless its
+// administrator removed it).
+const leaderElectionLevel = "leader-election"
+
+// ForgeManagerFlowSchema puts the Lease requests of liqo-auth-manager's ServiceAccount in
+// the Liqo namespace (the leader's Lease, or its presence without leader election) in the
+// API server's leader-election priority level, where Kubernetes puts its own controllers'.
+// Without it they share the ServiceAccount's level and queue with the manager's own
+// requests: in a flood of handshakes the API server answered a renewal after its deadline,
+// and the leader stopped in the middle of them. Flows are told apart by user, so even a
+// stolen manager token only queues behind itself there; it grants nothing.
+func ForgeManagerFlowSchema(liqoNS string) *flowcontrolv1.FlowSchema {
+	return &flowcontrolv1.FlowSchema{
+		TypeMeta:   metav1.TypeMeta{APIVersion: flowcontrolv1.SchemeGroupVersion.String(), Kind: "FlowSchema"},
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ManagerName, Labels: wire.ManagedLabels()},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: leaderElectionLevel},
+			// Before the ServiceAccounts' own schemas (service-accounts: 9000), after
+			// Kubernetes' leader-election schemas (100, 200).
+			MatchingPrecedence:  250,
+			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,
+					ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: liqoNS, Name: wire.ManagerName}}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+					APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
+					Verbs: []string{"get", "create", "update"}, Namespaces: []string{liqoNS},
+				}},
+			}},
+		},
+	}
 }
 
 // liqoNamespaceLabels are the labels of the Liqo namespace when this project makes it: the

@@ -1,0 +1,175 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-auth/liqo-auth/internal/installer"
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+)
+
+// flowSchemaHeader is the response header in which the API server names the FlowSchema
+// that classified a request (API priority and fairness).
+const flowSchemaHeader = "X-Kubernetes-PF-FlowSchema-UID"
+
+// lastHeader records one response header of the last request a client made.
+type lastHeader struct {
+	name string
+	mu   sync.Mutex
+	last string
+}
+
+func (h *lastHeader) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if resp != nil {
+			h.mu.Lock()
+			h.last = resp.Header.Get(h.name)
+			h.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+func (h *lastHeader) get() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestManagerLeaseRequestsHaveTheLeaderElectionPriority applies the release manifest and
+// shows that the API server classifies the Lease requests of liqo-auth-manager's
+// ServiceAccount in the Liqo namespace, and nothing else, into the leader-election
+// priority level: in a flood of handshakes a renewal no longer queues behind the manager's
+// own requests. The manager itself, run with that token and leader election, has its
+// requests dispatched there.
+func TestManagerLeaseRequestsHaveTheLeaderElectionPriority(t *testing.T) {
+	cp := testenv.New(t, "flowschema")[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin := newClient(t, cp.Config)
+	applyYAML(t, admin, releaseManifest(t))
+	require.NoError(t, installer.WaitCRDsEstablished(ctx, admin))
+	liqo := wire.DefaultLiqoNamespace
+	var fs flowcontrolv1.FlowSchema
+	require.NoError(t, admin.Get(ctx, client.ObjectKey{Name: wire.ManagerName}, &fs))
+
+	classified := func(t *testing.T, cfg *rest.Config, do func(kubernetes.Interface) error) string {
+		t.Helper()
+		h := &lastHeader{name: flowSchemaHeader}
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(h.wrap)
+		cs, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		_ = do(cs) // refused or not, the API server classified it first
+		require.NotEmpty(t, h.get(), "the API server names the FlowSchema of every request")
+		return h.get()
+	}
+	managerCfg, err := cp.ServiceAccountConfig(ctx, liqo, wire.ManagerName)
+	require.NoError(t, err)
+	leases := func(ns string) func(kubernetes.Interface) error {
+		return func(cs kubernetes.Interface) error {
+			_, err := cs.CoordinationV1().Leases(ns).Get(ctx, wire.ManagerName, metav1.GetOptions{})
+			return err
+		}
+	}
+	// The API server reads FlowSchemas from its informer: the new one takes a moment.
+	require.Eventually(t, func() bool {
+		return classified(t, managerCfg, leases(liqo)) == string(fs.UID)
+	}, 20*time.Second, 100*time.Millisecond, "the manager's Lease read in %s is classified by FlowSchema %s", liqo, fs.Name)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "flowschema-probe", Namespace: liqo},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("probe")}}
+	assert.Equal(t, string(fs.UID), classified(t, managerCfg, func(cs kubernetes.Interface) error {
+		_, err := cs.CoordinationV1().Leases(liqo).Create(ctx, lease, metav1.CreateOptions{})
+		return err
+	}), "a Lease creation")
+	assert.Equal(t, string(fs.UID), classified(t, managerCfg, func(cs kubernetes.Interface) error {
+		l, err := cs.CoordinationV1().Leases(liqo).Get(ctx, lease.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		_, err = cs.CoordinationV1().Leases(liqo).Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	}), "a Lease renewal")
+
+	// Nothing else: the manager's other requests, its Leases elsewhere, and any other
+	// user's Leases in the Liqo namespace keep their own levels.
+	assert.NotEqual(t, string(fs.UID), classified(t, managerCfg, func(cs kubernetes.Interface) error {
+		_, err := cs.CoreV1().ConfigMaps(liqo).Get(ctx, wire.ClusterIDConfigMapName, metav1.GetOptions{})
+		return err
+	}), "the manager's ConfigMap read")
+	assert.NotEqual(t, string(fs.UID), classified(t, managerCfg, func(cs kubernetes.Interface) error {
+		return cs.CoordinationV1().Leases(liqo).Delete(ctx, lease.Name, metav1.DeleteOptions{})
+	}), "the manager's Lease deletion")
+	assert.NotEqual(t, string(fs.UID), classified(t, managerCfg, leases("default")), "the manager's Lease read in another namespace")
+	_, err = kubernetes.NewForConfigOrDie(cp.Config).CoreV1().ServiceAccounts(liqo).Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "impostor"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	impostor, err := cp.ServiceAccountConfig(ctx, liqo, "impostor")
+	require.NoError(t, err)
+	assert.NotEqual(t, string(fs.UID), classified(t, impostor, leases(liqo)), "another ServiceAccount's Lease read in %s", liqo)
+
+	// The manager, with that token and leader election, renews its Lease at that level.
+	s := &site{cp: cp, id: "flowschema", client: admin}
+	startManager(t, s, "--kubeconfig", restrictedKubeconfig(t, s))
+	require.Eventually(t, func() bool {
+		n, err := dispatched(ctx, cp.Config, fs.Name)
+		return err == nil && n > 0
+	}, 20*time.Second, 200*time.Millisecond, "the API server dispatches the running manager's Lease requests through FlowSchema %s", fs.Name)
+}
+
+// dispatched reads how many requests the API server dispatched through FlowSchema name
+// (apiserver_flowcontrol_dispatched_requests_total), from its /metrics.
+func dispatched(ctx context.Context, cfg *rest.Config, name string) (float64, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var n float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_flowcontrol_dispatched_requests_total{") ||
+			!strings.Contains(line, `flow_schema="`+name+`"`) || !strings.Contains(line, `priority_level="leader-election"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err == nil {
+			n += v
+		}
+	}
+	return n, sc.Err()
+}
