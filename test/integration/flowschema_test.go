@@ -87,8 +87,8 @@ func TestManagerLeaseRequestsHaveTheLeaderElectionPriority(t *testing.T) {
 		require.NotEmpty(t, h.get(), "the API server names the FlowSchema of every request")
 		return h.get()
 	}
-	managerCfg, err := cp.ServiceAccountConfig(ctx, liqo, wire.ManagerName)
-	require.NoError(t, err)
+	managerCfg, saErr := cp.ServiceAccountConfig(ctx, liqo, wire.ManagerName)
+	require.NoError(t, saErr)
 	leases := func(ns string) func(kubernetes.Interface) error {
 		return func(cs kubernetes.Interface) error {
 			_, err := cs.CoordinationV1().Leases(ns).Get(ctx, wire.ManagerName, metav1.GetOptions{})
@@ -125,11 +125,9 @@ func TestManagerLeaseRequestsHaveTheLeaderElectionPriority(t *testing.T) {
 		return cs.CoordinationV1().Leases(liqo).Delete(ctx, lease.Name, metav1.DeleteOptions{})
 	}), "the manager's Lease deletion")
 	assert.NotEqual(t, string(fs.UID), classified(t, managerCfg, leases("default")), "the manager's Lease read in another namespace")
-	_, err = kubernetes.NewForConfigOrDie(cp.Config).CoreV1().ServiceAccounts(liqo).Create(ctx,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "impostor"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	impostor, err := cp.ServiceAccountConfig(ctx, liqo, "impostor")
-	require.NoError(t, err)
+	require.NoError(t, admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "impostor", Namespace: liqo}}))
+	impostor, saErr := cp.ServiceAccountConfig(ctx, liqo, "impostor")
+	require.NoError(t, saErr)
 	assert.NotEqual(t, string(fs.UID), classified(t, impostor, leases(liqo)), "another ServiceAccount's Lease read in %s", liqo)
 
 	// The manager, with that token and leader election, renews its Lease at that level.
