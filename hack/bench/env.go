@@ -32,7 +32,7 @@ func newEnv(ctx context.Context, c config, binDir, root string) (*env, error) {
 	var wg sync.WaitGroup
 	for i, name := range []string{"consumer", "provider"} {
 		wg.Go(func() {
-			cp, err := testenv.Start(ctx, testenv.Options{Name: name, Dir: filepath.Join(root, name), BinDir: binDir})
+			cp, err := testenv.Start(ctx, testenv.Options{Name: name, Dir: filepath.Join(root, name), BinDir: binDir, PriorityAndFairness: c.priorityAndFairness})
 			errs[i] = err
 			if i == 0 {
 				e.consumer = cp

@@ -41,6 +41,8 @@ type config struct {
 	// profileDir, when set, receives CPU profiles of the provider's API server and manager
 	// taken during the last scale run.
 	profileDir string
+	// priorityAndFairness runs the API servers with API priority and fairness.
+	priorityAndFairness bool
 	// managerArgs are extra arguments for every liqo-auth-manager the benchmark starts.
 	managerArgs []string
 	// only names the sections to run (all when empty).
@@ -116,6 +118,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.floorScale, "floor-scale", 1000, "handshakes of the scale floor run: their writes alone, at once, with no manager")
 	flag.IntVar(&c.sliceConsumers, "slice-consumers", 20, "consumers of the slice scale run")
 	flag.IntVar(&c.slicesEach, "slices-each", 5, "slices each consumer asks for at once in the slice scale run")
+	flag.BoolVar(&c.priorityAndFairness, "priority-and-fairness", false, "run the API servers with API priority and fairness, as Kubernetes does by default (the history was measured without it)")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of the provider's API server and manager, taken during the handshakes of the last scale run, to this directory")
 	managerArgs := flag.String("manager-args", "", "extra arguments, space-separated, for every liqo-auth-manager started (e.g. --kube-api-qps=500)")
 	only := flag.String("only", "", "comma-separated sections to run, of "+strings.Join(sections, ",")+" (default: all)")

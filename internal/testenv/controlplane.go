@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +61,12 @@ type Options struct {
 	// ResponseComplete) for each request to AuditLogPath: who asked what, when, and how
 	// long it took. It costs the API server CPU: benchmarks of throughput leave it off.
 	AuditLog bool
+	// PriorityAndFairness runs the API server with API priority and fairness, as
+	// Kubernetes does by default. It is off otherwise (the max-in-flight limits decide):
+	// every control plane would pay for its configuration objects and queues, and the
+	// benchmark's history was measured without it. Tests and benchmarks that are about it
+	// turn it on.
+	PriorityAndFairness bool
 	// Node, when set, gives the control plane a node (NodeOptions): the API server then
 	// binds NodeHostIP instead of 127.0.0.1 (Pods reach it there, through the kubernetes
 	// Service), authorizes kubelets (Node, RBAC), and the control plane also runs
@@ -198,6 +205,9 @@ func (cp *ControlPlane) makeProcesses(o Options, p ports) error {
 	bin := func(n string) string { return filepath.Join(o.BinDir, n) }
 	cp.etcd = &process{name: "etcd", path: bin("etcd"), logPath: filepath.Join(logs, "etcd.log"), detach: o.Detach, args: etcdArgs(o.Dir, p)}
 	apiArgs := apiserverArgs(pki, p)
+	if o.PriorityAndFairness {
+		apiArgs = slices.DeleteFunc(apiArgs, func(a string) bool { return strings.HasPrefix(a, "--enable-priority-and-fairness=") })
+	}
 	kcm := kcmArgs(pki, filepath.Join(o.Dir, "controller-manager.kubeconfig"))
 	if o.Node != nil {
 		if err := cp.writeNodeClients(); err != nil {

@@ -75,6 +75,13 @@ const KeepLogsEnv = "LIQO_AUTH_TESTENV_KEEP_LOGS"
 // panics; when it failed, the tails of their logs are printed first.
 func New(t testing.TB, names ...string) []*ControlPlane {
 	t.Helper()
+	return NewWith(t, Options{}, names...)
+}
+
+// NewWith is New with the options of o (its Name, Dir and BinDir are each control
+// plane's own).
+func NewWith(t testing.TB, o Options, names ...string) []*ControlPlane {
+	t.Helper()
 	bin, err := BinDir()
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +95,9 @@ func New(t testing.TB, names ...string) []*ControlPlane {
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
-			cps[i], errs[i] = Start(context.Background(), Options{Name: name, Dir: filepath.Join(root, name), BinDir: bin})
+			oi := o
+			oi.Name, oi.Dir, oi.BinDir = name, filepath.Join(root, name), bin
+			cps[i], errs[i] = Start(context.Background(), oi)
 		})
 	}
 	wg.Wait()

@@ -26,9 +26,13 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
-// flowSchemaHeader is the response header in which the API server names the FlowSchema
-// that classified a request (API priority and fairness).
-const flowSchemaHeader = "X-Kubernetes-PF-FlowSchema-UID"
+// flowSchemaHeader and priorityLevelHeader are the response headers in which the API
+// server names the FlowSchema that classified a request and its priority level (API
+// priority and fairness).
+const (
+	flowSchemaHeader    = "X-Kubernetes-PF-FlowSchema-UID"
+	priorityLevelHeader = "X-Kubernetes-PF-PriorityLevel-UID"
+)
 
 // lastHeader records one response header of the last request a client made.
 type lastHeader struct {
@@ -66,7 +70,7 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 // own requests. The manager itself, run with that token and leader election, has its
 // requests dispatched there.
 func TestManagerLeaseRequestsHaveTheLeaderElectionPriority(t *testing.T) {
-	cp := testenv.New(t, "flowschema")[0]
+	cp := testenv.NewWith(t, testenv.Options{PriorityAndFairness: true}, "flowschema")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	admin := newClient(t, cp.Config)
@@ -75,16 +79,22 @@ func TestManagerLeaseRequestsHaveTheLeaderElectionPriority(t *testing.T) {
 	liqo := wire.DefaultLiqoNamespace
 	var fs flowcontrolv1.FlowSchema
 	require.NoError(t, admin.Get(ctx, client.ObjectKey{Name: wire.ManagerName}, &fs))
+	var level flowcontrolv1.PriorityLevelConfiguration
+	require.NoError(t, admin.Get(ctx, client.ObjectKey{Name: "leader-election"}, &level))
 
 	classified := func(t *testing.T, cfg *rest.Config, do func(kubernetes.Interface) error) string {
 		t.Helper()
-		h := &lastHeader{name: flowSchemaHeader}
+		h, pl := &lastHeader{name: flowSchemaHeader}, &lastHeader{name: priorityLevelHeader}
 		cfg = rest.CopyConfig(cfg)
 		cfg.Wrap(h.wrap)
+		cfg.Wrap(pl.wrap)
 		cs, err := kubernetes.NewForConfig(cfg)
 		require.NoError(t, err)
 		_ = do(cs) // refused or not, the API server classified it first
 		require.NotEmpty(t, h.get(), "the API server names the FlowSchema of every request")
+		if h.get() == string(fs.UID) {
+			assert.Equal(t, string(level.UID), pl.get(), "the priority level of FlowSchema %s", fs.Name)
+		}
 		return h.get()
 	}
 	managerCfg, saErr := cp.ServiceAccountConfig(ctx, liqo, wire.ManagerName)
