@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -72,43 +73,60 @@ func InstallObjects(o InstallOptions) ([]client.Object, error) {
 	objs = append(objs, access.ForgeCreatorPolicies()...)
 	objs = append(objs, access.ForgeManagerClusterRoles()...)
 	objs = append(objs, access.ForgeManagerIdentity(o.Namespace)...)
-	objs = append(objs, ForgeManagerFlowSchema(o.Namespace))
+	objs = append(objs, ForgeManagerLeasePriority(o.Namespace)...)
 	if o.Config.APIServerURL != "" || len(o.Config.APIServerCA) > 0 || o.Config.CertificateLifetime > 0 || o.Config.NonceTTL > 0 || o.Config.RequireApproval {
 		objs = append(objs, cluster.ForgeConfigMap(o.Namespace, o.Config))
 	}
 	return objs, nil
 }
 
-// leaderElectionLevel is the priority level the API server suggests for leader election
-// (k8s.io/apiserver's flowcontrol bootstrap configuration; it keeps one unless its
-// administrator removed it).
-const leaderElectionLevel = "leader-election"
-
-// ForgeManagerFlowSchema puts the Lease requests of liqo-auth-manager's ServiceAccount in
-// the Liqo namespace (the leader's Lease, or its presence without leader election) in the
-// API server's leader-election priority level, where Kubernetes puts its own controllers'.
-// Without it they share the ServiceAccount's level and queue with the manager's own
-// requests: in a flood of handshakes the API server answered a renewal after its deadline,
-// and the leader stopped in the middle of them. Flows are told apart by user, so even a
-// stolen manager token only queues behind itself there; it grants nothing.
-func ForgeManagerFlowSchema(liqoNS string) *flowcontrolv1.FlowSchema {
-	return &flowcontrolv1.FlowSchema{
-		TypeMeta:   metav1.TypeMeta{APIVersion: flowcontrolv1.SchemeGroupVersion.String(), Kind: "FlowSchema"},
-		ObjectMeta: metav1.ObjectMeta{Name: wire.ManagerName, Labels: wire.ManagedLabels()},
-		Spec: flowcontrolv1.FlowSchemaSpec{
-			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: leaderElectionLevel},
-			// Before the ServiceAccounts' own schemas (service-accounts: 9000), after
-			// Kubernetes' leader-election schemas (100, 200).
-			MatchingPrecedence:  250,
-			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
-			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-				Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,
-					ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: liqoNS, Name: wire.ManagerName}}},
-				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
-					APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
-					Verbs: []string{"get", "create", "update"}, Namespaces: []string{liqoNS},
+// ForgeManagerLeasePriority is the API server's priority level liqo-auth-manager and the
+// FlowSchema that puts in it the Lease requests of the manager's ServiceAccount in the
+// Liqo namespace (the leader's Lease, or its presence without leader election). Without
+// them those requests share the ServiceAccount's level (workload-low) and queue behind
+// the manager's own: in a flood of handshakes a renewal could wait past its deadline, and
+// the leader stop in the middle of them.
+//
+// A level of its own, not Kubernetes' leader-election level: a stolen manager token there
+// held every seat of that level with slow requests (their body sent late) and
+// kube-controller-manager's renewals waited past their deadline (helper-8,
+// TestAttack51StolenManagerTokenHoldsOnlyItsOwnLevel). This one has a few seats, lends
+// none and borrows none: whoever holds the token delays only the manager's own Lease.
+func ForgeManagerLeasePriority(liqoNS string) []client.Object {
+	return []client.Object{
+		&flowcontrolv1.PriorityLevelConfiguration{
+			TypeMeta:   metav1.TypeMeta{APIVersion: flowcontrolv1.SchemeGroupVersion.String(), Kind: "PriorityLevelConfiguration"},
+			ObjectMeta: metav1.ObjectMeta{Name: wire.ManagerName, Labels: wire.ManagedLabels()},
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+				Type: flowcontrolv1.PriorityLevelEnablementLimited,
+				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+					// About 5 seats of a default API server's 600: a renewal every 2 s needs one.
+					NominalConcurrencyShares: ptr.To[int32](2),
+					LendablePercent:          ptr.To[int32](0),
+					BorrowingLimitPercent:    ptr.To[int32](0),
+					LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
+						Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: 16}},
+				},
+			},
+		},
+		&flowcontrolv1.FlowSchema{
+			TypeMeta:   metav1.TypeMeta{APIVersion: flowcontrolv1.SchemeGroupVersion.String(), Kind: "FlowSchema"},
+			ObjectMeta: metav1.ObjectMeta{Name: wire.ManagerName, Labels: wire.ManagedLabels()},
+			Spec: flowcontrolv1.FlowSchemaSpec{
+				PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: wire.ManagerName},
+				// Before the ServiceAccounts' own schemas (service-accounts: 9000), after
+				// Kubernetes' leader-election schemas (100, 200).
+				MatchingPrecedence:  250,
+				DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+				Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+					Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,
+						ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: liqoNS, Name: wire.ManagerName}}},
+					ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+						APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
+						Verbs: []string{"get", "create", "update"}, Namespaces: []string{liqoNS},
+					}},
 				}},
-			}},
+			},
 		},
 	}
 }

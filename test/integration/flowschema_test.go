@@ -63,13 +63,13 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// TestManagerLeaseRequestsHaveTheLeaderElectionPriority applies the release manifest and
+// TestManagerLeaseRequestsHaveTheirOwnPriority applies the release manifest and
 // shows that the API server classifies the Lease requests of liqo-auth-manager's
-// ServiceAccount in the Liqo namespace, and nothing else, into the leader-election
-// priority level: in a flood of handshakes a renewal no longer queues behind the manager's
-// own requests. The manager itself, run with that token and leader election, has its
+// ServiceAccount in the Liqo namespace, and nothing else, into the priority level
+// liqo-auth-manager: in a flood of handshakes a renewal no longer queues behind the
+// manager's own requests. The manager itself, run with that token and leader election, has its
 // requests dispatched there.
-func TestManagerLeaseRequestsHaveTheLeaderElectionPriority(t *testing.T) {
+func TestManagerLeaseRequestsHaveTheirOwnPriority(t *testing.T) {
 	cp := testenv.NewWith(t, testenv.Options{PriorityAndFairness: true}, "flowschema")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -80,7 +80,7 @@ func TestManagerLeaseRequestsHaveTheLeaderElectionPriority(t *testing.T) {
 	var fs flowcontrolv1.FlowSchema
 	require.NoError(t, admin.Get(ctx, client.ObjectKey{Name: wire.ManagerName}, &fs))
 	var level flowcontrolv1.PriorityLevelConfiguration
-	require.NoError(t, admin.Get(ctx, client.ObjectKey{Name: "leader-election"}, &level))
+	require.NoError(t, admin.Get(ctx, client.ObjectKey{Name: wire.ManagerName}, &level))
 
 	classified := func(t *testing.T, cfg *rest.Config, do func(kubernetes.Interface) error) string {
 		t.Helper()
@@ -149,8 +149,9 @@ func TestManagerLeaseRequestsHaveTheLeaderElectionPriority(t *testing.T) {
 	}, 20*time.Second, 200*time.Millisecond, "the API server dispatches the running manager's Lease requests through FlowSchema %s", fs.Name)
 }
 
-// dispatched reads how many requests the API server dispatched through FlowSchema name
-// (apiserver_flowcontrol_dispatched_requests_total), from its /metrics.
+// dispatched reads how many requests the API server dispatched through FlowSchema name at
+// the priority level of the same name (apiserver_flowcontrol_dispatched_requests_total),
+// from its /metrics.
 func dispatched(ctx context.Context, cfg *rest.Config, name string) (float64, error) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -171,7 +172,7 @@ func dispatched(ctx context.Context, cfg *rest.Config, name string) (float64, er
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "apiserver_flowcontrol_dispatched_requests_total{") ||
-			!strings.Contains(line, `flow_schema="`+name+`"`) || !strings.Contains(line, `priority_level="leader-election"`) {
+			!strings.Contains(line, `flow_schema="`+name+`"`) || !strings.Contains(line, `priority_level="`+name+`"`) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
