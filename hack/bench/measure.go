@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -208,6 +210,10 @@ type scaleResult struct {
 	// leaseMax is the slowest read of the manager's Lease, as its ServiceAccount, during
 	// the handshakes: how long a renewal would have waited.
 	leaseMax time.Duration
+	// queueWait is, with --priority-and-fairness, the 99th percentile of the time requests
+	// waited in the API server's queues during the run, by priority level (from
+	// apiserver_flowcontrol_request_wait_duration_seconds).
+	queueWait map[string]time.Duration
 }
 
 // cpuProcesses are the processes whose CPU a scale run reports: the provider's control
@@ -284,14 +290,14 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	if profile {
 		e.profile(ctx, pprofAddr, n, &profiles)
 	}
-	slowest, err := probeLease(ctx, e.provider)
+	leader, err := e.watchLeader(ctx)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	authenticateAll(ctx, e, consumers, res)
 	res.total = time.Since(start)
-	res.leaseMax = slowest()
+	leader(res)
 	logManagerTrouble(m, res)
 	res.peakRSSMiB, res.cpuS = usage(m.Pid())
 	// The live heap is read once the manager is idle: the work that follows the last
@@ -319,6 +325,83 @@ func (e *env) scaleRun(ctx context.Context, n int, profile bool) (*scaleResult, 
 	}
 	res.teardown = time.Since(start)
 	return res, nil
+}
+
+// watchLeader starts what a scale run records of the manager's Lease: the slowest read of
+// it (probeLease) and, with priority and fairness, the queue waits of its level and of the
+// ServiceAccounts'. The function it returns stops it and records both into res (waits it
+// could not read are said in the log, and left out).
+func (e *env) watchLeader(ctx context.Context) (func(res *scaleResult), error) {
+	var before waitBuckets
+	if e.cfg.priorityAndFairness {
+		var err error
+		if before, err = readQueueWaits(ctx, e.provider); err != nil {
+			return nil, err
+		}
+	}
+	slowest, err := probeLease(ctx, e.provider)
+	if err != nil {
+		return nil, err
+	}
+	return func(res *scaleResult) {
+		res.leaseMax = slowest()
+		if before == nil {
+			return
+		}
+		var err error
+		if res.queueWait, err = queueWaits(ctx, e.provider, before); err != nil {
+			log("  the queue waits: " + err.Error())
+		}
+	}, nil
+}
+
+// queueWaitLevels are the priority levels whose queue waits a scale run reports: the
+// ServiceAccounts' (the manager's requests), and the manager's Lease requests' own.
+var queueWaitLevels = []string{"workload-low", wire.ManagerName}
+
+// waitBuckets are, by priority level, the cumulative counts of
+// apiserver_flowcontrol_request_wait_duration_seconds by upper bound (seconds).
+type waitBuckets map[string]map[float64]float64
+
+func readQueueWaits(ctx context.Context, cp *testenv.ControlPlane) (waitBuckets, error) {
+	out := waitBuckets{}
+	for _, level := range queueWaitLevels {
+		out[level] = map[float64]float64{}
+		for _, le := range []string{"0.005", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "15", "30", "+Inf"} {
+			n, err := testenv.ReadMetricSum(ctx, cp.Config, "apiserver_flowcontrol_request_wait_duration_seconds_bucket",
+				map[string]string{"priority_level": level, "execute": "true", "le": le})
+			if err != nil {
+				return nil, err
+			}
+			bound, _ := strconv.ParseFloat(le, 64) // +Inf parses
+			out[level][bound] = n
+		}
+	}
+	return out, nil
+}
+
+// queueWaits is the 99th percentile, by level, of the queue waits since before (the upper
+// bound of the bucket it falls in).
+func queueWaits(ctx context.Context, cp *testenv.ControlPlane, before waitBuckets) (map[string]time.Duration, error) {
+	after, err := readQueueWaits(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]time.Duration{}
+	for level, buckets := range after {
+		bounds := slices.Sorted(maps.Keys(buckets))
+		total := buckets[bounds[len(bounds)-1]] - before[level][bounds[len(bounds)-1]]
+		if total == 0 {
+			continue
+		}
+		for _, b := range bounds {
+			if buckets[b]-before[level][b] >= 0.99*total {
+				out[level] = time.Duration(b * float64(time.Second))
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // probeLease reads the manager's Lease, as the manager's ServiceAccount, every 250 ms

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,6 +102,13 @@ func (r *report) scaleMarkdown(b *strings.Builder) {
 		fmt.Fprintf(b, "| %d | %s | %.1f | %s | %s | %d | %d | %.0f MiB | %.1f MiB | %.1f KiB | %.1f s | %s | %s |\n", s.n, ms(s.total), float64(s.n)/s.total.Seconds(),
 			ms(percentile(s.perHandshake, .5)), ms(percentile(s.perHandshake, .95)), s.failed, s.retries, s.peakRSSMiB, s.heapMiB,
 			(s.heapMiB-s.heapIdleMiB)*1024/float64(s.n), s.cpuS, ms(s.leaseMax), ms(s.teardown))
+		if len(s.queueWait) > 0 {
+			var waits []string
+			for _, level := range slices.Sorted(maps.Keys(s.queueWait)) {
+				waits = append(waits, fmt.Sprintf("%s %s", level, ms(s.queueWait[level])))
+			}
+			fmt.Fprintf(b, "\nAt %d, the 99th percentile of the API server's queue waits (priority and fairness, by level; the upper bound of its bucket): %s\n\n", s.n, strings.Join(waits, ", "))
+		}
 		if s.firstFailure != "" {
 			fmt.Fprintf(b, "\nFirst failure at %d: %s\n\n", s.n, s.firstFailure)
 		}

@@ -23,24 +23,61 @@ type APICounters map[string]float64
 // ReadAPICounters reads apiserver_request_total and apiserver_watch_events_total from the
 // API server of cfg (whose user may GET /metrics).
 func ReadAPICounters(ctx context.Context, cfg *rest.Config) (APICounters, error) {
+	var out APICounters
+	err := readMetrics(ctx, cfg, func(r io.Reader) (err error) {
+		out, err = parseAPICounters(r)
+		return err
+	})
+	return out, err
+}
+
+// ReadMetricSum reads from the API server of cfg the sum of the series of metric name
+// whose labels include every one of labels (the value of a gauge or a counter; a
+// histogram's series by their full name).
+func ReadMetricSum(ctx context.Context, cfg *rest.Config, name string, labels map[string]string) (float64, error) {
+	var sum float64
+	err := readMetrics(ctx, cfg, func(r io.Reader) error {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.HasPrefix(line, name+"{") {
+				continue
+			}
+			have := metricLabels(line)
+			match := true
+			for k, v := range labels {
+				match = match && have[k] == v
+			}
+			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); match && err == nil {
+				sum += v
+			}
+		}
+		return sc.Err()
+	})
+	return sum, err
+}
+
+// readMetrics hands the API server's /metrics to parse.
+func readMetrics(ctx context.Context, cfg *rest.Config, parse func(io.Reader) error) error {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("GET /metrics: %s: %s", resp.Status, b)
+		return fmt.Errorf("GET /metrics: %s: %s", resp.Status, b)
 	}
-	return parseAPICounters(resp.Body)
+	return parse(resp.Body)
 }
 
 func parseAPICounters(r io.Reader) (APICounters, error) {

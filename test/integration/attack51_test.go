@@ -7,8 +7,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -180,7 +178,7 @@ func TestAttack51StolenManagerTokenHoldsOnlyItsOwnLevel(t *testing.T) {
 	seats := make(chan float64, 1)
 	go func() {
 		time.Sleep(time.Until(t0.Add(12 * time.Second)))
-		n, _ := executingSeats(ctx, cp.Config, wire.ManagerName)
+		n, _ := testenv.ReadMetricSum(ctx, cp.Config, "apiserver_flowcontrol_current_executing_seats", map[string]string{"priority_level": wire.ManagerName})
 		seats <- n
 	}()
 	tried, ok := renewals(ctx, t, victim, t0.Add(12*time.Second), t0.Add(30*time.Second))
@@ -192,36 +190,6 @@ func TestAttack51StolenManagerTokenHoldsOnlyItsOwnLevel(t *testing.T) {
 		ok, tried, held, wire.ManagerName, rejected.Load())
 	assert.Equal(t, tried, ok, "a stolen manager token does not hold kube-controller-manager's renewals")
 	assert.Positive(t, held, "the attack reached the manager's level: it is a test of something")
-}
-
-// executingSeats reads how many seats the requests of priority level name hold now
-// (apiserver_flowcontrol_current_executing_seats), from the API server's /metrics.
-func executingSeats(ctx context.Context, cfg *rest.Config, name string) (float64, error) {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return 0, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var n float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "apiserver_flowcontrol_current_executing_seats{") && strings.Contains(line, `priority_level="`+name+`"`) {
-			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
-				n += v
-			}
-		}
-	}
-	return n, sc.Err()
 }
 
 // TestAttack51InstallAndUninstallKeepAForeignFlowSchema: another tool's FlowSchema named

@@ -1,11 +1,8 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,41 +141,8 @@ func TestManagerLeaseRequestsHaveTheirOwnPriority(t *testing.T) {
 	s := &site{cp: cp, id: "flowschema", client: admin}
 	startManager(t, s, "--kubeconfig", restrictedKubeconfig(t, s))
 	require.Eventually(t, func() bool {
-		n, err := dispatched(ctx, cp.Config, fs.Name)
+		n, err := testenv.ReadMetricSum(ctx, cp.Config, "apiserver_flowcontrol_dispatched_requests_total",
+			map[string]string{"flow_schema": fs.Name, "priority_level": wire.ManagerName})
 		return err == nil && n > 0
 	}, 20*time.Second, 200*time.Millisecond, "the API server dispatches the running manager's Lease requests through FlowSchema %s", fs.Name)
-}
-
-// dispatched reads how many requests the API server dispatched through FlowSchema name at
-// the priority level of the same name (apiserver_flowcontrol_dispatched_requests_total),
-// from its /metrics.
-func dispatched(ctx context.Context, cfg *rest.Config, name string) (float64, error) {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return 0, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var n float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_flowcontrol_dispatched_requests_total{") ||
-			!strings.Contains(line, `flow_schema="`+name+`"`) || !strings.Contains(line, `priority_level="`+name+`"`) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err == nil {
-			n += v
-		}
-	}
-	return n, sc.Err()
 }
