@@ -357,14 +357,7 @@ func (p *Pair) acceptedTenant(ctx context.Context, st *State, cTN, pTN string) (
 // certificate.
 func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tenant, error) {
 	c, pr := p.Consumer, p.Provider
-	// The consumer's key, which signs the nonce and the CSR, is read while the provider
-	// makes the nonce: they need nothing of each other.
-	var key crypto.Signer
-	var errKey error
-	var keyRead sync.WaitGroup
-	keyRead.Go(func() { key, errKey = c.ClusterKey(ctx) })
 	n, err := EnsureNonce(ctx, pr, pTN, c.ClusterID, p.now())
-	keyRead.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -376,8 +369,9 @@ func (p *Pair) exchange(ctx context.Context, cTN, pTN string) (*authv1beta1.Tena
 		pr.Report.Info("Nonce reused: the unused one created at %s", n.CreatedAt.UTC().Format(time.RFC3339))
 	}
 	pr.Report.Info("Nonce retrieved")
-	if errKey != nil {
-		return nil, errKey
+	key, err := c.ClusterKey(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if c.Controllers().Liqo() {
 		return p.exchangeThroughLiqo(ctx, key, nonce, cTN, pTN)
