@@ -156,18 +156,13 @@ func TestAttack51StolenManagerTokenHoldsOnlyItsOwnLevel(t *testing.T) {
 	var fs, kcmFS flowcontrolv1.FlowSchema
 	require.NoError(t, admin.Get(ctx, client.ObjectKey{Name: wire.ManagerName}, &fs))
 	require.NoError(t, admin.Get(ctx, client.ObjectKey{Name: "system-leader-election"}, &kcmFS))
-	classifiedBy := func(cfg *rest.Config, ns, name string) string {
-		h := &lastHeader{name: flowSchemaHeader}
-		cfg = rest.CopyConfig(cfg)
-		cfg.Wrap(h.wrap)
-		cs, csErr := kubernetes.NewForConfig(cfg)
-		require.NoError(t, csErr)
-		_, _ = cs.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
-		return h.get()
+	schemaOf := func(cfg *rest.Config, ns, name string) string {
+		schema, _ := classifiedBy(t, cfg, leaseGet(ctx, ns, name))
+		return schema
 	}
-	require.Eventually(t, func() bool { return classifiedBy(mgr, wire.DefaultLiqoNamespace, wire.ManagerName) == string(fs.UID) },
+	require.Eventually(t, func() bool { return schemaOf(mgr, wire.DefaultLiqoNamespace, wire.ManagerName) == string(fs.UID) },
 		30*time.Second, 200*time.Millisecond, "the manager's Lease requests are classified by FlowSchema liqo-auth-manager")
-	require.Equal(t, string(kcmFS.UID), classifiedBy(victim, "kube-system", "kube-controller-manager"), "kube-controller-manager's renewals are classified by system-leader-election")
+	require.Equal(t, string(kcmFS.UID), schemaOf(victim, "kube-system", "kube-controller-manager"), "kube-controller-manager's renewals are classified by system-leader-election")
 	tried0, ok0 := renewals(ctx, t, victim, time.Now(), time.Now().Add(4*time.Second))
 	require.Equal(t, tried0, ok0, "renewals without an attack")
 

@@ -56,6 +56,29 @@ func (h *lastHeader) get() string {
 	return h.last
 }
 
+// classifiedBy makes request do through a client of cfg, and returns the UIDs of the
+// FlowSchema and of the priority level the API server named for it (refused or not, the
+// API server classified it first).
+func classifiedBy(t *testing.T, cfg *rest.Config, do func(kubernetes.Interface) error) (schema, level string) {
+	t.Helper()
+	h, pl := &lastHeader{name: flowSchemaHeader}, &lastHeader{name: priorityLevelHeader}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(h.wrap)
+	cfg.Wrap(pl.wrap)
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	_ = do(cs)
+	return h.get(), pl.get()
+}
+
+// leaseGet is the request that reads Lease ns/name.
+func leaseGet(ctx context.Context, ns, name string) func(kubernetes.Interface) error {
+	return func(cs kubernetes.Interface) error {
+		_, err := cs.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	}
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
@@ -81,27 +104,16 @@ func TestManagerLeaseRequestsHaveTheirOwnPriority(t *testing.T) {
 
 	classified := func(t *testing.T, cfg *rest.Config, do func(kubernetes.Interface) error) string {
 		t.Helper()
-		h, pl := &lastHeader{name: flowSchemaHeader}, &lastHeader{name: priorityLevelHeader}
-		cfg = rest.CopyConfig(cfg)
-		cfg.Wrap(h.wrap)
-		cfg.Wrap(pl.wrap)
-		cs, err := kubernetes.NewForConfig(cfg)
-		require.NoError(t, err)
-		_ = do(cs) // refused or not, the API server classified it first
-		require.NotEmpty(t, h.get(), "the API server names the FlowSchema of every request")
-		if h.get() == string(fs.UID) {
-			assert.Equal(t, string(level.UID), pl.get(), "the priority level of FlowSchema %s", fs.Name)
+		schema, pl := classifiedBy(t, cfg, do)
+		require.NotEmpty(t, schema, "the API server names the FlowSchema of every request")
+		if schema == string(fs.UID) {
+			assert.Equal(t, string(level.UID), pl, "the priority level of FlowSchema %s", fs.Name)
 		}
-		return h.get()
+		return schema
 	}
 	managerCfg, saErr := cp.ServiceAccountConfig(ctx, liqo, wire.ManagerName)
 	require.NoError(t, saErr)
-	leases := func(ns string) func(kubernetes.Interface) error {
-		return func(cs kubernetes.Interface) error {
-			_, err := cs.CoordinationV1().Leases(ns).Get(ctx, wire.ManagerName, metav1.GetOptions{})
-			return err
-		}
-	}
+	leases := func(ns string) func(kubernetes.Interface) error { return leaseGet(ctx, ns, wire.ManagerName) }
 	// The API server reads FlowSchemas from its informer: the new one takes a moment.
 	require.Eventually(t, func() bool {
 		return classified(t, managerCfg, leases(liqo)) == string(fs.UID)
