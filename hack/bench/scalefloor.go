@@ -182,6 +182,7 @@ func (f *floorHandshake) arrive(ctx context.Context) error {
 	if f.t, err = handshake.ForgeTenant(id, f.v.Key, f.sig, f.tn, ""); err != nil {
 		return err
 	}
+	controllerutil.AddFinalizer(f.t, wire.TenantFinalizer) // as liqoctl's Tenant where a manager runs
 	if err = f.c.Create(ctx, f.t); err != nil {
 		return fmt.Errorf("tenant: %w", err)
 	}
@@ -190,17 +191,12 @@ func (f *floorHandshake) arrive(ctx context.Context) error {
 	return nil
 }
 
-// accept is the acceptance's part: the nonce's consumption, the finalizer, the Role and two
+// accept is the acceptance's part: the nonce's consumption, the Role and two
 // RoleBindings owned by the Tenant, the five SubjectAccessReviews before the issuance.
 func (f *floorHandshake) accept(ctx context.Context) error {
 	id := f.v.ID
 	if err := writeRecord(ctx, f.c, f.cm, f.rec, false); err != nil {
 		return err
-	}
-	patch := client.MergeFrom(f.t.DeepCopy())
-	controllerutil.AddFinalizer(f.t, wire.TenantFinalizer)
-	if err := f.c.Patch(ctx, f.t, patch); err != nil {
-		return fmt.Errorf("finalizer: %w", err)
 	}
 	for _, o := range access.AccessObjects(f.tn, id, access.IdentitySubjects(id, nil)) {
 		if err := controllerutil.SetControllerReference(f.t, o, scheme.New()); err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -78,6 +79,9 @@ func (v *VirtualConsumer) Authenticate(ctx context.Context, c client.WithWatch, 
 	if err != nil {
 		return nil, err
 	}
+	// As liqoctl's Tenant where a liqo-auth-manager runs (handshake.ApplyTenant), as it does
+	// on every provider of these consumers: with the manager's finalizer from the start.
+	controllerutil.AddFinalizer(t, wire.TenantFinalizer)
 	if createErr := c.Create(ctx, t); createErr != nil {
 		return nil, fmt.Errorf("creating the Tenant: %w", createErr)
 	}

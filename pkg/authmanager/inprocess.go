@@ -158,6 +158,7 @@ func (c *InProcess) Start(ctx context.Context, s *handshake.Side, role Role) (st
 	}
 	if running != nil {
 		c.host.Debugf(s.Scope, "liqo-auth-manager %s (version %s) runs in this cluster", running.Holder, running.Version)
+		s.ManagerRunning = role.Has(Provider)
 		return false, nil
 	}
 	if role.Has(Provider) {

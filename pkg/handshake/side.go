@@ -51,6 +51,12 @@ type Side struct {
 	// AdoptTenantNamespace lets EnsureTenantNamespace adopt an existing namespace this
 	// cluster has no record of (the administrator says it is theirs).
 	AdoptTenantNamespace bool
+	// ManagerRunning says that a liqo-auth-manager held its Lease on this cluster when the
+	// command looked (authmanager.InProcess.Start sets it): a Tenant applied here then
+	// carries the manager's finalizer from its creation (ApplyTenant), which saves the
+	// manager a write and a reconcile per handshake. Never set where in-process controllers
+	// decide: a refused Tenant would keep a finalizer nobody removes once the command ends.
+	ManagerRunning bool
 	// controllers is whose controllers handle the protocol on this side (nil: this
 	// project's).
 	controllers Controllers

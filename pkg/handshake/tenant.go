@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -46,8 +47,14 @@ func ForgeTenant(consumerID string, key crypto.Signer, signature []byte, provide
 }
 
 // ApplyTenant server-side applies the Tenant on the provider. Only the fields the
-// consumer owns are set: an administrator's tenantCondition is kept.
+// consumer owns are set: an administrator's tenantCondition is kept. Where a
+// liqo-auth-manager runs (p.ManagerRunning), the Tenant carries its finalizer from the
+// start: the manager would add it to an accepted Tenant anyway, and finalizes every Tenant
+// deleted, a refused one included.
 func ApplyTenant(ctx context.Context, p *Side, t *authv1beta1.Tenant) error {
+	if p.ManagerRunning {
+		controllerutil.AddFinalizer(t, wire.TenantFinalizer)
+	}
 	if err := cluster.Apply(ctx, p.Client, t, wire.FieldOwner); err != nil {
 		return p.Explain(err, "applying the Tenant")
 	}

@@ -92,6 +92,10 @@ func TestCLIAuthenticateInProcess(t *testing.T) {
 	pTN := wire.TenantNamespaceName(consumer.id)
 	var before authv1beta1.Tenant
 	require.NoError(t, provider.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: consumer.id}, &before))
+	// No manager runs: liqoctl leaves the finalizer to the controllers, which add it once
+	// they accept (a refused Tenant keeps none after the command ends).
+	assert.NotContains(t, finalizerOwners(t, &before), wire.FieldOwner+" Apply")
+	assert.Contains(t, before.Finalizers, wire.TenantFinalizer)
 	_, errOut = mustCLI(t, pairArgs("auth", consumer, provider)...)
 	assert.Contains(t, errOut, "nothing to do")
 	var after authv1beta1.Tenant

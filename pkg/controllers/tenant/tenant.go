@@ -4,7 +4,9 @@
 // the certificate before it expires, and follows the administrative state
 // (Active, Cordoned, Drained) and, when the administrator requires it, their approval of
 // the consumer's sealed key (approval.go). An accepted Tenant gets a finalizer that
-// removes everything it caused; a refused one causes nothing and gets none.
+// removes everything it caused; a refused one causes nothing and gets none from it (liqoctl
+// applies its Tenant with the finalizer already on where a manager runs, and any Tenant
+// writer may: every Tenant deleted is finalized, so the manager lets it go).
 //
 // Who writes what it reads: the Tenant's spec and metadata, the consumer (through
 // liqoctl, a peering user or the administrator) and Tenant writers; its status, status
@@ -210,7 +212,11 @@ func (r *Reconciler) reconcile(ctx context.Context, t *authv1beta1.Tenant, place
 // (checkSubmission) run beside the finalizer's patch.
 //
 // Accepted, the Tenant is about to cause something (bindings, a CSR): only now does it get
-// the finalizer, and nothing is caused unless it took it. A refused or stray Tenant causes
+// the finalizer, and nothing is caused unless it took it. A Tenant created with it (liqoctl's,
+// where a manager runs) needs no patch: a deletion waits for the finalize, which reads live
+// what this reconcile made, and a Tenant made again under its name meanwhile finds the
+// requests of the old one deleted (deleteLeftovers) and its bindings collected (they name
+// the old one as their controller). A refused or stray Tenant causes
 // nothing, and a finalizer nothing would remove would make kubectl delete hang for good
 // where no manager runs; a Tenant being deleted refuses the finalizer, and a binding made
 // for it would outlive it for as long as another finalizer keeps it
