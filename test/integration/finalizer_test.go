@@ -70,7 +70,7 @@ func finalizerOwners(t *testing.T, o metav1.Object) []string {
 				Finalizers map[string]json.RawMessage `json:"f:finalizers"`
 			} `json:"f:metadata"`
 		}
-		require.NoError(t, json.Unmarshal(mf.FieldsV1.Raw, &fields))
+		require.NoError(t, json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields))
 		if _, ok := fields.Metadata.Finalizers[`v:"`+wire.TenantFinalizer+`"`]; ok {
 			owners = append(owners, mf.Manager+" "+string(mf.Operation))
 		}
