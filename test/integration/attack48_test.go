@@ -58,14 +58,15 @@ func createUntilFinalized(t *testing.T, peer client.WithWatch, tenant *authv1bet
 	}
 }
 
-// tenantCSRs are the CertificateSigningRequests the manager made for the Tenant tn/id.
-func tenantCSRs(t *testing.T, p *site, tn, id string) []string {
+// tenantCSRs are the CertificateSigningRequests the manager made for the Tenant tn/id, for
+// the one of UID uid only unless uid is "".
+func tenantCSRs(t *testing.T, p *site, tn, id, uid string) []string {
 	t.Helper()
 	var csrs certificatesv1.CertificateSigningRequestList
 	require.NoError(t, p.client.List(context.Background(), &csrs))
 	var out []string
 	for _, c := range csrs.Items {
-		if c.Annotations[wire.TenantAnnotation] == tn+"/"+id {
+		if c.Annotations[wire.TenantAnnotation] == tn+"/"+id && (uid == "" || c.Labels[wire.TenantUIDLabel] == uid) {
 			out = append(out, fmt.Sprintf("%s (uid label %s, certificate issued: %t)", c.Name, c.Labels[wire.TenantUIDLabel], len(c.Status.Certificate) > 0))
 		}
 	}
@@ -156,7 +157,7 @@ func TestAttack48PeeringUserStripsTheFinalizerMidReconcile(t *testing.T) {
 		var csrs []string
 		for range 6 {
 			time.Sleep(time.Second)
-			if csrs = tenantCSRs(t, p, tn, id); len(csrs) == 0 {
+			if csrs = tenantCSRs(t, p, tn, id, ""); len(csrs) == 0 {
 				break
 			}
 		}

@@ -148,6 +148,13 @@ func TestManagerLeaseRequestsHaveTheirOwnPriority(t *testing.T) {
 	impostor, saErr := cp.ServiceAccountConfig(ctx, liqo, "impostor")
 	require.NoError(t, saErr)
 	assert.NotEqual(t, string(fs.UID), classified(t, impostor, leases(liqo)), "another ServiceAccount's Lease read in %s", liqo)
+	// A namespace creator may make a ServiceAccount of the manager's name in a namespace of
+	// its own: its requests are not the manager's.
+	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lookalike"}}))
+	require.NoError(t, admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: wire.ManagerName, Namespace: "lookalike"}}))
+	namesake, saErr := cp.ServiceAccountConfig(ctx, "lookalike", wire.ManagerName)
+	require.NoError(t, saErr)
+	assert.NotEqual(t, string(fs.UID), classified(t, namesake, leases(liqo)), "the Lease read of a ServiceAccount named %s in another namespace", wire.ManagerName)
 
 	// The manager, with that token and leader election, renews its Lease at that level.
 	s := &site{cp: cp, id: "flowschema", client: admin}

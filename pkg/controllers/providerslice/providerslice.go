@@ -24,7 +24,9 @@ package providerslice
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -172,6 +174,19 @@ func (r *Reconciler) deleteLeftovers(ctx context.Context, key types.NamespacedNa
 		issuer.LiveUID(r.APIReader, authv1beta1.GroupVersion.WithKind("ResourceSlice"), key))
 }
 
+// deleteOrphans deletes the Role and RoleBinding a slice of this name, now gone, left with
+// no controller (ownedrbac.DeleteOrphans): deleted with propagationPolicy Orphan, it no
+// longer says its consumer, so they are told by their name and their slice's label.
+func (r *Reconciler) deleteOrphans(ctx context.Context, key types.NamespacedName) error {
+	objs := access.SliceAccessObjects(key.Namespace, key.Name, rbacv1.Subject{}, "", nil)
+	for _, o := range objs {
+		labels := maps.Clone(o.GetLabels())
+		delete(labels, wire.RemoteClusterIDLabel)
+		o.SetLabels(labels)
+	}
+	return ownedrbac.DeleteOrphans(ctx, r.Client, r.Client, objs)
+}
+
 func csrToSlice(_ context.Context, o client.Object) []reconcile.Request {
 	ns, name, ok := strings.Cut(o.GetAnnotations()[wire.SliceAnnotation], "/")
 	if !ok || ns == "" || name == "" {
@@ -190,7 +205,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.deleteLeftovers(ctx, req.NamespacedName, "")
+		return ctrl.Result{}, errors.Join(r.deleteLeftovers(ctx, req.NamespacedName, ""), r.deleteOrphans(ctx, req.NamespacedName))
 	}
 	if err := r.deleteLeftovers(ctx, req.NamespacedName, rs.UID); err != nil {
 		return ctrl.Result{}, err

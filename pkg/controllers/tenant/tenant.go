@@ -145,7 +145,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.deleteLeftovers(ctx, req.NamespacedName, "")
+		return ctrl.Result{}, errors.Join(r.deleteLeftovers(ctx, req.NamespacedName, ""),
+			ownedrbac.DeleteOrphans(ctx, r.Client, r.Client, access.AccessObjects(req.Namespace, req.Name, nil)))
 	}
 	if err := r.deleteLeftovers(ctx, req.NamespacedName, t.UID); err != nil {
 		return ctrl.Result{}, err

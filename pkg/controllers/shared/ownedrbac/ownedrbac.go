@@ -5,6 +5,7 @@ package ownedrbac
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"sync/atomic"
 
@@ -21,10 +22,11 @@ import (
 
 // EnsureControlled creates or repairs objs (Roles and RoleBindings), controlled by owner:
 // the Roles at once, then the bindings at once. When onlyRepair is set (Cordoned), missing
-// objects are not created: nothing new is granted, and granted says so. An object of one of those names that
-// grants anything else, or that the cache does not show (it may hold only this
-// project's objects) and owner does not control, is replaced: a binding made by someone
-// else must not decide what the owner's subject may do. live reads what the cache
+// objects are not created: nothing new is granted, and granted says so. An object of one
+// of those names that grants anything else, or that owner does not control, is replaced: a
+// binding made by someone else must not decide what the owner's subject may do, and one an
+// earlier owner of the name left (orphaned by its deletion) would outlive this owner, whose
+// garbage collection and finalize take only what it controls. live reads what the cache
 // cannot show.
 func EnsureControlled(ctx context.Context, c client.Client, live client.Reader, owner client.Object, objs []client.Object, onlyRepair bool) (granted bool, err error) {
 	for _, want := range objs {
@@ -81,7 +83,7 @@ func ensureControlled(ctx context.Context, c client.Client, live client.Reader, 
 		}
 	case err != nil:
 		return false, err
-	case sameAccess(current, want):
+	case sameAccess(current, want) && metav1.IsControlledBy(current, owner):
 		return true, nil
 	}
 	// roleRef is immutable: replace the object rather than patch it.
@@ -107,17 +109,36 @@ func sameAccess(current, want client.Object) bool {
 	return false
 }
 
-// DeleteControlled deletes those of objs (looked up live through r) that owner controls.
-// An object of the same name controlled by anything else is left alone.
+// DeleteControlled deletes those of objs (looked up through r) that owner controls, and
+// their orphans (DeleteOrphans). An object of the same name controlled by anything else is
+// left alone.
 func DeleteControlled(ctx context.Context, c client.Client, r client.Reader, owner client.Object, objs []client.Object) error {
+	return deleteWhere(ctx, c, r, objs, func(ref *metav1.OwnerReference) bool { return ref.UID == owner.GetUID() })
+}
+
+// DeleteOrphans deletes those of objs (looked up through r) that nothing controls and that
+// carry every label they were forged with, this project's among them: what an owner of
+// their name made, whose controller reference the garbage collector took off when that
+// owner was deleted with propagationPolicy Orphan (the tenant and its peering user may
+// delete their Tenant so): left there, they would keep the access of an owner that is gone
+// (TestAttack52DeletedWithOrphanPropagation). objs forged without this project's label
+// never match.
+func DeleteOrphans(ctx context.Context, c client.Client, r client.Reader, objs []client.Object) error {
+	return deleteWhere(ctx, c, r, objs, func(*metav1.OwnerReference) bool { return false })
+}
+
+// deleteWhere deletes those of objs (looked up through r) whose controller ours accepts, or
+// that are orphans of what objs describe.
+func deleteWhere(ctx context.Context, c client.Client, r client.Reader, objs []client.Object, ours func(*metav1.OwnerReference) bool) error {
 	for _, obj := range objs {
+		forged := maps.Clone(obj.GetLabels())
 		if err := r.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
 			return err
 		}
-		if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != owner.GetUID() {
+		if ref := metav1.GetControllerOf(obj); ref == nil && !orphanOf(obj, forged) || ref != nil && !ours(ref) {
 			continue
 		}
 		uid := obj.GetUID()
@@ -126,6 +147,21 @@ func DeleteControlled(ctx context.Context, c client.Client, r client.Reader, own
 		}
 	}
 	return nil
+}
+
+// orphanOf says whether obj, which nothing controls, is what this project forged with
+// labels forged: it carries them all, this project's managed-by label among them.
+func orphanOf(obj client.Object, forged map[string]string) bool {
+	if forged[wire.ManagedByLabel] != wire.ManagedByValue {
+		return false
+	}
+	got := obj.GetLabels()
+	for k, v := range forged {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // Finalize removes what owner caused, and only that: those of objs it controls and the
