@@ -68,16 +68,18 @@ var (
 	nsCreatorTenants  = Writer{Principal: NamespaceCreator, Writes: "Tenants (spec, metadata) in namespaces it creates", Tests: []string{"TestMetricsSeriesComeOnlyFromPeers"}}
 	tenantWriter      = Writer{Principal: TenantWriter, Writes: "the Tenants of the tenant namespace: spec (key, CSR, signature, `tenantCondition`) and metadata", Tests: []string{"TestApprovalCannotBeForged", "TestTenantCarriesTheFinalizerFromItsCreation", "TestAttack52DeletedAsAcceptedWithFinalizerOn"}}
 	peeringUserTenant = Writer{Principal: PeeringUser, Writes: "the Tenant named after its consumer: spec and metadata", Tests: []string{"TestPeeringUserCannotUndoTheAdministrator", "TestApprovalCannotBeForged",
-		"TestAttack52StripDeleteRecreateMidReconcile", "TestAttack52PeeringUserAppliesAsLiqoctlWithoutFinalizer", "TestAttack52DeletedWithOrphanPropagation"}}
+		"TestAttack52StripDeleteRecreateMidReconcile", "TestAttack52PeeringUserAppliesAsLiqoctlWithoutFinalizer", "TestAttack52DeletedWithOrphanPropagation",
+		"TestAttack53RecreatedTenantKeepsItsAccess"}}
 	statusTenants = Writer{Principal: StatusWriter, Writes: "Tenant status in every namespace (acceptance, `acceptedAt`, conditions, certificate)", Tests: []string{"TestStatusWriterCannotHijackTheFirstHandshake", "TestStatusWritersCannotAcceptATenant",
 		"TestStatusWriterCannotMakeTheProviderIssue", "TestAttack5StatusWriterBackdatesRenewAfter", "TestAttack5StatusWriterInflatesHandshakeMetric",
 		"TestAttack6StatusWriterReplaysRenewRequest", "TestAttack6StatusWriterMakesRenewTenantReportAFalseRenewal",
 		"TestAttack10StatusWriterMakesRenewTenantSayDrained", "TestAttack10StatusWriterFightsRenewTenantWithinItsTimeout", "TestApprovalCannotBeForged"}}
-	tenantLeaves      = Writer{Principal: TheTenant, Writes: "deletes its own Tenant, by name (leaving: `handshake.Leave`); its spec, status and every other Tenant stay out of its reach", Tests: []string{"TestConsumerLeaves", "TestAttack52DeletedWithOrphanPropagation"}}
-	tenantRenews      = Writer{Principal: TheTenant, Writes: "Renews in its tenant namespace: spec and metadata"}
-	nsCreatorRenews   = Writer{Principal: NamespaceCreator, Writes: "Renews in namespaces it creates"}
-	statusRenews      = Writer{Principal: StatusWriter, Writes: "Renew status in every namespace"}
-	tenantSlices      = Writer{Principal: TheTenant, Writes: "ResourceSlices in its tenant namespace (the provider's copies): spec and metadata", Tests: []string{"TestSliceUsersAndClusterIDsNeverMeet"}}
+	tenantLeaves    = Writer{Principal: TheTenant, Writes: "deletes its own Tenant, by name (leaving: `handshake.Leave`); its spec, status and every other Tenant stay out of its reach", Tests: []string{"TestConsumerLeaves", "TestAttack52DeletedWithOrphanPropagation"}}
+	tenantRenews    = Writer{Principal: TheTenant, Writes: "Renews in its tenant namespace: spec and metadata"}
+	nsCreatorRenews = Writer{Principal: NamespaceCreator, Writes: "Renews in namespaces it creates"}
+	statusRenews    = Writer{Principal: StatusWriter, Writes: "Renew status in every namespace"}
+	tenantSlices    = Writer{Principal: TheTenant, Writes: "ResourceSlices in its tenant namespace (the provider's copies): spec and metadata", Tests: []string{"TestSliceUsersAndClusterIDsNeverMeet",
+		"TestAttack53SliceDeletedWithOrphanPropagation", "TestAttack53RelabelledSliceHeldAndOrphaned", "TestAttack53RecreatedSliceKeepsItsAccess", "TestAttack53OrphanCleanupSparesTheHonestSlice"}}
 	nsCreatorSlices   = Writer{Principal: NamespaceCreator, Writes: "ResourceSlices in namespaces it creates, claiming any consumer or provider"}
 	sliceWriter       = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestConsumerSliceOutsideTenantNamespace"}}
 	statusSlices      = Writer{Principal: StatusWriter, Writes: "ResourceSlice status in every namespace (verdict, resources, certificate)", Tests: []string{"TestResourceSliceStatusIsNotTrusted"}}
@@ -87,7 +89,7 @@ var (
 	nsCreatorBindings = Writer{Principal: NamespaceCreator, Writes: "RoleBindings of the Roles it holds, in namespaces it creates, naming any user or group (`<C>`, `liqo.io`)"}
 	clusterRoleBinder = Writer{Principal: ClusterRoleBinder, Writes: "ClusterRoleBindings of ClusterRoles it holds, with any name, labels (a peering user's included) and subjects"}
 	nsCreatorRoles    = Writer{Principal: NamespaceCreator, Writes: "Roles labelled as this project's, in namespaces it creates"}
-	roleWriter        = Writer{Principal: RoleWriter, Writes: "Roles of the tenant namespace labelled as this project's, named like a slice's"}
+	roleWriter        = Writer{Principal: RoleWriter, Writes: "Roles of the tenant namespace labelled as this project's, named like a slice's", Tests: []string{"TestAttack53RoleWriterPlantsASliceRole"}}
 	liqoNSPeerings    = Writer{Principal: LiqoNamespaceWriter, Writes: "Peerings and their bootstrap Secrets in the Liqo namespace: the administrator's declarations (a Peering elsewhere is never read)", Trusted: true}
 	statusPeerings    = Writer{Principal: StatusWriter, Writes: "Peering status in every namespace (state, provider, bootstrap, conditions)", Tests: []string{"TestPeeringStatusWriterCannotChooseWhatIsLeft"}}
 	// A peering user retiring itself (handshake.RetirePeeringUser): deletes only, by name.

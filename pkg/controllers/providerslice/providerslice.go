@@ -175,16 +175,25 @@ func (r *Reconciler) deleteLeftovers(ctx context.Context, key types.NamespacedNa
 }
 
 // deleteOrphans deletes the Role and RoleBinding a slice of this name, now gone, left with
-// no controller (ownedrbac.DeleteOrphans): deleted with propagationPolicy Orphan, it no
-// longer says its consumer, so they are told by their name and their slice's label.
+// no controller (ownedrbac.DeleteOrphans).
 func (r *Reconciler) deleteOrphans(ctx context.Context, key types.NamespacedName) error {
-	objs := access.SliceAccessObjects(key.Namespace, key.Name, rbacv1.Subject{}, "", nil)
+	return ownedrbac.DeleteOrphans(ctx, r.Client, r.Client, sliceAccessByName(key.Namespace, key.Name))
+}
+
+// sliceAccessByName are the Role and RoleBinding of slice name in namespace ns, labelled
+// only as what identifies them whoever the slice says its consumer is: this project's and
+// the slice's name labels. The consumer's label is left out: a slice's
+// spec.consumerClusterID is the tenant's to rewrite, and an orphan of its access, labelled
+// for the consumer it first named, must be found after such a rewrite too
+// (TestAttack53RelabelledSliceHeldAndOrphaned).
+func sliceAccessByName(ns, name string) []client.Object {
+	objs := access.SliceAccessObjects(ns, name, rbacv1.Subject{}, "", nil)
 	for _, o := range objs {
 		labels := maps.Clone(o.GetLabels())
 		delete(labels, wire.RemoteClusterIDLabel)
 		o.SetLabels(labels)
 	}
-	return ownedrbac.DeleteOrphans(ctx, r.Client, r.Client, objs)
+	return objs
 }
 
 func csrToSlice(_ context.Context, o client.Object) []reconcile.Request {
@@ -452,7 +461,5 @@ func checkIssued(cert *x509.Certificate, csrPEM []byte, user, org string) error 
 // being deleted, the manager's finalizer on it or not: the tenant writes its slices, and
 // may take the finalizer off and keep one of its own (ownedrbac.Finalize).
 func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice) error {
-	id, _ := access.SliceConsumer(rs)
-	return ownedrbac.Finalize(ctx, r.Client, r.APIReader, r.Issuer, rs, wire.ProviderSliceFinalizer,
-		access.SliceAccessObjects(rs.Namespace, rs.Name, access.SliceSubject(authn.SliceUserName(rs.Name, id), ""), id, nil))
+	return ownedrbac.Finalize(ctx, r.Client, r.APIReader, r.Issuer, rs, wire.ProviderSliceFinalizer, sliceAccessByName(rs.Namespace, rs.Name))
 }
