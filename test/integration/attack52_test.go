@@ -238,26 +238,32 @@ func TestAttack52StripDeleteRecreateMidReconcile(t *testing.T) {
 	assert.Empty(t, leftovers, "nothing made for a Tenant that is gone is left")
 }
 
-// a52WarmGC waits until the garbage collector handles Tenants (on a fresh control plane it
-// learns of the CRD up to 30 s late): a Tenant deleted in the foreground goes once its
-// dependent ConfigMap is collected. Setup, as the administrator.
-func a52WarmGC(t *testing.T, p *site) {
+// warmGC waits until the garbage collector of p handles the kind of probe, which it
+// creates in a namespace of its own (on a fresh control plane the collector learns of the
+// CRDs up to 30 s late): probe, deleted in the foreground, goes once a ConfigMap it owns is
+// collected. Setup, as the administrator; the probe is outside every tenant namespace, so
+// the controllers decide nothing for it.
+func warmGC(t *testing.T, p *site, probe client.Object, kind string) {
 	t.Helper()
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a52-gc-probe"}}
-	require.NoError(t, p.client.Create(ctx, ns))
-	someNonce, err := authn.NewNonce()
-	require.NoError(t, err)
-	probe := newAttacker(t, "cl-a52-probe").honestTenant(t, ns.Name, someNonce)
+	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probe.GetNamespace()}}))
 	require.NoError(t, p.client.Create(ctx, probe))
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns.Name, OwnerReferences: []metav1.OwnerReference{{
-		APIVersion: authv1beta1.GroupVersion.String(), Kind: "Tenant", Name: probe.Name, UID: probe.UID}}}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: probe.GetNamespace(), OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: authv1beta1.GroupVersion.String(), Kind: kind, Name: probe.GetName(), UID: probe.GetUID()}}}}
 	require.NoError(t, p.client.Create(ctx, cm))
 	require.NoError(t, p.client.Delete(ctx, probe, client.PropagationPolicy(metav1.DeletePropagationForeground)))
-	eventually(t, 90*time.Second, "the garbage collector handles Tenants", func(ctx context.Context) (bool, error) {
-		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(probe), &authv1beta1.Tenant{})) &&
+	eventually(t, 90*time.Second, "the garbage collector handles "+kind+"s", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(probe), probe.DeepCopyObject().(client.Object))) &&
 			apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})), nil
 	})
+}
+
+// a52WarmGC waits until the garbage collector of p handles Tenants (warmGC).
+func a52WarmGC(t *testing.T, p *site) {
+	t.Helper()
+	someNonce, err := authn.NewNonce()
+	require.NoError(t, err)
+	warmGC(t, p, newAttacker(t, "cl-a52-probe").honestTenant(t, "a52-gc-probe", someNonce), "Tenant")
 }
 
 // TestAttack52DeletedWithOrphanPropagation: the Tenant's own certificate identity (get,

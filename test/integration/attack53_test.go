@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,25 +31,11 @@ import (
 // control). Each test asserts the secure behaviour: it passes when the attack is refused.
 // The provider runs the provider controllers in-process (the reconcilers the manager runs).
 
-// a53WarmGC waits until the garbage collector handles ResourceSlices (on a fresh control
-// plane it learns of the CRDs up to 30 s late): a slice deleted in the foreground goes
-// once its dependent ConfigMap is collected. Setup, as the administrator; the probe slice
-// is no provider copy, so the controllers ignore it.
+// a53WarmGC waits until the garbage collector of p handles ResourceSlices (warmGC); the
+// probe slice is no provider copy, so the controllers ignore it.
 func a53WarmGC(t *testing.T, p *site) {
 	t.Helper()
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a53-gc-probe"}}
-	require.NoError(t, p.client.Create(ctx, ns))
-	probe := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns.Name}}
-	require.NoError(t, p.client.Create(ctx, probe))
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns.Name, OwnerReferences: []metav1.OwnerReference{{
-		APIVersion: authv1beta1.GroupVersion.String(), Kind: "ResourceSlice", Name: probe.Name, UID: probe.UID}}}}
-	require.NoError(t, p.client.Create(ctx, cm))
-	require.NoError(t, p.client.Delete(ctx, probe, client.PropagationPolicy(metav1.DeletePropagationForeground)))
-	eventually(t, 90*time.Second, "the garbage collector handles ResourceSlices", func(ctx context.Context) (bool, error) {
-		return apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(probe), &authv1beta1.ResourceSlice{})) &&
-			apierrors.IsNotFound(p.client.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})), nil
-	})
+	warmGC(t, p, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "a53-gc-probe"}}, "ResourceSlice")
 }
 
 // a53SliceAccess describes the Role and RoleBinding of slice name in ns (the names the
