@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -158,10 +159,24 @@ func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Tim
 // namespace tn, for the consumer's controllers to sign, or already signed with sig when
 // the caller signed it with the cluster's key (the controllers leave a nonce signed by
 // that key alone). A Secret holding another nonce is reset, dropping its stale signature.
+// The consumer's controllers may write the Secret meanwhile (re-signing the nonce it held
+// with a rotated key): such a conflict is read again and retried, never reported.
 func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce string, sig []byte) error {
 	if err := authn.CheckNonce(nonce); err != nil {
 		return fmt.Errorf("the nonce is not valid: %w (copy it exactly as liqoctl get nonce prints it)", err)
 	}
+	raced := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+	if err := retry.OnError(retry.DefaultRetry, raced, func() error {
+		return writeSignedNonce(ctx, c, tn, providerID, nonce, sig)
+	}); err != nil {
+		return c.Explain(err, "writing the nonce to sign")
+	}
+	return nil
+}
+
+// writeSignedNonce is one try of EnsureSignedNonce: read the Secret, then create it or
+// reset it unless it already holds nonce (and sig) under the right labels.
+func writeSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce string, sig []byte) error {
 	data := map[string][]byte{wire.NonceField: []byte(nonce)}
 	if sig != nil {
 		data[wire.SignedNonceField] = sig
@@ -176,18 +191,17 @@ func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce strin
 			Type: corev1.SecretTypeOpaque,
 			Data: data,
 		}
-		err = c.Client.Create(ctx, &s)
-	case err == nil && (string(s.Data[wire.NonceField]) != nonce || s.Labels[wire.SignedNonceLabel] != "true" || s.Labels[wire.RemoteClusterIDLabel] != providerID ||
-		(sig != nil && !bytes.Equal(s.Data[wire.SignedNonceField], sig))):
+		return c.Client.Create(ctx, &s)
+	case err != nil:
+		return err
+	case string(s.Data[wire.NonceField]) != nonce || s.Labels[wire.SignedNonceLabel] != "true" || s.Labels[wire.RemoteClusterIDLabel] != providerID ||
+		(sig != nil && !bytes.Equal(s.Data[wire.SignedNonceField], sig)):
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
 		s.Labels[wire.SignedNonceLabel], s.Labels[wire.RemoteClusterIDLabel] = "true", providerID
 		s.Data = data
-		err = c.Client.Update(ctx, &s)
-	}
-	if err != nil {
-		return c.Explain(err, "writing the nonce to sign")
+		return c.Client.Update(ctx, &s)
 	}
 	return nil
 }

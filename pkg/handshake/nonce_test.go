@@ -1,0 +1,111 @@
+package handshake
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
+)
+
+// TestEnsureSignedNonceRacesTheSigner: the consumer's controllers may write the
+// signed-nonce Secret between liqoctl's read and its write (re-signing the nonce it held
+// after a key rotation, or creating it): liqoctl reads again and places its nonce, instead
+// of failing the handshake with a conflict. A writer that keeps conflicting still fails,
+// named.
+func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
+	const tn, provider = "liqo-tenant-cl-p", "cl-p"
+	key := client.ObjectKey{Namespace: tn, Name: wire.SignedNonceSecretName}
+	old, err := authn.NewNonce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce, err := authn.NewNonce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func() *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: wire.SignedNonceSecretName,
+			Labels: map[string]string{wire.SignedNonceLabel: "true", wire.RemoteClusterIDLabel: provider}},
+			Data: map[string][]byte{wire.NonceField: []byte(old), wire.SignedNonceField: []byte("signed with the old key")}}
+	}
+	for _, tc := range []struct {
+		name    string
+		initial []client.Object
+		// races is how many of liqoctl's writes another writer beats.
+		races   int
+		wantErr bool
+	}{
+		{"the signer re-signs the held nonce first", []client.Object{held()}, 1, false},
+		{"the signer creates the Secret first", nil, 1, false},
+		{"no race", []client.Object{held()}, 0, false},
+		{"a writer that always wins", []client.Object{held()}, 100, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			left := tc.races
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.initial...).WithInterceptorFuncs(interceptor.Funcs{
+				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if s, ok := obj.(*corev1.Secret); ok && left > 0 && s.Name == wire.SignedNonceSecretName {
+						left--
+						// The other writer's Secret lands first.
+						if err := cl.Create(ctx, held(), opts...); err != nil {
+							return err
+						}
+					}
+					return cl.Create(ctx, obj, opts...)
+				},
+				Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					if s, ok := obj.(*corev1.Secret); ok && left > 0 && s.Name == wire.SignedNonceSecretName {
+						left--
+						var live corev1.Secret
+						if err := cl.Get(ctx, key, &live); err != nil {
+							return err
+						}
+						live.Data[wire.SignedNonceField] = []byte("signed again by the controllers")
+						if err := cl.Update(ctx, &live); err != nil {
+							return err
+						}
+					}
+					return cl.Update(ctx, obj, opts...)
+				},
+			}).Build()
+			side := &Side{Scope: Local, Client: c, Namespace: "liqo", Report: &lines{}}
+			err := EnsureSignedNonce(ctx, side, tn, provider, nonce, nil)
+			if tc.wantErr {
+				if !apierrors.IsConflict(err) {
+					t.Fatalf("a writer that always wins: got %v, want a conflict", err)
+				}
+				if want := "(local) writing the nonce to sign"; !strings.Contains(err.Error(), want) {
+					t.Fatalf("error %q does not say %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("EnsureSignedNonce: %v", err)
+			}
+			var s corev1.Secret
+			if err := c.Get(ctx, key, &s); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(s.Data[wire.NonceField]); got != nonce {
+				t.Fatalf("the Secret holds nonce %q, want %q", got, nonce)
+			}
+			if _, stale := s.Data[wire.SignedNonceField]; stale {
+				t.Fatalf("the stale signature was kept: %q", s.Data[wire.SignedNonceField])
+			}
+			if left != 0 {
+				t.Fatalf("%d races were not run", left)
+			}
+		})
+	}
+}
