@@ -302,16 +302,24 @@ func DeletePeeringUser(ctx context.Context, p *Side, consumerID string) (*Peerin
 	}
 	p.Report.Info("Roles and bindings of peering user %s removed", users[0].User)
 	for _, u := range users {
-		left, err := peeringUserAllowed(ctx, p, u.User, consumerID)
+		// The roles and bindings were deleted a moment ago: the authorizer may not have seen
+		// it yet.
+		left, err := revocation.Settled(ctx, revocation.AuthorizerLag, func(ctx context.Context) ([]string, error) {
+			left, err := peeringUserAllowed(ctx, p, u.User, consumerID)
+			if err != nil {
+				return nil, err
+			}
+			bindings, err := revocation.BindingsNaming(ctx, p.Client, u.User, nil)
+			if err != nil {
+				return nil, err
+			}
+			for _, b := range bindings {
+				left = append(left, "named by "+b.String())
+			}
+			return left, nil
+		})
 		if err != nil {
 			return nil, p.Explain(err, "verifying the revocation")
-		}
-		bindings, err := revocation.BindingsNaming(ctx, p.Client, u.User, nil)
-		if err != nil {
-			return nil, p.Explain(err, "verifying the revocation")
-		}
-		for _, b := range bindings {
-			left = append(left, "named by "+b.String())
 		}
 		if len(left) > 0 {
 			return nil, fmt.Errorf("%w: peering user %s may still: %s", ErrAccessNotRevoked, u.User, strings.Join(left, "; "))

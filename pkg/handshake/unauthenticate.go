@@ -236,9 +236,15 @@ func VerifyRevoked(ctx context.Context, pr *Side, id, pTN string, cred *rest.Con
 		return pr.Explain(err, "reading the tenant record")
 	}
 	keyGroups := rec.ControlPlaneKeyGroups()
-	left, err := revocation.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, rules, keyGroups...)
+	prove := func(ctx context.Context) ([]string, error) {
+		return revocation.ProveRevoked(ctx, pr.Client, pr.Client, id, pTN, rules, keyGroups...)
+	}
+	left, err := prove(ctx)
 	if apierrors.IsForbidden(err) {
-		left, err = revocation.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, rules, keyGroups...)
+		prove = func(ctx context.Context) ([]string, error) {
+			return revocation.ProveRevoked(ctx, pr.Client, emptyBindings{}, id, pTN, rules, keyGroups...)
+		}
+		left, err = prove(ctx)
 		switch {
 		case err == nil:
 			pr.Report.Warn("These credentials may not list the bindings of every namespace: the revocation is verified with SubjectAccessReviews only")
@@ -246,8 +252,13 @@ func VerifyRevoked(ctx context.Context, pr *Side, id, pTN string, cred *rest.Con
 			// Nor may they ask SubjectAccessReviews (a peering user): ask the API server,
 			// with the consumer's own certificate, what that certificate may still do.
 			pr.Report.Info("These credentials may not ask SubjectAccessReviews: the consumer's own certificate asks instead")
-			left, err = selfAllowed(ctx, cred, pTN, rules)
+			prove = func(ctx context.Context) ([]string, error) { return selfAllowed(ctx, cred, pTN, rules) }
+			left, err = prove(ctx)
 		}
+	}
+	if err == nil && len(left) > 0 {
+		// The bindings were deleted a moment ago: the authorizer may not have seen it yet.
+		left, err = revocation.Settled(ctx, revocation.AuthorizerLag, prove)
 	}
 	if err != nil {
 		return pr.Explain(err, "verifying the revocation")

@@ -1,7 +1,11 @@
 package revocation
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,4 +30,48 @@ func TestSubjectKeys(t *testing.T) {
 	assert.Equal(t, want, subjectKeys(&rbacv1.ClusterRoleBinding{Subjects: subjects}))
 	assert.Empty(t, subjectKeys(&rbacv1.RoleBinding{Subjects: subjects[:1]}))
 	assert.Empty(t, subjectKeys(&rbacv1.Role{}))
+}
+
+// TestSettled: a proof that finds a grant the authorizer has not yet seen go is asked
+// again until it finds nothing; one that keeps finding it reports it once the window has
+// passed; an error ends it at once.
+func TestSettled(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name      string
+		answers   [][]string
+		err       error
+		within    time.Duration
+		wantLeft  []string
+		wantCalls int
+	}{
+		{"nothing left at once", [][]string{nil}, nil, time.Second, nil, 1},
+		{"the authorizer catches up", [][]string{{"get tenants"}, {"get tenants"}, nil}, nil, 5 * time.Second, nil, 3},
+		{"a grant that stays", [][]string{{"get tenants"}}, nil, 100 * time.Millisecond, []string{"get tenants"}, -1},
+		{"an error ends it", [][]string{{"get tenants"}}, boom, 5 * time.Second, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			left, err := Settled(context.Background(), tc.within, func(context.Context) ([]string, error) {
+				a := tc.answers[min(calls, len(tc.answers)-1)]
+				calls++
+				if tc.err != nil {
+					return nil, tc.err
+				}
+				return a, nil
+			})
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err = %v, want %v", err, tc.err)
+			}
+			if !slices.Equal(left, tc.wantLeft) {
+				t.Fatalf("left = %v, want %v", left, tc.wantLeft)
+			}
+			if tc.wantCalls >= 0 && calls != tc.wantCalls {
+				t.Fatalf("asked %d times, want %d", calls, tc.wantCalls)
+			}
+			if tc.wantCalls < 0 && calls < 2 {
+				t.Fatalf("a grant that stays was asked %d times: not again within the window", calls)
+			}
+		})
+	}
 }

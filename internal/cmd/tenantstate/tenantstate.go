@@ -210,30 +210,42 @@ func (o *Options) drained(ctx context.Context, s *handshake.Side, t *authv1beta1
 		return s.Explain(err, "waiting for the tenant's ResourceSlices and access to be removed")
 	}
 	s.Report.Info("%d ResourceSlices deleted", len(slices))
-	var left []string
 	// Every key group of the consumer's key-bound certificates is proven too.
 	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, id)
 	if err != nil {
 		return s.Explain(err, "reading the tenant record")
 	}
-	got, err := revocation.ProveRevoked(ctx, s.Client, s.Client, id, t.Namespace, access.RevocationRules(id), rec.ControlPlaneKeyGroups()...)
+	// The bindings were deleted a moment ago: the authorizer may not have seen it yet.
+	left, err := revocation.Settled(ctx, revocation.AuthorizerLag, func(ctx context.Context) ([]string, error) {
+		return drainedLeft(ctx, s, id, t.Namespace, rec.ControlPlaneKeyGroups(), slices)
+	})
 	if err != nil {
 		return s.Explain(err, "verifying the revocation")
-	}
-	left = append(left, got...)
-	for _, rs := range slices {
-		user := authn.SliceUserName(rs.Name, id)
-		got, err := revocation.AllowedActions(ctx, s.Client, user, []string{id, "system:authenticated"}, t.Namespace, access.SliceRules(rs.Name))
-		if err != nil {
-			return s.Explain(err, "verifying the revocation")
-		}
-		for _, a := range got {
-			left = append(left, fmt.Sprintf("%s (slice %s) may %s", user, rs.Name, a))
-		}
 	}
 	if len(left) > 0 {
 		return fmt.Errorf("%w: %s", handshake.ErrAccessNotRevoked, strings.Join(left, "; "))
 	}
 	s.Report.Info("Access of the control plane and of %d slice identities revoked: verified", len(slices))
 	return nil
+}
+
+// drainedLeft is what a Drained tenant's identities may still do in namespace ns: its
+// user, with every key group, of what its tenant role granted, and each slice identity of
+// what its slice granted.
+func drainedLeft(ctx context.Context, s *handshake.Side, id, ns string, keyGroups []string, slices []authv1beta1.ResourceSlice) ([]string, error) {
+	left, err := revocation.ProveRevoked(ctx, s.Client, s.Client, id, ns, access.RevocationRules(id), keyGroups...)
+	if err != nil {
+		return nil, err
+	}
+	for _, rs := range slices {
+		user := authn.SliceUserName(rs.Name, id)
+		got, err := revocation.AllowedActions(ctx, s.Client, user, []string{id, "system:authenticated"}, ns, access.SliceRules(rs.Name))
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range got {
+			left = append(left, fmt.Sprintf("%s (slice %s) may %s", user, rs.Name, a))
+		}
+	}
+	return left, nil
 }
