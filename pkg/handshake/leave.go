@@ -17,6 +17,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
 // ErrCannotLeave means the consumer cannot leave its provider by itself: the provider does
@@ -87,7 +88,11 @@ func Leave(ctx context.Context, c *Side, providerID string, now time.Time) error
 	if deleteOwnTenantErr := deleteOwnTenant(ctx, pr, pTN, c.ClusterID, byAdmin); deleteOwnTenantErr != nil {
 		return deleteOwnTenantErr
 	}
-	left, err := selfAllowed(ctx, cred, pTN, access.RevocationRules(c.ClusterID))
+	// The Tenant's finalize deleted its bindings a moment ago: the authorizer may not have
+	// seen it yet.
+	left, err := revocation.Settled(ctx, revocation.AuthorizerLag, func(ctx context.Context) ([]string, error) {
+		return selfAllowed(ctx, cred, pTN, access.RevocationRules(c.ClusterID))
+	})
 	if err != nil {
 		return pr.Explain(err, "verifying the revocation")
 	}

@@ -160,7 +160,8 @@ func GetNonce(ctx context.Context, p *Side, consumerID string) (string, time.Tim
 // the caller signed it with the cluster's key (the controllers leave a nonce signed by
 // that key alone). A Secret holding another nonce is reset, dropping its stale signature.
 // The consumer's controllers may write the Secret meanwhile (re-signing the nonce it held
-// with a rotated key): such a conflict is read again and retried, never reported.
+// with a rotated key), and another handshake may create it first: such a conflict is read
+// again and retried (another handshake then finds its nonce replaced, WaitSignedNonce).
 func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce string, sig []byte) error {
 	if err := authn.CheckNonce(nonce); err != nil {
 		return fmt.Errorf("the nonce is not valid: %w (copy it exactly as liqoctl get nonce prints it)", err)

@@ -19,7 +19,7 @@ import (
 
 // TestEnsureSignedNonceRacesTheSigner: the consumer's controllers may write the
 // signed-nonce Secret between liqoctl's read and its write (re-signing the nonce it held
-// after a key rotation, or creating it): liqoctl reads again and places its nonce, instead
+// after a key rotation), and another handshake may create it: liqoctl reads again and places its nonce, instead
 // of failing the handshake with a conflict. A writer that keeps conflicting still fails,
 // named.
 func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
@@ -46,7 +46,7 @@ func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
 		wantErr bool
 	}{
 		{"the signer re-signs the held nonce first", []client.Object{held()}, 1, false},
-		{"the signer creates the Secret first", nil, 1, false},
+		{"another handshake creates the Secret first", nil, 1, false},
 		{"no race", []client.Object{held()}, 0, false},
 		{"a writer that always wins", []client.Object{held()}, 100, true},
 	} {

@@ -73,7 +73,10 @@ func RetirePeeringUser(ctx context.Context, pr *Side) error {
 	if len(refused) > 0 && len(deleted) > 0 {
 		pr.Report.Info("Not deleted (no grant left for it): %s", strings.Join(refused, ", "))
 	}
-	left, err := peeringUserSelfAllowed(ctx, pr, consumerID)
+	// Its bindings were deleted a moment ago: the authorizer may not have seen it yet.
+	left, err := revocation.Settled(ctx, revocation.AuthorizerLag, func(ctx context.Context) ([]string, error) {
+		return peeringUserSelfAllowed(ctx, pr, consumerID)
+	})
 	if err != nil {
 		return pr.Explain(err, "proving the retirement of peering user "+pu.User)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
 // ForgeSlice builds the ResourceSlice a consumer asks provider providerID for, in its
@@ -106,7 +107,11 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 		c.Report.Warn("The slice had no identity: nothing to revoke")
 		return nil
 	}
-	left, err := selfAllowed(ctx, cred, remoteNS, access.SliceRules(name))
+	// The copy's finalize deleted its bindings a moment ago: the authorizer may not have
+	// seen it yet.
+	left, err := revocation.Settled(ctx, revocation.AuthorizerLag, func(ctx context.Context) ([]string, error) {
+		return selfAllowed(ctx, cred, remoteNS, access.SliceRules(name))
+	})
 	if err != nil {
 		return ScopedErrorf(Remote, "verifying the revocation: %w", err)
 	}

@@ -75,3 +75,16 @@ func TestSettled(t *testing.T) {
 		})
 	}
 }
+
+// TestSettledCutShort: a proof cut short by its context proves nothing either way: it
+// returns the context's error with what it last found.
+func TestSettledCutShort(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	left, err := Settled(ctx, time.Minute, func(context.Context) ([]string, error) {
+		cancel()
+		return []string{"get tenants"}, nil
+	})
+	if !errors.Is(err, context.Canceled) || !slices.Equal(left, []string{"get tenants"}) {
+		t.Fatalf("got %v, %v; want [get tenants], context.Canceled", left, err)
+	}
+}

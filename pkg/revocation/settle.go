@@ -14,15 +14,16 @@ const AuthorizerLag = 3 * time.Second
 
 // Settled runs prove until it finds nothing left or within has passed, and returns its
 // last answer: a proof asked right after the deletions it checks waits for the authorizer
-// to see them instead of reporting a grant that is gone (AuthorizerLag). An error ends it
-// at once; so does ctx, with the last answer.
+// to see them instead of reporting a grant that is gone (AuthorizerLag). The window counts
+// from the first answer. An error ends it at once; so does ctx, with its error: a proof cut
+// short proves nothing either way.
 func Settled(ctx context.Context, within time.Duration, prove func(context.Context) ([]string, error)) ([]string, error) {
 	left, err := prove(ctx)
 	deadline := time.Now().Add(within)
 	for pause := 25 * time.Millisecond; err == nil && len(left) > 0 && time.Now().Before(deadline); pause = min(2*pause, 400*time.Millisecond) {
 		select {
 		case <-ctx.Done():
-			return left, nil
+			return left, ctx.Err()
 		case <-time.After(min(pause, time.Until(deadline))):
 		}
 		left, err = prove(ctx)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
@@ -70,13 +69,11 @@ func (r *Reconciler) revokeAccess(ctx context.Context, t *authv1beta1.Tenant, re
 	if deleteOwnedErr := r.deleteOwned(ctx, t); deleteOwnedErr != nil {
 		return "", deleteOwnedErr
 	}
-	// The bindings were deleted a moment ago: the authorizer (and the cache) may not have
-	// seen it yet. A grant that stays is reported after a second, not the authorizer's
-	// whole lag: a worker waits here at each reconcile of a Drained tenant someone else
-	// keeps granting.
-	left, err := revocation.Settled(ctx, time.Second, func(ctx context.Context) ([]string, error) {
-		return revocation.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, access.TenantRules(t.Name), keyGroups(t, rec)...)
-	})
+	// Proven once, not settled (revocation.Settled): a grant the authorizer has not seen go
+	// yet is proven again at the reconcile its binding's deletion event brings, and a
+	// worker must not wait here at each reconcile of a Drained tenant that a binding made
+	// by someone else keeps allowed.
+	left, err := revocation.ProveRevoked(ctx, r.Client, r.Client, string(t.Spec.ClusterID), t.Namespace, access.TenantRules(t.Name), keyGroups(t, rec)...)
 	if err != nil {
 		return "", err
 	}
