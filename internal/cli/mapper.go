@@ -20,10 +20,9 @@ import (
 
 // prefetchGroupVersions are the group versions whose discovery documents liqoctl fetches
 // as it connects, at once: those of the kinds its commands use that builtinKinds does not
-// hold (Tenants and Identities, the SelfSubjectReview).
-var prefetchGroupVersions = []schema.GroupVersion{
-	{Group: "authentication.liqo.io", Version: "v1beta1"}, {Group: "authentication.k8s.io", Version: "v1"},
-}
+// hold (Tenants and Identities). The first also opens the connection while the command
+// gets ready.
+var prefetchGroupVersions = []schema.GroupVersion{{Group: "authentication.liqo.io", Version: "v1beta1"}}
 
 // builtinKind is where a built-in kind is served: its resource and scope.
 type builtinKind struct {
@@ -36,19 +35,21 @@ type builtinKind struct {
 // mapping needs no discovery. TestBuiltinKindsAsServed checks each against a real API
 // server's discovery.
 var builtinKinds = map[schema.GroupVersionKind]builtinKind{
-	{Version: "v1", Kind: "ConfigMap"}:                                               {"configmaps", true},
-	{Version: "v1", Kind: "Secret"}:                                                  {"secrets", true},
-	{Version: "v1", Kind: "Namespace"}:                                               {"namespaces", false},
-	{Version: "v1", Kind: "ServiceAccount"}:                                          {"serviceaccounts", true},
-	{Version: "v1", Kind: "Event"}:                                                   {"events", true},
-	{Group: "apps", Version: "v1", Kind: "Deployment"}:                               {"deployments", true},
-	{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}:                     {"leases", true},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}:                {"roles", true},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}:         {"rolebindings", true},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}:         {"clusterroles", false},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}:  {"clusterrolebindings", false},
-	{Group: "authorization.k8s.io", Version: "v1", Kind: "SubjectAccessReview"}:      {"subjectaccessreviews", false},
-	{Group: "authorization.k8s.io", Version: "v1", Kind: "SelfSubjectAccessReview"}:  {"selfsubjectaccessreviews", false},
+	{Version: "v1", Kind: "ConfigMap"}:                                              {"configmaps", true},
+	{Version: "v1", Kind: "Secret"}:                                                 {"secrets", true},
+	{Version: "v1", Kind: "Namespace"}:                                              {"namespaces", false},
+	{Version: "v1", Kind: "ServiceAccount"}:                                         {"serviceaccounts", true},
+	{Version: "v1", Kind: "Event"}:                                                  {"events", true},
+	{Group: "apps", Version: "v1", Kind: "Deployment"}:                              {"deployments", true},
+	{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}:                    {"leases", true},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}:               {"roles", true},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}:        {"rolebindings", true},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}:        {"clusterroles", false},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}: {"clusterrolebindings", false},
+	{Group: "authorization.k8s.io", Version: "v1", Kind: "SubjectAccessReview"}:     {"subjectaccessreviews", false},
+	{Group: "authorization.k8s.io", Version: "v1", Kind: "SelfSubjectAccessReview"}: {"selfsubjectaccessreviews", false},
+	// GA since Kubernetes 1.28; the admission policies need 1.36 or later.
+	{Group: "authentication.k8s.io", Version: "v1", Kind: "SelfSubjectReview"}:       {"selfsubjectreviews", false},
 	{Group: "certificates.k8s.io", Version: "v1", Kind: "CertificateSigningRequest"}: {"certificatesigningrequests", false},
 	{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}: {"customresourcedefinitions", false},
 }

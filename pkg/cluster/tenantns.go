@@ -74,6 +74,10 @@ type TenantNamespace struct {
 	Adopted bool
 	// Created is set when the namespace was created now: nothing is in it yet.
 	Created bool
+	// Record is the tenant record of remoteID as it was read before the namespace was
+	// ensured (nil: there was none); what EnsureTenantNamespace wrote (the namespace and
+	// its UID) is not in it.
+	Record *TenantRecord
 }
 
 // EnsureTenantNamespace makes the tenant namespace of remoteID: it creates
@@ -102,7 +106,7 @@ func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteI
 			return nil, waitErr
 		}
 		if ok {
-			return &TenantNamespace{Name: rec.Namespace}, ensureManagerBinding(ctx, c, liqoNS, rec.Namespace, binding)
+			return &TenantNamespace{Name: rec.Namespace, Record: rec}, ensureManagerBinding(ctx, c, liqoNS, rec.Namespace, binding)
 		}
 	}
 	ns, adopted, err := ensureNamespace(ctx, c, remoteID, adopt)
@@ -137,7 +141,7 @@ func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteI
 		}
 		return ensureManagerBinding(ctx, c, liqoNS, ns.Name, binding)
 	})
-	return &TenantNamespace{Name: ns.Name, Adopted: adopted, Created: !adopted}, eg.Wait()
+	return &TenantNamespace{Name: ns.Name, Adopted: adopted, Created: !adopted, Record: rec}, eg.Wait()
 }
 
 // ErrUnrecordedNamespace means a namespace that would be a tenant namespace exists, but

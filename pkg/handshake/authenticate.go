@@ -476,11 +476,15 @@ func checkAdminState(t *authv1beta1.Tenant, rec *cluster.TenantRecord, consumerI
 }
 
 // readPin starts reading the CA fingerprint the consumer's tenant record pins for the
-// provider, and returns what waits for it ("": none, or it could not be read).
+// provider, and returns what waits for it ("": none, or it could not be read). The record
+// read a moment ago, as the consumer's tenant namespace was ensured, is not read again.
 func (p *Pair) readPin(ctx context.Context) func() string {
 	c, pr := p.Consumer, p.Provider
 	if c.Controllers().Liqo() {
 		return func() string { return "" }
+	}
+	if fp, ok := c.notedPin(pr.ClusterID); ok {
+		return func() string { return fp }
 	}
 	ch := make(chan string, 1)
 	go func() {

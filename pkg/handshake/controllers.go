@@ -71,6 +71,7 @@ func (LiqoAuthControllers) EnsureTenantNamespace(ctx context.Context, s *Side, r
 	if tn.Adopted {
 		s.Report.Warn("Namespace %s, which existed without this cluster's record, is adopted as the tenant namespace of %q", tn.Name, remoteID)
 	}
+	s.notePin(remoteID, tn.Record)
 	return tn.Name, tn.Created, nil
 }
 

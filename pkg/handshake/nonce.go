@@ -175,24 +175,31 @@ func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce strin
 	return nil
 }
 
-// writeSignedNonce is one try of EnsureSignedNonce: read the Secret, then create it or
-// reset it unless it already holds nonce (and sig) under the right labels.
+// writeSignedNonce is one try of EnsureSignedNonce: create the Secret, or, when it exists,
+// reset it unless it already holds nonce (and sig) under the right labels. It is created
+// first, unread: in the usual case (a tenant namespace made a moment ago, or a signed
+// nonce deleted by unauthenticate) there is none to read. A Secret deleted between the
+// create and the read is a race like the others: the try is made again.
 func writeSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce string, sig []byte) error {
 	data := map[string][]byte{wire.NonceField: []byte(nonce)}
 	if sig != nil {
 		data[wire.SignedNonceField] = sig
 	}
+	fresh := corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: wire.SignedNonceSecretName, Namespace: tn,
+			Labels: map[string]string{wire.SignedNonceLabel: "true", wire.RemoteClusterIDLabel: providerID}},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+	exists := c.Client.Create(ctx, &fresh)
+	if !apierrors.IsAlreadyExists(exists) {
+		return exists
+	}
 	var s corev1.Secret
-	err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.SignedNonceSecretName}, &s)
+	err := c.Client.Get(ctx, client.ObjectKeyFromObject(&fresh), &s)
 	switch {
 	case apierrors.IsNotFound(err):
-		s = corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: wire.SignedNonceSecretName, Namespace: tn,
-				Labels: map[string]string{wire.SignedNonceLabel: "true", wire.RemoteClusterIDLabel: providerID}},
-			Type: corev1.SecretTypeOpaque,
-			Data: data,
-		}
-		return c.Client.Create(ctx, &s)
+		return exists // deleted since: created again at the next try
 	case err != nil:
 		return err
 	case string(s.Data[wire.NonceField]) != nonce || s.Labels[wire.SignedNonceLabel] != "true" || s.Labels[wire.RemoteClusterIDLabel] != providerID ||

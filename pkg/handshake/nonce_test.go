@@ -19,9 +19,10 @@ import (
 
 // TestEnsureSignedNonceRacesTheSigner: the consumer's controllers may write the
 // signed-nonce Secret between liqoctl's read and its write (re-signing the nonce it held
-// after a key rotation), and another handshake may create it: liqoctl reads again and places its nonce, instead
-// of failing the handshake with a conflict. A writer that keeps conflicting still fails,
-// named.
+// after a key rotation), another handshake may create it, and a Secret writer may delete
+// it between liqoctl's create and its read: liqoctl tries again and places its nonce,
+// instead of failing the handshake with a conflict. A writer that keeps conflicting still
+// fails, named. Where there is no Secret yet (the usual handshake), it is created unread.
 func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
 	const tn, provider = "liqo-tenant-cl-p", "cl-p"
 	key := client.ObjectKey{Namespace: tn, Name: wire.SignedNonceSecretName}
@@ -42,20 +43,28 @@ func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
 		name    string
 		initial []client.Object
 		// races is how many of liqoctl's writes another writer beats.
-		races   int
+		races int
+		// deletes is how many times the Secret is deleted between liqoctl's create and its
+		// read.
+		deletes int
 		wantErr bool
+		// wantGets is how many reads liqoctl makes: none when there is no Secret yet.
+		wantGets int
 	}{
-		{"the signer re-signs the held nonce first", []client.Object{held()}, 1, false},
-		{"another handshake creates the Secret first", nil, 1, false},
-		{"no race", []client.Object{held()}, 0, false},
-		{"a writer that always wins", []client.Object{held()}, 100, true},
+		{"the signer re-signs the held nonce first", []client.Object{held()}, 1, 0, false, 2},
+		{"another handshake creates the Secret first", nil, 1, 0, false, 1},
+		{"no race", []client.Object{held()}, 0, 0, false, 1},
+		{"no Secret yet", nil, 0, 0, false, 0},
+		{"the Secret is deleted between the create and the read", []client.Object{held()}, 0, 1, false, 1},
+		{"a writer that always wins", []client.Object{held()}, 100, 0, true, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			left := tc.races
+			left, deletes, gets := tc.races, tc.deletes, 0
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.initial...).WithInterceptorFuncs(interceptor.Funcs{
 				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-					if s, ok := obj.(*corev1.Secret); ok && left > 0 && s.Name == wire.SignedNonceSecretName {
+					if s, ok := obj.(*corev1.Secret); ok && left > 0 && s.Name == wire.SignedNonceSecretName &&
+						apierrors.IsNotFound(cl.Get(ctx, key, &corev1.Secret{})) {
 						left--
 						// The other writer's Secret lands first.
 						if err := cl.Create(ctx, held(), opts...); err != nil {
@@ -63,6 +72,18 @@ func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
 						}
 					}
 					return cl.Create(ctx, obj, opts...)
+				},
+				Get: func(ctx context.Context, cl client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if k == key {
+						gets++
+						if deletes > 0 {
+							deletes--
+							if err := cl.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: k.Name}}); err != nil {
+								return err
+							}
+						}
+					}
+					return cl.Get(ctx, k, obj, opts...)
 				},
 				Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 					if s, ok := obj.(*corev1.Secret); ok && left > 0 && s.Name == wire.SignedNonceSecretName {
@@ -81,6 +102,7 @@ func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
 			}).Build()
 			side := &Side{Scope: Local, Client: c, Namespace: "liqo", Report: &lines{}}
 			err := EnsureSignedNonce(ctx, side, tn, provider, nonce, nil)
+			read := gets
 			if tc.wantErr {
 				if !apierrors.IsConflict(err) {
 					t.Fatalf("a writer that always wins: got %v, want a conflict", err)
@@ -103,8 +125,11 @@ func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
 			if _, stale := s.Data[wire.SignedNonceField]; stale {
 				t.Fatalf("the stale signature was kept: %q", s.Data[wire.SignedNonceField])
 			}
-			if left != 0 {
-				t.Fatalf("%d races were not run", left)
+			if left != 0 || deletes != 0 {
+				t.Fatalf("%d races and %d deletions were not run", left, deletes)
+			}
+			if read != tc.wantGets {
+				t.Fatalf("%d reads of the Secret, want %d", read, tc.wantGets)
 			}
 		})
 	}

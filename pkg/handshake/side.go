@@ -70,6 +70,35 @@ type Side struct {
 	uidOnce sync.Once
 	uid     string
 	uidErr  error
+
+	pinMu sync.Mutex
+	// pins are the CA fingerprints ("": none) that the tenant records read as the tenant
+	// namespaces were ensured pin, by remote cluster ID.
+	pins map[string]string
+}
+
+// notePin keeps the CA fingerprint the tenant record rec of remoteID pins (nil: none), as
+// EnsureTenantNamespace read it.
+func (s *Side) notePin(remoteID string, rec *cluster.TenantRecord) {
+	fp := ""
+	if rec != nil {
+		fp = rec.CAFingerprint
+	}
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	if s.pins == nil {
+		s.pins = map[string]string{}
+	}
+	s.pins[remoteID] = fp
+}
+
+// notedPin is the CA fingerprint the tenant record of remoteID pinned when this command
+// ensured its tenant namespace, and whether it did.
+func (s *Side) notedPin(remoteID string) (string, bool) {
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	fp, ok := s.pins[remoteID]
+	return fp, ok
 }
 
 // ClusterKey reads the cluster's key pair once per command: it never changes while a
