@@ -16,6 +16,7 @@ import (
 
 func main() {
 	startup.Done()
+	cli.ListingInformers(os.Getenv)
 	if code, err := run(); code != 0 {
 		if err != nil {
 			cli.NewPrinter(os.Stderr, 0).Error(err)

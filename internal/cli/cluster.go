@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -36,6 +37,9 @@ type ClusterFlags struct {
 	// policy is the credential plugin policy (kuberc) applied to the loaded kubeconfig
 	// (nil: kubectl's default, every plugin may run).
 	policy func() (clientcmdapi.PluginPolicy, error)
+	// scheme is the scheme of the side's client (nil: a new one). A scheme is only read once
+	// built: the two sides of a command share one, built once.
+	scheme *runtime.Scheme
 }
 
 // AddFlags registers the flags, with a prefix ("" for the local cluster, "remote-" for
@@ -140,7 +144,11 @@ func (f *ClusterFlags) Side(scope string, report handshake.Reporter) (*handshake
 	}
 	// The connection and the first discovery documents while the command gets ready.
 	mapper.Prefetch(prefetchGroupVersions...)
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New(), HTTPClient: hc, Mapper: mapper})
+	sch := f.scheme
+	if sch == nil {
+		sch = scheme.New()
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: sch, HTTPClient: hc, Mapper: mapper})
 	if err != nil {
 		return nil, handshake.ScopedErrorf(scope, "creating a client for %s: %w", cfg.Host, err)
 	}

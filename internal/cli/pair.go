@@ -1,19 +1,29 @@
 package cli
 
 import (
+	"sync"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
-// NewPair connects to the local cluster (consumer) and the remote one (provider).
+// NewPair connects to the local cluster (consumer) and the remote one (provider), both at
+// once, their clients sharing one scheme. An error of the local side is said first.
 func NewPair(g *Global, remote *ClusterFlags) (*handshake.Pair, error) {
-	c, err := g.Local.Side(handshake.Local, g.Printer().Scoped(handshake.Local))
-	if err != nil {
-		return nil, err
-	}
 	remote.policy = g.PluginPolicy
-	p, err := remote.Side(handshake.Remote, g.Printer().Scoped(handshake.Remote))
-	if err != nil {
-		return nil, err
+	sch := scheme.New()
+	g.Local.scheme, remote.scheme = sch, sch
+	var c, p *handshake.Side
+	var errC, errP error
+	var wg sync.WaitGroup
+	wg.Go(func() { c, errC = g.Local.Side(handshake.Local, g.Printer().Scoped(handshake.Local)) })
+	wg.Go(func() { p, errP = remote.Side(handshake.Remote, g.Printer().Scoped(handshake.Remote)) })
+	wg.Wait()
+	if errC != nil {
+		return nil, errC
+	}
+	if errP != nil {
+		return nil, errP
 	}
 	c.AdoptTenantNamespace, p.AdoptTenantNamespace = g.AdoptTenantNamespace, g.AdoptTenantNamespace
 	return &handshake.Pair{Consumer: c, Provider: p}, nil

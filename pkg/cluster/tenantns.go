@@ -78,6 +78,9 @@ type TenantNamespace struct {
 	// ensured (nil: there was none); what EnsureTenantNamespace wrote (the namespace and
 	// its UID) is not in it.
 	Record *TenantRecord
+	// ReadIn says that the readIn given to EnsureTenantNamespaceReading ran in Name, beside
+	// the checks of the recorded namespace, which it passed.
+	ReadIn bool
 }
 
 // EnsureTenantNamespace makes the tenant namespace of remoteID: it creates
@@ -87,6 +90,16 @@ type TenantNamespace struct {
 // older liqo-auth, by Liqo, or by anyone who may create namespaces) is adopted only with
 // adopt set; otherwise ErrUnrecordedNamespace says what to do.
 func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteID string, adopt bool) (*TenantNamespace, error) {
+	return EnsureTenantNamespaceReading(ctx, c, liqoNS, remoteID, adopt, nil)
+}
+
+// EnsureTenantNamespaceReading is EnsureTenantNamespace that also runs readIn (when not
+// nil) in the namespace the tenant record names, beside the reads that check it: what the
+// caller reads in an existing tenant namespace costs no round trip of its own. What readIn
+// read counts only when the result says ReadIn (the namespace checked out, and is the one
+// returned); otherwise the caller reads again, if anything is there to read (not in a
+// namespace created now).
+func EnsureTenantNamespaceReading(ctx context.Context, c client.Client, liqoNS, remoteID string, adopt bool, readIn func(ctx context.Context, ns string)) (*TenantNamespace, error) {
 	if err := ValidateClusterID(remoteID); err != nil {
 		return nil, err
 	}
@@ -102,11 +115,14 @@ func EnsureTenantNamespace(ctx context.Context, c client.Client, liqoNS, remoteI
 		var eg errgroup.Group
 		eg.Go(func() (err error) { ok, _, err = checkRecorded(ctx, c, rec, rec.Namespace, remoteID); return err })
 		eg.Go(func() (err error) { binding, err = getBinding(ctx, c, liqoNS, rec.Namespace); return err })
+		if readIn != nil {
+			eg.Go(func() error { readIn(ctx, rec.Namespace); return nil })
+		}
 		if waitErr := eg.Wait(); waitErr != nil {
 			return nil, waitErr
 		}
 		if ok {
-			return &TenantNamespace{Name: rec.Namespace, Record: rec}, ensureManagerBinding(ctx, c, liqoNS, rec.Namespace, binding)
+			return &TenantNamespace{Name: rec.Namespace, Record: rec, ReadIn: readIn != nil}, ensureManagerBinding(ctx, c, liqoNS, rec.Namespace, binding)
 		}
 	}
 	ns, adopted, err := ensureNamespace(ctx, c, remoteID, adopt)

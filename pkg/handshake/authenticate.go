@@ -85,7 +85,12 @@ func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 	// The two clusters are read at once.
 	var eg errgroup.Group
 	eg.Go(func() error { return p.readTenant(ctx, st, ensure) })
-	eg.Go(func() error { return p.readProviderRecord(ctx, st) })
+	// Ensuring the provider's tenant namespace reads its record: this project's
+	// controllers' is not read twice.
+	shareRecord := ensure && !pr.Controllers().Liqo()
+	if !shareRecord {
+		eg.Go(func() error { return p.readProviderRecord(ctx, st) })
+	}
 	eg.Go(func() error { return p.readIdentity(ctx, st, ensure) })
 	if ensure {
 		// Authenticate needs the consumer's key on every path (to read an accepted Tenant,
@@ -95,6 +100,13 @@ func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 	}
 	if err := eg.Wait(); err != nil {
 		return nil, err
+	}
+	if shareRecord {
+		if rec, ok := pr.notedRecord(c.ClusterID); ok {
+			st.ProviderRecord = rec
+		} else if err := p.readProviderRecord(ctx, st); err != nil {
+			return nil, err
+		}
 	}
 	if st.Tenant == nil {
 		return st, nil
@@ -118,38 +130,62 @@ func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 
 // readTenant is Inspect's read of the consumer's Tenant on the provider into st.Tenant
 // (left nil when there is no tenant namespace or no Tenant); with ensure, in the tenant
-// namespace it ensured (st.ProviderNamespace).
-func (p *Pair) readTenant(ctx context.Context, st *State, ensure bool) error {
+// namespace it ensured (st.ProviderNamespace), beside the reads that check it.
+func (p *Pair) readTenant(ctx context.Context, st *State, ensure bool) (err error) {
 	c, pr := p.Consumer, p.Provider
-	tn, look, err := stateNamespace(ctx, pr, c.ClusterID, ensure, &st.ProviderNamespace)
+	st.Tenant, err = readInState(ctx, pr, c.ClusterID, ensure, &st.ProviderNamespace, "reading the Tenant",
+		func(ctx context.Context, tn string) (*authv1beta1.Tenant, error) {
+			t := &authv1beta1.Tenant{}
+			return t, pr.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: c.ClusterID}, t)
+		})
+	return err
+}
+
+// readInState reads, with read, the object Inspect reads in the tenant namespace of
+// remoteID on s (nil when there is no namespace to read in, see stateNamespace, or no
+// object): with ensure, beside the reads that check an existing namespace, or once it is
+// ensured. read's error, but NotFound, is explained as doing.
+func readInState[T any](ctx context.Context, s *Side, remoteID string, ensure bool, ensured *string, doing string, read func(ctx context.Context, tn string) (*T, error)) (*T, error) {
+	var got *T
+	var readErr error
+	readNow := func(ctx context.Context, tn string) {
+		got, readErr = read(ctx, tn)
+		if apierrors.IsNotFound(readErr) {
+			got, readErr = nil, nil
+		}
+	}
+	tn, look, readIn, err := stateNamespace(ctx, s, remoteID, ensure, ensured, readNow)
 	if !look || err != nil {
-		return err
+		return nil, err
 	}
-	t := &authv1beta1.Tenant{}
-	if err := pr.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: c.ClusterID}, t); err == nil {
-		st.Tenant = t
-	} else if !apierrors.IsNotFound(err) {
-		return pr.Explain(err, "reading the Tenant")
+	if !readIn {
+		readNow(ctx, tn)
 	}
-	return nil
+	if readErr != nil {
+		return nil, s.Explain(readErr, doing)
+	}
+	return got, nil
 }
 
 // stateNamespace is the namespace Inspect reads an object of remoteID in on s: the tenant
 // namespace, looked up, or, with ensure, ensured and kept in *ensured. look is false when
 // there is nothing to read: no tenant namespace found (Inspect plans, it does not act: a
 // tenant namespace not found, or not readable now, is one to ensure, and the step that
-// ensures it reports its error), or one made a moment ago.
-func stateNamespace(ctx context.Context, s *Side, remoteID string, ensure bool, ensured *string) (tn string, look bool, err error) {
+// ensures it reports its error), or one made a moment ago. With ensure, readIn may run in
+// an existing namespace beside the reads that check it; read says it did, in the namespace
+// returned, which checked out: what it read counts (otherwise it is read again there).
+func stateNamespace(ctx context.Context, s *Side, remoteID string, ensure bool, ensured *string, readIn ReadIn) (tn string, look, read bool, err error) {
 	if !ensure {
 		name, lookupErr := s.TenantNamespace(ctx, remoteID)
-		return name, lookupErr == nil, nil
+		return name, lookupErr == nil, false, nil
 	}
-	name, created, err := s.Controllers().EnsureTenantNamespace(ctx, s, remoteID)
+	var ranIn string
+	ens, err := s.Controllers().EnsureTenantNamespace(ctx, s, remoteID, func(ctx context.Context, tn string) { ranIn = tn; readIn(ctx, tn) })
 	if err != nil {
-		return "", false, err
+		return "", false, false, err
 	}
-	*ensured = name
-	return name, !created, nil
+	*ensured = ens.Name
+	return ens.Name, !ens.Created, ens.Read && ranIn == ens.Name, nil
 }
 
 // readProviderRecord is Inspect's read of the provider's record of the consumer into
@@ -167,19 +203,14 @@ func (p *Pair) readProviderRecord(ctx context.Context, st *State) error {
 // readIdentity is Inspect's read of the consumer's Identity of the provider into
 // st.Identity (left nil when there is no tenant namespace or no Identity); with ensure, in
 // the tenant namespace it ensured (st.ConsumerNamespace).
-func (p *Pair) readIdentity(ctx context.Context, st *State, ensure bool) error {
+func (p *Pair) readIdentity(ctx context.Context, st *State, ensure bool) (err error) {
 	c, pr := p.Consumer, p.Provider
-	tn, look, err := stateNamespace(ctx, c, pr.ClusterID, ensure, &st.ConsumerNamespace)
-	if !look || err != nil {
-		return err
-	}
-	id := &authv1beta1.Identity{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(pr.ClusterID)}, id); err == nil {
-		st.Identity = id
-	} else if !apierrors.IsNotFound(err) {
-		return c.Explain(err, "reading the Identity")
-	}
-	return nil
+	st.Identity, err = readInState(ctx, c, pr.ClusterID, ensure, &st.ConsumerNamespace, "reading the Identity",
+		func(ctx context.Context, tn string) (*authv1beta1.Identity, error) {
+			id := &authv1beta1.Identity{}
+			return id, c.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(pr.ClusterID)}, id)
+		})
+	return err
 }
 
 // inspectLiqoAcceptance is Inspect's verdict on st.Tenant when Liqo's controllers run on
@@ -483,7 +514,11 @@ func (p *Pair) readPin(ctx context.Context) func() string {
 	if c.Controllers().Liqo() {
 		return func() string { return "" }
 	}
-	if fp, ok := c.notedPin(pr.ClusterID); ok {
+	if rec, ok := c.notedRecord(pr.ClusterID); ok {
+		fp := ""
+		if rec != nil {
+			fp = rec.CAFingerprint
+		}
 		return func() string { return fp }
 	}
 	ch := make(chan string, 1)

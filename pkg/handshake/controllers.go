@@ -23,8 +23,10 @@ type Controllers interface {
 	// String says whose they are and what showed it, for messages.
 	String() string
 	// EnsureTenantNamespace makes (or keeps) the tenant namespace of remoteID on s, and says
-	// whether it made it now (nothing is in it yet).
-	EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (name string, created bool, err error)
+	// whether it made it now (nothing is in it yet). readIn, when not nil, may run in the
+	// namespace beside the reads that check an existing one: the result says whether it
+	// did (and what it read counts).
+	EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string, readIn ReadIn) (EnsuredNamespace, error)
 	// TenantNamespace finds the tenant namespace of remoteID on s.
 	TenantNamespace(ctx context.Context, s *Side, remoteID string) (string, error)
 	// TenantNamespaces are the designated tenant namespaces on s, each with its peer:
@@ -39,6 +41,19 @@ type Controllers interface {
 	// WaitIdentity waits on consumer s until the Identity at key holds the certificate
 	// signedCRT (serial, hexadecimal) in a kubeconfig.
 	WaitIdentity(ctx context.Context, s *Side, key client.ObjectKey, signedCRT []byte, serial string) (*authv1beta1.Identity, error)
+}
+
+// ReadIn reads what its caller needs in tenant namespace ns, keeping its outcome itself.
+type ReadIn func(ctx context.Context, ns string)
+
+// EnsuredNamespace is a tenant namespace Controllers.EnsureTenantNamespace made or kept.
+type EnsuredNamespace struct {
+	// Name of the namespace.
+	Name string
+	// Created says it was made now: nothing is in it yet.
+	Created bool
+	// Read says the ReadIn given ran in it, beside the reads that checked it.
+	Read bool
 }
 
 // LiqoAuthControllers are this project's controllers.
@@ -63,16 +78,16 @@ func (LiqoAuthControllers) String() string {
 // EnsureTenantNamespace makes the namespace and records it in the Liqo namespace: the
 // administrator's act that makes it one. Adopting a namespace this cluster had not recorded
 // (only with AdoptTenantNamespace) is said aloud.
-func (LiqoAuthControllers) EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (string, bool, error) {
-	tn, err := cluster.EnsureTenantNamespace(ctx, s.Client, s.Namespace, remoteID, s.AdoptTenantNamespace)
+func (LiqoAuthControllers) EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string, readIn ReadIn) (EnsuredNamespace, error) {
+	tn, err := cluster.EnsureTenantNamespaceReading(ctx, s.Client, s.Namespace, remoteID, s.AdoptTenantNamespace, readIn)
 	if err != nil {
-		return "", false, s.Explain(err, "ensuring the tenant namespace")
+		return EnsuredNamespace{}, s.Explain(err, "ensuring the tenant namespace")
 	}
 	if tn.Adopted {
 		s.Report.Warn("Namespace %s, which existed without this cluster's record, is adopted as the tenant namespace of %q", tn.Name, remoteID)
 	}
-	s.notePin(remoteID, tn.Record)
-	return tn.Name, tn.Created, nil
+	s.noteRecord(remoteID, tn.Record)
+	return EnsuredNamespace{Name: tn.Name, Created: tn.Created, Read: tn.ReadIn}, nil
 }
 
 // TenantNamespace is the namespace the tenant record names.
@@ -111,12 +126,13 @@ func (LiqoControllers) Liqo() bool { return true }
 func (l LiqoControllers) String() string { return "Liqo's controllers (" + l.Evidence + ")" }
 
 // EnsureTenantNamespace makes liqo-tenant-<remoteID> with the labels Liqo looks for.
-func (LiqoControllers) EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string) (string, bool, error) {
+// readIn is left to the caller.
+func (LiqoControllers) EnsureTenantNamespace(ctx context.Context, s *Side, remoteID string, _ ReadIn) (EnsuredNamespace, error) {
 	tn, err := cluster.EnsureLiqoTenantNamespace(ctx, s.Client, remoteID)
 	if err != nil {
-		return "", false, s.Explain(err, "ensuring the tenant namespace")
+		return EnsuredNamespace{}, s.Explain(err, "ensuring the tenant namespace")
 	}
-	return tn, false, nil
+	return EnsuredNamespace{Name: tn}, nil
 }
 
 // TenantNamespace finds the namespace as Liqo does, refusing more than one claimant.

@@ -71,34 +71,33 @@ type Side struct {
 	uid     string
 	uidErr  error
 
-	pinMu sync.Mutex
-	// pins are the CA fingerprints ("": none) that the tenant records read as the tenant
-	// namespaces were ensured pin, by remote cluster ID.
-	pins map[string]string
+	recordMu sync.Mutex
+	// records are the tenant records read as the tenant namespaces were ensured (nil:
+	// none), by remote cluster ID.
+	records map[string]*cluster.TenantRecord
 }
 
-// notePin keeps the CA fingerprint the tenant record rec of remoteID pins (nil: none), as
-// EnsureTenantNamespace read it.
-func (s *Side) notePin(remoteID string, rec *cluster.TenantRecord) {
-	fp := ""
-	if rec != nil {
-		fp = rec.CAFingerprint
+// noteRecord keeps the tenant record rec of remoteID (nil: none), as EnsureTenantNamespace
+// read it.
+func (s *Side) noteRecord(remoteID string, rec *cluster.TenantRecord) {
+	s.recordMu.Lock()
+	defer s.recordMu.Unlock()
+	if s.records == nil {
+		s.records = map[string]*cluster.TenantRecord{}
 	}
-	s.pinMu.Lock()
-	defer s.pinMu.Unlock()
-	if s.pins == nil {
-		s.pins = map[string]string{}
-	}
-	s.pins[remoteID] = fp
+	s.records[remoteID] = rec
 }
 
-// notedPin is the CA fingerprint the tenant record of remoteID pinned when this command
-// ensured its tenant namespace, and whether it did.
-func (s *Side) notedPin(remoteID string) (string, bool) {
-	s.pinMu.Lock()
-	defer s.pinMu.Unlock()
-	fp, ok := s.pins[remoteID]
-	return fp, ok
+// notedRecord is the tenant record of remoteID read when this command ensured its tenant
+// namespace (nil: there was none), and whether it did. Only the administrator and the
+// manager write a record, and neither takes back in the course of a command what a reader
+// of it (a CA pin, the state, what was published) relies on: a later step that needs what
+// the manager writes meanwhile reads it anew.
+func (s *Side) notedRecord(remoteID string) (*cluster.TenantRecord, bool) {
+	s.recordMu.Lock()
+	defer s.recordMu.Unlock()
+	rec, ok := s.records[remoteID]
+	return rec, ok
 }
 
 // ClusterKey reads the cluster's key pair once per command: it never changes while a
@@ -202,8 +201,8 @@ func (s *Side) SetControllers(c Controllers) { s.controllers = c }
 // EnsureTenantNamespace makes (or keeps) the tenant namespace of remoteID on this side, as
 // its controllers expect it.
 func (s *Side) EnsureTenantNamespace(ctx context.Context, remoteID string) (string, error) {
-	name, _, err := s.Controllers().EnsureTenantNamespace(ctx, s, remoteID)
-	return name, err
+	tn, err := s.Controllers().EnsureTenantNamespace(ctx, s, remoteID, nil)
+	return tn.Name, err
 }
 
 // TenantNamespace returns the tenant namespace of remoteID on this side.

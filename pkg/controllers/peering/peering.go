@@ -102,9 +102,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Spec changes and deletion (both bump the generation), not status writes: the
 		// controller's own would wake it again at once, and a status writer's decide nothing.
 		For(&authv1beta1.Peering{}, inLiqoNS, predicate.GenerationChangedPredicate{}).
-		Watches(&corev1.Secret{}, all, inLiqoNS).
-		Watches(&authv1beta1.Identity{}, all).
-		Watches(&authv1beta1.ResourceSlice{}, all, predicate.NewPredicateFuncs(func(o client.Object) bool { _, ok := o.GetLabels()[wire.PeeringLabel]; return ok })).
+		Watches(&corev1.Secret{}, all, inLiqoNS, wiring.AfterStart()).
+		Watches(&authv1beta1.Identity{}, all, wiring.AfterStart()).
+		Watches(&authv1beta1.ResourceSlice{}, all, predicate.NewPredicateFuncs(func(o client.Object) bool { _, ok := o.GetLabels()[wire.PeeringLabel]; return ok }), wiring.AfterStart()).
 		Complete(r)
 }
 

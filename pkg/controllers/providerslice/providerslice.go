@@ -147,7 +147,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.Role{}, &authv1beta1.ResourceSlice{}).
 		Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToSlice),
 			wiring.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
-		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy))).
+		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.ResourceSliceList { return &authv1beta1.ResourceSliceList{} }, isProviderCopy)),
+			wiring.AfterStart()).
 		Reads(&rbacv1.ClusterRoleBinding{})
 	// A tenant record's change (a namespace recorded, limits set) re-decides the slices of
 	// its tenant namespace.
@@ -159,7 +160,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		probe := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Data["namespace"]}}
 		return inRecorded(ctx, probe)
-	}), wiring.HasLabel(wire.TenantRecordLabel, "true")).
+	}), wiring.HasLabel(wire.TenantRecordLabel, "true"), wiring.AfterStart()).
 		Reads(&corev1.Namespace{})
 	return b.Complete(r)
 }

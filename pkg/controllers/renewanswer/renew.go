@@ -54,7 +54,8 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := wiring.NewController(mgr, "renewanswer", access.Provider).
 		For(&authv1beta1.Renew{}).
-		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.RenewList { return &authv1beta1.RenewList{} }, nil)))
+		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.RenewList { return &authv1beta1.RenewList{} }, nil)),
+			wiring.AfterStart())
 	return b.WatchTenantNamespaces(wiring.Fixed(wire.IdentityName(r.ClusterID))).Complete(r)
 }
 

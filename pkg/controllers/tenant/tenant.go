@@ -108,9 +108,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToTenant),
 			wiring.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.TenantList { return &authv1beta1.TenantList{} }, nil)),
-			wiring.HasLabel(wire.NonceLabel, "true")).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.everyTenantOn(wire.ConfigMapName)), wiring.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.everyTenantOn(wire.KeysSecretName)), wiring.Named(r.Placement.LiqoNamespace, wire.KeysSecretName)).
+			wiring.HasLabel(wire.NonceLabel, "true"), wiring.AfterStart()).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.everyTenantOn(wire.ConfigMapName)), wiring.HasLabel(wire.ManagedByLabel, wire.ManagedByValue), wiring.AfterStart()).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.everyTenantOn(wire.KeysSecretName)), wiring.Named(r.Placement.LiqoNamespace, wire.KeysSecretName), wiring.AfterStart()).
 		Reads(&rbacv1.ClusterRoleBinding{}).
 		Reads(&authv1beta1.ResourceSlice{})
 	return b.WatchTenantNamespaces(func(remoteID string) string { return remoteID }).Complete(r)
