@@ -127,26 +127,35 @@ func (c *InProcess) Start(ctx context.Context, s *handshake.Side, role Role) (st
 	if s.Controllers().Liqo() {
 		return false, nil
 	}
-	// Everything the controllers need is read at once, while the Lease says whether they
-	// are needed at all: one round trip instead of four.
+	// The cluster key (which a consumer's handshake reads anyway) is read while the Lease
+	// says whether the controllers are needed at all; what only a provider's controllers
+	// need (its configuration, who these credentials are) is read once the Lease says no
+	// manager runs: where one does, the provider's API server is asked nothing for them.
 	o := Options{Namespace: s.Namespace, ClusterID: s.ClusterID, Role: role}
 	var running *Running
 	var stored cluster.Config
 	var self authenticationv1.UserInfo
 	var errLease, errKey, errConfig, errSelf error
 	var wg sync.WaitGroup
-	wg.Go(func() { running, errLease = RunningManager(ctx, s.Client, s.Namespace, c.host.Clock()) })
-	wg.Go(func() {
+	readKeys := func() {
 		var ks cluster.KeySet
 		if ks, errKey = s.ClusterKeys(ctx); errKey == nil {
 			o.Key, o.Keys = ks.Current, cluster.FixedKeys(ks)
 		}
-	})
-	if role.Has(Provider) {
-		wg.Go(func() { stored, errConfig = cluster.GetConfig(ctx, s.Client, s.Namespace) })
-		wg.Go(func() { self, errSelf = selfReviewer(ctx, s.Client) })
+	}
+	wg.Go(func() { running, errLease = RunningManager(ctx, s.Client, s.Namespace, c.host.Clock()) })
+	if role.Has(Consumer) {
+		wg.Go(readKeys)
 	}
 	wg.Wait()
+	if role.Has(Provider) && (errLease == nil || apierrors.IsForbidden(errLease)) && running == nil {
+		if !role.Has(Consumer) {
+			wg.Go(readKeys)
+		}
+		wg.Go(func() { stored, errConfig = cluster.GetConfig(ctx, s.Client, s.Namespace) })
+		wg.Go(func() { self, errSelf = selfReviewer(ctx, s.Client) })
+		wg.Wait()
+	}
 	if apierrors.IsForbidden(errLease) {
 		// These credentials may not read the Lease: the controllers run here, which is
 		// harmless beside a manager (both act idempotently), and said at -v.
