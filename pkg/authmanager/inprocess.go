@@ -127,68 +127,33 @@ func (c *InProcess) Start(ctx context.Context, s *handshake.Side, role Role) (st
 	if s.Controllers().Liqo() {
 		return false, nil
 	}
-	// The cluster key (which a consumer's handshake reads anyway) is read while the Lease
-	// says whether the controllers are needed at all; what only a provider's controllers
-	// need (its configuration, who these credentials are) is read once the Lease says no
-	// manager runs: where one does, the provider's API server is asked nothing for them.
-	o := Options{Namespace: s.Namespace, ClusterID: s.ClusterID, Role: role}
-	var running *Running
-	var stored cluster.Config
-	var self authenticationv1.UserInfo
-	var errLease, errKey, errConfig, errSelf error
-	var wg sync.WaitGroup
-	readKeys := func() {
-		var ks cluster.KeySet
-		if ks, errKey = s.ClusterKeys(ctx); errKey == nil {
-			o.Key, o.Keys = ks.Current, cluster.FixedKeys(ks)
-		}
-	}
-	wg.Go(func() { running, errLease = RunningManager(ctx, s.Client, s.Namespace, c.host.Clock()) })
-	if role.Has(Consumer) {
-		wg.Go(readKeys)
-	}
-	wg.Wait()
-	if role.Has(Provider) && (errLease == nil || apierrors.IsForbidden(errLease)) && running == nil {
-		if !role.Has(Consumer) {
-			wg.Go(readKeys)
-		}
-		wg.Go(func() { stored, errConfig = cluster.GetConfig(ctx, s.Client, s.Namespace) })
-		wg.Go(func() { self, errSelf = selfReviewer(ctx, s.Client) })
-		wg.Wait()
-	}
-	if apierrors.IsForbidden(errLease) {
+	rd := c.readForStart(ctx, s, role)
+	if apierrors.IsForbidden(rd.errLease) {
 		// These credentials may not read the Lease: the controllers run here, which is
 		// harmless beside a manager (both act idempotently), and said at -v.
-		c.host.Debugf(s.Scope, "cannot read the Lease of liqo-auth-manager: %v", errLease)
-		errLease = nil
+		c.host.Debugf(s.Scope, "cannot read the Lease of liqo-auth-manager: %v", rd.errLease)
+		rd.errLease = nil
 	}
-	if errLease != nil {
-		return false, s.Explain(errLease, "looking for a running liqo-auth-manager")
+	if rd.errLease != nil {
+		return false, s.Explain(rd.errLease, "looking for a running liqo-auth-manager")
 	}
-	if running != nil {
-		c.host.Debugf(s.Scope, "liqo-auth-manager %s (version %s) runs in this cluster", running.Holder, running.Version)
+	if rd.running != nil {
+		c.host.Debugf(s.Scope, "liqo-auth-manager %s (version %s) runs in this cluster", rd.running.Holder, rd.running.Version)
 		s.ManagerRunning = role.Has(Provider)
 		return false, nil
 	}
+	o := Options{Namespace: s.Namespace, ClusterID: s.ClusterID, Role: role}
 	if role.Has(Provider) {
-		joinErr := errors.Join(errConfig, errSelf)
-		if joinErr == nil {
-			o.Tenant.APIServer, o.Tenant.CA, joinErr = APIServerFrom(stored, s.Config, "", nil)
-			o.Tenant.CertificateLifetime, o.Tenant.NonceTTL, o.Self = stored.CertificateLifetime, stored.NonceTTL, &self
-		}
-		if apierrors.IsForbidden(joinErr) {
-			return false, s.Errorf("no liqo-auth-manager runs in this cluster, and these credentials may not run its provider controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can", joinErr)
-		}
-		if joinErr != nil {
-			return false, joinErr
+		if optionsErr := rd.providerOptions(s, &o); optionsErr != nil {
+			return false, optionsErr
 		}
 	}
-	if errKey != nil {
-		return false, errKey
+	if rd.errKey != nil {
+		return false, rd.errKey
 	}
 	// One command's controllers verify and seal with the key it read (a rotation is driven
 	// by a manager, or by liqoctl rotate key, not beside a command).
-	o.Keys = cluster.FixedKeys{Current: o.Key}
+	o.Key, o.Keys = rd.keys.Current, cluster.FixedKeys{Current: rd.keys.Current}
 	if c.LiveKeys {
 		o.Keys = cluster.SecretKeys{Reader: s.Client, Namespace: s.Namespace}
 	}
@@ -200,6 +165,56 @@ func (c *InProcess) Start(ctx context.Context, s *handshake.Side, role Role) (st
 	c.started = append(c.started, startedRunner{runner: r, side: s, role: role})
 	c.mu.Unlock()
 	return true, nil
+}
+
+// startReads is what Start reads of a side before it decides: whether a manager runs (the
+// Lease), and what its role's controllers need.
+type startReads struct {
+	running                              *Running
+	keys                                 cluster.KeySet
+	stored                               cluster.Config
+	self                                 authenticationv1.UserInfo
+	errLease, errKey, errConfig, errSelf error
+}
+
+// readForStart reads what Start decides on. The cluster key (which a consumer's handshake
+// reads anyway) is read while the Lease says whether the controllers are needed at all;
+// what only a provider's controllers need (its key, its configuration, who these
+// credentials are) is read once the Lease says no manager runs: where one does, the
+// provider's API server is asked nothing for them.
+func (c *InProcess) readForStart(ctx context.Context, s *handshake.Side, role Role) *startReads {
+	rd := &startReads{}
+	var wg sync.WaitGroup
+	readKeys := func() { rd.keys, rd.errKey = s.ClusterKeys(ctx) }
+	wg.Go(func() { rd.running, rd.errLease = RunningManager(ctx, s.Client, s.Namespace, c.host.Clock()) })
+	if role.Has(Consumer) {
+		wg.Go(readKeys)
+	}
+	wg.Wait()
+	if !role.Has(Provider) || rd.running != nil || (rd.errLease != nil && !apierrors.IsForbidden(rd.errLease)) {
+		return rd
+	}
+	if !role.Has(Consumer) {
+		wg.Go(readKeys)
+	}
+	wg.Go(func() { rd.stored, rd.errConfig = cluster.GetConfig(ctx, s.Client, s.Namespace) })
+	wg.Go(func() { rd.self, rd.errSelf = selfReviewer(ctx, s.Client) })
+	wg.Wait()
+	return rd
+}
+
+// providerOptions completes o, a provider's, with what rd read, or says why these
+// credentials cannot run its controllers.
+func (rd *startReads) providerOptions(s *handshake.Side, o *Options) error {
+	err := errors.Join(rd.errConfig, rd.errSelf)
+	if err == nil {
+		o.Tenant.APIServer, o.Tenant.CA, err = APIServerFrom(rd.stored, s.Config, "", nil)
+		o.Tenant.CertificateLifetime, o.Tenant.NonceTTL, o.Self = rd.stored.CertificateLifetime, rd.stored.NonceTTL, &rd.self
+	}
+	if apierrors.IsForbidden(err) {
+		return s.Errorf("no liqo-auth-manager runs in this cluster, and these credentials may not run its provider controllers (%w): ask its administrator to run liqo-auth-manager (liqoctl install --with-manager); a peering user never can", err)
+	}
+	return err
 }
 
 // VersionSkew says, when the manager of a cluster runs another version than this liqoctl
