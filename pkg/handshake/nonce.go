@@ -178,8 +178,13 @@ func EnsureSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce strin
 // writeSignedNonce is one try of EnsureSignedNonce: create the Secret, or, when it exists,
 // reset it unless it already holds nonce (and sig) under the right labels. It is created
 // first, unread: in the usual case (a tenant namespace made a moment ago, or a signed
-// nonce deleted by unauthenticate) there is none to read. A Secret deleted between the
-// create and the read is a race like the others: the try is made again.
+// nonce deleted by unauthenticate) there is none to read. A create refused for another
+// reason than the name being taken (a full Secret quota: the API server admits a create
+// before it looks at the name, and anyone who may create Secrets there can fill it) still
+// resets the Secret that is there, as an update, which no object-count quota refuses
+// (TestAttack54FullSecretQuotaKeepsTheSignedNonce); the create's error is returned only
+// when there is none. A Secret deleted between the create and the read is a race like the
+// others: the try is made again.
 func writeSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce string, sig []byte) error {
 	data := map[string][]byte{wire.NonceField: []byte(nonce)}
 	if sig != nil {
@@ -191,15 +196,17 @@ func writeSignedNonce(ctx context.Context, c *Side, tn, providerID, nonce string
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
 	}
-	exists := c.Client.Create(ctx, &fresh)
-	if !apierrors.IsAlreadyExists(exists) {
-		return exists
+	created := c.Client.Create(ctx, &fresh)
+	if created == nil {
+		return nil
 	}
 	var s corev1.Secret
 	err := c.Client.Get(ctx, client.ObjectKeyFromObject(&fresh), &s)
 	switch {
 	case apierrors.IsNotFound(err):
-		return exists // deleted since: created again at the next try
+		return created // deleted since (tried again), or refused with nothing to reset
+	case err != nil && !apierrors.IsAlreadyExists(created):
+		return created
 	case err != nil:
 		return err
 	case string(s.Data[wire.NonceField]) != nonce || s.Labels[wire.SignedNonceLabel] != "true" || s.Labels[wire.RemoteClusterIDLabel] != providerID ||

@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -47,22 +48,31 @@ func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
 		// deletes is how many times the Secret is deleted between liqoctl's create and its
 		// read.
 		deletes int
-		wantErr bool
+		// wantErr says which error is expected (nil: none).
+		wantErr func(error) bool
 		// wantGets is how many reads liqoctl makes: none when there is no Secret yet.
 		wantGets int
+		// quotaFull refuses every create as a full Secret quota does, before the name is
+		// looked at (TestAttack54FullSecretQuotaKeepsTheSignedNonce).
+		quotaFull bool
 	}{
-		{"the signer re-signs the held nonce first", []client.Object{held()}, 1, 0, false, 2},
-		{"another handshake creates the Secret first", nil, 1, 0, false, 1},
-		{"no race", []client.Object{held()}, 0, 0, false, 1},
-		{"no Secret yet", nil, 0, 0, false, 0},
-		{"the Secret is deleted between the create and the read", []client.Object{held()}, 0, 1, false, 1},
-		{"a writer that always wins", []client.Object{held()}, 100, 0, true, 5},
+		{"the signer re-signs the held nonce first", []client.Object{held()}, 1, 0, nil, 2, false},
+		{"another handshake creates the Secret first", nil, 1, 0, nil, 1, false},
+		{"no race", []client.Object{held()}, 0, 0, nil, 1, false},
+		{"no Secret yet", nil, 0, 0, nil, 0, false},
+		{"the Secret is deleted between the create and the read", []client.Object{held()}, 0, 1, nil, 1, false},
+		{"a writer that always wins", []client.Object{held()}, 100, 0, apierrors.IsConflict, 5, false},
+		{"a full quota, the Secret there: reset in place", []client.Object{held()}, 0, 0, nil, 1, true},
+		{"a full quota, no Secret: the quota's refusal", nil, 0, 0, apierrors.IsForbidden, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			left, deletes, gets := tc.races, tc.deletes, 0
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.initial...).WithInterceptorFuncs(interceptor.Funcs{
 				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if tc.quotaFull {
+						return apierrors.NewForbidden(corev1.Resource("secrets"), obj.GetName(), errors.New("exceeded quota: secrets"))
+					}
 					if s, ok := obj.(*corev1.Secret); ok && left > 0 && s.Name == wire.SignedNonceSecretName &&
 						apierrors.IsNotFound(cl.Get(ctx, key, &corev1.Secret{})) {
 						left--
@@ -103,9 +113,9 @@ func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
 			side := &Side{Scope: Local, Client: c, Namespace: "liqo", Report: &lines{}}
 			err := EnsureSignedNonce(ctx, side, tn, provider, nonce, nil)
 			read := gets
-			if tc.wantErr {
-				if !apierrors.IsConflict(err) {
-					t.Fatalf("a writer that always wins: got %v, want a conflict", err)
+			if tc.wantErr != nil {
+				if !tc.wantErr(err) {
+					t.Fatalf("got %v, not the error expected", err)
 				}
 				if want := "(local) writing the nonce to sign"; !strings.Contains(err.Error(), want) {
 					t.Fatalf("error %q does not say %q", err, want)

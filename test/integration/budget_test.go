@@ -112,7 +112,12 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			// discovery document of the group versions it does not (/apis/<group>/<version>,
 			// which these counters leave out), once per command.
 			"request GET deployments": 1, // are Liqo's controllers there?
-			"request LIST configmaps": 2, // the cluster ID; the in-process scope's tenant records
+			// The cluster ID; the in-process scope's tenant records; the controllers' informer.
+			// Each informer of the in-process controllers fills with a LIST (cli.ListingInformers),
+			// not a watch whose initial events waited for etcd's next progress notification: one
+			// LIST per watched kind, and the initial objects no longer counted as watch events.
+			"request LIST configmaps": 3,
+			"request LIST identities": 1, "request LIST namespaces": 1, "request LIST resourceslices": 1, "request LIST secrets": 1,
 			// The tenant record: state (its CA pin kept from that read, not read again),
 			// controllers' start.
 			"request GET configmaps":  2,
@@ -138,7 +143,11 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 		"provider": {
 			"request GET deployments":         1,
 			"request POST selfsubjectreviews": 1, // who the in-process controllers are
-			"request LIST configmaps":         2,
+			// Each informer's first fill, as on the consumer.
+			"request LIST configmaps":                 3,
+			"request LIST certificatesigningrequests": 1, "request LIST clusterrolebindings": 1, "request LIST namespaces": 1,
+			"request LIST renews": 1, "request LIST resourceslices": 1, "request LIST rolebindings": 1,
+			"request LIST roles": 1, "request LIST secrets": 1, "request LIST tenants": 1,
 			// The tenant record: state (read once, as the tenant namespace is ensured: 4 while
 			// the state read it again), start, after the status. The tenant namespaces are
 			// ensured as the state is read (5 while each step read them anew).
@@ -166,7 +175,7 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"request DELETE certificatesigningrequests":       1,
 			"request POST events":                             1,
 			"watch event certificatesigningrequests":          11,
-			"watch event clusterrolebindings":                 57, // the in-process cache's first list
+			"watch event clusterrolebindings":                 1, // 57 while the in-process cache's first fill was streamed
 			"watch event configmaps":                          8, "watch event namespaces": 5, "watch event resourceslices": 2,
 			"watch event rolebindings": 20, "watch event roles": 7, "watch event tenants": 7,
 			"watch event secrets": 5, // 8 while the nonce was marked consumed

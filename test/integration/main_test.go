@@ -4,12 +4,16 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/liqo-auth/liqo-auth/internal/cli"
 )
 
 // TestMain removes what the package built for itself (the liqo-auth-manager and liqoctl
 // binaries, the manager image), even when tests fail; each control plane cleans up after
-// its own test.
+// its own test. The CLI runs in this process (runCLI): its informers fill as liqoctl's main
+// makes them (cli.ListingInformers).
 func TestMain(m *testing.M) {
+	cli.ListingInformers(os.Getenv)
 	code := m.Run()
 	for _, bin := range []string{managerBinPath, liqoctlBinPath, imageLayout} {
 		if bin != "" {
