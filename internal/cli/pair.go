@@ -13,11 +13,13 @@ func NewPair(g *Global, remote *ClusterFlags) (*handshake.Pair, error) {
 	remote.policy = g.PluginPolicy
 	sch := scheme.New()
 	g.Local.scheme, remote.scheme = sch, sch
+	// The printer is made here, once: both sides print through it, under its one lock.
+	local, far := g.Printer().Scoped(handshake.Local), g.Printer().Scoped(handshake.Remote)
 	var c, p *handshake.Side
 	var errC, errP error
 	var wg sync.WaitGroup
-	wg.Go(func() { c, errC = g.Local.Side(handshake.Local, g.Printer().Scoped(handshake.Local)) })
-	wg.Go(func() { p, errP = remote.Side(handshake.Remote, g.Printer().Scoped(handshake.Remote)) })
+	wg.Go(func() { c, errC = g.Local.Side(handshake.Local, local) })
+	wg.Go(func() { p, errP = remote.Side(handshake.Remote, far) })
 	wg.Wait()
 	if errC != nil {
 		return nil, errC

@@ -34,22 +34,15 @@ func ValidateClusterID(id string) error {
 }
 
 // GetClusterID reads the cluster ID from the ConfigMap labelled as the cluster-ID
-// ConfigMap in namespace ns. Exactly one must exist.
+// ConfigMap in namespace ns. Exactly one must exist. Credentials that may not list
+// ConfigMaps there read it by name (GetClusterIDByName).
 func GetClusterID(ctx context.Context, c client.Reader, ns string) (string, error) {
 	var list corev1.ConfigMapList
 	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{wire.ClusterIDLabelKey: wire.ClusterIDLabelValue}); err != nil {
 		if !apierrors.IsForbidden(err) {
 			return "", fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
 		}
-		// Credentials that may read it by name only (a peering user).
-		var cm corev1.ConfigMap
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.ClusterIDConfigMapName}, &cm); err != nil {
-			if apierrors.IsNotFound(err) {
-				return "", fmt.Errorf("%w: no ConfigMap %s/%s", ErrNotInstalled, ns, wire.ClusterIDConfigMapName)
-			}
-			return "", fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
-		}
-		list.Items = []corev1.ConfigMap{cm}
+		return GetClusterIDByName(ctx, c, ns)
 	}
 	switch len(list.Items) {
 	case 0:
@@ -58,12 +51,30 @@ func GetClusterID(ctx context.Context, c client.Reader, ns string) (string, erro
 	default:
 		return "", fmt.Errorf("%d ConfigMaps in namespace %q are labelled %s=%s; exactly one must be", len(list.Items), ns, wire.ClusterIDLabelKey, wire.ClusterIDLabelValue)
 	}
-	id := list.Items[0].Data[wire.ClusterIDKey]
+	return clusterIDIn(ns, &list.Items[0])
+}
+
+// GetClusterIDByName reads the cluster ID from the cluster-ID ConfigMap of namespace ns,
+// by its name: what credentials that may read it by name only (a peering user) can read.
+func GetClusterIDByName(ctx context.Context, c client.Reader, ns string) (string, error) {
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.ClusterIDConfigMapName}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("%w: no ConfigMap %s/%s", ErrNotInstalled, ns, wire.ClusterIDConfigMapName)
+		}
+		return "", fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
+	}
+	return clusterIDIn(ns, &cm)
+}
+
+// clusterIDIn is the cluster ID cm, the cluster-ID ConfigMap of namespace ns, holds.
+func clusterIDIn(ns string, cm *corev1.ConfigMap) (string, error) {
+	id := cm.Data[wire.ClusterIDKey]
 	if id == "" {
-		return "", fmt.Errorf("%w: ConfigMap %s/%s holds no %s yet (liqo-auth-manager fills it at its first start)", ErrNotInstalled, ns, list.Items[0].Name, wire.ClusterIDKey)
+		return "", fmt.Errorf("%w: ConfigMap %s/%s holds no %s yet (liqo-auth-manager fills it at its first start)", ErrNotInstalled, ns, cm.Name, wire.ClusterIDKey)
 	}
 	if err := ValidateClusterID(id); err != nil {
-		return "", fmt.Errorf("ConfigMap %s/%s: %w", ns, list.Items[0].Name, err)
+		return "", fmt.Errorf("ConfigMap %s/%s: %w", ns, cm.Name, err)
 	}
 	return id, nil
 }

@@ -128,7 +128,11 @@ func (s *Side) ClusterKeys(ctx context.Context) (cluster.KeySet, error) {
 // Identify reads the cluster ID of the side, with an error that says what to do when the
 // cluster is not installed.
 func (s *Side) Identify(ctx context.Context) error {
-	id, err := cluster.GetClusterID(ctx, s.Client, s.Namespace)
+	get := cluster.GetClusterID
+	if s.peeringUser != nil {
+		get = cluster.GetClusterIDByName // a peering user may not list ConfigMaps
+	}
+	id, err := get(ctx, s.Client, s.Namespace)
 	if err != nil {
 		return s.Explain(err, "reading its cluster ID")
 	}
