@@ -60,7 +60,7 @@ type Writer struct {
 // Writers of the kinds, shared by ManagerWatched, CommandReads and the threat model.
 var (
 	nsCreatorSecrets  = Writer{Principal: NamespaceCreator, Writes: "Secrets with any name, labels and data in namespaces it creates (`liqo-tenant-<id>` with the tenant labels, or any other)", Tests: []string{"TestMetricsSeriesComeOnlyFromPeers", "TestManagerCacheKeepsOnlyWhatItOwns"}}
-	secretWriter      = Writer{Principal: SecretWriter, Writes: "the nonce, signed-nonce and kubeconfig Secrets of the tenant namespace, and any other there: data, labels, annotations", Tests: []string{"TestRevocationProofTrustsTheIdentity", "TestNonceStampsCannotExtendANonce", "TestKubeconfigSecretsAreNeverExecuted"}}
+	secretWriter      = Writer{Principal: SecretWriter, Writes: "the nonce, signed-nonce and kubeconfig Secrets of the tenant namespace, and any other there: data, labels, annotations", Tests: []string{"TestRevocationProofTrustsTheIdentity", "TestNonceStampsCannotExtendANonce", "TestKubeconfigSecretsAreNeverExecuted", "TestAttack54FullSecretQuotaKeepsTheSignedNonce"}}
 	peeringUserNonce  = Writer{Principal: PeeringUser, Writes: "the nonce `liqo-nonce` of its consumer: data key `nonce`, its labels and annotations only (admission policy)", Tests: []string{"TestPeeringUser"}}
 	nsCreatorNS       = Writer{Principal: NamespaceCreator, Writes: "namespaces with any labels, `liqo-tenant-<id>` included; the creator annotations only by the API server", Tests: []string{"TestTenantNamespaceDesignatedByItsCreator", "TestLookAlikeNamespaces", "TestAttack6NamespaceCreatorRevivesSeriesOfADeletedTenantNamespace"}}
 	nsCreatorRecords  = Writer{Principal: NamespaceCreator, Writes: "ConfigMaps labelled as tenant records, outside the Liqo namespace"}
