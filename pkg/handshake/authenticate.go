@@ -179,13 +179,12 @@ func stateNamespace(ctx context.Context, s *Side, remoteID string, ensure bool, 
 		name, lookupErr := s.TenantNamespace(ctx, remoteID)
 		return name, lookupErr == nil, false, nil
 	}
-	var ranIn string
-	ens, err := s.Controllers().EnsureTenantNamespace(ctx, s, remoteID, func(ctx context.Context, tn string) { ranIn = tn; readIn(ctx, tn) })
+	ens, err := s.Controllers().EnsureTenantNamespace(ctx, s, remoteID, readIn)
 	if err != nil {
 		return "", false, false, err
 	}
 	*ensured = ens.Name
-	return ens.Name, !ens.Created, ens.Read && ranIn == ens.Name, nil
+	return ens.Name, !ens.Created, ens.Read, nil
 }
 
 // readProviderRecord is Inspect's read of the provider's record of the consumer into
