@@ -55,15 +55,20 @@ func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
 		// quotaFull refuses every create as a full Secret quota does, before the name is
 		// looked at (TestAttack54FullSecretQuotaKeepsTheSignedNonce).
 		quotaFull bool
+		// getRefused refuses every read of the Secret (credentials that may create it only).
+		getRefused bool
 	}{
-		{"the signer re-signs the held nonce first", []client.Object{held()}, 1, 0, nil, 2, false},
-		{"another handshake creates the Secret first", nil, 1, 0, nil, 1, false},
-		{"no race", []client.Object{held()}, 0, 0, nil, 1, false},
-		{"no Secret yet", nil, 0, 0, nil, 0, false},
-		{"the Secret is deleted between the create and the read", []client.Object{held()}, 0, 1, nil, 1, false},
-		{"a writer that always wins", []client.Object{held()}, 100, 0, apierrors.IsConflict, 5, false},
-		{"a full quota, the Secret there: reset in place", []client.Object{held()}, 0, 0, nil, 1, true},
-		{"a full quota, no Secret: the quota's refusal", nil, 0, 0, apierrors.IsForbidden, 1, true},
+		{"the signer re-signs the held nonce first", []client.Object{held()}, 1, 0, nil, 2, false, false},
+		{"another handshake creates the Secret first", nil, 1, 0, nil, 1, false, false},
+		{"no race", []client.Object{held()}, 0, 0, nil, 1, false, false},
+		{"no Secret yet", nil, 0, 0, nil, 0, false, false},
+		{"the Secret is deleted between the create and the read", []client.Object{held()}, 0, 1, nil, 1, false, false},
+		{"a writer that always wins", []client.Object{held()}, 100, 0, apierrors.IsConflict, 5, false, false},
+		{"a full quota, the Secret there: reset in place", []client.Object{held()}, 0, 0, nil, 1, true, false},
+		{"a full quota, no Secret: the quota's refusal", nil, 0, 0, apierrors.IsForbidden, 1, true, false},
+		{"a full quota, the read refused too: the quota's refusal, not the read's", []client.Object{held()}, 0, 0, func(err error) bool {
+			return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
+		}, 1, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -86,6 +91,9 @@ func TestEnsureSignedNonceRacesTheSigner(t *testing.T) {
 				Get: func(ctx context.Context, cl client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 					if k == key {
 						gets++
+						if tc.getRefused {
+							return apierrors.NewForbidden(corev1.Resource("secrets"), k.Name, errors.New("may not get secrets"))
+						}
 						if deletes > 0 {
 							deletes--
 							if err := cl.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: k.Name}}); err != nil {
