@@ -284,9 +284,9 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	if err != nil {
 		return nil, err
 	}
-	// The consumer's tenant record, for the pin of the provider's CA, is read while the
-	// provider answers.
-	pin := p.readPin(ctx)
+	// The pin of the provider's CA, from the consumer's tenant record read as its tenant
+	// namespace was ensured.
+	pin := p.notedPin()
 	if checkAdminStateErr := checkAdminState(st.Tenant, st.ProviderRecord, c.ClusterID); checkAdminStateErr != nil {
 		return nil, checkAdminStateErr
 	}
@@ -305,7 +305,7 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	pr.Report.Info("Identity correctly generated")
 	if !c.Controllers().Liqo() {
 		// A Liqo consumer keeps no pin: this project's record is not its.
-		if pinProviderCAErr := pinProviderCAOnce(ctx, c, pr.ClusterID, t.Status.AuthParams.CA, pin()); pinProviderCAErr != nil {
+		if pinProviderCAErr := pinProviderCAOnce(ctx, c, pr.ClusterID, t.Status.AuthParams.CA, pin); pinProviderCAErr != nil {
 			return nil, pinProviderCAErr
 		}
 	}
@@ -505,36 +505,19 @@ func checkAdminState(t *authv1beta1.Tenant, rec *cluster.TenantRecord, consumerI
 	return nil
 }
 
-// readPin starts reading the CA fingerprint the consumer's tenant record pins for the
-// provider, and returns what waits for it ("": none, or it could not be read). The record
-// read a moment ago, as the consumer's tenant namespace was ensured, is not read again.
-func (p *Pair) readPin(ctx context.Context) func() string {
+// notedPin is the CA fingerprint the consumer's tenant record pins for the provider, as
+// the record was read when the consumer's tenant namespace was ensured, earlier in this
+// command ("": none, or a Liqo consumer, which keeps no record of this project's; then
+// PinProviderCA reads the record itself).
+func (p *Pair) notedPin() string {
 	c, pr := p.Consumer, p.Provider
 	if c.Controllers().Liqo() {
-		return func() string { return "" }
+		return ""
 	}
-	if rec, ok := c.notedRecord(pr.ClusterID); ok {
-		fp := ""
-		if rec != nil {
-			fp = rec.CAFingerprint
-		}
-		return func() string { return fp }
+	if rec, ok := c.notedRecord(pr.ClusterID); ok && rec != nil {
+		return rec.CAFingerprint
 	}
-	ch := make(chan string, 1)
-	go func() {
-		rec, err := cluster.GetTenantRecord(ctx, c.Client, c.Namespace, pr.ClusterID)
-		if err != nil || rec == nil {
-			ch <- ""
-			return
-		}
-		ch <- rec.CAFingerprint
-	}()
-	var once sync.Once
-	var pinned string
-	return func() string {
-		once.Do(func() { pinned = <-ch })
-		return pinned
-	}
+	return ""
 }
 
 // pinProviderCAOnce is PinProviderCA, which has nothing to do when the pin read earlier in
