@@ -56,6 +56,9 @@ func GetClusterID(ctx context.Context, c client.Reader, ns string) (string, erro
 
 // GetClusterIDByName reads the cluster ID from the cluster-ID ConfigMap of namespace ns,
 // by its name: what credentials that may read it by name only (a peering user) can read.
+// It must carry the cluster-ID label, as GetClusterID's does: a ConfigMap of that name
+// without it is not the cluster's ID (anyone who may create ConfigMaps in ns could have
+// made it), and EnsureClusterID would refuse it.
 func GetClusterIDByName(ctx context.Context, c client.Reader, ns string) (string, error) {
 	var cm corev1.ConfigMap
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.ClusterIDConfigMapName}, &cm); err != nil {
@@ -63,6 +66,9 @@ func GetClusterIDByName(ctx context.Context, c client.Reader, ns string) (string
 			return "", fmt.Errorf("%w: no ConfigMap %s/%s", ErrNotInstalled, ns, wire.ClusterIDConfigMapName)
 		}
 		return "", fmt.Errorf("reading the cluster ID in namespace %q: %w", ns, err)
+	}
+	if cm.Labels[wire.ClusterIDLabelKey] != wire.ClusterIDLabelValue {
+		return "", fmt.Errorf("ConfigMap %s/%s is not labelled %s=%s, so it is not this cluster's ID: its administrator should label it, or remove it and run liqoctl install", ns, wire.ClusterIDConfigMapName, wire.ClusterIDLabelKey, wire.ClusterIDLabelValue)
 	}
 	return clusterIDIn(ns, &cm)
 }

@@ -60,3 +60,39 @@ func TestEnsureClusterIDLosesTheFillRaceGracefully(t *testing.T) {
 		})
 	}
 }
+
+// TestGetClusterIDByNameWantsTheLabel: what a peering user reads by name is the cluster's ID
+// only when it carries the cluster-ID label, as GetClusterID's list and EnsureClusterID
+// require (helper-14): an unlabelled ConfigMap of that name, which anyone who may create
+// ConfigMaps in the Liqo namespace could have made, names no cluster.
+func TestGetClusterIDByNameWantsTheLabel(t *testing.T) {
+	ns := wire.DefaultLiqoNamespace
+	unlabelled := ForgeClusterIDConfigMap(ns, "cl-planted")
+	unlabelled.Labels = map[string]string{"app.kubernetes.io/managed-by": "someone"}
+	wrongValue := ForgeClusterIDConfigMap(ns, "cl-planted")
+	wrongValue.Labels[wire.ClusterIDLabelKey] = "something-else"
+	for _, tc := range []struct {
+		name    string
+		objs    []client.Object
+		wantID  string
+		wantErr string
+	}{
+		{"labelled", []client.Object{ForgeClusterIDConfigMap(ns, "cl-provider")}, "cl-provider", ""},
+		{"none", nil, "", "no ConfigMap"},
+		{"no label", []client.Object{unlabelled}, "", "is not labelled"},
+		{"another value", []client.Object{wrongValue}, "", "is not labelled"},
+		{"labelled, empty", []client.Object{ForgeClusterIDConfigMap(ns, "")}, "", "holds no"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.objs...).Build()
+			id, err := GetClusterIDByName(context.Background(), c, ns)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				assert.Empty(t, id)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantID, id)
+		})
+	}
+}

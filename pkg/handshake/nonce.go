@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,7 +36,9 @@ type Nonce struct {
 // nothing); an old one, one a handshake consumed (as this cluster's tenant record says),
 // or one without the labels of the protocol, is replaced. The nonce is created first: in
 // the usual case (a tenant namespace made a moment ago, or a nonce deleted by
-// unauthenticate) there is none to read.
+// unauthenticate) there is none to read. A create refused for another reason than the
+// name being taken (a full Secret quota, checked before the name) still keeps or replaces
+// the nonce that is there (TestAttack56FullSecretQuotaKeepsTheNonce).
 func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.Time) (*Nonce, error) {
 	nonce, err := authn.NewNonce()
 	if err != nil {
@@ -49,17 +52,23 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 		Data: map[string][]byte{wire.NonceField: []byte(nonce)},
 	}
 	created := s.DeepCopy()
-	err = p.Client.Create(ctx, created)
-	if err == nil {
+	createErr := p.Client.Create(ctx, created)
+	if createErr == nil {
 		return &Nonce{Value: nonce, Created: true, CreatedAt: created.CreationTimestamp.Time}, nil
 	}
-	if !apierrors.IsAlreadyExists(err) {
-		return nil, p.Explain(err, "creating the nonce")
-	}
 	var old corev1.Secret
-	if err := p.Client.Get(ctx, client.ObjectKeyFromObject(&s), &old); client.IgnoreNotFound(err) != nil {
+	err = p.Client.Get(ctx, client.ObjectKeyFromObject(&s), &old)
+	switch {
+	case err == nil:
+	case !apierrors.IsAlreadyExists(createErr):
+		// Refused for another reason than the name (a full Secret quota, which admission
+		// checks before the name), with no nonce there to keep, or none that may be read.
+		return nil, p.Explain(createErr, "creating the nonce")
+	case !apierrors.IsNotFound(err):
 		return nil, p.Explain(err, "reading the nonce")
-	} else if err == nil {
+	}
+	freed := false
+	if err == nil {
 		reusable, err := reusableNonce(ctx, p, &old, consumerID, now)
 		if err != nil {
 			return nil, err
@@ -72,13 +81,27 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 		} else if client.IgnoreNotFound(deleteErr) != nil {
 			return nil, p.Explain(deleteErr, "replacing the old nonce")
 		}
+		freed = true
 	}
-	if err := p.Client.Create(ctx, &s); apierrors.IsAlreadyExists(err) {
+	if err := createReplacement(ctx, p, &s, freed); apierrors.IsAlreadyExists(err) {
 		return nil, raced(p, tn)
 	} else if err != nil {
 		return nil, p.Explain(err, "creating the nonce")
 	}
 	return &Nonce{Value: nonce, Created: true, CreatedAt: s.CreationTimestamp.Time}, nil
+}
+
+// createReplacement creates the nonce Secret s. When freed (an old nonce was deleted to
+// make room for it) and a full Secret quota refuses it, it is tried again for up to about
+// 4 s, until the resourcequota controller has given the old one's room back (it does on
+// the deletion's event, usually within a second): replacing a nonce changes no object
+// count.
+func createReplacement(ctx context.Context, p *Side, s *corev1.Secret, freed bool) error {
+	if !freed {
+		return p.Client.Create(ctx, s)
+	}
+	replenished := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Steps: 8}
+	return retry.OnError(replenished, IsQuotaExceeded, func() error { return p.Client.Create(ctx, s) })
 }
 
 // raced is the error of an EnsureNonce that found the nonce Secret of tn replaced by

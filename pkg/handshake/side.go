@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -169,6 +170,8 @@ func (s *Side) Explain(err error, doing string) error {
 		return fmt.Errorf("%s%s: %w: run liqoctl install on this cluster first", s.prefix(), doing, err)
 	case meta.IsNoMatchError(err):
 		return fmt.Errorf("%s%s: the authentication.liqo.io CRDs are not installed: run liqoctl install on this cluster first", s.prefix(), doing)
+	case IsQuotaExceeded(err):
+		return fmt.Errorf("%s%s: %w: a ResourceQuota of the namespace is full: remove what does not belong there or raise the quota, then re-run the command", s.prefix(), doing, err)
 	case s.peeringUser != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)):
 		return fmt.Errorf("%s%s: %w", s.prefix(), doing, &PeeringUserRefusal{msg: s.peeringUser.explain(err, time.Now()), err: err})
 	case Unreachable(err):
@@ -179,6 +182,12 @@ func (s *Side) Explain(err error, doing string) error {
 		return fmt.Errorf("%s%s: cannot reach the API server%s (%w): check the kubeconfig and that the cluster runs, then re-run the command: it resumes where it stopped", s.prefix(), doing, host, rootCause(err))
 	}
 	return fmt.Errorf("%s%s: %w", s.prefix(), doing, err)
+}
+
+// IsQuotaExceeded says whether err is the API server's refusal of a write that a
+// ResourceQuota of its namespace has no room for.
+func IsQuotaExceeded(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
 }
 
 // prefix is how an error names the side: "(local) ", or nothing for a one-cluster command.
