@@ -37,8 +37,10 @@ type Nonce struct {
 // or one without the labels of the protocol, is replaced. The nonce is created first: in
 // the usual case (a tenant namespace made a moment ago, or a nonce deleted by
 // unauthenticate) there is none to read. A create refused for another reason than the
-// name being taken (a full Secret quota, checked before the name) still keeps or replaces
-// the nonce that is there (TestAttack56FullSecretQuotaKeepsTheNonce).
+// name being taken (a full Secret quota, checked before the name) still hands out a young
+// nonce that is there (TestAttack56FullSecretQuotaKeepsTheNonce); an old one is then kept
+// and the refusal returned: deleting it would free a place in the quota for whoever may
+// create Secrets there.
 func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.Time) (*Nonce, error) {
 	nonce, err := authn.NewNonce()
 	if err != nil {
@@ -67,8 +69,8 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 	case !apierrors.IsNotFound(err):
 		return nil, p.Explain(err, "reading the nonce")
 	}
-	freed := false
-	if err == nil {
+	freed := err == nil // the old nonce is there: deleted below unless kept
+	if freed {
 		reusable, err := reusableNonce(ctx, p, &old, consumerID, now)
 		if err != nil {
 			return nil, err
@@ -76,12 +78,18 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 		if reusable != "" {
 			return &Nonce{Value: reusable, CreatedAt: old.CreationTimestamp.Time}, nil
 		}
+		if !apierrors.IsAlreadyExists(createErr) {
+			// No room for its successor: the old one stays until there is, rather than leave
+			// a free place in the quota to whoever may create Secrets here, whose own nonce
+			// the next run would find young and hand out
+			// (TestAttack57CreateOnlyPrincipalClaimsTheFreedNonceSlot).
+			return nil, p.Explain(createErr, "replacing the old nonce")
+		}
 		if deleteErr := p.Client.Delete(ctx, &old, client.Preconditions{UID: &old.UID}); apierrors.IsConflict(deleteErr) {
 			return nil, raced(p, tn)
 		} else if client.IgnoreNotFound(deleteErr) != nil {
 			return nil, p.Explain(deleteErr, "replacing the old nonce")
 		}
-		freed = true
 	}
 	if err := createReplacement(ctx, p, &s, freed); apierrors.IsAlreadyExists(err) {
 		return nil, raced(p, tn)
@@ -91,11 +99,12 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 	return &Nonce{Value: nonce, Created: true, CreatedAt: s.CreationTimestamp.Time}, nil
 }
 
-// createReplacement creates the nonce Secret s. When freed (an old nonce was deleted to
-// make room for it) and a full Secret quota refuses it, it is tried again for up to about
-// 4 s, until the resourcequota controller has given the old one's room back (it does on
-// the deletion's event, usually within a second): replacing a nonce changes no object
-// count.
+// createReplacement creates the nonce Secret s. When freed (an old nonce was just deleted
+// for it), a refusal by a full Secret quota is tried again for up to about 3 s: the first
+// create, refused as the name was taken, was still charged to the quota, and the
+// resourcequota controller gives that charge and the old nonce's room back on the
+// deletion's event, usually within a second. Until then the place is free to whoever may
+// create Secrets here: returning would leave it free until the command is run again.
 func createReplacement(ctx context.Context, p *Side, s *corev1.Secret, freed bool) error {
 	if !freed {
 		return p.Client.Create(ctx, s)

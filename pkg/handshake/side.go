@@ -170,6 +170,8 @@ func (s *Side) Explain(err error, doing string) error {
 		return fmt.Errorf("%s%s: %w: run liqoctl install on this cluster first", s.prefix(), doing, err)
 	case meta.IsNoMatchError(err):
 		return fmt.Errorf("%s%s: the authentication.liqo.io CRDs are not installed: run liqoctl install on this cluster first", s.prefix(), doing)
+	case IsQuotaExceeded(err) && s.peeringUser != nil:
+		return fmt.Errorf("%s%s: %w: a ResourceQuota of the namespace is full: ask the provider's administrator to make room in it, then re-run the command", s.prefix(), doing, err)
 	case IsQuotaExceeded(err):
 		return fmt.Errorf("%s%s: %w: a ResourceQuota of the namespace is full: remove what does not belong there or raise the quota, then re-run the command", s.prefix(), doing, err)
 	case s.peeringUser != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)):
@@ -185,9 +187,11 @@ func (s *Side) Explain(err error, doing string) error {
 }
 
 // IsQuotaExceeded says whether err is the API server's refusal of a write that a
-// ResourceQuota of its namespace has no room for.
+// ResourceQuota of its namespace has no room for: the ResourceQuota admission plugin's
+// own wording, not any refusal that mentions a quota (a policy's or a webhook's message is
+// its writer's choice).
 func IsQuotaExceeded(err error) bool {
-	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), " is forbidden: exceeded quota: ")
 }
 
 // prefix is how an error names the side: "(local) ", or nothing for a one-cluster command.
