@@ -69,8 +69,11 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 	case !apierrors.IsNotFound(err):
 		return nil, p.Explain(err, "reading the nonce")
 	}
-	freed := err == nil // the old nonce is there: deleted below unless kept
-	if freed {
+	if err == nil {
+		if string(old.Data[wire.NonceField]) == nonce {
+			// This run's own create, stored though its answer was lost (a timeout).
+			return &Nonce{Value: nonce, Created: true, CreatedAt: old.CreationTimestamp.Time}, nil
+		}
 		reusable, err := reusableNonce(ctx, p, &old, consumerID, now)
 		if err != nil {
 			return nil, err
@@ -91,7 +94,7 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 			return nil, p.Explain(deleteErr, "replacing the old nonce")
 		}
 	}
-	if err := createReplacement(ctx, p, &s, freed); apierrors.IsAlreadyExists(err) {
+	if err := createReplacement(ctx, p, &s); apierrors.IsAlreadyExists(err) {
 		return nil, raced(p, tn)
 	} else if err != nil {
 		return nil, p.Explain(err, "creating the nonce")
@@ -99,18 +102,16 @@ func EnsureNonce(ctx context.Context, p *Side, tn, consumerID string, now time.T
 	return &Nonce{Value: nonce, Created: true, CreatedAt: s.CreationTimestamp.Time}, nil
 }
 
-// createReplacement creates the nonce Secret s. When freed (an old nonce was just deleted
-// for it), a refusal by a full Secret quota is tried again for up to about 3 s: the first
-// create, refused as the name was taken, was still charged to the quota, and the
-// resourcequota controller gives that charge and the old nonce's room back on the
-// deletion's event, usually within a second. Until then the place is free to whoever may
-// create Secrets here: returning would leave it free until the command is run again.
-func createReplacement(ctx context.Context, p *Side, s *corev1.Secret, freed bool) error {
-	if !freed {
-		return p.Client.Create(ctx, s)
-	}
-	replenished := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Steps: 8}
-	return retry.OnError(replenished, IsQuotaExceeded, func() error { return p.Client.Create(ctx, s) })
+// createReplacement creates the nonce Secret s, once the first create was refused as
+// the name was taken and the Secret there deleted (by this run, or by someone else since).
+// That first create was still charged to the Secret quota: until the resourcequota
+// controller counts again (on the deletion's event, usually within a second) a full quota
+// refuses this one, which is tried again for up to about 3 s. Until it lands the place is
+// free to whoever may create Secrets here: returning would leave it free until the
+// command is run again.
+func createReplacement(ctx context.Context, p *Side, s *corev1.Secret) error {
+	charged := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Steps: 8}
+	return retry.OnError(charged, IsQuotaExceeded, func() error { return p.Client.Create(ctx, s) })
 }
 
 // raced is the error of an EnsureNonce that found the nonce Secret of tn replaced by

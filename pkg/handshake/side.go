@@ -19,6 +19,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -188,10 +189,17 @@ func (s *Side) Explain(err error, doing string) error {
 
 // IsQuotaExceeded says whether err is the API server's refusal of a write that a
 // ResourceQuota of its namespace has no room for: the ResourceQuota admission plugin's
-// own wording, not any refusal that mentions a quota (a policy's or a webhook's message is
-// its writer's choice).
+// own wording (`<resource> "<name>" is forbidden: exceeded quota: ...`), not any refusal
+// that mentions a quota (a webhook's or a policy's message, prefixed by its own, is its
+// writer's choice).
 func IsQuotaExceeded(err error) bool {
-	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), " is forbidden: exceeded quota: ")
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || st.Status().Reason != metav1.StatusReasonForbidden {
+		return false
+	}
+	m := st.Status().Message
+	i := strings.Index(m, " is forbidden: exceeded quota: ")
+	return i > 0 && !strings.Contains(m[:i], ": ")
 }
 
 // prefix is how an error names the side: "(local) ", or nothing for a one-cluster command.
