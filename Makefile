@@ -62,8 +62,8 @@ clean: ## Stop the demo clusters and remove build outputs.
 
 test: test-unit fuzz-short test-integration ## The whole suite: unit, short fuzzing, integration on real control planes.
 
-test-unit: ## Unit tests (no cluster needed).
-	$(GO) test -count=1 $(UNIT_PKGS)
+test-unit: ## Unit tests (no cluster needed), under the race detector.
+	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 test-integration: ## Integration tests on real control planes, and a real node as root (builds them on first use).
 	$(CONTROLPLANE); $(NODE); $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 4 ./test/integration/...
