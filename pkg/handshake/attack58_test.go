@@ -59,7 +59,9 @@ func TestAttack58FullQuotaNeverDeletes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var deletes atomic.Int32
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.old).WithInterceptorFuncs(interceptor.Funcs{
-				Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error { return attack58Quota() },
+				Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+					return attack58Quota()
+				},
 				Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 					deletes.Add(1)
 					return cl.Delete(ctx, obj, opts...)

@@ -2,15 +2,11 @@ package integration
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
@@ -60,44 +56,22 @@ func TestAttack54FullSecretQuotaKeepsTheSignedNonce(t *testing.T) {
 	require.NoError(t, err, "the first generate tenant:\n%s", errOut)
 	require.Equal(t, first, string(signedNonce().Data[wire.NonceField]))
 
-	// Setup, as the administrator (or a policy engine giving each namespace a quota): a
-	// Secret quota in the tenant namespace with room for two more. This control plane runs
-	// no resourcequota controller: its status is set as that controller would set it.
-	var secrets corev1.SecretList
-	require.NoError(t, c.client.List(ctx, &secrets, client.InNamespace(tn)))
-	inUse := int64(len(secrets.Items))
-	hard := corev1.ResourceList{corev1.ResourceSecrets: *resource.NewQuantity(inUse+2, resource.DecimalSI)}
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "secrets"}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
-	require.NoError(t, c.client.Create(ctx, q))
-	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{corev1.ResourceSecrets: *resource.NewQuantity(inUse, resource.DecimalSI)}}
-	require.NoError(t, c.client.Status().Update(ctx, q))
-	used := func() int64 {
-		var got corev1.ResourceQuota
-		require.NoError(t, c.client.Get(ctx, client.ObjectKeyFromObject(q), &got))
-		u := got.Status.Used[corev1.ResourceSecrets]
-		return u.Value()
-	}
+	// Setup, as the administrator: a Secret quota in the tenant namespace with room for two
+	// more.
+	sq := newSecretQuota(t, c, tn, 2)
 
 	// Observation (not asserted): a re-run that finds the Secret as it wants it still sends
 	// a create, which quota admission charges before the storage answers AlreadyExists; a
 	// resourcequota controller gives the charge back only at its next full resync.
-	before := used()
+	before := sq.used()
 	errOut, err = generate(first)
 	require.NoError(t, err, "a re-run of generate tenant with room in the quota:\n%s", errOut)
-	t.Logf("quota used by Secrets in %s: %d before a re-run that changed no Secret, %d after (hard %d)", tn, before, used(), inUse+2)
+	t.Logf("quota used by Secrets in %s: %d before a re-run that changed no Secret, %d after", tn, before, sq.used())
 
 	// The attack: a principal that may only create Secrets in the tenant namespace fills
 	// the quota. It never reads, writes or deletes liqo-signed-nonce.
 	w := principal(t, c, "secret-creator", tn, rule("", "secrets", "create"))
-	filled := false
-	for i := 0; i < 10 && !filled; i++ {
-		createErr := w.Create(ctx, secret(tn, fmt.Sprintf("filler-%d", i), nil, map[string][]byte{"x": []byte("x")}))
-		if createErr != nil {
-			require.True(t, apierrors.IsForbidden(createErr) && strings.Contains(createErr.Error(), "exceeded quota"), "the filler is refused by the quota: %v", createErr)
-			filled = true
-		}
-	}
-	require.True(t, filled, "the quota is full")
+	fillSecretQuota(t, w, tn)
 	err = w.List(ctx, &corev1.SecretList{}, client.InNamespace(tn))
 	require.True(t, apierrors.IsForbidden(err), "the attacker may not even read Secrets: %v", err)
 

@@ -2,16 +2,12 @@ package integration
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
@@ -50,32 +46,12 @@ func TestAttack56FullSecretQuotaKeepsTheNonce(t *testing.T) {
 	require.NoError(t, err, "the first create nonce:\n%s", errOut)
 	first := current()
 
-	// Setup, as the administrator: a Secret quota with room for two more, its status set as
-	// the resourcequota controller would set it.
-	var secrets corev1.SecretList
-	require.NoError(t, p.client.List(ctx, &secrets, client.InNamespace(tn)))
-	inUse := int64(len(secrets.Items))
-	hard := corev1.ResourceList{corev1.ResourceSecrets: *resource.NewQuantity(inUse+2, resource.DecimalSI)}
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "secrets"}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
-	require.NoError(t, p.client.Create(ctx, q))
-	setUsed := func(n int64) {
-		require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(q), q))
-		q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{corev1.ResourceSecrets: *resource.NewQuantity(n, resource.DecimalSI)}}
-		require.NoError(t, p.client.Status().Update(ctx, q))
-	}
-	setUsed(inUse)
+	// Setup, as the administrator: a Secret quota with room for two more.
+	sq := newSecretQuota(t, p, tn, 2)
 
 	// The attack: a principal that may only create Secrets fills the quota.
 	w := principal(t, p, "secret-creator", tn, rule("", "secrets", "create"))
-	filled := false
-	for i := 0; i < 10 && !filled; i++ {
-		createErr := w.Create(ctx, secret(tn, fmt.Sprintf("filler-%d", i), nil, map[string][]byte{"x": []byte("x")}))
-		if createErr != nil {
-			require.True(t, apierrors.IsForbidden(createErr) && strings.Contains(createErr.Error(), "exceeded quota"), "the filler is refused by the quota: %v", createErr)
-			filled = true
-		}
-	}
-	require.True(t, filled, "the quota is full")
+	fillSecretQuota(t, w, tn)
 
 	// A re-run hands out the young nonce that is there.
 	errOut, err = createNonce()
@@ -101,13 +77,8 @@ func TestAttack56FullSecretQuotaKeepsTheNonce(t *testing.T) {
 	// Secrets there) counts the room. The re-run's first create is refused as the name is
 	// taken but still charged to the quota, so its replacement of the old nonce waits for
 	// the controller to count again after the deletion, as it does on the deletion's event.
-	countUsed := func() {
-		var all corev1.SecretList
-		require.NoError(t, p.client.List(ctx, &all, client.InNamespace(tn)))
-		setUsed(int64(len(all.Items)))
-	}
 	require.NoError(t, p.client.Delete(ctx, secret(tn, "filler-0", nil, nil)))
-	countUsed()
+	sq.recount()
 	recounted := make(chan struct{})
 	go func() {
 		defer close(recounted)
@@ -115,12 +86,7 @@ func TestAttack56FullSecretQuotaKeepsTheNonce(t *testing.T) {
 			var s corev1.Secret
 			getErr := p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s)
 			if apierrors.IsNotFound(getErr) || (getErr == nil && s.UID != first.UID) {
-				var all corev1.SecretList
-				var cur corev1.ResourceQuota
-				if p.client.List(ctx, &all, client.InNamespace(tn)) == nil && p.client.Get(ctx, client.ObjectKeyFromObject(q), &cur) == nil {
-					cur.Status.Used = corev1.ResourceList{corev1.ResourceSecrets: *resource.NewQuantity(int64(len(all.Items)), resource.DecimalSI)}
-					_ = p.client.Status().Update(ctx, &cur)
-				}
+				sq.recount()
 				return
 			}
 		}

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,8 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
@@ -57,28 +53,12 @@ func TestAttack57CreateOnlyPrincipalClaimsTheFreedNonceSlot(t *testing.T) {
 	}))
 
 	// Setup, as the administrator: a Secret quota with room for two more.
-	var secrets corev1.SecretList
-	require.NoError(t, p.client.List(ctx, &secrets, client.InNamespace(tn)))
-	inUse := int64(len(secrets.Items))
-	hard := corev1.ResourceList{corev1.ResourceSecrets: *resource.NewQuantity(inUse+2, resource.DecimalSI)}
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: "secrets"}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
-	require.NoError(t, p.client.Create(ctx, q))
-	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(q), q))
-	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{corev1.ResourceSecrets: *resource.NewQuantity(inUse, resource.DecimalSI)}}
-	require.NoError(t, p.client.Status().Update(ctx, q))
+	sq := newSecretQuota(t, p, tn, 2)
 
 	// The attack: a principal that may only create Secrets fills the quota...
 	w := principal(t, p, "secret-creator", tn, rule("", "secrets", "create"))
-	filled := false
-	for i := 0; i < 10 && !filled; i++ {
-		if createErr := w.Create(ctx, secret(tn, fmt.Sprintf("filler-%d", i), nil, map[string][]byte{"x": []byte("x")})); createErr != nil {
-			require.True(t, apierrors.IsForbidden(createErr) && strings.Contains(createErr.Error(), "exceeded quota"), "the filler is refused by the quota: %v", createErr)
-			filled = true
-		}
-	}
-	require.True(t, filled, "the quota is full")
-	require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(q), q))
-	full := q.Status.Used[corev1.ResourceSecrets]
+	fillSecretQuota(t, w, tn)
+	full := sq.used()
 
 	// ...and polls a create of liqo-nonce with its own value.
 	planted, err := authn.NewNonce()
@@ -112,11 +92,7 @@ func TestAttack57CreateOnlyPrincipalClaimsTheFreedNonceSlot(t *testing.T) {
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !stopped(); time.Sleep(20 * time.Millisecond) {
 			s, getErr := current()
 			if apierrors.IsNotFound(getErr) || (getErr == nil && s.UID != first.UID) {
-				var cur corev1.ResourceQuota
-				if p.client.Get(ctx, client.ObjectKeyFromObject(q), &cur) == nil {
-					cur.Status.Used = corev1.ResourceList{corev1.ResourceSecrets: *resource.NewQuantity(full.Value()-1, resource.DecimalSI)}
-					_ = p.client.Status().Update(ctx, &cur)
-				}
+				sq.setUsed(full - 1)
 				return
 			}
 		}
