@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
 
@@ -30,17 +29,12 @@ import (
 //     charged.
 func TestAttack56FullSecretQuotaKeepsTheNonce(t *testing.T) {
 	ctx := context.Background()
-	p := installSites(t, testenv.New(t, "attack56-provider"), "cl-provider")[0]
-	const consumerID = "cl-consumer"
-	tn := wire.TenantNamespaceName(consumerID)
-	createNonce := func() (string, error) {
-		_, errOut, err := runCLI(t, "create", "nonce", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", consumerID)
-		return errOut, err
-	}
+	np := newQuotaProvider(t, "attack56-provider")
+	p, tn, createNonce := np.p, np.tn, np.createNonce
 	current := func() *corev1.Secret {
-		var s corev1.Secret
-		require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s))
-		return &s
+		s, err := np.nonce()
+		require.NoError(t, err)
+		return s
 	}
 	errOut, err := createNonce()
 	require.NoError(t, err, "the first create nonce:\n%s", errOut)

@@ -7,11 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -29,18 +26,8 @@ import (
 // there was no freed slot to claim, and create nonce never handed out a planted value.
 func TestAttack57CreateOnlyPrincipalClaimsTheFreedNonceSlot(t *testing.T) {
 	ctx := context.Background()
-	p := installSites(t, testenv.New(t, "attack57-provider"), "cl-provider")[0]
-	const consumerID = "cl-consumer"
-	tn := wire.TenantNamespaceName(consumerID)
-	createNonce := func() (string, error) {
-		_, errOut, err := runCLI(t, "create", "nonce", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", consumerID)
-		return errOut, err
-	}
-	current := func() (*corev1.Secret, error) {
-		var s corev1.Secret
-		err := p.client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.NonceSecretName}, &s)
-		return &s, err
-	}
+	np := newQuotaProvider(t, "attack57-provider")
+	p, tn, consumerID, createNonce, current := np.p, np.tn, np.consumerID, np.createNonce, np.nonce
 	errOut, err := createNonce()
 	require.NoError(t, err, "the first create nonce:\n%s", errOut)
 	first, err := current()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/liqo-auth/liqo-auth/internal/testenv"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,4 +79,35 @@ func fillSecretQuota(t testing.TB, w client.Client, ns string) {
 		}
 	}
 	t.Fatalf("the Secret quota of %s is not full after 10 fillers", ns)
+}
+
+// quotaProvider is a provider installed alone, for the attacks on its nonce of consumer
+// cl-consumer: createNonce runs liqoctl create nonce as its administrator, and nonce reads
+// the nonce Secret.
+type quotaProvider struct {
+	t          testing.TB
+	p          *site
+	consumerID string
+	tn         string
+}
+
+// newQuotaProvider installs provider cl-provider on a control plane of its own.
+func newQuotaProvider(t testing.TB, name string) *quotaProvider {
+	t.Helper()
+	const consumerID = "cl-consumer"
+	return &quotaProvider{t: t, p: installSites(t, testenv.New(t, name), "cl-provider")[0], consumerID: consumerID, tn: wire.TenantNamespaceName(consumerID)}
+}
+
+// createNonce is liqoctl create nonce for the consumer, as the provider's administrator:
+// its stderr and error.
+func (n *quotaProvider) createNonce() (string, error) {
+	_, errOut, err := runCLI(n.t, "create", "nonce", "--kubeconfig", n.p.cp.Kubeconfig, "--remote-cluster-id", n.consumerID)
+	return errOut, err
+}
+
+// nonce reads the provider's nonce Secret for the consumer.
+func (n *quotaProvider) nonce() (*corev1.Secret, error) {
+	var s corev1.Secret
+	err := n.p.client.Get(context.Background(), client.ObjectKey{Namespace: n.tn, Name: wire.NonceSecretName}, &s)
+	return &s, err
 }
