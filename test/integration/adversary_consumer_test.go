@@ -27,6 +27,7 @@ import (
 // TestAdversarialConsumer hands the consumer forged Identities and signing requests: no
 // kubeconfig is written for any of them, and the signer signs nothing but nonces.
 func TestAdversarialConsumer(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "advc-consumer", "advc-provider")
 	sites := installSites(t, cps, "cl-consumer", "cl-provider")
 	c, p := sites[0], sites[1]

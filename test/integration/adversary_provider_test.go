@@ -37,6 +37,7 @@ func badCSR(t testing.TB, a *attacker, tmpl x509.CertificateRequest) []byte {
 // refused with its Event and condition, with nothing signed and nothing granted; then an
 // honest consumer still authenticates.
 func TestAdversarialTenants(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "adv-provider", "adv-consumer")
 	sites := installSites(t, cps, "cl-provider", "cl-honest")
 	p, honest := sites[0], sites[1]

@@ -72,6 +72,7 @@ func assertPendingUntouched(t *testing.T, p *site, key client.ObjectKey) {
 // a denial is refused while the consumer holds a certificate and its access (drain
 // first), then ends the consumer's authenticate at once with the administrator's reason.
 func TestApprovalPendingApprovedDenied(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	_, errOut := mustCLI(t, "install", "--kubeconfig", p.cp.Kubeconfig, "--require-approval")
 	assert.Contains(t, errOut, "New consumers wait for approval")
@@ -176,6 +177,7 @@ func TestApprovalPendingApprovedDenied(t *testing.T) {
 // liqoctl approve with the peering user's credentials. Only the administrator's approval
 // lets the peering user's waiting handshake complete.
 func TestApprovalCannotBeForged(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	mustCLI(t, "install", "--kubeconfig", p.cp.Kubeconfig, "--require-approval")
 	startManager(t, p, "--api-server-url", p.cp.URL)
@@ -254,6 +256,7 @@ func TestApprovalCannotBeForged(t *testing.T) {
 // authenticate completes); liqoctl install without the flag keeps the setting, with
 // --require-approval=false it is off again and the Approved condition goes.
 func TestApprovalKeepsConsumersHoldingACertificate(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, p, "--api-server-url", p.cp.URL)
 	ctx := context.Background()

@@ -25,6 +25,7 @@ import (
 // it. renew.go reads the serial from the record for exactly this reason ("never from the
 // Tenant's status"), but the Drained check still reads the status.
 func TestAttack10StatusWriterMakesRenewTenantSayDrained(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
@@ -55,6 +56,7 @@ func TestAttack10StatusWriterMakesRenewTenantSayDrained(t *testing.T) {
 // the command either reports the renewal the record shows or ends by its --timeout, never
 // later, and never reports a serial the record does not publish.
 func TestAttack10StatusWriterFightsRenewTenantWithinItsTimeout(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)

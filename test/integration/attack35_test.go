@@ -37,6 +37,7 @@ import (
 // peering with A before anything checks that B is A; the handshake then fails on A's CA
 // pin, and deleting the failed Peering leaves A, which the Peering never touched.
 func TestAttack35ProviderTakesAnotherProvidersID(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "consumer", "provider-a", "provider-b")
 	ids := []string{"cl-consumer", "cl-provider-a", "cl-provider-a"} // B takes A's ID
 	sites := make([]*site, len(cps))
@@ -108,6 +109,7 @@ func TestAttack35ProviderTakesAnotherProvidersID(t *testing.T) {
 // condition says there is no bootstrap credential to retire, while the peering user it
 // used is still live on the provider.
 func TestAttack35IdentityForgerSkipsTheHandshake(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	mustCLI(t, "install", "--kubeconfig", p.cp.Kubeconfig, "--require-approval")
 	startManager(t, p, "--api-server-url", p.cp.URL)
@@ -176,6 +178,7 @@ func peeredSites(t *testing.T) (c, p *site, pe *authv1beta1.Peering) {
 // deletes the slice as no longer listed: the writer gets the delete it was not granted,
 // and the provider's grant of that slice is withdrawn.
 func TestAttack35SliceLabellerHasTheManagerDeleteASlice(t *testing.T) {
+	t.Parallel()
 	c, p, pe := peeredSites(t)
 	ctx := context.Background()
 	tn := wire.TenantNamespaceName(p.id)
@@ -205,6 +208,7 @@ func TestAttack35SliceLabellerHasTheManagerDeleteASlice(t *testing.T) {
 // administrator declares the Peering. The consumer's manager must not put the provider's
 // Identity and kubeconfig in a namespace its squatter administers.
 func TestAttack35NamespaceSquatterBeforeThePeering(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, p, "--api-server-url", p.cp.URL)
 	startManager(t, c)
@@ -239,6 +243,7 @@ func TestAttack35NamespaceSquatterBeforeThePeering(t *testing.T) {
 // still holding its peering user, makes a new cluster key and authenticates again: the
 // new key is neither denied nor waits, and gets a certificate and its access.
 func TestAttack35DeniedConsumerReturnsWithAnotherKey(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, p, "--api-server-url", p.cp.URL)
 	ctx := context.Background()

@@ -31,6 +31,7 @@ import (
 // leave, and the finalizer goes at once: the provider keeps the consumer's Tenant, its
 // access and its certificate, and nothing tells the administrator.
 func TestAttack35bIdentityDeleterMakesThePeeringLeaveNothing(t *testing.T) {
+	t.Parallel()
 	c, p, pe := peeredSites(t)
 	ctx := context.Background()
 	tn := wire.TenantNamespaceName(p.id)
@@ -76,6 +77,7 @@ func certOf(t *authv1beta1.Tenant) string {
 // its consumer's tenant namespace nor the Liqo namespace (a team's namespace, whose Role
 // happens to bear the name): the peering user deletes what is not its own.
 func TestAttack35bPeeringUserDeletesAnotherNamespacesRole(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	kubeconfig, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)

@@ -25,6 +25,7 @@ import (
 // but as many as the API server takes): half a MiB each here, held for every such Secret.
 // The cache keeps of a stripped Secret only the labels the controllers read, and no type.
 func TestAttack37StrippedSecretKeepsNoBulk(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "attack37-provider"), "cl-provider")[0]
 	ctx, cached := startScopedProvider(t, p)
 

@@ -73,6 +73,7 @@ func controlledBindings(t *testing.T, p *site, ns string, uid string) []string {
 // enough): the test watches the tenant record and deletes the Tenant the moment its nonce
 // is consumed, which the manager does right before carryOutAccepted.
 func TestAttack47TenantDeletedWhileAccessIsGranted(t *testing.T) {
+	t.Parallel()
 	p := attack47Provider(t, "a47-delete")
 	ctx := context.Background()
 	const hold = "attacker.example/hold"
@@ -145,6 +146,7 @@ func TestAttack47TenantDeletedWhileAccessIsGranted(t *testing.T) {
 // the unsynchronised accesses and fails the test; without -race it checks that the
 // certificate is issued all the same (what the issuer decides for an approved request).
 func TestAttack47SignerLateRacesTheCheck(t *testing.T) {
+	t.Parallel()
 	p := attack47Provider(t, "a47-race")
 	ctx := context.Background()
 	kcm := p.cp.ProcessIDs()["kube-controller-manager"]
@@ -184,6 +186,7 @@ func TestAttack47SignerLateRacesTheCheck(t *testing.T) {
 // nothing of the consumer's written in it), and, adopted, it is said aloud and the
 // planted Tenant is read (never taken for a namespace made now).
 func TestAttack47PreCreatedTenantNamespace(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	mallory := principal(t, provider, "ns-creator", "", rule("", "namespaces", "create", "get"), rule("authentication.liqo.io", "tenants", "create", "get"))
@@ -224,6 +227,7 @@ func TestAttack47PreCreatedTenantNamespace(t *testing.T) {
 // its first handshake (generate tenant --expect-fingerprint, or an earlier peering of a
 // provider whose CA was since swapped) must still be refused, the pin kept.
 func TestAttack47PinnedCAStillChecked(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	evil, err := testenv.NewCA("evil")
@@ -250,6 +254,7 @@ func TestAttack47PinnedCAStillChecked(t *testing.T) {
 // exactly the reader's rules: no Secrets. (While the writer keeps going, the manager
 // repairs each rewrite on its watch: that short window is as before the change.)
 func TestAttack47RoleWriterRacesReaderRole(t *testing.T) {
+	t.Parallel()
 	p := attack47Provider(t, "a47-rolewriter")
 	ctx := context.Background()
 	a := newAttacker(t, "cl-squat47")
@@ -300,6 +305,7 @@ func TestAttack47RoleWriterRacesReaderRole(t *testing.T) {
 // and never answers must not hang the command past its request timeout (no deadlock of
 // the requests held behind the first).
 func TestAttack47ConnGateUnreachableProvider(t *testing.T) {
+	t.Parallel()
 	consumer := installSites(t, testenv.New(t, "a47-gate"), "cl-consumer")[0]
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -81,6 +81,7 @@ func tenantCSRs(t *testing.T, p *site, tn, id, uid string) []string {
 // try in two wins), and, every fourth try, delete then strip (finalize may run first). Secure behaviour: a Tenant in deletion keeps no
 // binding (what TestAttack47TenantDeletedWhileAccessIsGranted asks of the refused patch).
 func TestAttack48PeeringUserSwapsTheFinalizer(t *testing.T) {
+	t.Parallel()
 	p := attack47Provider(t, "a48-swap")
 	ctx := context.Background()
 	const hold = "attacker.example/hold"
@@ -135,6 +136,7 @@ func TestAttack48PeeringUserSwapsTheFinalizer(t *testing.T) {
 // at once: no finalize runs for it. Secure behaviour: once the manager settled, no
 // CertificateSigningRequest made for it (with the certificate it was issued) outlives it.
 func TestAttack48PeeringUserStripsTheFinalizerMidReconcile(t *testing.T) {
+	t.Parallel()
 	p := attack47Provider(t, "a48-strip")
 	ctx := context.Background()
 	var leftovers []string
@@ -177,6 +179,7 @@ func TestAttack48PeeringUserStripsTheFinalizerMidReconcile(t *testing.T) {
 // verified the sealed spec). Secure behaviour: no certificate, in a request or in the
 // status, is ever issued for the swapped-in key.
 func TestAttack48SpecSwappedAfterTheCheckCopy(t *testing.T) {
+	t.Parallel()
 	p := attack47Provider(t, "a48-spec")
 	ctx := context.Background()
 	var issuedForOther []string
@@ -226,6 +229,7 @@ func TestAttack48SpecSwappedAfterTheCheckCopy(t *testing.T) {
 // and the bindings are made for the old one. Secure behaviour: once the manager settled, no
 // CertificateSigningRequest made for a Tenant that is gone is left.
 func TestAttack48TenantRecreatedUnderThePatch(t *testing.T) {
+	t.Parallel()
 	p := attack47Provider(t, "a48-recreate")
 	ctx := context.Background()
 	var leftovers []string

@@ -60,6 +60,7 @@ func sliceCSRs(t *testing.T, p *site, uid string) []string {
 // the provider as the consumer) in the same write as the finalizer swap, then deletes the
 // slice. Secure behaviour: the slice in deletion keeps no binding and no request.
 func TestAttack49TenantHidesItsHeldSliceFromFinalize(t *testing.T) {
+	t.Parallel()
 	p, alice, ta, asAlice := grantedTenant(t, "a49-hide", "cl-alice49")
 	ctx := context.Background()
 	const hold = "attacker.example/hold"
@@ -126,6 +127,7 @@ func TestAttack49TenantHidesItsHeldSliceFromFinalize(t *testing.T) {
 // for a slice that is gone is left (the bindings, controlled by the gone slice, are the
 // garbage collector's).
 func TestAttack49TenantStripsTheSliceFinalizerMidReconcile(t *testing.T) {
+	t.Parallel()
 	p, alice, ta, asAlice := grantedTenant(t, "a49-strip", "cl-alice49s")
 	ctx := context.Background()
 	var leftovers []string
@@ -182,6 +184,7 @@ func TestAttack49TenantStripsTheSliceFinalizerMidReconcile(t *testing.T) {
 // the honest handshake completes (the consumed nonce is the same handshake's, and a
 // conflict is retried), and nothing is left made for it but its own request.
 func TestAttack49StatusWriterConflictsTheFinalizerPatch(t *testing.T) {
+	t.Parallel()
 	p := attack47Provider(t, "a49-conflict")
 	ctx := context.Background()
 	writer := principal(t, p, "tenant-status-writer", "", rule(authv1beta1.GroupVersion.Group, "tenants/status", "get", "update", "patch"),

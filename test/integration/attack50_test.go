@@ -92,6 +92,7 @@ func a50Denied(t *testing.T, p *site, rs *authv1beta1.ResourceSlice, typ, reason
 // renewal), while not a copy the slice's identity may do nothing, and once it is a copy
 // again and settled it holds its access again with the same certificate.
 func TestAttack50FlipCopyChurn(t *testing.T) {
+	t.Parallel()
 	p, alice, ta, asAlice := grantedTenant(t, "a50-flip", "cl-alice50f")
 	ctx := context.Background()
 	rs := a50Slice(t, ta.Namespace, alice, "flip")
@@ -157,6 +158,7 @@ func TestAttack50FlipCopyChurn(t *testing.T) {
 // limit holds), and holds no binding; Cordoned, a slice unlabelled and labelled again is a
 // new slice (denied), not one that keeps its grant.
 func TestAttack50RelabelPastLimitsAndCordon(t *testing.T) {
+	t.Parallel()
 	p, alice, ta, asAlice := grantedTenant(t, "a50-limits", "cl-alice50l")
 	ctx := context.Background()
 	require.NoError(t, cluster.UpdateTenantRecord(ctx, p.client, p.client, wire.DefaultLiqoNamespace, alice.id, false, func(rec *cluster.TenantRecord) error {
@@ -203,6 +205,7 @@ func TestAttack50RelabelPastLimitsAndCordon(t *testing.T) {
 // as consumer, copies naming the provider; they delete them. Secure behaviour: alice's
 // slice keeps its binding, its Role, its request and its access.
 func TestAttack50SameNameElsewhere(t *testing.T) {
+	t.Parallel()
 	p, alice, ta, asAlice := grantedTenant(t, "a50-samename", "cl-alice50s")
 	ctx := context.Background()
 	const name = "shared"
@@ -273,6 +276,7 @@ func TestAttack50SameNameElsewhere(t *testing.T) {
 // Identity, its consumer finalizer and its status; the honest flow (created as liqoctl
 // does, Cordoned keeps, Drained revokes) still works with the provider on the other side.
 func TestAttack50BothRolesConsumerSlices(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	startControllers(t, p, authmanager.Provider)

@@ -139,6 +139,7 @@ func renewals(ctx context.Context, t *testing.T, victim *rest.Config, start, end
 // which lends and borrows no seat, holds the attack: the attacker fills it, and every
 // renewal of kube-controller-manager is served within its deadline.
 func TestAttack51StolenManagerTokenHoldsOnlyItsOwnLevel(t *testing.T) {
+	// Serial: it shows that renewals are served within their deadline during a flood; other tests' load would be in the measurement.
 	cp := testenv.NewWith(t, testenv.Options{PriorityAndFairness: true}, "attack51-apf")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -190,6 +191,7 @@ func TestAttack51StolenManagerTokenHoldsOnlyItsOwnLevel(t *testing.T) {
 // TestAttack51InstallAndUninstallKeepAForeignFlowSchema: another tool's FlowSchema named
 // liqo-auth-manager (another priority level) is kept by install, and left by uninstall.
 func TestAttack51InstallAndUninstallKeepAForeignFlowSchema(t *testing.T) {
+	t.Parallel()
 	cp := testenv.New(t, "attack51-foreign")[0]
 	ctx := context.Background()
 	c := newClient(t, cp.Config)

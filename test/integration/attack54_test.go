@@ -29,6 +29,7 @@ import (
 // liqoctl authenticate's exchange and the Peering controller's) must still place the new
 // nonce.
 func TestAttack54FullSecretQuotaKeepsTheSignedNonce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cp := testenv.New(t, "attack54-consumer")[0]
 	mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", "cl-consumer")

@@ -34,6 +34,7 @@ import (
 // --adopt-tenant-namespace) must refuse the namespace, never report the copy as "already
 // accepted", and leave the consumer's Identity as it was.
 func TestAttack55ForgedTenantInRecreatedNamespace(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
@@ -108,6 +109,7 @@ func TestAttack55ForgedTenantInRecreatedNamespace(t *testing.T) {
 // manager restart, or liqoctl before it starts the in-process controllers) must still be
 // decided once the controllers start: the Tenants' own source enqueues it.
 func TestAttack55DependenciesPresentAtStart(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "provider")
 	p := installSites(t, cps, "cl-provider-d4")[0]
 	a := newAttacker(t, "cl-late-d4")

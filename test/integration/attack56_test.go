@@ -28,6 +28,7 @@ import (
 //     controller to give back what its first create (refused as the name was taken) was
 //     charged.
 func TestAttack56FullSecretQuotaKeepsTheNonce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	np := newQuotaProvider(t, "attack56-provider")
 	p, tn, createNonce := np.p, np.tn, np.createNonce

@@ -25,6 +25,7 @@ import (
 // consumed). Before 0c25d5c a full quota refused the create before anything was deleted:
 // there was no freed slot to claim, and create nonce never handed out a planted value.
 func TestAttack57CreateOnlyPrincipalClaimsTheFreedNonceSlot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	np := newQuotaProvider(t, "attack57-provider")
 	p, tn, consumerID, createNonce, current := np.p, np.tn, np.consumerID, np.createNonce, np.nonce

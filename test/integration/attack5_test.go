@@ -29,7 +29,7 @@ import (
 // the year-ahead stamp, which the policy refuses. A consumer that keeps trying to renew
 // must not be collected.
 func TestAttack5LeaseWriterFarFutureRenewalCollectsALiveConsumer(t *testing.T) {
-	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
+	t.Parallel()
 	const grace = 20 * time.Second
 	p := peerWithManager(t, "--peer-gone-after="+grace.String())
 	ctx, provider, pTN, key := context.Background(), p.provider, p.tn, p.key
@@ -78,7 +78,7 @@ func TestAttack5LeaseWriterFarFutureRenewalCollectsALiveConsumer(t *testing.T) {
 // moves status.certificate.renewAfter into the past. The provider must not renew (issue a
 // new certificate) on a status writer's word.
 func TestAttack5StatusWriterBackdatesRenewAfter(t *testing.T) {
-	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
+	t.Parallel()
 	p := peerWithManager(t)
 	ctx, provider, key := context.Background(), p.provider, p.key
 	serial := tenantSerial(t, p.consumer, provider)
@@ -106,7 +106,7 @@ func TestAttack5StatusWriterBackdatesRenewAfter(t *testing.T) {
 // The provider re-verifies the same (already consumed) handshake, which still verifies,
 // and seals it again. No consumer handshook: the accepted-handshakes counter must not move.
 func TestAttack5StatusWriterInflatesHandshakeMetric(t *testing.T) {
-	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	pAddr := freeLoopbackAddr(t)
@@ -157,6 +157,7 @@ func TestAttack5StatusWriterInflatesHandshakeMetric(t *testing.T) {
 // ClusterRoleBinding of a live peering user. The peering user keeps its namespace
 // permissions (it may still write the consumer's Tenant); liqoctl info must still list it.
 func TestAttack5ClusterRoleBindingDeleterHidesALivePeeringUser(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, p, "--api-server-url", p.cp.URL)
 	ctx := context.Background()

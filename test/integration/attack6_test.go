@@ -29,7 +29,7 @@ import (
 // makes it "due". Each time, the provider issues a new certificate: the status writer
 // makes the provider issue at will.
 func TestAttack6StatusWriterReplaysRenewRequest(t *testing.T) {
-	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	startManager(t, provider, "--consumer=false")
@@ -78,7 +78,7 @@ func TestAttack6StatusWriterReplaysRenewRequest(t *testing.T) {
 // take it as the peer's tenant namespace (designated() compares the name only) and report
 // the namespace creator's nonce and Tenant as the peer's.
 func TestAttack6NamespaceCreatorRevivesSeriesOfADeletedTenantNamespace(t *testing.T) {
-	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "attack6-metrics"), "cl-provider")[0]
 	addr := freeLoopbackAddr(t)
 	startManager(t, p, "--consumer=false", "--metrics-bind-address="+addr)
@@ -155,6 +155,7 @@ func TestAttack6NamespaceCreatorRevivesSeriesOfADeletedTenantNamespace(t *testin
 // is renewed), and the command reports that certificate as the renewal: the
 // administrator is told the certificate was renewed when nothing was issued.
 func TestAttack6StatusWriterMakesRenewTenantReportAFalseRenewal(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)

@@ -38,6 +38,7 @@ func escalateCan(t *testing.T, c client.Client, ns string) bool {
 
 // TestAttackEscalate: see above.
 func TestAttackEscalate(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "attack-escalate"), "cl-provider")[0]
 	ctx := context.Background()
 	liqo := wire.DefaultLiqoNamespace

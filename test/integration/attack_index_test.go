@@ -274,6 +274,7 @@ func idxAttacks(t *testing.T, p *site) {
 
 // TestAttackIndexInProcess: the cases against liqoctl's in-process provider controllers.
 func TestAttackIndexInProcess(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "idx-provider")
 	p := installSites(t, cps, "cl-provider")[0]
 	idxPrepare(t, p)
@@ -283,6 +284,7 @@ func TestAttackIndexInProcess(t *testing.T) {
 
 // TestAttackIndexManager: the cases against liqo-auth-manager.
 func TestAttackIndexManager(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "idxm-provider")
 	p := installSites(t, cps, "cl-provider")[0]
 	idxPrepare(t, p)
@@ -295,6 +297,7 @@ func TestAttackIndexManager(t *testing.T) {
 // JSON-patches one to name group liqo.io, while the controllers run. Drained, the tenant's
 // revocation proof must list both; once they are gone, it is revoked.
 func TestAttackIndexRevocationProof(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "idxr-provider")
 	p := installSites(t, cps, "cl-provider")[0]
 	ctx := context.Background()

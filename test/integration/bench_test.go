@@ -21,6 +21,7 @@ import (
 // measurement ran and succeeded and that the report has every table; it never
 // looks at how long anything took.
 func TestBenchmarkProgram(t *testing.T) {
+	// Serial: it builds static binaries and runs every benchmark: it computes.
 	root, err := testenv.ModuleRoot()
 	require.NoError(t, err)
 	dir := t.TempDir()

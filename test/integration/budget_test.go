@@ -26,6 +26,7 @@ import (
 // that asks one more thing of an API server fails here until handshakeBudget is raised,
 // in the same commit, with its reason.
 func TestHandshakeRequestBudget(t *testing.T) {
+	// Serial: it counts requests, and kube-controller-manager's garbage collector asks more of them on a loaded machine.
 	for _, mode := range []string{budgetInProcess, budgetManagers} {
 		t.Run(mode, func(t *testing.T) {
 			consumer, provider := cliSites(t)
@@ -56,6 +57,7 @@ func TestHandshakeRequestBudget(t *testing.T) {
 // CPU, what bounds a fleet's handshakes (as 5 SubjectAccessReviews under 200 a second
 // did). The budget counts liqoctl's requests too: it over-counts the manager's.
 func TestProviderBudgetFitsTheManagersRateLimit(t *testing.T) {
+	t.Parallel()
 	most := authmanager.DefaultQPS / authmanager.TargetHandshakeRate
 	for k, n := range handshakeBudget[budgetManagers]["provider"] {
 		if strings.HasPrefix(k, "request ") && !strings.HasPrefix(k, "request GET /") && n > float64(most) {

@@ -36,6 +36,7 @@ import (
 // whole in the manager's memory, while the handshake, which reads its own objects whole,
 // still works. The manager is built as liqo-auth-manager builds it (CacheOptions, Setup).
 func TestManagerCacheKeepsOnlyWhatItOwns(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "cache-provider"), "cl-provider")[0]
 	ctx, cached := startScopedProvider(t, p)
 

@@ -21,6 +21,7 @@ import (
 // TestCLIBadInputs checks that each bad input gets a message that says what is wrong and
 // what to do, and changes nothing it should not.
 func TestCLIBadInputs(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "bad-a", "bad-b")
 	a, b := cps[0].Kubeconfig, cps[1].Kubeconfig
 	dir := t.TempDir()

@@ -19,6 +19,7 @@ import (
 // two-cluster command: contexts of one kubeconfig, impersonation, bearer tokens with an
 // explicit server, and the request timeout.
 func TestConnectionFlagsOnBothSides(t *testing.T) {
+	// Serial: it sets KUBECONFIG for the whole process (t.Setenv).
 	c, p := cliSites(t)
 	ctx := context.Background()
 	dir := t.TempDir()

@@ -38,6 +38,7 @@ func restrictedKubeconfig(t *testing.T, s *site) string {
 // TestManagerRBACIsEnough runs both managers with only their own ClusterRole: the whole
 // handshake, renewal watching and teardown work with exactly those permissions.
 func TestManagerRBACIsEnough(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	cm := startManager(t, c, "--kubeconfig", restrictedKubeconfig(t, c))
@@ -71,6 +72,7 @@ func TestManagerRBACIsEnough(t *testing.T) {
 // TestCLIRSACompatibility: a consumer installed with --tls-compatibility holds an RSA-2048
 // key; the handshake works the same.
 func TestCLIRSACompatibility(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "rsa-consumer", "rsa-provider")
 	mustCLI(t, "install", "--kubeconfig", cps[0].Kubeconfig, "--cluster-id", "cl-rsa", "--tls-compatibility")
 	mustCLI(t, "install", "--kubeconfig", cps[1].Kubeconfig, "--cluster-id", "cl-provider")
@@ -88,6 +90,7 @@ func TestCLIRSACompatibility(t *testing.T) {
 // TestCLIProxyURLAndCompletion: --tenant-proxy-url reaches the Tenant, the Identity and the
 // kubeconfig; completion lists contexts and known remote cluster IDs.
 func TestCLIProxyURLAndCompletion(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	const proxy = "socks5://proxy.example.com:1080"
@@ -117,6 +120,7 @@ func TestCLIProxyURLAndCompletion(t *testing.T) {
 // cluster's liqo-auth-manager; install --with-manager names the image of its own version,
 // which a development build has not: it says to pass --manager-image.
 func TestCLIManagerVersionAndImage(t *testing.T) {
+	t.Parallel()
 	cp := testenv.New(t, "versions")[0]
 	mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", "cl-v")
 	s := &site{cp: cp, id: "cl-v", client: newClient(t, cp.Config)}

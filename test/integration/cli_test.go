@@ -79,6 +79,7 @@ func kubeconfigOf(t *testing.T, consumer, provider *site) []byte {
 }
 
 func TestCLIAuthenticateInProcess(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 
@@ -140,6 +141,7 @@ func TestCLIAuthenticateInProcess(t *testing.T) {
 }
 
 func TestCLIAuthenticateWithManagers(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	startManager(t, consumer)
 	startManager(t, provider)
@@ -153,6 +155,7 @@ func TestCLIAuthenticateWithManagers(t *testing.T) {
 }
 
 func TestCLIManualFlow(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	startManager(t, consumer)
 	ctx := context.Background()
@@ -209,6 +212,7 @@ func TestCLIManualFlow(t *testing.T) {
 // TestCLILiqoPublishedYAML applies, unchanged, the v1alpha1 Tenant and Identity of Liqo's
 // manual-flow documentation: the CRDs serve that version.
 func TestCLILiqoPublishedYAML(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "liqo-docs")
 	s := installSites(t, cps, "cl-provider")[0]
 	ctx := context.Background()
@@ -233,6 +237,7 @@ func withNamespace(data []byte, ns string) []byte {
 }
 
 func TestCLIDryRunChangesNothing(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	count := func(s *site) int {
@@ -253,6 +258,7 @@ func TestCLIDryRunChangesNothing(t *testing.T) {
 }
 
 func TestCLIInstallGolden(t *testing.T) {
+	t.Parallel()
 	out, errOut := mustCLI(t, "install", "-o", "yaml", "--cluster-id", "cl-golden", "--api-server-url", "https://provider.example.com:6443", "--certificate-lifetime", "24h")
 	assert.Contains(t, errOut, "not printed")
 	golden := filepath.Join("testdata", "install.golden.yaml")

@@ -23,6 +23,7 @@ import (
 )
 
 func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
+	t.Parallel()
 	cp := testenv.New(t, "cluster-pkg")[0]
 	c := newClient(t, cp.Config)
 	ctx := context.Background()
@@ -121,6 +122,7 @@ func TestClusterIdentityAndTenantNamespaces(t *testing.T) {
 }
 
 func TestCRDsServeBothVersionsAndEnforceRules(t *testing.T) {
+	t.Parallel()
 	cp := testenv.New(t, "crds")[0]
 	s := installSites(t, []*testenv.ControlPlane{cp}, "cl-crds")[0]
 	c := s.client

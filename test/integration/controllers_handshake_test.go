@@ -95,6 +95,7 @@ func objectHandshake(t *testing.T, provider, consumer *site) []byte {
 }
 
 func TestControllersFullHandshake(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "provider", "consumer")
 	sites := installSites(t, cps, "cl-provider", "cl-consumer")
 	provider, consumer := sites[0], sites[1]

@@ -35,6 +35,7 @@ import (
 // and the manager's new wait for the signer (issuer.awaitSigner reads the CSR from the
 // cache). The provider must publish only a certificate its cluster CA issued.
 func TestCSRStatusWriterCannotPublishACertificate(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

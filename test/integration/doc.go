@@ -1,12 +1,16 @@
 // Package integration holds tests that need real Kubernetes control planes (see
 // internal/testenv). They build the control-plane binaries on first use.
 //
-// Each test starts its own control planes, so any two could run together; on the 2 cores
-// CI has, two tests that compute only slow each other down. The tests that mostly wait (a
-// peer-gone grace period, a renewal every few seconds, a manager or API server restart, a
-// settle time an attack must outlast) call t.Parallel: Go runs them after the others, four
-// at a time (make test-integration passes -parallel 4). Measured on 2 cores, the eleven of
-// them take 5.7 minutes one after another, 3 minutes two at a time and 1.7 minutes four at
-// a time, using about a quarter of the CPU: they wait, they do not compute. A test that
-// calls t.Setenv, or counts requests (TestHandshakeRequestBudget), never runs in parallel.
+// Each test starts its own control planes, so any two can run together, and most of a
+// test's time is waiting: for a control plane to start, a controller to answer, a grace
+// period, a renewal or a settle time an attack must outlast. Measured on CI's 2 cores, the
+// tests run one after another left the CPUs three quarters idle. So every test calls
+// t.Parallel first, and make test-integration runs TEST_PARALLEL of them at a time (3).
+//
+// A test that must run alone says why in a comment "// Serial: <why>" before its first
+// statement, instead of t.Parallel: one that calls t.Setenv (the environment is the
+// process's), one that counts requests (TestHandshakeRequestBudget), one that measures a
+// deadline under a flood, and one that computes (a flood of handshakes, an image build, a
+// real node). Go runs those first, one by one, and the others after them.
+// TestEveryTestSaysHowItRuns fails for a test that says neither.
 package integration

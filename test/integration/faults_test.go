@@ -70,7 +70,7 @@ func assertConverged(t *testing.T, c, p *site, rec *csrRecorder, wantCSRs int) {
 // TestManagerRestartsMidHandshake: the provider's manager dies while the consumer waits
 // for its Tenant; a new manager finishes the handshake.
 func TestManagerRestartsMidHandshake(t *testing.T) {
-	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, c)
 	m := startManager(t, p)
@@ -95,6 +95,7 @@ func TestManagerRestartsMidHandshake(t *testing.T) {
 // the CSR, before it can publish the certificate: the next manager finds the same CSR
 // instead of making another.
 func TestManagerCrashAfterCSRApproval(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, c)
 	m := startManager(t, p)
@@ -130,7 +131,7 @@ func TestManagerCrashAfterCSRApproval(t *testing.T) {
 // TestProviderAPIServerRestartsDuringAuthenticate restarts the provider's API server while
 // authenticate runs; re-running the command converges.
 func TestProviderAPIServerRestartsDuringAuthenticate(t *testing.T) {
-	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
+	t.Parallel()
 	c, p := cliSites(t)
 	for _, delay := range []time.Duration{50 * time.Millisecond, 250 * time.Millisecond} {
 		done := make(chan error, 1)
@@ -155,6 +156,7 @@ func TestProviderAPIServerRestartsDuringAuthenticate(t *testing.T) {
 // TestUnauthenticateInterrupted cuts unauthenticate short at several points; a re-run
 // always finishes the teardown and proves the revocation.
 func TestUnauthenticateInterrupted(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	for _, after := range []time.Duration{5 * time.Millisecond, 150 * time.Millisecond, 220 * time.Millisecond, 300 * time.Millisecond, 400 * time.Millisecond} {

@@ -25,6 +25,7 @@ import (
 // deleted. (In-process, liqoctl leaves the finalizer to the controllers:
 // TestCLIAuthenticateInProcess.)
 func TestTenantCarriesTheFinalizerFromItsCreation(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	startManager(t, consumer)
 	startManager(t, provider)

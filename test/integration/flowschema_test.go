@@ -90,6 +90,7 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 // manager's own requests. The manager itself, run with that token and leader election, has its
 // requests dispatched there.
 func TestManagerLeaseRequestsHaveTheirOwnPriority(t *testing.T) {
+	t.Parallel()
 	cp := testenv.NewWith(t, testenv.Options{PriorityAndFairness: true}, "flowschema")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

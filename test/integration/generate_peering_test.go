@@ -21,6 +21,7 @@ import (
 // applies that YAML as it is; the consumer's manager peers. A --provider-cluster-id that
 // is not the provider the peering user reaches prints nothing.
 func TestGeneratePeeringApplies(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, p, "--api-server-url", p.cp.URL)
 	startManager(t, c)

@@ -25,6 +25,7 @@ import (
 // manifest per platform, an unprivileged user, the binary as entrypoint and the only file
 // (no shell), statically linked for its architecture; the amd64 one runs.
 func TestManagerImage(t *testing.T) {
+	// Serial: it builds the image for two platforms: it computes.
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer reg.Close()
 	ref := strings.TrimPrefix(reg.URL, "http://") + "/liqo-auth/liqo-auth-manager:v9.9.9-test"

@@ -305,6 +305,7 @@ func get(t testing.TB, url, token string) (int, string) {
 // liqoctl authenticate and unauthenticate are served by the in-cluster manager on the
 // provider, with no controllers in-process there.
 func TestInClusterManager(t *testing.T) {
+	// Serial: a real node (containerd, kubelet, kube-proxy) uses the host's cgroups and iptables.
 	ic := setupInCluster(t)
 	ctx := context.Background()
 	liqo := wire.DefaultLiqoNamespace
@@ -402,6 +403,7 @@ func metricsScraper(t *testing.T, ic *inCluster) scraperTokens {
 // undone, as a leader that hangs or loses its node leaves it, and the Pod is deleted at
 // once. Then a drain of the node is held by the PodDisruptionBudget at one replica.
 func TestInClusterFailover(t *testing.T) {
+	// Serial: a real node (containerd, kubelet, kube-proxy) uses the host's cgroups and iptables.
 	ic := setupInCluster(t)
 	ctx := context.Background()
 	pTN := wire.TenantNamespaceName(ic.consumer.id)

@@ -19,6 +19,7 @@ import (
 // TestTwoProvidersThreeConsumers authenticates three consumers into two providers, and
 // checks that no tenant sees or touches another's objects.
 func TestTwoProvidersThreeConsumers(t *testing.T) {
+	t.Parallel()
 	ids := []string{"cl-p1", "cl-p2", "cl-c1", "cl-c2", "cl-c3"}
 	sites := installSites(t, testenv.New(t, ids...), ids...)
 	providers, consumers := sites[:2], sites[2:]

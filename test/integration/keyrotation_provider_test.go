@@ -124,6 +124,7 @@ func oldSubjectAllowed(t *testing.T, p *site, id, ns string) bool {
 // provider rotates its own key: every Tenant is sealed again, issuance keeps working, and
 // the previous key is retired without breaking anything.
 func TestKeyRotationProviderMovesAConsumer(t *testing.T) {
+	t.Parallel()
 	p := peerWithManager(t)
 	ctx := context.Background()
 	c, pr := p.consumer, p.provider

@@ -23,6 +23,7 @@ import (
 // its Tenant, proves the revocation with its own certificate and removes its Identity;
 // re-run, there is nothing to leave.
 func TestConsumerLeaves(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	other := &site{cp: testenv.New(t, "other-consumer")[0], id: "cl-other"}
 	other.client = newClient(t, other.cp.Config)

@@ -47,6 +47,7 @@ func waitAccess(t *testing.T, p *site, key client.ObjectKey, granted bool, reaso
 // Active, checking with real requests what the consumer may do, then deletes it and
 // checks that nothing it caused is left.
 func TestTenantStatesAndDeletion(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "life-provider", "life-consumer")
 	sites := installSites(t, cps, "cl-provider", "cl-consumer")
 	p, c := sites[0], sites[1]
@@ -110,6 +111,7 @@ func TestTenantStatesAndDeletion(t *testing.T) {
 // TestTenantNamespaceDeletedByHand: deleting a tenant namespace with its Tenant inside
 // must not hang on the finalizer, and must leave no CSR behind (they are cluster-scoped).
 func TestTenantNamespaceDeletedByHand(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "nsdel-provider", "nsdel-consumer")
 	sites := installSites(t, cps, "cl-provider", "cl-consumer")
 	p, c := sites[0], sites[1]

@@ -181,6 +181,7 @@ func whoAmI(t *testing.T, kubeconfig []byte) (string, error) {
 // liqo-controller-manager, both ways, with re-runs and removal (opt-in: docs/protocol.md
 // §9 says how to point it at Liqo's binaries).
 func TestRealLiqoInterop(t *testing.T) {
+	// Serial: it runs Liqo's real controllers, which compute.
 	l := liqoBinaries(t)
 
 	t.Run("this consumer, Liqo's provider, again after removal", func(t *testing.T) {

@@ -78,6 +78,7 @@ func assertLiqoFieldsKept(t *testing.T, c client.Client, rs *authv1beta1.Resourc
 // installed, then uninstalls it: Liqo's CRDs, roles, identity and objects are left exactly
 // as they were, and a manager that would fight Liqo's controllers is refused.
 func TestInstallBesideLiqo(t *testing.T) {
+	t.Parallel()
 	cp := testenv.New(t, "liqo-installed")[0]
 	c := newClient(t, cp.Config)
 	ctx := context.Background()
@@ -136,6 +137,7 @@ func TestInstallBesideLiqo(t *testing.T) {
 // TestLiqoObjectsSurviveThisSchema: with this project's CRDs installed, the fields of
 // Liqo's schema this project does not use itself are kept by the API server.
 func TestLiqoObjectsSurviveThisSchema(t *testing.T) {
+	t.Parallel()
 	s := installSites(t, testenv.New(t, "schema"), "cl-schema")[0]
 	rs, id := liqoObjects(t, s.client, "liqo-tenant-cl-liqo-peer")
 	assertLiqoFieldsKept(t, s.client, rs, id)
@@ -235,6 +237,7 @@ func liqoSign(ctx context.Context, t *testing.T, s *site, request []byte, second
 // TestAuthenticateAgainstLiqoProvider: liqoctl authenticate detects Liqo's controllers on
 // the provider, starts none of its own there, and completes on what Liqo writes.
 func TestAuthenticateAgainstLiqoProvider(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	applyYAML(t, provider.client, []byte(liqoDeployment))
@@ -323,6 +326,7 @@ spec:
 // that keeps its signed nonce and re-applies its Tenant) twice against this project's
 // provider: the nonce stays, marked consumed, and the second run converges.
 func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "provider-for-liqo"), "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
@@ -425,6 +429,7 @@ func userClient(t *testing.T, s *site, certPEM []byte, key crypto.Signer) client
 // certificate of the accepted Tenant, and refuses a Renew for another key or outside the
 // tenant namespace, signing nothing for it.
 func TestRenewChannelOnThisProvider(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "renew-provider"), "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider, func(o *authmanager.Options) {
 		o.Tenant.CertificateLifetime, o.Tenant.RenewBefore = 10*time.Minute, 594*time.Second
@@ -486,6 +491,7 @@ func TestRenewChannelOnThisProvider(t *testing.T) {
 // Tenant (Liqo's), this consumer's manager keeps a Renew there and picks up the renewed
 // certificate the provider answers with.
 func TestRenewChannelFromThisConsumer(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	applyYAML(t, provider.client, []byte(liqoDeployment))
@@ -574,6 +580,7 @@ func fakeLiqoConsumer(t *testing.T, s *site) {
 // controllers (and a provider running this project's) completes on what Liqo writes on
 // the consumer, and re-running it changes nothing.
 func TestAuthenticateFromLiqoConsumer(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	applyYAML(t, consumer.client, []byte(liqoDeployment))
@@ -603,6 +610,7 @@ func TestAuthenticateFromLiqoConsumer(t *testing.T) {
 // certificate it keeps for an older CSR, for one). authenticate's timeout carries it,
 // with the command that removes what Liqo kept.
 func TestLiqoProviderSaysWhyItWaits(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	applyYAML(t, provider.client, []byte(liqoDeployment))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -34,6 +34,7 @@ import (
 // metrics count no refusal), every identity works, none may reach another's namespace,
 // and after all unauthenticate nothing is left.
 func TestLoadConcurrentConsumers(t *testing.T) {
+	// Serial: a flood of handshakes that uses both CPUs: beside other tests it would only slow them.
 	n := 200
 	if v, err := strconv.Atoi(os.Getenv("LIQO_AUTH_LOAD_N")); err == nil && v > 0 {
 		n = v

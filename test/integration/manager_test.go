@@ -16,6 +16,7 @@ import (
 // clusters on one host run with the default flags; an address in use is reported with
 // the flag to change.
 func TestManagerFlagsOnOneHost(t *testing.T) {
+	t.Parallel()
 	bin := managerBinary(t)
 	out, err := exec.Command(bin, "--help").CombinedOutput()
 	require.NoError(t, err, "--help exits 0")

@@ -21,6 +21,7 @@ import (
 // project's CRDs are not found before liqoctl install and are found after it, through the
 // same mapper (a command that installs, then uses them).
 func TestBuiltinKindsAsServed(t *testing.T) {
+	t.Parallel()
 	cp := testenv.New(t, "mapper")[0]
 	hc, err := rest.HTTPClientFor(cp.Config)
 	require.NoError(t, err)

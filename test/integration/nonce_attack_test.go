@@ -119,6 +119,7 @@ func swapTenant(t *testing.T, p *site, w client.Client, tenant *authv1beta1.Tena
 // replaces both; and N1, signed by another key in a re-created Tenant (a Tenant writer),
 // is refused NonceConsumed.
 func TestNonceAttackConsumedNonceNotHandedOutAgain(t *testing.T) {
+	t.Parallel()
 	p := nonceProvider(t)
 	ctx := context.Background()
 	const id = victimID
@@ -169,6 +170,7 @@ func TestNonceAttackConsumedNonceNotHandedOutAgain(t *testing.T) {
 // user to run, never hands N1 out again. (The first version of the change, which took an
 // unreadable record for "not consumed", handed N1 out again until NonceReuseWindow passed.)
 func TestNonceAttackForbiddenRecordReader(t *testing.T) {
+	t.Parallel()
 	p := nonceProvider(t)
 	ctx := context.Background()
 	const id = victimID
@@ -213,6 +215,7 @@ func TestNonceAttackForbiddenRecordReader(t *testing.T) {
 // of its own (made now, or a young one it made before): never the consumed one nor the
 // writer's, and it never loops.
 func TestNonceAttackRaceEnsureNonce(t *testing.T) {
+	t.Parallel()
 	p := nonceProvider(t)
 	const id = victimID
 	tn, n1, _ := acceptedHandshake(t, p)
@@ -262,6 +265,7 @@ func TestNonceAttackRaceEnsureNonce(t *testing.T) {
 // both): write Nx over the consumed nonce, in its Secret, and present Nx signed by another
 // key in a re-created Tenant.
 func TestNonceAttackRewrittenValueAtTheController(t *testing.T) {
+	t.Parallel()
 	p := nonceProvider(t)
 	const id = victimID
 	tn, _, uid1 := acceptedHandshake(t, p)

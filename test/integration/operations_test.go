@@ -103,6 +103,7 @@ func atLeast(n float64) func(float64) bool { return func(v float64) bool { retur
 // metrics, the status each side keeps per peer (last renewal, last refusal, and the
 // columns kubectl shows), and removing a peering when the other cluster is gone.
 func TestOperatingPeers(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	pAddr, cAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
@@ -290,7 +291,7 @@ func TestOperatingPeers(t *testing.T) {
 // it has been silent for that long. The consumer's identity may renew its own presence
 // Lease, and nothing else about Leases.
 func TestPeerGoneIsCollected(t *testing.T) {
-	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	startManager(t, provider, "--consumer=false", "--peer-gone-after=6s")
@@ -352,6 +353,7 @@ func TestPeerGoneIsCollected(t *testing.T) {
 // TestRenewNow: the provider's administrator renews a consumer's certificate ahead of
 // time; the consumer picks it up and verify passes with it.
 func TestRenewNow(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	_, _, err := runCLI(t, "renew", "tenant", consumer.id, "--kubeconfig", provider.cp.Kubeconfig)
@@ -413,6 +415,7 @@ func forgetPeer(t *testing.T, s *site, peerID string) {
 // etcd snapshot under a running API server). verify names the failure, and authenticate
 // again recovers; verify then passes.
 func TestRecoverAfterRestore(t *testing.T) {
+	t.Parallel()
 	for restored, failed := range map[string]string{"provider": "cl-consumer on cl-provider: permissions", "consumer": "cl-consumer on cl-provider: identity"} {
 		t.Run(restored, func(t *testing.T) {
 			consumer, provider := cliSites(t)
@@ -438,6 +441,7 @@ func TestRecoverAfterRestore(t *testing.T) {
 // series for them: only what the manager accepted or created in a recorded tenant
 // namespace is reported.
 func TestMetricsSeriesComeOnlyFromPeers(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "metrics-provider"), "cl-provider")[0]
 	addr := freeLoopbackAddr(t)
 	startManager(t, p, "--consumer=false", "--metrics-bind-address="+addr)

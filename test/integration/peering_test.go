@@ -86,6 +86,7 @@ func peeringEvents(t *testing.T, c client.Client, name string) []string {
 // step, and the identity works. Re-applying the consumed Secret changes nothing; deleting
 // the Peering leaves the provider, proven.
 func TestDeclarativePeering(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, p, "--api-server-url", p.cp.URL)
 	startManager(t, c)
@@ -187,6 +188,7 @@ func expiredPeeringUser(t *testing.T, ca *testenv.CA, consumerID string) (certPE
 // TestDeclarativePeeringBadInput: each bad bootstrap input is a condition with a reason
 // that says what to do, and nothing is written on the provider; then a good one peers.
 func TestDeclarativePeeringBadInput(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, p, "--api-server-url", p.cp.URL)
 	startManager(t, c)
@@ -271,6 +273,7 @@ func TestDeclarativePeeringBadInput(t *testing.T) {
 // record says the first Peering peered with, never the one the forged status names: the
 // second peering keeps working.
 func TestPeeringStatusWriterCannotChooseWhatIsLeft(t *testing.T) {
+	t.Parallel()
 	sites := installedSites(t, []string{"consumer", "provider-a", "provider-b"}, []string{"cl-consumer", "cl-provider-a", "cl-provider-b"})
 	c, pa, pb := sites[0], sites[1], sites[2]
 	startManager(t, pa, "--api-server-url", pa.cp.URL)
@@ -320,6 +323,7 @@ func TestPeeringStatusWriterCannotChooseWhatIsLeft(t *testing.T) {
 // older installation) runs as before; once the CRD is installed it ends itself, to be
 // started again (as its Deployment does), and the Peering applied meanwhile converges.
 func TestPeeringCRDInstalledLate(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: wire.PeeringsCRDName}}
@@ -355,6 +359,7 @@ func TestPeeringCRDInstalledLate(t *testing.T) {
 // the provider's administrator approves it, and another consumer's is denied with the
 // administrator's reason.
 func TestDeclarativePeeringApproval(t *testing.T) {
+	t.Parallel()
 	sites := installedSites(t, []string{"provider", "consumer-a", "consumer-b"}, []string{"cl-provider", "cl-consumer-a", "cl-consumer-b"})
 	p, ca, cb := sites[0], sites[1], sites[2]
 	mustCLI(t, "install", "--kubeconfig", p.cp.Kubeconfig, "--require-approval")

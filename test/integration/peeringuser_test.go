@@ -31,6 +31,7 @@ import (
 // authenticates and unauthenticates with it; it may do exactly its job and nothing else;
 // deleting it leaves it authorizing nothing.
 func TestPeeringUser(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, p, "--api-server-url", p.cp.URL)
 	ctx := context.Background()
@@ -189,6 +190,7 @@ func TestPeeringUser(t *testing.T) {
 // TestPeeringUserNeedsTheManager: without a liqo-auth-manager on the provider, a peering
 // user cannot run the provider's controllers; authenticate says so and what to do.
 func TestPeeringUserNeedsTheManager(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
 	pu := filepath.Join(t.TempDir(), "pu.kubeconfig")
@@ -223,6 +225,7 @@ func mustRead(t *testing.T, path string) string {
 // provider each keep their own roles and bindings: the second never overwrites the first's
 // subjects, nor the by-name rule for its tenant record, and both handshakes succeed.
 func TestPeeringUsersOfTwoConsumers(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	other := &site{cp: testenv.New(t, "second-consumer")[0], id: "cl-second"}
 	other.client = newClient(t, other.cp.Config)

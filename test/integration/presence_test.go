@@ -24,6 +24,7 @@ import (
 // to it instead of starting controllers of its own beside it; once it stops, the Lease is
 // released and liqoctl runs the controllers in-process again.
 func TestManagersWithoutLeaderElectionAreSeen(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	mc := startManager(t, consumer, "--leader-elect=false")
 	mp := startManager(t, provider, "--leader-elect=false")
@@ -55,6 +56,7 @@ func TestManagersWithoutLeaderElectionAreSeen(t *testing.T) {
 // or stale, renews it, releases it when stopped, and leaves alone a Lease another
 // manager keeps fresh.
 func TestPresenceNeverTakesALiveLease(t *testing.T) {
+	t.Parallel()
 	consumer, _ := cliSites(t)
 	c := consumer.client
 	ns := wire.DefaultLiqoNamespace

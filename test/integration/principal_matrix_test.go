@@ -93,6 +93,7 @@ func knownFinding(t *testing.T, finding string) {
 // writer that has no case fails the test. LIQO_AUTH_MATRIX_KNOWN=1 runs the cases of known
 // findings too, which are otherwise skipped.
 func TestPrincipalMatrix(t *testing.T) {
+	t.Parallel()
 	cases := principalMatrix()
 	t.Run("every writer has a case", func(t *testing.T) { assertMatrixCovers(t, cases) })
 	if t.Failed() {

@@ -32,6 +32,7 @@ import (
 // the provider's credentials, fails naming the binding; with the consumer's alone it
 // cannot see it and says so (skip), never pass.
 func TestVerifyChecksEveryNamespace(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
@@ -68,6 +69,7 @@ func TestVerifyChecksEveryNamespace(t *testing.T) {
 // Secrets or ResourceSlices in a namespace that is no tenant namespace adds no peer to
 // info and verify, and makes neither fail; one stderr line counts what was ignored.
 func TestReadersReadOnlyTenantNamespaces(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
@@ -110,6 +112,7 @@ func TestReadersReadOnlyTenantNamespaces(t *testing.T) {
 // at admission, as the weakest principal that writes each; what Liqo writes (CamelCase
 // reasons, messages with newlines and accented letters) is still accepted.
 func TestPeerStringsRefusedAtAdmission(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "admission")
 	_, _ = mustCLI(t, "install", "--kubeconfig", cps[0].Kubeconfig, "--cluster-id", "cl-admission")
 	s := &site{cp: cps[0], id: "cl-admission", client: newClient(t, cps[0].Config)}
@@ -153,6 +156,7 @@ func TestPeerStringsRefusedAtAdmission(t *testing.T) {
 // stale is named with its time by both; info shows the manager's Deployment readiness and
 // the CA fingerprint consumers pin; a permissions cell lists a summary, not every item.
 func TestReadersSayWhatIsMissing(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)

@@ -39,6 +39,7 @@ func releaseManifest(t *testing.T) []byte {
 // the cluster ID and key the manifest leaves empty, and a whole handshake, a renewal and
 // the teardown work without any other credential in the managers' hands.
 func TestReleaseManifestIdentityIsEnough(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "release-consumer", "release-provider")
 	ctx := context.Background()
 	sites := make([]*site, 2)
@@ -82,6 +83,7 @@ func TestReleaseManifestIdentityIsEnough(t *testing.T) {
 // dry-run into a namespace that enforces and warns on the restricted Pod Security
 // Standard, draws no warning; a privileged one does, so the check can fail.
 func TestReleaseManifestPassesRestrictedPodSecurity(t *testing.T) {
+	t.Parallel()
 	cp := testenv.New(t, "pss")[0]
 	ctx := context.Background()
 	admin := newClient(t, cp.Config)

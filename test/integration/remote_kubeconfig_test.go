@@ -19,6 +19,7 @@ import (
 // may run, liqoctl says so before it does. One that reads local files (a token file sent as
 // a bearer token) says which. The local kubeconfig follows the same policy, as kubectl's.
 func TestRemoteKubeconfigRunsNothingUnsaid(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "plugin-ran")

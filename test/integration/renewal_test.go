@@ -64,7 +64,7 @@ func hasEvent(t *testing.T, s *site, ns, name, reason string) bool {
 // failed request, the serial changes each time, a consumer manager down through renewals
 // catches up when it returns, and both sides record Events.
 func TestCertificateRenewal(t *testing.T) {
-	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
+	t.Parallel()
 	c, p := cliSites(t)
 	consumerMgr := startManager(t, c)
 	startManager(t, p, renewingProvider...)
@@ -135,6 +135,7 @@ func TestCertificateRenewal(t *testing.T) {
 // TestExpiredIdentity: an Identity whose certificate expired is reported, by its status
 // and by liqoctl info, with the way out; re-running authenticate restores it.
 func TestExpiredIdentity(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	mustCLI(t, pairArgs("authenticate", c, p)...)
 	startControllers(t, c, authmanager.Consumer)

@@ -76,6 +76,7 @@ func peeringUserOf(t *testing.T, kubeconfig string) string {
 // then refused; retiring again proves again. The provider sees it retired: info says so,
 // generate peering-user replaces it, delete peering-user forgets it.
 func TestPeeringUserRetires(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, p, "--api-server-url", p.cp.URL)
 	ctx := context.Background()

@@ -98,6 +98,7 @@ func requireOldForbidden(t *testing.T, consumer *site, old map[string][]byte, pr
 }
 
 func TestRotateKeyConsumerThreeProviders(t *testing.T) {
+	t.Parallel()
 	sites := rotationSites(t, "cl-consumer", "cl-p1", "cl-p2", "cl-p3")
 	consumer, providers := sites[0], sites[1:]
 	for _, p := range providers {
@@ -121,6 +122,7 @@ func TestRotateKeyConsumerThreeProviders(t *testing.T) {
 }
 
 func TestRotateKeyResumes(t *testing.T) {
+	t.Parallel()
 	sites := rotationSites(t, "cl-consumer", "cl-p1", "cl-p2")
 	consumer, providers := sites[0], sites[1:]
 	for _, p := range providers {
@@ -165,6 +167,7 @@ func TestRotateKeyResumes(t *testing.T) {
 }
 
 func TestRotateKeyProviderGone(t *testing.T) {
+	t.Parallel()
 	sites := rotationSites(t, "cl-consumer", "cl-p1", "cl-p2")
 	consumer, up, gone := sites[0], sites[1], sites[2]
 	startManager(t, up, "--consumer=false")
@@ -194,6 +197,7 @@ func TestRotateKeyProviderGone(t *testing.T) {
 }
 
 func TestRotateKeyProviderThreeConsumers(t *testing.T) {
+	t.Parallel()
 	sites := rotationSites(t, "cl-provider", "cl-c1", "cl-c2", "cl-c3")
 	provider, consumers := sites[0], sites[1:]
 	startManager(t, provider, "--consumer=false")

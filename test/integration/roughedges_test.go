@@ -40,6 +40,7 @@ var caFingerprintLine = regexp.MustCompile(`whose CA fingerprint is (sha256:[0-9
 // returns with no manager running; an accepted one does, and every message that leads to
 // its deletion names the command that releases it.
 func TestRoughEdgesManualFlow(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	C, P := []string{"--kubeconfig", consumer.cp.Kubeconfig}, []string{"--kubeconfig", provider.cp.Kubeconfig}
@@ -137,6 +138,7 @@ func liqoctlBinary(t testing.TB) string {
 // it exits 130 saying "interrupted; re-run to resume", never a timeout, and the re-run
 // converges, with no CSR left over.
 func TestInterruptedAuthenticate(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	bin := liqoctlBinary(t)
 	// Told that Liqo's controllers act on the provider, where none runs, authenticate waits
@@ -200,6 +202,7 @@ func assertNoCSRLeft(t *testing.T, p *site, consumerID string) {
 // stdin is no terminal, and removes the tenant namespaces it made, so that a re-install
 // authenticates again without --adopt-tenant-namespace.
 func TestUninstallAsksAndCleans(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
@@ -233,6 +236,7 @@ func TestUninstallAsksAndCleans(t *testing.T) {
 // says there was nothing to remove; a peer this cluster never knew fails, listing the
 // known ones. A deleted peering user is named as such, with what to ask for.
 func TestOneRemovalRule(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
 	_, errOut := mustCLI(t, pairArgs("unauthenticate", consumer, provider)...)
@@ -271,6 +275,7 @@ func TestOneRemovalRule(t *testing.T) {
 // not run yet (these control planes have no node, so it never will); with --wait it waits
 // within --timeout and fails saying what its Pods wait for, as helm install --wait does.
 func TestInstallManagerReadiness(t *testing.T) {
+	t.Parallel()
 	cp := testenv.New(t, "manager-readiness")[0]
 	_, errOut := mustCLI(t, "install", "--kubeconfig", cp.Kubeconfig, "--cluster-id", "cl-m", "--with-manager", "--manager-image", "example.com/m:1")
 	assert.Contains(t, errOut, "liqo-auth-manager deployed with image example.com/m:1")

@@ -47,6 +47,7 @@ func forgedAdminCreator() map[string]string {
 // finalize strategy only status): the creator record must not be writable through them,
 // or the namespace becomes a tenant namespace on a forged creator.
 func TestNamespaceSubresourcesCannotForgeTheCreator(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "creator-subresources"), "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
@@ -98,6 +99,7 @@ const designationWait = 6 * time.Second
 // namespace: the admission policies' CEL must not refuse the creation for its cost, and
 // the record must read back exactly.
 func TestCreatorRecordOfManyGroups(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "creator-many-groups"), "cl-provider")[0]
 	ctx := context.Background()
 	const user = "oidc:many-groups"
@@ -132,6 +134,7 @@ func TestCreatorRecordOfManyGroups(t *testing.T) {
 // that slice's user, <slice>-<12 hex digits>, not to the user of another slice whose name
 // begins with <slice>- (slice "a" and the user of slice "a-b").
 func TestManagerSliceBindingsNameOnlyTheSliceUser(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "manager-slice-bindings"), "cl-provider")[0]
 	ctx := context.Background()
 	tn := ensureTN(t, p.client, "cl-consumer")
@@ -164,7 +167,7 @@ func TestManagerSliceBindingsNameOnlyTheSliceUser(t *testing.T) {
 // Lease's creation, older than the grace period. The consumer must not be collected before
 // a grace period has passed since its last renewal.
 func TestPresenceLeaseWriterCannotCollectALiveConsumer(t *testing.T) {
-	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
+	t.Parallel()
 	const grace = 20 * time.Second
 	p := peerWithManager(t, "--peer-gone-after="+grace.String())
 	ctx, provider, pTN, key := context.Background(), p.provider, p.tn, p.key
@@ -225,7 +228,7 @@ func TestPresenceLeaseWriterCannotCollectALiveConsumer(t *testing.T) {
 // deletes them as dangling, cannot remove them. The manager's cache must not keep their
 // data: each would cost the manager 256 KiB of memory, for as long as the writer wants.
 func TestForgedKubeconfigSecretsAreNotCachedWhole(t *testing.T) {
-	t.Parallel() // it mostly waits (a grace period, a renewal, a restart): see doc.go
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "cache-forged-kubeconfig"), "cl-provider")[0]
 	tn := ensureTN(t, p.client, "cl-consumer")
 	ctx, cached := startScopedProvider(t, p)
@@ -268,6 +271,7 @@ func TestForgedKubeconfigSecretsAreNotCachedWhole(t *testing.T) {
 // the tenant labels: it may label it as a tenant namespace, but the API server records no
 // creator on an update, the updater may not add one, and the namespace is not designated.
 func TestNamespaceUpdaterCannotRecordACreatorLater(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "creator-relabel"), "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
@@ -296,6 +300,7 @@ func TestNamespaceUpdaterCannotRecordACreatorLater(t *testing.T) {
 // token) writing by update and server-side apply what it may not create: a slice Role with
 // more verbs, a reader binding with a second subject, a Lease of another name.
 func TestManagerWritesByUpdateAndApplyAreExact(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "manager-updates"), "cl-provider")[0]
 	ctx := context.Background()
 	tn := ensureTN(t, p.client, "cl-consumer")

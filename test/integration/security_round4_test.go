@@ -34,6 +34,7 @@ import (
 // peergc counts from the presence Lease (the API server's and the manager's times), never
 // from the Tenant status.
 func TestPeerGCDecidesOnlyOnWhatTheManagerWrote(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	startManager(t, provider, "--consumer=false", "--peer-gone-after=24h")
@@ -64,6 +65,7 @@ func TestPeerGCDecidesOnlyOnWhatTheManagerWrote(t *testing.T) {
 // and Lease its controllers make, for the namespace's own peer, and (but for its own
 // binding) only where it is bound already.
 func TestManagerBindingsAreExact(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "manager-bindings"), "cl-provider")[0]
 	ctx := context.Background()
 	liqo := wire.DefaultLiqoNamespace
@@ -156,6 +158,7 @@ func errString(err error) string {
 // clears, the certificate a Tenant publishes: the provider puts back the one it published
 // (the same serial, from its tenant record), and issues nothing.
 func TestStatusWriterCannotMakeTheProviderIssue(t *testing.T) {
+	t.Parallel()
 	p := peerWithManager(t)
 	ctx, provider, key := context.Background(), p.provider, p.key
 	serial := tenantSerial(t, p.consumer, provider)
@@ -221,6 +224,7 @@ func TestStatusWriterCannotMakeTheProviderIssue(t *testing.T) {
 // request label: unauthenticate --remote-cluster-id still finds it (the namespace names
 // the peer), refuses without --delete-resourceslices and removes it with it.
 func TestRelabelledSliceIsNotForgotten(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)

@@ -41,6 +41,7 @@ import (
 // and the tenant's user name as subject. The provider never approves them, reports them,
 // leaves them alone, and renews with a request of its own.
 func TestCSRSquattingIsNeverApproved(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "squat-provider")
 	p := installSites(t, cps, "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider, func(o *authmanager.Options) {
@@ -101,6 +102,7 @@ func TestCSRSquattingIsNeverApproved(t *testing.T) {
 // write the cluster's private key into that namespace. In the real tenant namespace, an
 // Identity with another CA than the pinned one is refused. Honest peers still work.
 func TestLookAlikeNamespaces(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "lookalike-consumer", "lookalike-provider")
 	sites := installSites(t, cps, "cl-consumer", "cl-provider")
 	c, p := sites[0], sites[1]
@@ -197,6 +199,7 @@ func TestLookAlikeNamespaces(t *testing.T) {
 // cluster-admin, or to a role in some namespace) gets no certificate; the refusal names the
 // binding. A consumer with a fresh name is served.
 func TestClusterIDThatIsAUserGetsNothing(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "userid-provider")
 	p := installSites(t, cps, "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider)
@@ -251,6 +254,7 @@ func TestClusterIDThatIsAUserGetsNothing(t *testing.T) {
 // (and, in turn, a token file) and detaches it from its Identity so that it stays. The
 // renewal watcher refuses it with an Event and never runs the command.
 func TestKubeconfigSecretsAreNeverExecuted(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "exec-consumer", "exec-provider")
 	sites := installSites(t, cps, "cl-consumer", "cl-provider")
 	c, p := sites[0], sites[1]
@@ -325,6 +329,7 @@ func countEvents(t *testing.T, s *site, ns, name, reason string) int {
 // Secret stamps it in the future, or restamps an expired nonce with the current time. Both
 // are refused; nothing is signed.
 func TestNonceStampsCannotExtendANonce(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "stamp-provider")
 	p := installSites(t, cps, "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider, func(o *authmanager.Options) { o.Tenant.NonceTTL = 3 * time.Second })
@@ -359,6 +364,7 @@ func TestNonceStampsCannotExtendANonce(t *testing.T) {
 // and ConfigMaps only in the Liqo namespace; Secrets, Roles and RoleBindings only there
 // and in tenant namespaces; never in kube-system or a namespace that only looks like one.
 func TestManagerPermissionsAreExact(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "rbac-provider")
 	p := installSites(t, cps, "cl-provider")[0]
 	ctx := context.Background()
@@ -536,6 +542,7 @@ func moduleRoot(t *testing.T) string {
 // whose handshake never verified, with no seal or with the seal of an honest Tenant.
 // Nothing is submitted to the signer and the forged acceptance is wiped.
 func TestStatusWritersCannotAcceptATenant(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "status-provider")
 	p := installSites(t, cps, "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider)
@@ -588,6 +595,7 @@ func assertTenantHasAccess(t *testing.T, p *site, tn *authv1beta1.Tenant) {
 // revocation; once they are gone it verifies, and lists the certificates still valid,
 // as does liqoctl info.
 func TestRevocationProofCoversEverything(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", c, p)...)
@@ -625,6 +633,7 @@ func TestRevocationProofCoversEverything(t *testing.T) {
 // delete Tenants in a tenant namespace adds a stray Tenant naming the tenant's cluster ID,
 // then deletes it. The legitimate tenant keeps its bindings and access.
 func TestStrayTenantDeletionTouchesNothing(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "stray-provider")
 	p := installSites(t, cps, "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider)
@@ -659,6 +668,7 @@ func expectRefusedReason(t *testing.T, p *site, tn *authv1beta1.Tenant, reason s
 // The tenant's binding must not end up pointing at it: the provider replaces it with its
 // own, and the tenant's user gets exactly what the protocol grants.
 func TestSquattedAccessObjectsAreReplaced(t *testing.T) {
+	t.Parallel()
 	cps := testenv.New(t, "squat-provider")
 	p := installSites(t, cps, "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider)

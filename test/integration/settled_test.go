@@ -19,6 +19,7 @@ import (
 // can make one: the administrator of one namespace, binding its own Role to the
 // consumer's user there.
 func TestSettledProofStillReportsANamespaceAdminsGrant(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", c, p)...)

@@ -32,6 +32,7 @@ import (
 // with it, and the slice identity's OLD certificate, used by the slice identity itself, is
 // refused its own slice.
 func TestResourceSliceFollowsAKeyRotation(t *testing.T) {
+	t.Parallel()
 	c, p := sliceSites(t)
 	ctx := context.Background()
 	const name = "slice-rot"

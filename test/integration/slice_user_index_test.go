@@ -24,6 +24,7 @@ import (
 // Tenant whose cluster ID is either's user still refused through the tenant records'
 // index of the real (namespace-scoped, label-filtered) ConfigMap cache.
 func TestSliceUserIndexSeesTheRecordsOfHiddenSlices(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "slice-index-provider"), "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()

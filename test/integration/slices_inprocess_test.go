@@ -14,6 +14,7 @@ import (
 // proof, and drained, each command running the controllers it needs on each side it holds
 // credentials for; without the provider's, a slice says which side needs a manager.
 func TestResourceSlicesWithControllersInProcess(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	mustCLI(t, pairArgs("authenticate", c, p)...)
 	remote := []string{"--remote-kubeconfig", p.cp.Kubeconfig}

@@ -93,6 +93,7 @@ func selfCan(t *testing.T, c client.Client, verb, group, resource, ns, name stri
 // TestResourceSliceFlow: a consumer's slice is written to the provider, accepted, and
 // turned into a narrower identity that may read its own slice and nothing else.
 func TestResourceSliceFlow(t *testing.T) {
+	t.Parallel()
 	c, p := sliceSites(t)
 	ctx := context.Background()
 	rs := localSlice(c, p, "slice-a", "", "2")
@@ -145,6 +146,7 @@ func sliceArgs(cmd, name string, c, p *site, extra ...string) []string {
 // both clusters: several slices, a denied class, cordon, uncordon, deletion with its proof,
 // drain with its proof, and unauthenticate refusing while slices exist.
 func TestCLIResourceSlices(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	startManager(t, p, "--resource-slice-classes=gpu")
@@ -285,6 +287,7 @@ func expectSliceDenied(t *testing.T, p *site, rs *authv1beta1.ResourceSlice, typ
 // or a foreign subject; TolerateNoHandshake skips the key match only where the provider's
 // administrator allowed it.
 func TestResourceSliceAttacks(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "slice-provider"), "cl-provider")[0]
 	runner := startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
@@ -348,6 +351,7 @@ func TestResourceSliceAttacks(t *testing.T) {
 // and picked up by the consumer like the control-plane one; controllers stopped in the
 // middle of a request pick it up where it stopped.
 func TestResourceSliceRenewalAndRestarts(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	renewing := func(o *authmanager.Options) {
@@ -394,6 +398,7 @@ func handshakeSliceIdentity(p *site, name string) client.ObjectKey {
 // TestLiqoResourceSliceYAML: a ResourceSlice as Liqo's liqoctl create resourceslice -o yaml
 // writes it (re-typed from Liqo's documentation) applies and is served as asked.
 func TestLiqoResourceSliceYAML(t *testing.T) {
+	t.Parallel()
 	c, p := sliceSites(t)
 	applyYAML(t, c.client, []byte(`apiVersion: authentication.liqo.io/v1beta1
 kind: ResourceSlice
@@ -423,6 +428,7 @@ spec:
 // caps its slices; a slice that does not fit is denied saying how much is granted, and is
 // accepted once the limit allows it.
 func TestResourceSliceLimits(t *testing.T) {
+	t.Parallel()
 	c, p := sliceSites(t)
 	ctx := context.Background()
 	_, errOut := mustCLI(t, "limit", "tenant", c.id, "--cpu", "3", "--kubeconfig", p.cp.Kubeconfig)
@@ -480,6 +486,7 @@ func forgeGrant(t *testing.T, writer client.Client, rs *authv1beta1.ResourceSlic
 // slice count as granted, nor shrink what other slices hold to fit under a limit: the
 // provider judges from its own record of the grants.
 func TestResourceSliceStatusIsNotTrusted(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "slice-status"), "cl-provider")[0]
 	runner := startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
@@ -534,6 +541,7 @@ func TestResourceSliceStatusIsNotTrusted(t *testing.T) {
 // gets no request sent to the provider and no Identity: only the recorded tenant
 // namespace speaks for this cluster.
 func TestConsumerSliceOutsideTenantNamespace(t *testing.T) {
+	t.Parallel()
 	c, p := sliceSites(t)
 	ctx := context.Background()
 	require.NoError(t, c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "look-alike", Labels: cluster.TenantNamespaceLabels(p.id)}}))
@@ -557,6 +565,7 @@ func TestConsumerSliceOutsideTenantNamespace(t *testing.T) {
 // swapped address (which would surface as a ProviderUnreachable Warning: nothing listens
 // there). The slice controller checks a kubeconfig again whenever it changes.
 func TestConsumerSliceKubeconfigSwap(t *testing.T) {
+	t.Parallel()
 	c, p := sliceSites(t)
 	ctx := context.Background()
 	first := localSlice(c, p, "first", "", "1")

@@ -30,6 +30,7 @@ import (
 // an Ed25519 key, and the certificate authenticates as the requested user, who can do
 // what RBAC grants and nothing else.
 func TestSmokeCSRIssuedCertificateAuthenticates(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	cps := testenv.New(t, "smoke-a", "smoke-b")
 	t.Logf("two control planes ready in %s", time.Since(start))

@@ -31,6 +31,7 @@ func (f *failedTB) runCleanups() {
 // processes are gone and so is its directory, unless LIQO_AUTH_TESTENV_KEEP_LOGS asks to
 // keep the logs.
 func TestControlPlanesCleanUpAfterAFailedTest(t *testing.T) {
+	// Serial: it sets LIQO_AUTH_TESTENV_KEEP_LOGS for the whole process (t.Setenv).
 	for _, keep := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "keep logs"}[keep], func(t *testing.T) {
 			if keep {

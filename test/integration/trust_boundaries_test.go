@@ -39,6 +39,7 @@ import (
 // provider, and it can neither patch back, nor delete and re-handshake its way out of, a
 // drain the provider's administrator decided.
 func TestPeeringUserCannotUndoTheAdministrator(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, p, "--api-server-url", p.cp.URL)
 	ctx := context.Background()
@@ -146,6 +147,7 @@ func TestPeeringUserCannotUndoTheAdministrator(t *testing.T) {
 // consumer's first handshake with that provider must not pin that CA nor write a
 // kubeconfig for that server.
 func TestStatusWriterCannotHijackTheFirstHandshake(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", c, p)...)
@@ -208,6 +210,7 @@ func TestStatusWriterCannotHijackTheFirstHandshake(t *testing.T) {
 // holding only their own key and control-plane certificate, neither order of the two
 // gets one identity the other's grants; and a negative slice never makes room under a limit.
 func TestSliceUsersAndClusterIDsNeverMeet(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "slice-clash-provider"), "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
@@ -286,6 +289,7 @@ func TestSliceUsersAndClusterIDsNeverMeet(t *testing.T) {
 // certificate; it must ask the provider the Identity recorded, with the pinned CA, and so
 // find the grant left behind, not take the impostor's 401 for a revocation.
 func TestRevocationProofTrustsTheIdentity(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	startManager(t, p, "--api-server-url", p.cp.URL)
 	ctx := context.Background()
@@ -332,6 +336,7 @@ func TestRevocationProofTrustsTheIdentity(t *testing.T) {
 // is stamped with its name, which it cannot forge or change, and is not designated.
 // Acting as an administrator: it is, and the manager binds itself there.
 func TestTenantNamespaceDesignatedByItsCreator(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "designation-provider"), "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()
@@ -391,6 +396,7 @@ func TestTenantNamespaceDesignatedByItsCreator(t *testing.T) {
 // creator record keeps it one group, and the review asks about exactly that creator, with
 // its UID and extra, so the namespace is not designated.
 func TestDesignationReadsTheCreatorLosslessly(t *testing.T) {
+	t.Parallel()
 	p := installSites(t, testenv.New(t, "designation-lossless"), "cl-provider")[0]
 	startControllers(t, p, authmanager.Provider)
 	ctx := context.Background()

@@ -38,6 +38,7 @@ func checksOf(t *testing.T, out string) (verify.Report, map[string]map[string]ve
 // a permission the provider's administrator adds or removes, in the tenant namespace or
 // cluster-wide, makes verify fail naming it, with a non-zero exit.
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 
@@ -126,6 +127,7 @@ func TestVerify(t *testing.T) {
 // namespace points the Identity at another API server, with that server's CA. verify
 // must not report the peering healthy from what that server answers.
 func TestVerifyTrustsOnlyThePinnedCA(t *testing.T) {
+	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)

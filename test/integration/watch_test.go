@@ -34,6 +34,7 @@ import (
 // starts no worker before that; a kind that cannot be watched fails the start at
 // once, with the reason, instead of running into the controller's sync timeout.
 func TestWatchSyncsWithTheInitialObjects(t *testing.T) {
+	t.Parallel()
 	cp := testenv.New(t, "watch")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

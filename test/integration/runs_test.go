@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// serialMark starts the comment that makes a test of this package run alone (doc.go).
+const serialMark = "// Serial: "
+
+// TestEveryTestSaysHowItRuns reads this package's test files: every test begins with
+// t.Parallel(), or with a comment "// Serial: <why>" before its first statement. A test
+// added without either fails here, so that none runs alone, one after another, by
+// omission (doc.go).
+func TestEveryTestSaysHowItRuns(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*_test.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	var tests, serial int
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || fn.Body == nil || !isTopLevelTest(fn) {
+				continue
+			}
+			tests++
+			switch how := howItRuns(f, fn); how {
+			case "parallel":
+			case "serial":
+				serial++
+			default:
+				t.Errorf("%s: %s begins with neither t.Parallel() nor a comment %q saying why it runs alone", fset.Position(fn.Pos()), fn.Name.Name, serialMark+"<why>")
+			}
+		}
+	}
+	require.Positive(t, tests, "no test found: is the working directory this package?")
+	t.Logf("%d tests, %d of them alone", tests, serial)
+}
+
+// isTopLevelTest reports whether fn is a test go test runs: TestXxx(t *testing.T).
+func isTopLevelTest(fn *ast.FuncDecl) bool {
+	if !strings.HasPrefix(fn.Name.Name, "Test") || fn.Name.Name == "TestMain" || len(fn.Type.Params.List) != 1 {
+		return false
+	}
+	star, ok := fn.Type.Params.List[0].Type.(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := star.X.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "T"
+}
+
+// howItRuns is "parallel" when fn's first statement is t.Parallel() on its own parameter,
+// "serial" when a comment with serialMark comes before its first statement, "" otherwise.
+func howItRuns(f *ast.File, fn *ast.FuncDecl) string {
+	first := fn.Body.Rbrace
+	if len(fn.Body.List) > 0 {
+		first = fn.Body.List[0].Pos()
+		if call, ok := callOf(fn.Body.List[0]); ok && call.Fun.(*ast.SelectorExpr).Sel.Name == "Parallel" && len(call.Args) == 0 &&
+			isIdent(call.Fun.(*ast.SelectorExpr).X, fn.Type.Params.List[0].Names) {
+			return "parallel"
+		}
+	}
+	for _, g := range f.Comments {
+		for _, c := range g.List {
+			if c.Pos() > fn.Body.Lbrace && c.Pos() < first && strings.HasPrefix(c.Text, serialMark) && len(strings.TrimSpace(strings.TrimPrefix(c.Text, serialMark))) > 0 {
+				return "serial"
+			}
+		}
+	}
+	return ""
+}
+
+// callOf is the call of a statement that is only a method call.
+func callOf(s ast.Stmt) (*ast.CallExpr, bool) {
+	e, ok := s.(*ast.ExprStmt)
+	if !ok {
+		return nil, false
+	}
+	call, ok := e.X.(*ast.CallExpr)
+	if !ok {
+		return nil, false
+	}
+	_, ok = call.Fun.(*ast.SelectorExpr)
+	return call, ok
+}
+
+// isIdent reports whether e is one of names.
+func isIdent(e ast.Expr, names []*ast.Ident) bool {
+	id, ok := e.(*ast.Ident)
+	if !ok {
+		return false
+	}
+	for _, n := range names {
+		if n.Name == id.Name {
+			return true
+		}
+	}
+	return false
+}
