@@ -158,7 +158,7 @@ func TestAttack50FlipCopyChurn(t *testing.T) {
 // limit holds), and holds no binding; Cordoned, a slice unlabelled and labelled again is a
 // new slice (denied), not one that keeps its grant.
 func TestAttack50RelabelPastLimitsAndCordon(t *testing.T) {
-	t.Parallel()
+	// Serial: it settles for 2 s before it checks the access taken back: a manager slowed by other tests would look like a leak.
 	p, alice, ta, asAlice := grantedTenant(t, "a50-limits", "cl-alice50l")
 	ctx := context.Background()
 	require.NoError(t, cluster.UpdateTenantRecord(ctx, p.client, p.client, wire.DefaultLiqoNamespace, alice.id, false, func(rec *cluster.TenantRecord) error {
@@ -276,7 +276,7 @@ func TestAttack50SameNameElsewhere(t *testing.T) {
 // Identity, its consumer finalizer and its status; the honest flow (created as liqoctl
 // does, Cordoned keeps, Drained revokes) still works with the provider on the other side.
 func TestAttack50BothRolesConsumerSlices(t *testing.T) {
-	t.Parallel()
+	// Serial: it settles for 3 s before it checks the provider's finalizer taken off: a manager slowed by other tests would look like a leak.
 	c, p := cliSites(t)
 	ctx := context.Background()
 	startControllers(t, p, authmanager.Provider)

@@ -128,7 +128,7 @@ func a52BindingsNaming(t *testing.T, p *site, id string, groups []string) []stri
 // in the second after its deletion: bindings and signed requests are, now that no refused
 // patch stops the reconcile; the finalize that follows removes them.)
 func TestAttack52DeletedAsAcceptedWithFinalizerOn(t *testing.T) {
-	t.Parallel()
+	// Serial: its tries settle for 2 s before the leftovers are counted: a manager slowed by other tests would look like a leak.
 	p := attack47Provider(t, "a52-delete")
 	ctx := context.Background()
 	const hold = "attacker.example/hold"
@@ -190,7 +190,7 @@ func TestAttack52DeletedAsAcceptedWithFinalizerOn(t *testing.T) {
 // controlled by it outlives it (the garbage collector's, up to 45 s on a fresh control
 // plane); the new Tenant's access is its own.
 func TestAttack52StripDeleteRecreateMidReconcile(t *testing.T) {
-	t.Parallel()
+	// Serial: its tries settle for 4 s before the leftovers are counted: a manager slowed by other tests would look like a leak.
 	p := attack47Provider(t, "a52-recreate")
 	ctx := context.Background()
 	var leftovers []string
@@ -278,7 +278,7 @@ func a52WarmGC(t *testing.T, p *site) {
 // actions. (Not specific to 5e48f7a: an accepted Tenant carried the finalizer before it
 // too, and this test fails the same way on 1e9ff69 with the Tenant created without it.)
 func TestAttack52DeletedWithOrphanPropagation(t *testing.T) {
-	t.Parallel()
+	// Serial: its tries settle for 3 s before the leftovers are counted: a manager slowed by other tests would look like a leak.
 	p := attack47Provider(t, "a52-orphan")
 	ctx := context.Background()
 	a52WarmGC(t, p)
@@ -329,7 +329,7 @@ func TestAttack52DeletedWithOrphanPropagation(t *testing.T) {
 // behaviour: the Tenant, held in deletion by the foreign finalizer, keeps no binding and
 // no CSR, and the cluster ID may do none of the control plane's actions.
 func TestAttack52PeeringUserAppliesAsLiqoctlWithoutFinalizer(t *testing.T) {
-	t.Parallel()
+	// Serial: its tries settle for 3 s before the leftovers are counted: a manager slowed by other tests would look like a leak.
 	p := attack47Provider(t, "a52-ssa")
 	ctx := context.Background()
 	const hold = "attacker.example/hold"

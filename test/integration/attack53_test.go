@@ -96,7 +96,7 @@ func a53IssuedSlice(t *testing.T, p *site, as client.Client, a *attacker, ns, na
 // finalize. Secure behaviour: once the slice is gone, no Role or RoleBinding of it is
 // left, and its identity may do nothing of SliceRules.
 func TestAttack53SliceDeletedWithOrphanPropagation(t *testing.T) {
-	t.Parallel()
+	// Serial: its tries settle for 3 s before the leftovers are counted: a manager slowed by other tests would look like a leak.
 	p, alice, ta, asAlice := grantedTenant(t, "a53-orphan", "cl-alice53o")
 	ctx := context.Background()
 	a53WarmGC(t, p)
@@ -140,7 +140,7 @@ func TestAttack53SliceDeletedWithOrphanPropagation(t *testing.T) {
 // keeps no Role or RoleBinding, and its identity may do nothing of SliceRules; nor once
 // the administrator drains the tenant.
 func TestAttack53RelabelledSliceHeldAndOrphaned(t *testing.T) {
-	t.Parallel()
+	// Serial: its tries settle for 3 s before the leftovers are counted: a manager slowed by other tests would look like a leak.
 	p, alice, ta, asAlice := grantedTenant(t, "a53-relabel", "cl-alice53r")
 	ctx := context.Background()
 	a53WarmGC(t, p)
@@ -262,7 +262,7 @@ func a53Uncontrolled(t *testing.T, p *site, ns string) []string {
 // behaviour for the honest consumer: once settled, the new Tenant controls its bindings,
 // its cluster ID may do the control plane's actions, and nothing is left uncontrolled.
 func TestAttack53RecreatedTenantKeepsItsAccess(t *testing.T) {
-	t.Parallel()
+	// Serial: its tries settle for 3 s before the access is checked: a manager slowed by other tests would look like a loss.
 	p := attack47Provider(t, "a53-retenant")
 	ctx := context.Background()
 	a52WarmGC(t, p)
@@ -305,7 +305,7 @@ func TestAttack53RecreatedTenantKeepsItsAccess(t *testing.T) {
 // with the new slice's grant. Secure behaviour: once settled, the new slice controls its
 // Role and RoleBinding and its identity reads its slice; nothing is left uncontrolled.
 func TestAttack53RecreatedSliceKeepsItsAccess(t *testing.T) {
-	t.Parallel()
+	// Serial: its tries settle for 3 s before the access is checked: a manager slowed by other tests would look like a loss.
 	p, alice, ta, asAlice := grantedTenant(t, "a53-reslice", "cl-alice53s")
 	ctx := context.Background()
 	a53WarmGC(t, p)
@@ -352,7 +352,7 @@ func TestAttack53RecreatedSliceKeepsItsAccess(t *testing.T) {
 // slice is accepted, its Role is the manager's (controlled by the slice, recording what
 // the slice asked), and the slice's grant is no larger than it asked.
 func TestAttack53RoleWriterPlantsASliceRole(t *testing.T) {
-	t.Parallel()
+	// Serial: it settles for 2 s before it checks the planted Role: a manager slowed by other tests would look like a leak.
 	p, alice, ta, asAlice := grantedTenant(t, "a53-plant", "cl-alice53p")
 	ctx := context.Background()
 	ns := ta.Namespace
@@ -388,7 +388,7 @@ func a53TouchSlice(ctx context.Context, c client.Client, key client.ObjectKey, n
 // RoleBinding, which its own slice controls, are never deleted: the slice's identity keeps
 // reading its slice throughout.
 func TestAttack53OrphanCleanupSparesTheHonestSlice(t *testing.T) {
-	t.Parallel()
+	// Serial: it settles for 3 s before it checks the honest slice's access: a manager slowed by other tests would look like a loss.
 	p, alice, ta, asAlice := grantedTenant(t, "a53-spare", "cl-alice53h")
 	ctx := context.Background()
 	ns := ta.Namespace

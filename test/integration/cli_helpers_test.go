@@ -85,7 +85,7 @@ func goBuild(dir string, pkgs ...string) error {
 func startManager(t testing.TB, s *site, extra ...string) *testenv.Manager {
 	t.Helper()
 	args := append([]string{"--kubeconfig", s.cp.Kubeconfig, "--health-probe-bind-address=0", "--zap-log-level=info"}, extra...)
-	m, err := testenv.StartManager(managerBinary(t), args, 30*time.Second)
+	m, err := testenv.StartManager(managerBinary(t), args, time.Minute)
 	require.NoError(t, err, "liqo-auth-manager on %s", s.id)
 	t.Cleanup(func() {
 		m.Stop()

@@ -9,8 +9,10 @@
 //
 // A test that must run alone says why in a comment "// Serial: <why>" before its first
 // statement, instead of t.Parallel: one that calls t.Setenv (the environment is the
-// process's), one that counts requests (TestHandshakeRequestBudget), one that measures a
-// deadline under a flood, and one that computes (a flood of handshakes, an image build, a
-// real node). Go runs those first, one by one, and the others after them.
-// TestEveryTestSaysHowItRuns fails for a test that says neither.
+// process's); one that counts requests (TestHandshakeRequestBudget); one that floods its
+// API server, or measures a deadline during a flood; one whose attack settles for a fixed
+// second or few before it counts what was left (a manager slowed by other tests would look
+// like a leak); one that computes (a flood of handshakes, an image build, a real node).
+// Go runs those first, one by one, and the others after them. TestEveryTestSaysHowItRuns
+// fails for a test that says neither.
 package integration

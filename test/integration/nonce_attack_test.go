@@ -215,7 +215,7 @@ func TestNonceAttackForbiddenRecordReader(t *testing.T) {
 // of its own (made now, or a young one it made before): never the consumed one nor the
 // writer's, and it never loops.
 func TestNonceAttackRaceEnsureNonce(t *testing.T) {
-	t.Parallel()
+	// Serial: a flood of deletes and creates, and a 5 s deadline on each create nonce beside it.
 	p := nonceProvider(t)
 	const id = victimID
 	tn, n1, _ := acceptedHandshake(t, p)

@@ -294,7 +294,7 @@ func TestPeerGoneIsCollected(t *testing.T) {
 	t.Parallel()
 	consumer, provider := cliSites(t)
 	ctx := context.Background()
-	startManager(t, provider, "--consumer=false", "--peer-gone-after=6s")
+	startManager(t, provider, "--consumer=false", "--peer-gone-after=10s")
 	cm := startManager(t, consumer, "--provider=false", "--presence-interval=1s")
 	mustCLI(t, pairArgs("authenticate", consumer, provider)...)
 	joined := time.Now()
@@ -321,7 +321,7 @@ func TestPeerGoneIsCollected(t *testing.T) {
 		if err := provider.client.Get(ctx, tenantKey, &authv1beta1.Tenant{}); err != nil {
 			return fmt.Errorf("the Tenant of a live consumer: %w", err)
 		}
-		if lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Before(ptr.To(metav1.NewMicroTime(joined.Add(8*time.Second)))) {
+		if lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Before(ptr.To(metav1.NewMicroTime(joined.Add(12*time.Second)))) {
 			return fmt.Errorf("renewed at %v", lease.Spec.RenewTime)
 		}
 		return nil

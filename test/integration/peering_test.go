@@ -109,7 +109,11 @@ func TestDeclarativePeering(t *testing.T) {
 	}
 
 	t.Run("the bootstrap credential retired itself", func(t *testing.T) {
-		got := waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 5*time.Second)
+		got := waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 30*time.Second)
+		eventually(t, 30*time.Second, "Peering "+pe.Name+" says whether its bootstrap credential retired", func(ctx context.Context) (bool, error) {
+			err := c.client.Get(ctx, client.ObjectKeyFromObject(got), got)
+			return err == nil && meta.FindStatusCondition(got.Status.Conditions, authv1beta1.ConditionBootstrapRetired) != nil, err
+		})
 		retired := meta.FindStatusCondition(got.Status.Conditions, authv1beta1.ConditionBootstrapRetired)
 		require.NotNil(t, retired)
 		assert.Equal(t, metav1.ConditionTrue, retired.Status, "%s: %s", retired.Reason, retired.Message)
@@ -135,7 +139,7 @@ func TestDeclarativePeering(t *testing.T) {
 		var after authv1beta1.Tenant
 		require.NoError(t, p.client.Get(ctx, client.ObjectKeyFromObject(&before), &after))
 		assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "the provider's Tenant is untouched")
-		waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 5*time.Second)
+		waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 30*time.Second)
 	})
 
 	t.Run("deleting the Peering leaves the provider", func(t *testing.T) {
@@ -315,7 +319,7 @@ func TestPeeringStatusWriterCannotChooseWhatIsLeft(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(err), "the consumer left provider a, which its record names: %v", err)
 	require.NoError(t, pb.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &authv1beta1.Tenant{}),
 		"provider b, which only the forged status named, keeps its Tenant")
-	waitPeering(t, c.client, "to-"+pb.id, authv1beta1.ReasonPeered, 5*time.Second)
+	waitPeering(t, c.client, "to-"+pb.id, authv1beta1.ReasonPeered, 30*time.Second)
 	assertTenantAccess(t, pb, c, kubeconfigOf(t, c, pb))
 }
 

@@ -17,7 +17,9 @@ const serialMark = "// Serial: "
 // TestEveryTestSaysHowItRuns reads this package's test files: every test begins with
 // t.Parallel(), or with a comment "// Serial: <why>" before its first statement. A test
 // added without either fails here, so that none runs alone, one after another, by
-// omission (doc.go).
+// omission (doc.go); so does a serial test that calls t.Parallel after all, and a parallel
+// one that changes the environment or the working directory of the whole process in its
+// own body (the helpers it calls are not read).
 func TestEveryTestSaysHowItRuns(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("*_test.go")
@@ -35,8 +37,14 @@ func TestEveryTestSaysHowItRuns(t *testing.T) {
 			tests++
 			switch how := howItRuns(f, fn); how {
 			case "parallel":
+				if call := processWideCall(fn); call != "" {
+					t.Errorf("%s: %s runs beside other tests but calls %s, which changes the whole process: mark it %q, or use t.Setenv or t.Chdir", fset.Position(fn.Pos()), fn.Name.Name, call, serialMark+"<why>")
+				}
 			case "serial":
 				serial++
+				if callsParallel(fn) {
+					t.Errorf("%s: %s says it runs alone, yet calls t.Parallel", fset.Position(fn.Pos()), fn.Name.Name)
+				}
 			default:
 				t.Errorf("%s: %s begins with neither t.Parallel() nor a comment %q saying why it runs alone", fset.Position(fn.Pos()), fn.Name.Name, serialMark+"<why>")
 			}
@@ -106,4 +114,63 @@ func isIdent(e ast.Expr, names []*ast.Ident) bool {
 		}
 	}
 	return false
+}
+
+// processWideCalls are the calls that change what every test of the process sees.
+var processWideCalls = map[string]bool{"os.Setenv": true, "os.Unsetenv": true, "os.Clearenv": true, "os.Chdir": true}
+
+// processWideCall is the first call of processWideCalls in fn's body, or "" if none: an
+// assignment to os.Stdout or os.Stderr counts as one.
+func processWideCall(fn *ast.FuncDecl) string {
+	found := ""
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		if found != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			if name := qualified(n.Fun); processWideCalls[name] {
+				found = name
+			}
+		case *ast.AssignStmt:
+			for _, l := range n.Lhs {
+				if name := qualified(l); name == "os.Stdout" || name == "os.Stderr" {
+					found = "an assignment to " + name
+				}
+			}
+		}
+		return true
+	})
+	return found
+}
+
+// callsParallel reports whether fn's body calls t.Parallel on its own parameter anywhere
+// (a subtest's t.Parallel, on the subtest's parameter, does not count).
+func callsParallel(fn *ast.FuncDecl) bool {
+	found := false
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false // a subtest, whose t is its own
+		}
+		if call, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Parallel" && isIdent(sel.X, fn.Type.Params.List[0].Names) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// qualified is "pkg.Name" for a selector on an identifier, "" otherwise.
+func qualified(e ast.Expr) string {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok {
+		return ""
+	}
+	id, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return ""
+	}
+	return id.Name + "." + sel.Sel.Name
 }
