@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -198,6 +199,7 @@ func TestDeclarativePeeringBadInput(t *testing.T) {
 	startManager(t, c)
 	ctx := context.Background()
 	good, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	pwned := filepath.Join(t.TempDir(), "pwned") // what the exec plugin would make, were it run
 	expCert, expKey := expiredPeeringUser(t, p.cp.CA, c.id)
 	adminCert, adminKey, err := p.cp.CA.Issue("cluster-admin-ish", []string{"system:masters"}, nil, nil)
 	require.NoError(t, err)
@@ -211,7 +213,7 @@ func TestDeclarativePeeringBadInput(t *testing.T) {
 	}{
 		{name: "exec-plugin", reason: authv1beta1.ReasonBootstrapCredentialRefused, says: "an exec credential plugin",
 			kubeconfig: mutateKubeconfig(t, []byte(good), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
-				u.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", Args: []string{"-c", "touch /tmp/pwned"}, APIVersion: "client.authentication.k8s.io/v1"}
+				u.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", Args: []string{"-c", "touch " + pwned}, APIVersion: "client.authentication.k8s.io/v1"}
 			})},
 		{name: "not-yaml", reason: authv1beta1.ReasonBootstrapCredentialInvalid, says: "cannot be parsed", kubeconfig: []byte("{{ not a kubeconfig")},
 		{name: "admin", reason: authv1beta1.ReasonBootstrapCredentialRefused, says: "not as a peering user",
@@ -249,7 +251,7 @@ func TestDeclarativePeeringBadInput(t *testing.T) {
 			})
 		})
 	}
-	_, err = os.Stat("/tmp/pwned")
+	_, err = os.Stat(pwned)
 	assert.True(t, os.IsNotExist(err), "the exec plugin never ran")
 	err = p.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &authv1beta1.Tenant{})
 	assert.True(t, apierrors.IsNotFound(err), "no bad input wrote a Tenant on the provider: %v", err)
