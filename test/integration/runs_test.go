@@ -35,7 +35,7 @@ func TestEveryTestSaysHowItRuns(t *testing.T) {
 				continue
 			}
 			tests++
-			switch how := howItRuns(f, fn); how {
+			switch howItRuns(f, fn) {
 			case "parallel":
 				if call := processWideCall(fn); call != "" {
 					t.Errorf("%s: %s runs beside other tests but calls %s, which changes the whole process: mark it %q, or use t.Setenv or t.Chdir", fset.Position(fn.Pos()), fn.Name.Name, call, serialMark+"<why>")
@@ -73,8 +73,7 @@ func howItRuns(f *ast.File, fn *ast.FuncDecl) string {
 	first := fn.Body.Rbrace
 	if len(fn.Body.List) > 0 {
 		first = fn.Body.List[0].Pos()
-		if call, ok := callOf(fn.Body.List[0]); ok && call.Fun.(*ast.SelectorExpr).Sel.Name == "Parallel" && len(call.Args) == 0 &&
-			isIdent(call.Fun.(*ast.SelectorExpr).X, fn.Type.Params.List[0].Names) {
+		if e, ok := fn.Body.List[0].(*ast.ExprStmt); ok && isParallelCall(e.X, fn) {
 			return "parallel"
 		}
 	}
@@ -88,18 +87,14 @@ func howItRuns(f *ast.File, fn *ast.FuncDecl) string {
 	return ""
 }
 
-// callOf is the call of a statement that is only a method call.
-func callOf(s ast.Stmt) (*ast.CallExpr, bool) {
-	e, ok := s.(*ast.ExprStmt)
-	if !ok {
-		return nil, false
+// isParallelCall reports whether n is a call of t.Parallel() on fn's own parameter t.
+func isParallelCall(n ast.Node, fn *ast.FuncDecl) bool {
+	call, ok := n.(*ast.CallExpr)
+	if !ok || len(call.Args) != 0 {
+		return false
 	}
-	call, ok := e.X.(*ast.CallExpr)
-	if !ok {
-		return nil, false
-	}
-	_, ok = call.Fun.(*ast.SelectorExpr)
-	return call, ok
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "Parallel" && isIdent(sel.X, fn.Type.Params.List[0].Names)
 }
 
 // isIdent reports whether e is one of names.
@@ -152,11 +147,7 @@ func callsParallel(fn *ast.FuncDecl) bool {
 		if _, ok := n.(*ast.FuncLit); ok {
 			return false // a subtest, whose t is its own
 		}
-		if call, ok := n.(*ast.CallExpr); ok {
-			if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Parallel" && isIdent(sel.X, fn.Type.Params.List[0].Names) {
-				found = true
-			}
-		}
+		found = found || isParallelCall(n, fn)
 		return !found
 	})
 	return found
