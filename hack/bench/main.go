@@ -38,8 +38,9 @@ type config struct {
 	floorScale int
 	// sliceConsumers and slicesEach size the slice scale run.
 	sliceConsumers, slicesEach int
-	// profileDir, when set, receives CPU profiles of the provider's API server and manager
-	// taken during the last scale run.
+	// profileDir, when set, receives CPU profiles of the provider's API server, its manager
+	// and this benchmark taken during the last scale run, and of the API server during each
+	// scale floor run.
 	profileDir string
 	// priorityAndFairness runs the API servers with API priority and fairness.
 	priorityAndFairness bool
@@ -115,11 +116,11 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.rounds, "rounds", 20, "rounds of each latency measurement")
 	flag.IntVar(&c.cliRounds, "cli-rounds", 100, "rounds of each CLI cold-start measurement")
 	flag.StringVar(&scale, "scale", "10,50,200,1000,3000", "numbers of concurrent consumers for the scale runs")
-	flag.IntVar(&c.floorScale, "floor-scale", 1000, "handshakes of the scale floor run: their writes alone, at once, with no manager")
+	flag.IntVar(&c.floorScale, "floor-scale", 1000, "handshakes of the scale floor runs: their writes alone, at once, with no manager, made by the administrator, then by their principals")
 	flag.IntVar(&c.sliceConsumers, "slice-consumers", 20, "consumers of the slice scale run")
 	flag.IntVar(&c.slicesEach, "slices-each", 5, "slices each consumer asks for at once in the slice scale run")
 	flag.BoolVar(&c.priorityAndFairness, "priority-and-fairness", false, "run the API servers with API priority and fairness, as Kubernetes does by default (the history was measured without it)")
-	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of the provider's API server and manager, taken during the handshakes of the last scale run, to this directory")
+	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of the provider's API server, its manager and this benchmark (its virtual consumers), taken during the handshakes of the last scale run, and of the API server during the scale floor, to this directory")
 	managerArgs := flag.String("manager-args", "", "extra arguments, space-separated, for every liqo-auth-manager started (e.g. --kube-api-qps=500)")
 	only := flag.String("only", "", "comma-separated sections to run, of "+strings.Join(sections, ",")+" (default: all)")
 	flag.Parse()
@@ -207,10 +208,13 @@ func (e *env) measureScale(ctx context.Context, c config, r *report) error {
 		r.scale = append(r.scale, res)
 	}
 	if c.runs("scale-floor") {
-		log(fmt.Sprintf("scale floor, %d handshakes' writes without a handshake", c.floorScale))
-		var err error
-		if r.scaleFloor, err = e.scaleFloorRun(ctx, c.floorScale); err != nil {
-			return fmt.Errorf("scale floor: %w", err)
+		for _, asPrincipals := range []bool{false, true} {
+			log(fmt.Sprintf("scale floor, %d handshakes' writes without a handshake (as their principals: %t)", c.floorScale, asPrincipals))
+			res, err := e.scaleFloorRun(ctx, c.floorScale, asPrincipals)
+			if err != nil {
+				return fmt.Errorf("scale floor: %w", err)
+			}
+			r.scaleFloor = append(r.scaleFloor, res)
 		}
 	}
 	if c.runs("slice-scale") {

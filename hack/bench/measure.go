@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -737,6 +738,39 @@ func (e *env) profile(ctx context.Context, pprofAddr string, n int, g *errgroup.
 			}
 			return cpuProfile(ctx, p.hc, p.base, seconds, filepath.Join(e.cfg.profileDir, p.file))
 		})
+	}
+	// The benchmark's own: the virtual consumers' side of the handshakes (the handshake
+	// package liqoctl runs) shares the two cores with the provider.
+	g.Go(func() error {
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return selfCPUProfile(ctx, time.Duration(seconds)*time.Second, filepath.Join(e.cfg.profileDir, "bench.pprof"))
+	})
+}
+
+// selfCPUProfile writes a CPU profile of this process, taken for d, to path.
+func selfCPUProfile(ctx context.Context, d time.Duration, path string) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if closeErr := f.Close(); err == nil {
+			err = closeErr
+		}
+	}()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -38,8 +38,12 @@ const floorCSRLabel = "liqo-auth.bench/floor"
 
 // scaleFloorResult is what N handshakes' writes cost without a handshake.
 type scaleFloorResult struct {
-	n     int
-	total time.Duration
+	n int
+	// asPrincipals says the manager's writes were made as the manager's ServiceAccount
+	// (authorized by RBAC, checked by the admission policies liqoctl install sets), not as
+	// the administrator.
+	asPrincipals bool
+	total        time.Duration
 	// cpu is the CPU seconds each of the provider's processes and this benchmark spent.
 	cpu map[string]float64
 	api []testenv.APIRate
@@ -57,8 +61,18 @@ var floorProcesses = []string{"kube-apiserver", "etcd", "kube-controller-manager
 // certificate (one watch of CSRs for all); the certificate in the record; the Tenant's
 // status; the Event; the CSR deleted. What it costs is the floor under any implementation
 // of this design on this machine; the scale run's CPU beyond it is the controller's.
-func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, error) {
-	consumers, err := testenv.NewVirtualConsumers(fmt.Sprintf("cl-floor-%d-", n), n)
+//
+// With asPrincipals, each write is made by the principal that makes it in a handshake:
+// the consumer's part by the administrator, the acceptance's and the issuance's by the
+// manager's ServiceAccount, which the API server authorizes by RBAC and the admission
+// policies of liqoctl install check, as they do the manager's requests. That is the floor
+// under a controller with the manager's narrow identity.
+func (e *env) scaleFloorRun(ctx context.Context, n int, asPrincipals bool) (*scaleFloorResult, error) {
+	prefix := "cl-floor-"
+	if asPrincipals {
+		prefix = "cl-floorp-"
+	}
+	consumers, err := testenv.NewVirtualConsumers(fmt.Sprintf("%s%d-", prefix, n), n)
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +85,15 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	manager := c
+	if asPrincipals {
+		if manager, err = managerClient(ctx, cp); err != nil {
+			return nil, err
+		}
+	}
 	signed, stop := watchSigned(ctx, c)
 	defer stop()
-	res := &scaleFloorResult{n: n}
+	res := &scaleFloorResult{n: n, asPrincipals: asPrincipals}
 	pids := cp.ProcessIDs()
 	pids["consumers (bench)"] = os.Getpid()
 	before := cpuOf(pids)
@@ -81,25 +101,19 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 	if err != nil {
 		return nil, err
 	}
-	var profiles errgroup.Group
-	if e.cfg.profileDir != "" {
-		// What the API server does with the writes alone, beside the scale run's profile.
-		apiClient, clientErr := rest.HTTPClientFor(cp.Config)
-		if clientErr != nil {
-			return nil, clientErr
-		}
-		if mkdirErr := os.MkdirAll(e.cfg.profileDir, 0o755); mkdirErr != nil {
-			return nil, mkdirErr
-		}
-		profiles.Go(func() error {
-			return cpuProfile(ctx, apiClient, cp.Config.Host, max(2, n/50), filepath.Join(e.cfg.profileDir, "kube-apiserver-floor.pprof"))
-		})
+	file := "kube-apiserver-floor.pprof"
+	if asPrincipals {
+		file = "kube-apiserver-floor-principals.pprof"
+	}
+	profiles, err := e.profileFloor(ctx, cp, n, file)
+	if err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	for _, v := range consumers {
-		wg.Go(func() { errs <- handshakeWrites(ctx, cp, c, v, signed) })
+		wg.Go(func() { errs <- handshakeWrites(ctx, cp, c, manager, v, signed) })
 	}
 	wg.Wait()
 	res.total = time.Since(start)
@@ -122,10 +136,40 @@ func (e *env) scaleFloorRun(ctx context.Context, n int) (*scaleFloorResult, erro
 	return res, nil
 }
 
-// handshakeWrites makes the writes of one handshake of v (scaleFloorRun): the consumer's,
-// the acceptance's, the issuance's.
-func handshakeWrites(ctx context.Context, cp *testenv.ControlPlane, c client.Client, v *testenv.VirtualConsumer, signed *signedCSRs) error {
-	f := &floorHandshake{c: c, v: v, tn: wire.TenantNamespaceName(v.ID)}
+// managerClient is a client of cp as its liqo-auth-manager ServiceAccount, unthrottled.
+func managerClient(ctx context.Context, cp *testenv.ControlPlane) (client.WithWatch, error) {
+	cfg, err := cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, wire.ManagerName)
+	if err != nil {
+		return nil, err
+	}
+	return testenv.UnthrottledClient(cfg, client.Options{Scheme: scheme.New()})
+}
+
+// profileFloor takes, in the background when the run profiles, a CPU profile of cp's API
+// server during the floor's writes into file of the profile directory: what the API server
+// does with the writes alone, beside the scale run's profile. Wait on the group returned.
+func (e *env) profileFloor(ctx context.Context, cp *testenv.ControlPlane, n int, file string) (*errgroup.Group, error) {
+	var profiles errgroup.Group
+	if e.cfg.profileDir == "" {
+		return &profiles, nil
+	}
+	apiClient, err := rest.HTTPClientFor(cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(e.cfg.profileDir, 0o755); err != nil {
+		return nil, err
+	}
+	profiles.Go(func() error {
+		return cpuProfile(ctx, apiClient, cp.Config.Host, max(2, n/50), filepath.Join(e.cfg.profileDir, file))
+	})
+	return &profiles, nil
+}
+
+// handshakeWrites makes the writes of one handshake of v (scaleFloorRun): the consumer's
+// through c, the acceptance's and the issuance's through manager.
+func handshakeWrites(ctx context.Context, cp *testenv.ControlPlane, c, manager client.Client, v *testenv.VirtualConsumer, signed *signedCSRs) error {
+	f := &floorHandshake{c: c, m: manager, v: v, tn: wire.TenantNamespaceName(v.ID)}
 	for _, step := range []func(context.Context) error{f.arrive, f.accept, func(ctx context.Context) error {
 		return f.issue(ctx, signed, cp.Config.Host, cp.Config.CAData)
 	}} {
@@ -138,7 +182,8 @@ func handshakeWrites(ctx context.Context, cp *testenv.ControlPlane, c client.Cli
 
 // floorHandshake is one handshake of the scale floor, as it goes.
 type floorHandshake struct {
-	c     client.Client
+	c     client.Client // the consumer's writes
+	m     client.Client // the manager's writes
 	v     *testenv.VirtualConsumer
 	tn    string
 	rec   *cluster.TenantRecord
@@ -195,19 +240,19 @@ func (f *floorHandshake) arrive(ctx context.Context) error {
 // RoleBindings owned by the Tenant, the five SubjectAccessReviews before the issuance.
 func (f *floorHandshake) accept(ctx context.Context) error {
 	id := f.v.ID
-	if err := writeRecord(ctx, f.c, f.cm, f.rec, false); err != nil {
+	if err := writeRecord(ctx, f.m, f.cm, f.rec, false); err != nil {
 		return err
 	}
 	for _, o := range access.AccessObjects(f.tn, id, access.IdentitySubjects(id, nil)) {
 		if err := controllerutil.SetControllerReference(f.t, o, scheme.New()); err != nil {
 			return err
 		}
-		if err := f.c.Create(ctx, o); err != nil {
+		if err := f.m.Create(ctx, o); err != nil {
 			return fmt.Errorf("access: %w", err)
 		}
 	}
 	// The manager's reviews before an issuance, exactly: none allowed, so no baseline.
-	if _, err := revocation.SentinelsAllowed(ctx, f.c, id, []string{wire.UserGroup, "system:authenticated"}); err != nil {
+	if _, err := revocation.SentinelsAllowed(ctx, f.m, id, []string{wire.UserGroup, "system:authenticated"}); err != nil {
 		return fmt.Errorf("reviews: %w", err)
 	}
 	return nil
@@ -218,17 +263,19 @@ func (f *floorHandshake) accept(ctx context.Context) error {
 func (f *floorHandshake) issue(ctx context.Context, signed *signedCSRs, server string, ca []byte) error {
 	id, t := f.v.ID, f.t
 	csr := &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "liqo-" + id + "-", Labels: map[string]string{floorCSRLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "liqo-" + id + "-", Labels: map[string]string{floorCSRLabel: "true",
+			// As the manager's requests: the admission policy on its CSRs asks for both.
+			wire.ManagedByLabel: wire.ManagedByValue, wire.TenantUIDLabel: string(t.UID)}},
 		Spec: certificatesv1.CertificateSigningRequestSpec{Request: t.Spec.CSR, SignerName: certificatesv1.KubeAPIServerClientSignerName,
 			ExpirationSeconds: ptr.To[int32](3600), Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth}},
 	}
-	if err := f.c.Create(ctx, csr); err != nil {
+	if err := f.m.Create(ctx, csr); err != nil {
 		return fmt.Errorf("csr: %w", err)
 	}
 	done := signed.wait(csr.UID)
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Floor", Message: "benchmark"})
-	if err := f.c.SubResource("approval").Update(ctx, csr); err != nil {
+	if err := f.m.SubResource("approval").Update(ctx, csr); err != nil {
 		return fmt.Errorf("approval: %w", err)
 	}
 	var certPEM []byte
@@ -243,7 +290,7 @@ func (f *floorHandshake) issue(ctx context.Context, signed *signedCSRs, server s
 	}
 	f.rec.AddCertificate(cluster.IssuedCertificate{Serial: cert.SerialNumber.Text(16), NotAfter: cert.NotAfter, KeyFingerprint: "sha256:floor"}, time.Now())
 	f.rec.PublishedCertificate, f.rec.PublishedForTenant = string(certPEM), string(t.UID)
-	if err = writeRecord(ctx, f.c, f.cm, f.rec, false); err != nil {
+	if err = writeRecord(ctx, f.m, f.cm, f.rec, false); err != nil {
 		return err
 	}
 	now := metav1.Now()
@@ -253,16 +300,16 @@ func (f *floorHandshake) issue(ctx context.Context, signed *signedCSRs, server s
 	for _, typ := range []string{authv1beta1.ConditionAuthenticated, authv1beta1.ConditionAccessGranted, authv1beta1.ConditionCertificateIssued, authv1beta1.ConditionReady} {
 		meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "Floor", Message: "the scale floor writes what a handshake writes", ObservedGeneration: t.Generation})
 	}
-	if err = f.c.Status().Update(ctx, t); err != nil {
+	if err = f.m.Status().Update(ctx, t); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
 	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: f.tn, Name: fmt.Sprintf("%s.%x", id, time.Now().UnixNano())}, EventTime: metav1.NowMicro(),
 		ReportingController: "liqo.io/liqo-auth-manager", ReportingInstance: "bench", Action: authv1beta1.ConditionCertificateIssued, Reason: authv1beta1.ReasonCertificateIssued,
 		Type: corev1.EventTypeNormal, Note: "certificate " + cert.SerialNumber.Text(16), Regarding: corev1.ObjectReference{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Tenant", Namespace: f.tn, Name: id, UID: t.UID}}
-	if err = f.c.Create(ctx, ev); err != nil {
+	if err = f.m.Create(ctx, ev); err != nil {
 		return fmt.Errorf("event: %w", err)
 	}
-	if err = f.c.Delete(ctx, csr); err != nil {
+	if err = f.m.Delete(ctx, csr); err != nil {
 		return fmt.Errorf("deleting the csr: %w", err)
 	}
 	return nil
