@@ -27,6 +27,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
@@ -53,8 +54,8 @@ type scaleFloorResult struct {
 var floorProcesses = []string{"kube-apiserver", "etcd", "kube-controller-manager", "consumers (bench)"}
 
 // scaleFloorRun makes, for each of n consumers at once, exactly the writes of one
-// handshake on a provider (the consumer's control plane), as its administrator, and nothing else: no manager, no read,
-// no check, no cache. In the order a handshake makes them: the tenant namespace, its
+// handshake on a provider (the consumer's control plane), and nothing else: no manager, no
+// read, no check, no cache. In the order a handshake makes them: the tenant namespace, its
 // record and the manager's binding there; the nonce; the Tenant; the nonce's consumption
 // in the record; the finalizer; the Role and two RoleBindings, owned by the Tenant; the
 // five SubjectAccessReviews of the issuance; the CSR, its approval, and the signer's
@@ -65,8 +66,9 @@ var floorProcesses = []string{"kube-apiserver", "etcd", "kube-controller-manager
 // With asPrincipals, each write is made by the principal that makes it in a handshake:
 // the consumer's part by the administrator, the acceptance's and the issuance's by the
 // manager's ServiceAccount, which the API server authorizes by RBAC and the admission
-// policies of liqoctl install check, as they do the manager's requests. That is the floor
-// under a controller with the manager's narrow identity.
+// policies of liqoctl install check, as they do the manager's requests, as many at once as
+// its tenant controller has workers (authmanager.Workers). That is the floor under a
+// controller with the manager's narrow identity and pace.
 func (e *env) scaleFloorRun(ctx context.Context, n int, asPrincipals bool) (*scaleFloorResult, error) {
 	prefix := "cl-floor-"
 	if asPrincipals {
@@ -85,11 +87,9 @@ func (e *env) scaleFloorRun(ctx context.Context, n int, asPrincipals bool) (*sca
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	manager := c
-	if asPrincipals {
-		if manager, err = managerClient(ctx, cp); err != nil {
-			return nil, err
-		}
+	manager, workers, profileFile, err := floorPrincipals(ctx, cp, c, n, asPrincipals)
+	if err != nil {
+		return nil, err
 	}
 	signed, stop := watchSigned(ctx, c)
 	defer stop()
@@ -101,11 +101,7 @@ func (e *env) scaleFloorRun(ctx context.Context, n int, asPrincipals bool) (*sca
 	if err != nil {
 		return nil, err
 	}
-	file := "kube-apiserver-floor.pprof"
-	if asPrincipals {
-		file = "kube-apiserver-floor-principals.pprof"
-	}
-	profiles, err := e.profileFloor(ctx, cp, n, file)
+	profiles, err := e.profileFloor(ctx, cp, n, profileFile)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +109,7 @@ func (e *env) scaleFloorRun(ctx context.Context, n int, asPrincipals bool) (*sca
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	for _, v := range consumers {
-		wg.Go(func() { errs <- handshakeWrites(ctx, cp, c, manager, v, signed) })
+		wg.Go(func() { errs <- handshakeWrites(ctx, cp, c, manager, workers, v, signed) })
 	}
 	wg.Wait()
 	res.total = time.Since(start)
@@ -136,13 +132,29 @@ func (e *env) scaleFloorRun(ctx context.Context, n int, asPrincipals bool) (*sca
 	return res, nil
 }
 
-// managerClient is a client of cp as its liqo-auth-manager ServiceAccount, unthrottled.
-func managerClient(ctx context.Context, cp *testenv.ControlPlane) (client.WithWatch, error) {
+// floorPrincipals says how a scale floor run of n handshakes on cp makes the manager's
+// part: its client (the administrator's, c, or the manager's ServiceAccount's, unthrottled,
+// with asPrincipals), how many handshakes at once (workers), and the file of the API
+// server's profile.
+//
+// As their principals, the manager's part is made Workers at once, as its tenant
+// controller's workers make it: all at once, the manager's ServiceAccount's requests,
+// slower through RBAC and the admission policies, fill the API server's limit of mutating
+// requests in flight for seconds and are refused (429, in two runs of three), which the
+// manager never does. As the administrator, all at once (the floor's first measure).
+func floorPrincipals(ctx context.Context, cp *testenv.ControlPlane, c client.WithWatch, n int, asPrincipals bool) (client.WithWatch, chan struct{}, string, error) {
+	if !asPrincipals {
+		return c, make(chan struct{}, n), "kube-apiserver-floor.pprof", nil
+	}
 	cfg, err := cp.ServiceAccountConfig(ctx, wire.DefaultLiqoNamespace, wire.ManagerName)
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
-	return testenv.UnthrottledClient(cfg, client.Options{Scheme: scheme.New()})
+	m, err := testenv.UnthrottledClient(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return m, make(chan struct{}, authmanager.Workers), "kube-apiserver-floor-principals.pprof", nil
 }
 
 // profileFloor takes, in the background when the run profiles, a CPU profile of cp's API
@@ -167,15 +179,24 @@ func (e *env) profileFloor(ctx context.Context, cp *testenv.ControlPlane, n int,
 }
 
 // handshakeWrites makes the writes of one handshake of v (scaleFloorRun): the consumer's
-// through c, the acceptance's and the issuance's through manager.
-func handshakeWrites(ctx context.Context, cp *testenv.ControlPlane, c, manager client.Client, v *testenv.VirtualConsumer, signed *signedCSRs) error {
+// through c, then the acceptance's and the issuance's through manager, holding one of
+// workers as one of the manager's reconciles would.
+func handshakeWrites(ctx context.Context, cp *testenv.ControlPlane, c, manager client.Client, workers chan struct{}, v *testenv.VirtualConsumer, signed *signedCSRs) error {
 	f := &floorHandshake{c: c, m: manager, v: v, tn: wire.TenantNamespaceName(v.ID)}
-	for _, step := range []func(context.Context) error{f.arrive, f.accept, func(ctx context.Context) error {
-		return f.issue(ctx, signed, cp.Config.Host, cp.Config.CAData)
-	}} {
-		if err := step(ctx); err != nil {
-			return fmt.Errorf("%s: %w", v.ID, err)
-		}
+	if err := f.arrive(ctx); err != nil {
+		return fmt.Errorf("%s: %w", v.ID, err)
+	}
+	select {
+	case workers <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("%s: waiting for a worker: %w", v.ID, ctx.Err())
+	}
+	defer func() { <-workers }()
+	if err := f.accept(ctx); err != nil {
+		return fmt.Errorf("%s: %w", v.ID, err)
+	}
+	if err := f.issue(ctx, signed, cp.Config.Host, cp.Config.CAData); err != nil {
+		return fmt.Errorf("%s: %w", v.ID, err)
 	}
 	return nil
 }
