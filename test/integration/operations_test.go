@@ -29,7 +29,9 @@ import (
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
 )
 
@@ -120,6 +122,12 @@ func TestOperatingPeers(t *testing.T) {
 	body := waitSample(t, pAddr, "the accepted handshake", atLeast(1), metrics.HandshakesName, "reason", authv1beta1.ReasonHandshakeAccepted, "result", metrics.ResultAccepted)
 	v, ok := sample(body, metrics.CertificatesName, "kind", metrics.KindControlPlane, "outcome", metrics.OutcomeIssued)
 	assert.True(t, ok && v >= 1, "issued certificates: %v", v)
+	// The tenant controller, whose reconciles make the handshakes' writes, has its own
+	// workers; the others the manager's.
+	for ctrlName, want := range map[string]int{"tenant": tenant.Workers, "noncecreator": authmanager.Workers} {
+		v, ok = sample(body, "controller_runtime_max_concurrent_reconciles", "controller", ctrlName)
+		assert.True(t, ok && v == float64(want), "controller %s reconciles up to %v objects at once, want %d", ctrlName, v, want)
+	}
 	waitSample(t, pAddr, "the tenant ready", func(v float64) bool { return v == 1 }, metrics.ReadyName, "peer", consumer.id, "side", metrics.SideProvider)
 	body = waitSample(t, pAddr, "the tenant's certificate expiry", atLeast(float64(started.Add(9*time.Minute).Unix())),
 		metrics.ExpiryName, "kind", metrics.KindControlPlane, "peer", consumer.id, "side", metrics.SideProvider, "slice", "")

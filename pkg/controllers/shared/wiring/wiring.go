@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -84,6 +85,13 @@ func (c *Controller) Reads(obj client.Object) *Controller {
 func (c *Controller) WatchTenantNamespaces(name func(remoteID string) string) *Controller {
 	h := OnTenantRecord(name)
 	return c.watch(&corev1.ConfigMap{}, h, HasLabel(wire.TenantRecordLabel, "true")).watch(&corev1.Namespace{}, h)
+}
+
+// Workers has the controller reconcile up to n objects at once, in place of the manager's
+// default (authmanager.Workers).
+func (c *Controller) Workers(n int) *Controller {
+	c.b = c.b.WithOptions(controller.Options{MaxConcurrentReconciles: n})
+	return c
 }
 
 // Complete registers the controller with the manager, or says which watch was not declared.
