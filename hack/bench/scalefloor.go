@@ -27,9 +27,9 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
-	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
@@ -67,7 +67,7 @@ var floorProcesses = []string{"kube-apiserver", "etcd", "kube-controller-manager
 // the consumer's part by the administrator, the acceptance's and the issuance's by the
 // manager's ServiceAccount, which the API server authorizes by RBAC and the admission
 // policies of liqoctl install check, as they do the manager's requests, as many at once as
-// its tenant controller has workers (authmanager.Workers). That is the floor under a
+// its tenant controller has workers (tenant.Workers). That is the floor under a
 // controller with the manager's narrow identity and pace.
 func (e *env) scaleFloorRun(ctx context.Context, n int, asPrincipals bool) (*scaleFloorResult, error) {
 	prefix := "cl-floor-"
@@ -137,7 +137,7 @@ func (e *env) scaleFloorRun(ctx context.Context, n int, asPrincipals bool) (*sca
 // with asPrincipals), how many handshakes at once (workers), and the file of the API
 // server's profile.
 //
-// As their principals, the manager's part is made Workers at once, as its tenant
+// As their principals, the manager's part is made tenant.Workers at once, as its tenant
 // controller's workers make it: all at once, the manager's ServiceAccount's requests,
 // slower through RBAC and the admission policies, fill the API server's limit of mutating
 // requests in flight for seconds and are refused (429, in two runs of three), which the
@@ -154,7 +154,7 @@ func floorPrincipals(ctx context.Context, cp *testenv.ControlPlane, c client.Wit
 	if err != nil {
 		return nil, nil, "", err
 	}
-	return m, make(chan struct{}, authmanager.Workers), "kube-apiserver-floor-principals.pprof", nil
+	return m, make(chan struct{}, tenant.Workers), "kube-apiserver-floor-principals.pprof", nil
 }
 
 // profileFloor takes, in the background when the run profiles, a CPU profile of cp's API
