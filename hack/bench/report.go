@@ -128,19 +128,11 @@ func (r *report) scaleFloorMarkdown(b *strings.Builder) {
 	fmt.Fprintf(b, "\n## Scale floor\n\nThe writes of %d handshakes and nothing else, at once, on a provider with no manager running (the consumer's control plane, the same build installed alike, which the scale runs leave untouched): for each consumer, the tenant namespace, its record and the manager's binding there, the nonce, the Tenant, the nonce's consumption, the finalizer, the Role and two RoleBindings, five SubjectAccessReviews, the CSR, its approval and the signer's certificate (one watch of CSRs for all), the certificate recorded, the Tenant's status, the Event, the CSR deleted. No read, no check, no cache: the floor under any controller that makes these writes, on this machine. Made first all by the administrator (whom RBAC and the admission policies wave through), then each by the principal that makes it in a handshake: the consumer's part by the administrator, the acceptance's and the issuance's by the manager's ServiceAccount, authorized by RBAC and checked by the admission policies of `liqoctl install` as the manager's own requests are, as many handshakes at once as the manager's tenant controller has workers (%d): the floor under a controller with the manager's narrow identity and pace.\n\n", r.scaleFloor[0].n, tenant.Workers)
 	b.WriteString("| writes by | handshakes | total | handshakes/s | " + strings.Join(floorProcesses, " | ") + " | total CPU | CPU-bound floor |\n|---|---|---|---|" + strings.Repeat("---|", len(floorProcesses)+2) + "\n")
 	for _, s := range r.scaleFloor {
-		by := "the administrator"
-		if s.asPrincipals {
-			by = "their principals"
-		}
-		fmt.Fprintf(b, "| %s | %d | %s | %.1f |", by, s.n, ms(s.total), float64(s.n)/s.total.Seconds())
+		fmt.Fprintf(b, "| %s | %d | %s | %.1f |", s.madeBy(), s.n, ms(s.total), float64(s.n)/s.total.Seconds())
 		cpuCells(b, floorProcesses, s.cpu)
 	}
 	for _, s := range r.scaleFloor {
-		by := "the administrator"
-		if s.asPrincipals {
-			by = "their principals"
-		}
-		fmt.Fprintf(b, "\nWhat the provider's API server served per handshake, the writes made by %s:\n\n", by)
+		fmt.Fprintf(b, "\nWhat the provider's API server served per handshake, the writes made by %s:\n\n", s.madeBy())
 		apiTable(b, s.api)
 	}
 }

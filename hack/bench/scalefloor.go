@@ -50,6 +50,14 @@ type scaleFloorResult struct {
 	api []testenv.APIRate
 }
 
+// madeBy names who made the writes, for the report.
+func (s *scaleFloorResult) madeBy() string {
+	if s.asPrincipals {
+		return "their principals"
+	}
+	return "the administrator"
+}
+
 // floorProcesses are the processes a scale floor run reports: no manager runs.
 var floorProcesses = []string{"kube-apiserver", "etcd", "kube-controller-manager", "consumers (bench)"}
 
