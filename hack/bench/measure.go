@@ -726,29 +726,35 @@ func (e *env) profile(ctx context.Context, pprofAddr string, n int, g *errgroup.
 		g.Go(func() error { return err })
 		return
 	}
-	for _, p := range []struct {
-		hc         *http.Client
-		base, file string
-	}{{apiClient, e.provider.Config.Host, "kube-apiserver.pprof"}, {http.DefaultClient, "http://" + pprofAddr, "liqo-auth-manager.pprof"}} {
+	path := func(file string) string { return filepath.Join(e.cfg.profileDir, file) }
+	for _, take := range []func() error{
+		func() error {
+			return cpuProfile(ctx, apiClient, e.provider.Config.Host, seconds, path("kube-apiserver.pprof"))
+		},
+		func() error {
+			return cpuProfile(ctx, http.DefaultClient, "http://"+pprofAddr, seconds, path("liqo-auth-manager.pprof"))
+		},
+		// The benchmark's own: the virtual consumers' side of the handshakes (the handshake
+		// package liqoctl runs) shares the two cores with the provider.
+		func() error { return selfCPUProfile(ctx, time.Duration(seconds)*time.Second, path("bench.pprof")) },
+	} {
 		g.Go(func() error {
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := sleepCtx(ctx, time.Second); err != nil {
+				return err
 			}
-			return cpuProfile(ctx, p.hc, p.base, seconds, filepath.Join(e.cfg.profileDir, p.file))
+			return take()
 		})
 	}
-	// The benchmark's own: the virtual consumers' side of the handshakes (the handshake
-	// package liqoctl runs) shares the two cores with the provider.
-	g.Go(func() error {
-		select {
-		case <-time.After(time.Second):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		return selfCPUProfile(ctx, time.Duration(seconds)*time.Second, filepath.Join(e.cfg.profileDir, "bench.pprof"))
-	})
+}
+
+// sleepCtx waits for d, or returns ctx's error if it ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // selfCPUProfile writes a CPU profile of this process, taken for d, to path.
@@ -766,12 +772,7 @@ func selfCPUProfile(ctx context.Context, d time.Duration, path string) (err erro
 		return err
 	}
 	defer pprof.StopCPUProfile()
-	select {
-	case <-time.After(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return sleepCtx(ctx, d)
 }
 
 // liveHeapMiB forces a garbage collection in the manager serving pprof at addr and returns
