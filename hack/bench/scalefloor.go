@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,6 +47,10 @@ type scaleFloorResult struct {
 	// the administrator.
 	asPrincipals bool
 	total        time.Duration
+	// retried counts the manager's writes refused and made again, as its reconciles are
+	// requeued: Forbidden while the API server's authorizer has not yet seen the manager's
+	// binding in a tenant namespace made a moment before.
+	retried int64
 	// cpu is the CPU seconds each of the provider's processes and this benchmark spent.
 	cpu map[string]float64
 	api []testenv.APIRate
@@ -117,7 +123,7 @@ func (e *env) scaleFloorRun(ctx context.Context, n int, asPrincipals bool) (*sca
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	for _, v := range consumers {
-		wg.Go(func() { errs <- handshakeWrites(ctx, cp, c, manager, workers, v, signed) })
+		wg.Go(func() { errs <- handshakeWrites(ctx, cp, c, manager, workers, v, signed, &res.retried) })
 	}
 	wg.Wait()
 	res.total = time.Since(start)
@@ -189,8 +195,8 @@ func (e *env) profileFloor(ctx context.Context, cp *testenv.ControlPlane, n int,
 // handshakeWrites makes the writes of one handshake of v (scaleFloorRun): the consumer's
 // through c, then the acceptance's and the issuance's through manager, holding one of
 // workers as one of the manager's reconciles would.
-func handshakeWrites(ctx context.Context, cp *testenv.ControlPlane, c, manager client.Client, workers chan struct{}, v *testenv.VirtualConsumer, signed *signedCSRs) error {
-	f := &floorHandshake{c: c, m: manager, v: v, tn: wire.TenantNamespaceName(v.ID)}
+func handshakeWrites(ctx context.Context, cp *testenv.ControlPlane, c, manager client.Client, workers chan struct{}, v *testenv.VirtualConsumer, signed *signedCSRs, retried *int64) error {
+	f := &floorHandshake{c: c, m: manager, v: v, tn: wire.TenantNamespaceName(v.ID), retried: retried}
 	if err := f.arrive(ctx); err != nil {
 		return fmt.Errorf("%s: %w", v.ID, err)
 	}
@@ -220,6 +226,28 @@ type floorHandshake struct {
 	nonce string
 	sig   []byte
 	t     *authv1beta1.Tenant
+	// retried counts, for the whole run, the writes made again (floorRetry).
+	retried *int64
+}
+
+// floorRetry makes write as the manager's reconciles make it: again, after the tenant
+// controller's backoff (5 ms, doubled each time), while the API server refuses it as
+// Forbidden, which it does while its authorizer has not yet seen the manager's binding in
+// the tenant namespace, made a moment before by the consumer's part (the admission policy
+// liqo-auth-manager-tenant-writes asks the authorizer). Each retry is counted in retried.
+func floorRetry(ctx context.Context, retried *int64, write func() error) error {
+	delay := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := write()
+		if err == nil || !apierrors.IsForbidden(err) || attempt == 10 {
+			return err
+		}
+		atomic.AddInt64(retried, 1)
+		if err := sleepCtx(ctx, delay); err != nil {
+			return err
+		}
+		delay *= 2
+	}
 }
 
 // arrive is the consumer's part: the tenant namespace, its record and the manager's
@@ -276,7 +304,7 @@ func (f *floorHandshake) accept(ctx context.Context) error {
 		if err := controllerutil.SetControllerReference(f.t, o, scheme.New()); err != nil {
 			return err
 		}
-		if err := f.m.Create(ctx, o); err != nil {
+		if err := floorRetry(ctx, f.retried, func() error { return f.m.Create(ctx, o) }); err != nil {
 			return fmt.Errorf("access: %w", err)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 
 // TestBenchmarkProgram runs `make bench`'s program end to end, small: static
 // liqoctl and liqo-auth-manager, two rounds of every latency measurement, a
-// scale run of three consumers and a few CLI starts. It checks that every
+// scale run of three consumers, a scale floor of twenty and a few CLI starts. It checks that every
 // measurement ran and succeeded and that the report has every table; it never
 // looks at how long anything took.
 func TestBenchmarkProgram(t *testing.T) {
@@ -31,7 +31,7 @@ func TestBenchmarkProgram(t *testing.T) {
 	defer cancel()
 	report := filepath.Join(dir, "benchmarks.md")
 	var stdout, stderr bytes.Buffer
-	bench := exec.CommandContext(ctx, filepath.Join(dir, "bench"), "--bin", dir, "--out", report, "--rounds", "2", "--cli-rounds", "3", "--scale", "3", "--slice-consumers", "2", "--slices-each", "2")
+	bench := exec.CommandContext(ctx, filepath.Join(dir, "bench"), "--bin", dir, "--out", report, "--rounds", "2", "--cli-rounds", "3", "--scale", "3", "--slice-consumers", "2", "--slices-each", "2", "--floor-scale", "20")
 	bench.Dir = root
 	// The program's own temp dirs go under the test's, so they go even if it is killed.
 	bench.Env = append(os.Environ(), "TMPDIR="+dir)
@@ -45,7 +45,7 @@ func TestBenchmarkProgram(t *testing.T) {
 	for _, section := range []string{
 		"## Latency", "### Steps of authenticate, controllers in-process", "### Steps of authenticate, controllers manager",
 		"### Steps of authenticate, peering user, controllers manager",
-		"## Floor", "## Provider scale", "## Slice scale", "## CLI cost", "Binary sizes: liqoctl ",
+		"## Floor", "## Provider scale", "## Scale floor", "## Slice scale", "## CLI cost", "Binary sizes: liqoctl ",
 	} {
 		require.Contains(t, text, section)
 	}
@@ -72,6 +72,11 @@ func TestBenchmarkProgram(t *testing.T) {
 		require.Regexp(t, regexp.MustCompile(`(?m)^\| `+regexp.QuoteMeta(row)+` \| 2 \| [\d.]+ ms \| [\d.]+ ms \|$`), text)
 	}
 	require.Regexp(t, regexp.MustCompile(`liqo-auth-manager idle, 5 s after it started on a provider without tenants: [\d.]+ MiB resident, of which [\d.]+ MiB anonymous`), text)
+	// The scale floor's twenty handshakes' writes, by the administrator, then by their
+	// principals (a write refused while the authorizer has not seen a binding yet is retried).
+	for _, by := range []string{"the administrator", "their principals"} {
+		require.Regexp(t, regexp.MustCompile(`(?m)^\| `+by+` \| 20 \| \d+ ms \| [\d.]+ \| \d+ \|`), text)
+	}
 	// Four slices (two consumers, two each), none failed.
 	require.Regexp(t, regexp.MustCompile(`(?m)^\| 4 \| \d+ ms \| [\d.]+ \| \d+ ms \| \d+ ms \| 0 \| \d+ MiB \| [\d.]+ s \| \d+ ms \|$`), text)
 	require.NotContains(t, text, "First failure")
