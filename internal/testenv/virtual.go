@@ -85,7 +85,7 @@ func (v *VirtualConsumer) Authenticate(ctx context.Context, c client.WithWatch, 
 	if createErr := c.Create(ctx, t); createErr != nil {
 		return nil, fmt.Errorf("creating the Tenant: %w", createErr)
 	}
-	if t, err = handshake.WaitTenant(ctx, side, client.ObjectKeyFromObject(t), time.Now()); err != nil {
+	if t, err = handshake.WaitTenant(ctx, side, t, time.Now()); err != nil {
 		return nil, err
 	}
 	ap := t.Status.AuthParams

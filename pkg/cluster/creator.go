@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
@@ -155,4 +158,43 @@ func unescapeCreatorItem(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// MayRecord asks the API server, with a SubjectAccessReview made through c, whether the
+// creator cr, with every attribute it was authenticated with (UID, groups, extra), may
+// create the ConfigMaps of the Liqo namespace liqoNS: make a tenant record itself.
+func MayRecord(ctx context.Context, c client.Client, liqoNS string, cr Creator) (bool, error) {
+	var extra map[string]authorizationv1.ExtraValue
+	if len(cr.Extra) > 0 {
+		extra = make(map[string]authorizationv1.ExtraValue, len(cr.Extra))
+		for k, v := range cr.Extra {
+			extra[k] = v
+		}
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: cr.User, UID: cr.UID, Groups: cr.Groups, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: liqoNS, Verb: "create", Resource: "configmaps"}}}
+	if err := c.Create(ctx, sar); err != nil {
+		return false, fmt.Errorf("asking whether %q may make tenant records: %w", cr.User, err)
+	}
+	return sar.Status.Allowed, nil
+}
+
+// DesignatedByCreator says whether ns, a namespace this cluster has not recorded, was
+// made the tenant namespace of remoteID by whoever created it: it is live, has the
+// protocol's name and labels for remoteID, the API server recorded its creator exactly
+// (the creator annotations, which admission sets on a namespace made with those labels),
+// and that creator may make tenant records in liqoNS (MayRecord). The labels alone, which
+// anyone who may create a namespace can set, never make one. This is the designation
+// controller's rule, and liqoctl's for the namespace it would create when that exists
+// already: made by a run of it cut off before it recorded the namespace.
+func DesignatedByCreator(ctx context.Context, c client.Client, liqoNS string, ns *corev1.Namespace, remoteID string) (Creator, bool, error) {
+	if ns.DeletionTimestamp != nil || !IsTenantNamespaceOf(ns, remoteID) || ns.Name != wire.TenantNamespaceName(remoteID) {
+		return Creator{}, false, nil
+	}
+	cr, ok, err := NamespaceCreator(ns)
+	if !ok || err != nil {
+		return cr, false, err
+	}
+	allowed, err := MayRecord(ctx, c, liqoNS, cr)
+	return cr, allowed, err
 }

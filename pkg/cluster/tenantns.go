@@ -81,6 +81,9 @@ type TenantNamespace struct {
 	// ReadIn says that the readIn given to EnsureTenantNamespaceReading ran in Name, beside
 	// the checks of the recorded namespace, which it passed.
 	ReadIn bool
+	// DesignatedBy is, when the namespace existed without a record and was recorded as
+	// made the tenant namespace by its creator (DesignatedByCreator), that creator.
+	DesignatedBy string
 }
 
 // EnsureTenantNamespace makes the tenant namespace of remoteID: it creates
@@ -125,7 +128,7 @@ func EnsureTenantNamespaceReading(ctx context.Context, c client.Client, liqoNS, 
 			return &TenantNamespace{Name: rec.Namespace, Record: rec, ReadIn: readIn != nil}, ensureManagerBinding(ctx, c, liqoNS, rec.Namespace, binding)
 		}
 	}
-	ns, adopted, err := ensureNamespace(ctx, c, remoteID, adopt)
+	ns, how, err := ensureNamespace(ctx, c, liqoNS, remoteID, adopt)
 	if err != nil {
 		return nil, err
 	}
@@ -157,17 +160,37 @@ func EnsureTenantNamespaceReading(ctx context.Context, c client.Client, liqoNS, 
 		}
 		return ensureManagerBinding(ctx, c, liqoNS, ns.Name, binding)
 	})
-	return &TenantNamespace{Name: ns.Name, Adopted: adopted, Created: !adopted, Record: rec}, eg.Wait()
+	return &TenantNamespace{Name: ns.Name, Adopted: how == adopted, Created: how == created, DesignatedBy: ns.creator, Record: rec}, eg.Wait()
 }
 
 // ErrUnrecordedNamespace means a namespace that would be a tenant namespace exists, but
 // this cluster never made it one.
 var ErrUnrecordedNamespace = errors.New("the namespace exists, but this cluster never made it a tenant namespace")
 
+// How ensureNamespace got the tenant namespace.
+const (
+	// created now: nothing is in it yet.
+	created = iota + 1
+	// adopted on the administrator's word (adopt): it existed without a record.
+	adopted
+	// designated by its creator: it existed without a record, made with the tenant labels
+	// by someone who may make tenant records (DesignatedByCreator): a run of liqoctl cut
+	// off between the namespace and its record, Liqo's liqoctl, another administrator.
+	designated
+)
+
+// ensuredNamespace is a namespace ensureNamespace made or took, with who designated it
+// (designated only).
+type ensuredNamespace struct {
+	*corev1.Namespace
+	creator string
+}
+
 // ensureNamespace creates liqo-tenant-<remoteID>, or, with adopt, takes the existing
-// tenant namespace of remoteID (found by its labels, or by that name) and returns it with
-// whether it was adopted.
-func ensureNamespace(ctx context.Context, c client.Client, remoteID string, adopt bool) (*corev1.Namespace, bool, error) {
+// tenant namespace of remoteID (found by its labels, or by that name). Without adopt, an
+// existing namespace of that name is taken only when its creator designated it
+// (DesignatedByCreator). It returns the namespace and how it got it.
+func ensureNamespace(ctx context.Context, c client.Client, liqoNS, remoteID string, adopt bool) (ensuredNamespace, int, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName(remoteID), Labels: TenantNamespaceLabels(remoteID)}}
 	ns.Labels[wire.ManagedByLabel] = wire.ManagedByValue
 	if adopt {
@@ -177,34 +200,40 @@ func ensureNamespace(ctx context.Context, c client.Client, remoteID string, adop
 	}
 	err := c.Create(ctx, ns)
 	if err == nil {
-		return ns, false, nil
+		return ensuredNamespace{Namespace: ns}, created, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return nil, false, fmt.Errorf("creating tenant namespace %q: %w", ns.Name, err)
-	}
-	if !adopt {
-		var existing corev1.Namespace
-		if err := c.Get(ctx, client.ObjectKeyFromObject(ns), &existing); err == nil && existing.DeletionTimestamp != nil {
-			return nil, false, fmt.Errorf("namespace %q is being deleted (by an earlier unauthenticate?): wait for it to be gone (kubectl get namespace %s), then retry", ns.Name, ns.Name)
-		}
-		return nil, false, fmt.Errorf("%w: namespace %q (anyone who may create namespaces could have made it). If you made it, or an older liqo-auth or Liqo did, run the command again with --adopt-tenant-namespace; otherwise delete it", ErrUnrecordedNamespace, ns.Name)
+		return ensuredNamespace{}, 0, fmt.Errorf("creating tenant namespace %q: %w", ns.Name, err)
 	}
 	var existing corev1.Namespace
 	if err := c.Get(ctx, client.ObjectKeyFromObject(ns), &existing); err != nil {
-		return nil, false, fmt.Errorf("reading namespace %q: %w", ns.Name, err)
+		if !adopt {
+			return ensuredNamespace{}, 0, fmt.Errorf("%w: namespace %q, which could not be read (%v). If you made it, or an older liqo-auth or Liqo did, run the command again with --adopt-tenant-namespace; otherwise delete it", ErrUnrecordedNamespace, ns.Name, err)
+		}
+		return ensuredNamespace{}, 0, fmt.Errorf("reading namespace %q: %w", ns.Name, err)
 	}
 	if existing.DeletionTimestamp != nil {
-		return nil, false, fmt.Errorf("namespace %q is being deleted; wait for it to go and retry", ns.Name)
+		return ensuredNamespace{}, 0, fmt.Errorf("namespace %q is being deleted (by an earlier unauthenticate?): wait for it to be gone (kubectl get namespace %s), then retry", ns.Name, ns.Name)
+	}
+	if !adopt {
+		by, ok, err := DesignatedByCreator(ctx, c, liqoNS, &existing, remoteID)
+		if err != nil {
+			return ensuredNamespace{}, 0, fmt.Errorf("%w: namespace %q; whether its creator designated it could not be told (%v). If you made it, or an older liqo-auth or Liqo did, run the command again with --adopt-tenant-namespace; otherwise delete it", ErrUnrecordedNamespace, ns.Name, err)
+		}
+		if ok {
+			return ensuredNamespace{Namespace: &existing, creator: by.User}, designated, nil
+		}
+		return ensuredNamespace{}, 0, fmt.Errorf("%w: namespace %q (anyone who may create namespaces could have made it). If you made it, or an older liqo-auth or Liqo did, run the command again with --adopt-tenant-namespace; otherwise delete it", ErrUnrecordedNamespace, ns.Name)
 	}
 	if other := existing.Labels[wire.RemoteClusterIDLabel]; other != "" && other != remoteID {
-		return nil, false, fmt.Errorf("namespace %q is the tenant namespace of cluster %q, not %q", ns.Name, other, remoteID)
+		return ensuredNamespace{}, 0, fmt.Errorf("namespace %q is the tenant namespace of cluster %q, not %q", ns.Name, other, remoteID)
 	}
 	patch := client.MergeFrom(existing.DeepCopy())
 	existing.Labels = mergeLabels(existing.Labels, TenantNamespaceLabels(remoteID))
 	if err := c.Patch(ctx, &existing, patch); err != nil {
-		return nil, false, fmt.Errorf("labelling namespace %q as tenant namespace: %w", ns.Name, err)
+		return ensuredNamespace{}, 0, fmt.Errorf("labelling namespace %q as tenant namespace: %w", ns.Name, err)
 	}
-	return &existing, true, nil
+	return ensuredNamespace{Namespace: &existing}, adopted, nil
 }
 
 // findTenantNamespace looks a tenant namespace of remoteID up by its labels, to adopt it.

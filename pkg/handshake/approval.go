@@ -146,7 +146,7 @@ func WaitDecisionApplied(ctx context.Context, s *Side, key client.ObjectKey, fp,
 	if decision == cluster.Denied {
 		want = authv1beta1.ReasonApprovalDenied
 	}
-	return waitObject(ctx, s, key, &authv1beta1.TenantList{}, "the provider's controllers to apply the decision", "waiting for the Tenant status",
+	return waitObject(ctx, s, key, nil, &authv1beta1.TenantList{}, "the provider's controllers to apply the decision", "waiting for the Tenant status",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
 			if t.Status.AcceptedKeyFingerprint != fp {
 				return false, "", fmt.Errorf("the Tenant now presents another key than %s: decide again about the new one", fp)

@@ -313,7 +313,7 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 		return nil, applyIdentityErr
 	}
 	c.Report.Info("Identity correctly applied on consumer cluster")
-	if id, err = c.Controllers().WaitIdentity(ctx, c, client.ObjectKeyFromObject(id), t.Status.AuthParams.SignedCRT, cert.SerialNumber.Text(16)); err != nil {
+	if id, err = c.Controllers().WaitIdentity(ctx, c, id, t.Status.AuthParams.SignedCRT, cert.SerialNumber.Text(16)); err != nil {
 		return nil, err
 	}
 	c.Report.Info("Identity status is filled")
@@ -359,19 +359,19 @@ func (p *Pair) acceptedTenant(ctx context.Context, st *State, cTN, pTN string) (
 		pr.Report.Info("Tenant already accepted: certificate %s valid until %s", st.Certificate.SerialNumber.Text(16), st.Certificate.NotAfter.UTC().Format(time.RFC3339))
 	case st.KeyAccepted && awaitsApproval(t):
 		pr.Report.Info("Tenant already accepted: its key waits for the provider's administrator's approval")
-		if t, err = p.waitTenant(ctx, client.ObjectKeyFromObject(t)); err != nil {
+		if t, err = p.waitTenant(ctx, t); err != nil {
 			return nil, err
 		}
 		pr.Report.Info("Tenant status is filled")
 	case st.KeyAccepted && st.NotPublished != nil:
 		pr.Report.Warn("%v: waiting for the provider to publish its own", st.NotPublished)
-		if t, err = p.waitTenant(ctx, client.ObjectKeyFromObject(t)); err != nil {
+		if t, err = p.waitTenant(ctx, t); err != nil {
 			return nil, err
 		}
 		pr.Report.Info("Tenant status is filled")
 	case st.KeyAccepted:
 		pr.Report.Info("Tenant already accepted, but its certificate expired: waiting for the provider to renew it")
-		if t, err = p.waitTenant(ctx, client.ObjectKeyFromObject(t)); err != nil {
+		if t, err = p.waitTenant(ctx, t); err != nil {
 			return nil, err
 		}
 		pr.Report.Info("Tenant status is filled")
@@ -467,7 +467,7 @@ func (p *Pair) exchangeThroughLiqo(ctx context.Context, key crypto.Signer, nonce
 // waitTenantFilled waits for the provider's answer to the Tenant t just applied, and says
 // so.
 func (p *Pair) waitTenantFilled(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
-	t, err := p.waitTenant(ctx, client.ObjectKeyFromObject(t))
+	t, err := p.waitTenant(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -475,14 +475,15 @@ func (p *Pair) waitTenantFilled(ctx context.Context, t *authv1beta1.Tenant) (*au
 	return t, nil
 }
 
-// waitTenant waits for the provider's answer to the Tenant: this project's acceptance
-// and certificate, or, from Liqo's controllers, a certificate for the consumer's key.
-func (p *Pair) waitTenant(ctx context.Context, key client.ObjectKey) (*authv1beta1.Tenant, error) {
+// waitTenant waits for the provider's answer to the Tenant t (as applied, or its namespace
+// and name): this project's acceptance and certificate, or, from Liqo's controllers, a
+// certificate for the consumer's key.
+func (p *Pair) waitTenant(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
 	k, err := p.Consumer.ClusterKey(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return p.Provider.Controllers().WaitTenant(withApprovalWait(ctx, p.WaitForApproval), p.Provider, key, k.Public(), p.Consumer.ClusterID, p.now())
+	return p.Provider.Controllers().WaitTenant(withApprovalWait(ctx, p.WaitForApproval), p.Provider, t, k.Public(), p.Consumer.ClusterID, p.now())
 }
 
 // checkAdminState refuses early what the provider's administrator decided, by the state in

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -35,12 +34,14 @@ type Controllers interface {
 	// Record is this cluster's tenant record of remoteID on s (nil: none, or Liqo's
 	// controllers, which keep none; also nil when the credentials may not read it).
 	Record(ctx context.Context, s *Side, remoteID string) (*cluster.TenantRecord, error)
-	// WaitTenant waits on provider s for the answer to the Tenant at key of consumer
-	// consumerID with public key pub: a certificate valid at validAt.
-	WaitTenant(ctx context.Context, s *Side, key client.ObjectKey, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error)
-	// WaitIdentity waits on consumer s until the Identity at key holds the certificate
-	// signedCRT (serial, hexadecimal) in a kubeconfig.
-	WaitIdentity(ctx context.Context, s *Side, key client.ObjectKey, signedCRT []byte, serial string) (*authv1beta1.Identity, error)
+	// WaitTenant waits on provider s for the answer to the Tenant t of consumer consumerID
+	// with public key pub: a certificate valid at validAt. t is the Tenant as this command
+	// applied it, and the wait starts from it.
+	WaitTenant(ctx context.Context, s *Side, t *authv1beta1.Tenant, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error)
+	// WaitIdentity waits on consumer s until the Identity id holds the certificate
+	// signedCRT (serial, hexadecimal) in a kubeconfig. id is the Identity as this command
+	// applied it, and the wait starts from it.
+	WaitIdentity(ctx context.Context, s *Side, id *authv1beta1.Identity, signedCRT []byte, serial string) (*authv1beta1.Identity, error)
 }
 
 // ReadIn reads what its caller needs in tenant namespace ns, keeping its outcome itself.
@@ -86,6 +87,9 @@ func (LiqoAuthControllers) EnsureTenantNamespace(ctx context.Context, s *Side, r
 	if tn.Adopted {
 		s.Report.Warn("Namespace %s, which existed without this cluster's record, is adopted as the tenant namespace of %q", tn.Name, remoteID)
 	}
+	if tn.DesignatedBy != "" {
+		s.Report.Info("Namespace %s, which existed without this cluster's record, is recorded as the tenant namespace of %q: %q made it so, and may make tenant records (a run cut off before it recorded the namespace?)", tn.Name, remoteID, tn.DesignatedBy)
+	}
 	s.noteRecord(remoteID, tn.Record)
 	return EnsuredNamespace{Name: tn.Name, Created: tn.Created, Read: tn.ReadIn}, nil
 }
@@ -111,13 +115,13 @@ func (LiqoAuthControllers) Record(ctx context.Context, s *Side, remoteID string)
 
 // WaitTenant waits for the acceptance and a certificate the provider's record says it
 // published.
-func (LiqoAuthControllers) WaitTenant(ctx context.Context, s *Side, key client.ObjectKey, _ crypto.PublicKey, _ string, validAt time.Time) (*authv1beta1.Tenant, error) {
-	return WaitTenant(ctx, s, key, validAt)
+func (LiqoAuthControllers) WaitTenant(ctx context.Context, s *Side, t *authv1beta1.Tenant, _ crypto.PublicKey, _ string, validAt time.Time) (*authv1beta1.Tenant, error) {
+	return WaitTenant(ctx, s, t, validAt)
 }
 
 // WaitIdentity waits for the Identity's Ready condition and the certificate's serial.
-func (LiqoAuthControllers) WaitIdentity(ctx context.Context, s *Side, key client.ObjectKey, _ []byte, serial string) (*authv1beta1.Identity, error) {
-	return WaitIdentity(ctx, s, key, serial)
+func (LiqoAuthControllers) WaitIdentity(ctx context.Context, s *Side, id *authv1beta1.Identity, _ []byte, serial string) (*authv1beta1.Identity, error) {
+	return WaitIdentity(ctx, s, id, serial)
 }
 
 // Liqo is true.
@@ -152,11 +156,11 @@ func (LiqoControllers) Record(context.Context, *Side, string) (*cluster.TenantRe
 
 // WaitTenant waits for a certificate for the consumer's key, chaining to the CA published
 // with it: all Liqo promises, since it writes no conditions.
-func (LiqoControllers) WaitTenant(ctx context.Context, s *Side, key client.ObjectKey, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error) {
-	return WaitLiqoTenant(ctx, s, key, pub, consumerID, validAt)
+func (LiqoControllers) WaitTenant(ctx context.Context, s *Side, t *authv1beta1.Tenant, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error) {
+	return WaitLiqoTenant(ctx, s, t, pub, consumerID, validAt)
 }
 
 // WaitIdentity waits for status.kubeconfigSecretRef, all Liqo's controllers write.
-func (LiqoControllers) WaitIdentity(ctx context.Context, s *Side, key client.ObjectKey, signedCRT []byte, _ string) (*authv1beta1.Identity, error) {
-	return WaitLiqoIdentity(ctx, s, key, signedCRT)
+func (LiqoControllers) WaitIdentity(ctx context.Context, s *Side, id *authv1beta1.Identity, signedCRT []byte, _ string) (*authv1beta1.Identity, error) {
+	return WaitLiqoIdentity(ctx, s, id, signedCRT)
 }

@@ -46,9 +46,10 @@ func ApplyIdentity(ctx context.Context, c *Side, id *authv1beta1.Identity) error
 }
 
 // WaitIdentity waits until the consumer wrote the kubeconfig of the Identity for the
-// certificate with serial (any certificate when serial is empty).
-func WaitIdentity(ctx context.Context, c *Side, key client.ObjectKey, serial string) (*authv1beta1.Identity, error) {
-	return waitObject(ctx, c, key, &authv1beta1.IdentityList{}, "the consumer to write the kubeconfig of the Identity", "waiting for the Identity status",
+// certificate with serial (any certificate when serial is empty). applied is the Identity
+// as this command applied it, and the wait starts from it (waitFrom).
+func WaitIdentity(ctx context.Context, c *Side, applied *authv1beta1.Identity, serial string) (*authv1beta1.Identity, error) {
+	return waitObject(ctx, c, client.ObjectKeyFromObject(applied), applied, &authv1beta1.IdentityList{}, "the consumer to write the kubeconfig of the Identity", "waiting for the Identity status",
 		func(id *authv1beta1.Identity) (bool, string, error) { return identityWritten(id, serial) })
 }
 
@@ -74,9 +75,9 @@ func identityWritten(id *authv1beta1.Identity, serial string) (bool, string, err
 
 // WaitLiqoIdentity waits until Liqo's controllers on the consumer wrote the kubeconfig of
 // the Identity holding certificate signedCRT: they set status.kubeconfigSecretRef and
-// nothing else.
-func WaitLiqoIdentity(ctx context.Context, c *Side, key client.ObjectKey, signedCRT []byte) (*authv1beta1.Identity, error) {
-	return waitObject(ctx, c, key, &authv1beta1.IdentityList{}, "Liqo's controllers on the consumer to write the kubeconfig of the Identity", "waiting for the Identity status",
+// nothing else. applied is the Identity as this command applied it (waitFrom).
+func WaitLiqoIdentity(ctx context.Context, c *Side, applied *authv1beta1.Identity, signedCRT []byte) (*authv1beta1.Identity, error) {
+	return waitObject(ctx, c, client.ObjectKeyFromObject(applied), applied, &authv1beta1.IdentityList{}, "Liqo's controllers on the consumer to write the kubeconfig of the Identity", "waiting for the Identity status",
 		func(id *authv1beta1.Identity) (bool, string, error) {
 			switch {
 			case !bytes.Equal(id.Spec.AuthParams.SignedCRT, signedCRT):

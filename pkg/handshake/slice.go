@@ -49,7 +49,7 @@ func SliceDecision(rs *authv1beta1.ResourceSlice) string {
 func WaitSlice(ctx context.Context, c *Side, key client.ObjectKey, silence time.Duration, undecided string) (*authv1beta1.ResourceSlice, error) {
 	warned := time.AfterFunc(silence, func() { c.Report.Warn("No answer from the provider yet: %s", undecided) })
 	defer warned.Stop()
-	return waitObject(ctx, c, key, &authv1beta1.ResourceSliceList{}, "the provider to decide the ResourceSlice", "waiting for the ResourceSlice",
+	return waitObject(ctx, c, key, nil, &authv1beta1.ResourceSliceList{}, "the provider to decide the ResourceSlice", "waiting for the ResourceSlice",
 		func(rs *authv1beta1.ResourceSlice) (bool, string, error) {
 			accepted, denied := authv1beta1.SliceVerdict(rs.Status.Conditions)
 			switch {

@@ -74,10 +74,12 @@ const refusalGrace = 3 * time.Second
 // provider's controllers put their own back). A refusal ends the wait at once with the
 // provider's reason, and so does its administrator's denial (ErrDenied). While the key
 // waits for their approval, the wait says so once and goes on; a Pair that does not wait
-// for it (Pair.WaitForApproval false) gets ErrApprovalPending instead.
-func WaitTenant(ctx context.Context, p *Side, key client.ObjectKey, validAt time.Time) (*authv1beta1.Tenant, error) {
+// for it (Pair.WaitForApproval false) gets ErrApprovalPending instead. t is the Tenant as
+// this command applied or created it, and the wait starts from it (waitFrom), or only its
+// namespace and name.
+func WaitTenant(ctx context.Context, p *Side, t *authv1beta1.Tenant, validAt time.Time) (*authv1beta1.Tenant, error) {
 	approval := approvalWaitOf(ctx)
-	return waitObject(ctx, p, key, &authv1beta1.TenantList{}, "the provider to accept the Tenant and issue its certificate", "waiting for the Tenant status",
+	return waitObject(ctx, p, client.ObjectKeyFromObject(t), t, &authv1beta1.TenantList{}, "the provider to accept the Tenant and issue its certificate", "waiting for the Tenant status",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
 			if waiting, state, err := approval.check(ctx, p, t); waiting || err != nil {
 				return false, state, err
@@ -158,16 +160,16 @@ func (s *Side) trustedCA() []byte {
 // Tenant's status, a certificate for the consumer's key pub (and cluster ID consumerID)
 // that is valid at validAt and chains to the CA published with it, a CA the kubeconfig
 // reaching the provider trusts: all Liqo promises, since it writes no conditions.
-func WaitLiqoTenant(ctx context.Context, p *Side, key client.ObjectKey, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error) {
-	t, err := waitLiqoTenant(ctx, p, key, pub, consumerID, validAt)
+func WaitLiqoTenant(ctx context.Context, p *Side, applied *authv1beta1.Tenant, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error) {
+	t, err := waitLiqoTenant(ctx, p, applied, pub, consumerID, validAt)
 	if errors.Is(err, ErrTimeout) {
-		err = explainLiqoWait(p, key, consumerID, err)
+		err = explainLiqoWait(p, client.ObjectKeyFromObject(applied), consumerID, err)
 	}
 	return t, err
 }
 
-func waitLiqoTenant(ctx context.Context, p *Side, key client.ObjectKey, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error) {
-	return waitObject(ctx, p, key, &authv1beta1.TenantList{}, "Liqo's controllers on the provider to issue the Tenant's certificate", "waiting for the Tenant status",
+func waitLiqoTenant(ctx context.Context, p *Side, applied *authv1beta1.Tenant, pub crypto.PublicKey, consumerID string, validAt time.Time) (*authv1beta1.Tenant, error) {
+	return waitObject(ctx, p, client.ObjectKeyFromObject(applied), applied, &authv1beta1.TenantList{}, "Liqo's controllers on the provider to issue the Tenant's certificate", "waiting for the Tenant status",
 		func(t *authv1beta1.Tenant) (bool, string, error) {
 			if _, err := verifyPublished(t, pub, consumerID, validAt); err != nil {
 				return false, fmt.Sprintf("%v (%s run there)", err, p.Controllers()), nil

@@ -62,21 +62,27 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 }
 
 // RemoveIdentity removes, on consumer c, the control-plane Identity it holds on provider
-// providerID, its kubeconfig and the signed nonce.
+// providerID, its kubeconfig and the signed nonce. The kubeconfig goes before the
+// Identity that owns it: after, the garbage collector may have taken it already, and the
+// command would say it found none.
 func RemoveIdentity(ctx context.Context, c *Side, providerID string) error {
 	cTN := tenantNamespaceOrDefault(ctx, c, providerID)
-	var removed []string
-	for i, obj := range []client.Object{
+	objs := []client.Object{
 		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.IdentityName(providerID)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.KubeconfigSecretName(wire.IdentityName(providerID))}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.SignedNonceSecretName}},
-	} {
-		there, err := deleteIfPresent(ctx, c.Client, obj)
-		if err != nil {
+	}
+	there := make([]bool, len(objs))
+	for _, i := range []int{1, 0, 2} {
+		var err error
+		if there[i], err = deleteIfPresent(ctx, c.Client, objs[i]); err != nil {
 			return c.Explain(err, "deleting the identity")
 		}
-		if there {
-			removed = append(removed, []string{"Identity", "kubeconfig", "signed nonce"}[i])
+	}
+	var removed []string
+	for i, name := range []string{"Identity", "kubeconfig", "signed nonce"} {
+		if there[i] {
+			removed = append(removed, name)
 		}
 	}
 	removedOrNothing(c.Report, "Identity, kubeconfig or signed nonce", removed)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -17,29 +18,39 @@ import (
 // the wait is over, and in words the state it sees, for the message of a timeout.
 type Cond[T client.Object] func(T) (done bool, state string, err error)
 
-// waitFor watches one object until cond says it is done. The watch starts from the resourceVersion of a first list, so no change
-// is missed between the two; a closed watch is re-established.
+// waitFor watches one object until cond says it is done. The watch starts from the
+// resourceVersion of a first list, so no change is missed between the two; a closed watch
+// is re-established.
 func waitFor[T client.Object](ctx context.Context, c client.WithWatch, key client.ObjectKey, list client.ObjectList, what string, cond Cond[T]) error {
+	var none T
+	return waitFrom(ctx, c, key, none, list, what, cond)
+}
+
+// waitFrom is waitFor from the object as this command last wrote it (from; none: nil):
+// its write's answer is the object's state at its resourceVersion, so cond looks at it,
+// and the watch starts after it, without the first list. A watch that cannot start there
+// (its resourceVersion too old for the API server: an Error event), or that closes, is
+// re-established from a list, as waitFor's.
+func waitFrom[T client.Object](ctx context.Context, c client.WithWatch, key client.ObjectKey, from T, list client.ObjectList, what string, cond Cond[T]) error {
 	sel := []client.ListOption{client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name}}
 	var last string
+	rv, done, err := decideFrom(from, cond, &last)
+	if done || err != nil {
+		return err
+	}
+	listed := rv == ""
 	for {
-		if err := c.List(ctx, list, sel...); err != nil {
-			return timeoutOr(ctx, err, what, last)
+		if rv == "" {
+			if rv, done, err = listAndDecide(ctx, c, list, sel, what, cond, &last); done || err != nil {
+				return err
+			}
+			listed = true
 		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return err
+		w, err := c.Watch(ctx, list, append(sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})...)
+		if err != nil && !listed && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
+			rv = "" // from's version is too old for the API server: from a list, then
+			continue
 		}
-		var obj T
-		if len(items) == 1 {
-			obj = items[0].(T)
-		}
-		done, state, err := cond(obj)
-		last = state
-		if done || err != nil {
-			return err
-		}
-		w, err := c.Watch(ctx, list, append(sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})...)
 		if err != nil {
 			return timeoutOr(ctx, err, what, last)
 		}
@@ -51,7 +62,40 @@ func waitFor[T client.Object](ctx context.Context, c client.WithWatch, key clien
 		if ctx.Err() != nil {
 			return timeoutOr(ctx, ctx.Err(), what, last)
 		}
+		rv = ""
 	}
+}
+
+// decideFrom has cond decide on from, the object as the command wrote it (nil: none, or
+// without a resourceVersion: nothing to decide), keeping cond's state in last; it returns
+// from's resourceVersion, for the watch that follows.
+func decideFrom[T client.Object](from T, cond Cond[T], last *string) (string, bool, error) {
+	if v := reflect.ValueOf(from); !v.IsValid() || v.IsNil() || from.GetResourceVersion() == "" {
+		return "", false, nil
+	}
+	done, state, err := cond(from)
+	*last = state
+	return from.GetResourceVersion(), done, err
+}
+
+// listAndDecide lists the object waited for (sel) and has cond decide on it (nil when it
+// does not exist), keeping cond's state in last; it returns the list's resourceVersion,
+// for the watch that follows.
+func listAndDecide[T client.Object](ctx context.Context, c client.WithWatch, list client.ObjectList, sel []client.ListOption, what string, cond Cond[T], last *string) (string, bool, error) {
+	if err := c.List(ctx, list, sel...); err != nil {
+		return "", false, timeoutOr(ctx, err, what, *last)
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return "", false, err
+	}
+	var obj T
+	if len(items) == 1 {
+		obj = items[0].(T)
+	}
+	done, state, err := cond(obj)
+	*last = state
+	return list.GetResourceVersion(), done, err
 }
 
 // recheck is how often a wait decides again on the object it saw last, with no new event:
@@ -98,12 +142,13 @@ func consume[T client.Object](ctx context.Context, w watch.Interface, cond Cond[
 	}
 }
 
-// waitObject waits on side s for the object key until cond says it is done; its deletion
-// ends the wait with an error. It returns the object as last seen, and explains an error as
-// doing something on that side.
-func waitObject[T client.Object](ctx context.Context, s *Side, key client.ObjectKey, list client.ObjectList, what, doing string, cond func(T) (bool, string, error)) (T, error) {
+// waitObject waits on side s for the object key until cond says it is done, from the
+// object as this command last wrote it when it did (from, see waitFrom; none: nil); its
+// deletion ends the wait with an error. It returns the object as last seen, and explains
+// an error as doing something on that side.
+func waitObject[T client.Object](ctx context.Context, s *Side, key client.ObjectKey, from T, list client.ObjectList, what, doing string, cond func(T) (bool, string, error)) (T, error) {
 	var out T
-	err := waitFor(ctx, s.Client, key, list, what, func(obj T) (bool, string, error) {
+	err := waitFrom(ctx, s.Client, key, from, list, what, func(obj T) (bool, string, error) {
 		if v := reflect.ValueOf(obj); !v.IsValid() || v.IsNil() {
 			return false, "", fmt.Errorf("%s was deleted", key)
 		}

@@ -129,11 +129,12 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"request GET leases":     1, // is a manager running?
 			"request GET namespaces": 1, "request POST namespaces": 1,
 			"request POST rolebindings": 1, // the in-process controllers' binding in the tenant namespace
-			// liqoctl's Inspect; and kube-controller-manager's garbage collector, when its
-			// graph has not seen the Identity yet but has seen the kubeconfig Secret it owns,
-			// reads that owner live and again with backoff until its informer catches up
-			// (seen 9 under load, with other tests running; 1 when alone).
-			"request GET identities": 9, "request APPLY identities": 1,
+			// kube-controller-manager's garbage collector, when its graph has not seen the
+			// Identity yet but has seen the kubeconfig Secret it owns, reads that owner live
+			// and again with backoff until its informer catches up (seen 8 under load, with
+			// other tests running; none when alone). liqoctl's wait for the Identity's status
+			// starts from the Identity it applied, without a read (one more before).
+			"request GET identities": 8, "request APPLY identities": 1,
 			// The kubeconfig Secret's event can bring the Identity back from a cache that has
 			// not seen its status yet: that write loses the race (409).
 			"request PUT identities/status": 2,
@@ -168,7 +169,9 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"request GET secrets": secretReadsWhenStripped, "request POST secrets": 1,
 			"request GET leases":     1,
 			"request GET namespaces": 1, "request POST namespaces": 1,
-			"request GET tenants": 1, "request APPLY tenants": 1, "request PATCH tenants": 1, "request PUT tenants/status": 1,
+			// No GET tenants: liqoctl's wait for the Tenant's status starts from the Tenant it
+			// applied, without a read (one before).
+			"request APPLY tenants": 1, "request PATCH tenants": 1, "request PUT tenants/status": 1,
 			"request POST roles": 1, "request POST rolebindings": 3,
 			"request POST subjectaccessreviews":               5, // the cluster ID holds nothing of its own
 			"request POST certificatesigningrequests":         1,
@@ -192,9 +195,10 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			"request GET secrets": 1, "request POST secrets": 2, // as in-process
 			"request GET namespaces": 1, "request POST namespaces": 1,
 			"request POST rolebindings": 1,
-			// liqoctl's Inspect; the manager's renewal follower reads the Identity again while it
-			// retries its first watch of the provider, seen up to 8 times.
-			"request GET identities":        9,
+			// The manager's renewal follower reads the Identity again while it retries its
+			// first watch of the provider, seen up to 8 times. liqoctl's wait reads none (as
+			// in-process).
+			"request GET identities":        8,
 			"request APPLY identities":      1,
 			"request PUT identities/status": 2, // as in-process
 			"request POST events":           1,
@@ -225,7 +229,8 @@ var handshakeBudget = map[string]map[string]testenv.APICounters{
 			// test now logs them when it fails. Lower both to 1 if that is not it.
 			// No PATCH tenants: where a manager runs, liqoctl applies the Tenant with the
 			// manager's finalizer (handshake.ApplyTenant), which the manager patched in before.
-			"request GET tenants": 2, "request APPLY tenants": 1, "request PUT tenants/status": 2,
+			// One GET tenants, the manager's; liqoctl's wait reads none (as in-process).
+			"request GET tenants": 1, "request APPLY tenants": 1, "request PUT tenants/status": 2,
 			"request POST roles": 1, "request POST rolebindings": 3,
 			"request POST subjectaccessreviews":               5,
 			"request POST certificatesigningrequests":         1,

@@ -10,11 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // csrRecorder remembers every CSR name ever created on a provider.
@@ -151,6 +153,32 @@ func TestProviderAPIServerRestartsDuringAuthenticate(t *testing.T) {
 		assertConverged(t, c, p, nil, 0)
 		mustCLI(t, pairArgs("unauthenticate", c, p)...)
 	}
+}
+
+// TestAuthenticateResumesAfterTheNamespaceWasMade: a run of authenticate cut off (the
+// provider's API server went away) after it created the provider's tenant namespace and
+// before it recorded it, as TestProviderAPIServerRestartsDuringAuthenticate's cut may land,
+// leaves the namespace with no record. The re-run takes it without
+// --adopt-tenant-namespace: the API server recorded its creator, who may make tenant
+// records (the designation controller's rule, cluster.DesignatedByCreator), and says so.
+// Made by a namespace creator, it is still refused (TestLookAlikeNamespaces).
+func TestAuthenticateResumesAfterTheNamespaceWasMade(t *testing.T) {
+	t.Parallel()
+	c, p := cliSites(t)
+	ctx := context.Background()
+	cut := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wire.TenantNamespaceName(c.id), Labels: cluster.TenantNamespaceLabels(c.id)}}
+	cut.Labels[wire.ManagedByLabel] = wire.ManagedByValue
+	require.NoError(t, p.client.Create(ctx, cut))
+
+	_, errOut := mustCLI(t, pairArgs("authenticate", c, p)...)
+	assert.Contains(t, errOut, "INFO (remote) Namespace "+cut.Name+", which existed without this cluster's record, is recorded as the tenant namespace")
+	assert.NotContains(t, errOut, "adopted")
+	rec, err := cluster.GetTenantRecord(ctx, p.client, wire.DefaultLiqoNamespace, c.id)
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	assert.Equal(t, cut.Name, rec.Namespace)
+	assert.Equal(t, cut.UID, rec.NamespaceUID)
+	assertConverged(t, c, p, nil, 0)
 }
 
 // TestUnauthenticateInterrupted cuts unauthenticate short at several points; a re-run

@@ -7,10 +7,8 @@ package designation
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,7 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if res, settled, err := r.settled(ctx, ns, remote); settled {
 		return res, err
 	}
-	allowed, err := r.mayRecord(ctx, creator)
+	allowed, err := cluster.MayRecord(ctx, r.Client, r.LiqoNamespace, creator)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -143,23 +141,4 @@ func (r *Reconciler) settled(ctx context.Context, ns *corev1.Namespace, remote s
 // recordsNamespace tells whether rec names ns, by name and UID.
 func recordsNamespace(rec *cluster.TenantRecord, ns *corev1.Namespace) bool {
 	return rec != nil && rec.Namespace == ns.Name && rec.NamespaceUID == ns.UID
-}
-
-// mayRecord asks the API server whether the creator, with every attribute it was
-// authenticated with (UID, groups, extra), may create the ConfigMaps of the Liqo
-// namespace: make a tenant record itself.
-func (r *Reconciler) mayRecord(ctx context.Context, c cluster.Creator) (bool, error) {
-	var extra map[string]authorizationv1.ExtraValue
-	if len(c.Extra) > 0 {
-		extra = make(map[string]authorizationv1.ExtraValue, len(c.Extra))
-		for k, v := range c.Extra {
-			extra[k] = v
-		}
-	}
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: c.User, UID: c.UID, Groups: c.Groups, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: r.LiqoNamespace, Verb: "create", Resource: "configmaps"}}}
-	if err := r.Client.Create(ctx, sar); err != nil {
-		return false, fmt.Errorf("asking whether %q may make tenant records: %w", c.User, err)
-	}
-	return sar.Status.Allowed, nil
 }

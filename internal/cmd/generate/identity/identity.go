@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liqo-auth/liqo-auth/internal/cli"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -87,7 +88,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if ensureErr := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Provider}); ensureErr != nil {
 		return ensureErr
 	}
-	t, err := handshake.WaitTenant(ctx, s, client.ObjectKey{Namespace: tn, Name: o.RemoteClusterID}, o.Global.Clock())
+	t, err := handshake.WaitTenant(ctx, s, &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: o.RemoteClusterID}}, o.Global.Clock())
 	if err != nil {
 		return fmt.Errorf("%w (has the consumer's Tenant been applied in namespace %s?)", err, tn)
 	}
