@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -29,8 +28,8 @@ func waitFor[T client.Object](ctx context.Context, c client.WithWatch, key clien
 // waitFrom is waitFor from the object as this command last wrote it (from; none: nil):
 // its write's answer is the object's state at its resourceVersion, so cond looks at it,
 // and the watch starts after it, without the first list. A watch that cannot start there
-// (its resourceVersion too old for the API server: an Error event), or that closes, is
-// re-established from a list, as waitFor's.
+// (its resourceVersion too old for the API server, or too new for another behind the same
+// address), or that closes, is re-established from a list, as waitFor's.
 func waitFrom[T client.Object](ctx context.Context, c client.WithWatch, key client.ObjectKey, from T, list client.ObjectList, what string, cond Cond[T]) error {
 	sel := []client.ListOption{client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name}}
 	var last string
@@ -47,8 +46,10 @@ func waitFrom[T client.Object](ctx context.Context, c client.WithWatch, key clie
 			listed = true
 		}
 		w, err := c.Watch(ctx, list, append(sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})...)
-		if err != nil && !listed && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
-			rv = "" // from's version is too old for the API server: from a list, then
+		if err != nil && !listed && ctx.Err() == nil {
+			// Not from from's version (too old for the API server, or too new for one of
+			// several that has not caught up): from a list, then, once.
+			rv = ""
 			continue
 		}
 		if err != nil {
