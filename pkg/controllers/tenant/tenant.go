@@ -140,12 +140,8 @@ func (r *Reconciler) inPlace(ctx context.Context, o client.Object) bool {
 	if !ok {
 		return false
 	}
-	id := string(t.Spec.ClusterID)
-	if t.Name != id || t.Labels[wire.RemoteClusterIDLabel] != id || cluster.ValidateClusterID(id) != nil {
-		return false
-	}
-	placed, _, err := cluster.VerifyTenantNamespace(ctx, r.Placement.Cache, r.Placement.LiqoNamespace, t.Namespace, id)
-	return err == nil && placed
+	cacheOnly := placement.Placement{Cache: r.Placement.Cache, LiqoNamespace: r.Placement.LiqoNamespace}
+	return acceptance.CheckPlacement(ctx, cacheOnly, t) == nil
 }
 
 // deleteLeftovers deletes the CertificateSigningRequests this manager made for a Tenant of
