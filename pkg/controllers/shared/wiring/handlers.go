@@ -86,61 +86,40 @@ func InNamespaceOf[L client.ObjectList](c client.Reader, newList func() L, keep 
 }
 
 // EnqueueByPlacement enqueues an object's own request, as handler.EnqueueRequestForObject
-// does, at a priority that says whether it is in its place, in the controllers' priority
-// queue: the default when inPlace says the object is where its controller would accept it,
-// handler.LowPriority otherwise, and, as controller-runtime's own handlers, for the objects
-// of the informer's first list and of an update that changed nothing (a resync). Objects
-// that will be refused, which anyone who may create them in some namespace can make by the
-// thousand, then wait behind every object in its place instead of ahead of it. inPlace
-// reads only the cache: it runs on every event. A request already queued low is raised
-// when another event (of the object, or of a record that places it) enqueues it at the
-// default. Without a priority queue, every request is added alike.
+// does (and through it), at a priority that says whether it is in its place, in the
+// controllers' priority queue: handler.LowPriority when inPlace says the object is not
+// where its controller would accept it; otherwise as EnqueueRequestForObject, which puts
+// the informer's first list and the updates that changed nothing (resyncs) low too.
+// Objects that will be refused, which anyone who may create them in some namespace can
+// make by the thousand, then wait behind every object in its place instead of ahead of it.
+// inPlace reads only the cache: it runs on every event. A request already queued low is
+// raised when another event (of the object, or of a record that places it) enqueues it at
+// the default. Deletions are enqueued as EnqueueRequestForObject does (their finalization
+// waits for nothing); without a priority queue, every request is added alike.
 func EnqueueByPlacement(inPlace func(context.Context, client.Object) bool) handler.EventHandler {
-	return placementHandler{inPlace: inPlace}
-}
-
-type placementHandler struct {
-	inPlace func(context.Context, client.Object) bool
-}
-
-func (h placementHandler) add(ctx context.Context, o client.Object, low bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
-	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	if !ok {
-		q.Add(req)
-		return
+	byObject := &handler.EnqueueRequestForObject{}
+	// low enqueues o at LowPriority, and says so, when q is a priority queue and o is out
+	// of its place.
+	low := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) bool {
+		pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+		if !ok || o == nil || inPlace(ctx, o) {
+			return false
+		}
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+		return true
 	}
-	var priority *int
-	if low || !h.inPlace(ctx, o) {
-		priority = ptr.To(handler.LowPriority)
-	}
-	pq.AddWithOpts(priorityqueue.AddOpts{Priority: priority}, req)
-}
-
-// Create enqueues the object created.
-func (h placementHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if e.Object != nil {
-		h.add(ctx, e.Object, e.IsInInitialList, q)
-	}
-}
-
-// Update enqueues the object updated.
-func (h placementHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if e.ObjectNew != nil {
-		h.add(ctx, e.ObjectNew, e.ObjectOld != nil && e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion(), q)
-	}
-}
-
-// Delete enqueues the object deleted, at the default priority: its finalization.
-func (h placementHandler) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if e.Object != nil {
-		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
-	}
-}
-
-// Generic enqueues the object.
-func (h placementHandler) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if e.Object != nil {
-		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if !low(ctx, e.Object, q) {
+				byObject.Create(ctx, e, q)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if !low(ctx, e.ObjectNew, q) {
+				byObject.Update(ctx, e, q)
+			}
+		},
+		DeleteFunc:  byObject.Delete,
+		GenericFunc: byObject.Generic,
 	}
 }
