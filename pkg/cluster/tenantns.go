@@ -208,7 +208,7 @@ func ensureNamespace(ctx context.Context, c client.Client, liqoNS, remoteID stri
 	var existing corev1.Namespace
 	if err := c.Get(ctx, client.ObjectKeyFromObject(ns), &existing); err != nil {
 		if !adopt {
-			return ensuredNamespace{}, 0, fmt.Errorf("%w: namespace %q, which could not be read (%v). If you made it, or an older liqo-auth or Liqo did, run the command again with --adopt-tenant-namespace; otherwise delete it", ErrUnrecordedNamespace, ns.Name, err)
+			return ensuredNamespace{}, 0, unrecorded(ns.Name, fmt.Sprintf(", which could not be read (%v)", err))
 		}
 		return ensuredNamespace{}, 0, fmt.Errorf("reading namespace %q: %w", ns.Name, err)
 	}
@@ -218,12 +218,12 @@ func ensureNamespace(ctx context.Context, c client.Client, liqoNS, remoteID stri
 	if !adopt {
 		by, ok, err := DesignatedByCreator(ctx, c, liqoNS, &existing, remoteID)
 		if err != nil {
-			return ensuredNamespace{}, 0, fmt.Errorf("%w: namespace %q; whether its creator designated it could not be told (%v). If you made it, or an older liqo-auth or Liqo did, run the command again with --adopt-tenant-namespace; otherwise delete it", ErrUnrecordedNamespace, ns.Name, err)
+			return ensuredNamespace{}, 0, unrecorded(ns.Name, fmt.Sprintf("; whether its creator designated it could not be told (%v)", err))
 		}
 		if ok {
 			return ensuredNamespace{Namespace: &existing, creator: by.User}, designated, nil
 		}
-		return ensuredNamespace{}, 0, fmt.Errorf("%w: namespace %q (anyone who may create namespaces could have made it). If you made it, or an older liqo-auth or Liqo did, run the command again with --adopt-tenant-namespace; otherwise delete it", ErrUnrecordedNamespace, ns.Name)
+		return ensuredNamespace{}, 0, unrecorded(ns.Name, " (anyone who may create namespaces could have made it)")
 	}
 	if other := existing.Labels[wire.RemoteClusterIDLabel]; other != "" && other != remoteID {
 		return ensuredNamespace{}, 0, fmt.Errorf("namespace %q is the tenant namespace of cluster %q, not %q", ns.Name, other, remoteID)
@@ -234,6 +234,12 @@ func ensureNamespace(ctx context.Context, c client.Client, liqoNS, remoteID stri
 		return ensuredNamespace{}, 0, fmt.Errorf("labelling namespace %q as tenant namespace: %w", ns.Name, err)
 	}
 	return ensuredNamespace{Namespace: &existing}, adopted, nil
+}
+
+// unrecorded is ErrUnrecordedNamespace for namespace name, with why it was not taken, and
+// what to do.
+func unrecorded(name, why string) error {
+	return fmt.Errorf("%w: namespace %q%s. If you made it, or an older liqo-auth or Liqo did, run the command again with --adopt-tenant-namespace; otherwise delete it", ErrUnrecordedNamespace, name, why)
 }
 
 // findTenantNamespace looks a tenant namespace of remoteID up by its labels, to adopt it.
