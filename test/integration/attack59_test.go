@@ -165,12 +165,11 @@ func watchCSRsMade(t *testing.T, s *site) func() map[types.UID]map[string]string
 // provider's manager keeps its Lease (it is never lost or taken over, and is renewed
 // during the flood); nothing is granted to any cluster the garbage names; and the manager
 // works through the backlog: the last garbage Tenant is refused in the end. Measured here:
-// the honest authenticate took 1.06 s beside the flood (0.1 s alone), and 1.16 s once the
-// tenant controller served Tenants in their place first; the manager had refused every
-// garbage Tenant made over a second before it. The time is the API server's CPU, shared
-// with the flood on two cores, not the manager's queue: on this machine the manager refuses
-// faster than eight connections create. The priority matters where it does not (a manager
-// held to its CPU limit beside a larger API server).
+// authenticate took about 1 s beside the flood (0.1 s alone): the API server's CPU, shared
+// with the flood on two cores; the manager refused the garbage as fast as it came. (A
+// priority for Tenants in their place was tried and removed: it changed nothing here, and
+// a namespace creator raised its garbage back to the default with one nonce-labelled
+// Secret per namespace, through the nonce watch's mapping to every Tenant there.)
 func TestAttack59GarbageFloodBesideAnHonestHandshake(t *testing.T) {
 	// Serial: a flood of writes from eight connections; other tests' work would share the cores it measures against.
 	consumer, provider := cliSites(t)
@@ -235,19 +234,6 @@ func TestAttack59GarbageFloodBesideAnHonestHandshake(t *testing.T) {
 	_, errOut, authErr := runCLI(t, pairArgs("authenticate", consumer, provider)...)
 	authTook := time.Since(authStart)
 	madeDuring := made.Load() - madeBefore
-	// How many garbage Tenants made before the handshake were still undecided as it ended:
-	// the manager serves Tenants in their place first (wiring.ForInPlace), so the honest
-	// one does not wait for the backlog. Logged, not asserted: how large a backlog the flood
-	// makes depends on how busy the machine is.
-	var ts authv1beta1.TenantList
-	require.NoError(t, provider.client.List(ctx, &ts))
-	undecided := 0
-	for i := range ts.Items {
-		if ts.Items[i].Spec.ClusterID != authv1beta1.ClusterID(consumer.id) && ts.Items[i].CreationTimestamp.Time.Before(authStart.Add(-time.Second)) &&
-			meta.FindStatusCondition(ts.Items[i].Status.Conditions, authv1beta1.ConditionAuthenticated) == nil {
-			undecided++
-		}
-	}
 	if rest := 20*time.Second - time.Since(floodStart); rest > 0 {
 		time.Sleep(rest)
 	}
@@ -259,8 +245,7 @@ func TestAttack59GarbageFloodBesideAnHonestHandshake(t *testing.T) {
 		require.NoError(t, err, "the flood's own writes")
 	}
 	total := made.Load()
-	t.Logf("flood: %d garbage Tenants in %s (%d before the handshake, %d while it ran); authenticate took %s; %d garbage Tenants made over a second before it still undecided as it ended",
-		total, floodEnd.Sub(floodStart).Round(time.Millisecond), madeBefore, madeDuring, authTook.Round(time.Millisecond), undecided)
+	t.Logf("flood: %d garbage Tenants in %s (%d before the handshake, %d while it ran); authenticate took %s", total, floodEnd.Sub(floodStart).Round(time.Millisecond), madeBefore, madeDuring, authTook.Round(time.Millisecond))
 	require.NoError(t, authErr, "the honest handshake during the flood\nstderr:\n%s", errOut)
 	require.Positive(t, madeDuring, "the flood went on while the handshake ran")
 

@@ -111,7 +111,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := wiring.NewController(mgr, "tenant", access.Provider).
 		Workers(Workers).
-		ForInPlace(&authv1beta1.Tenant{}, r.inPlace).
+		For(&authv1beta1.Tenant{}).
 		Owns(&rbacv1.RoleBinding{}, &authv1beta1.Tenant{}).
 		Owns(&rbacv1.Role{}, &authv1beta1.Tenant{}).
 		Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToTenant),
@@ -123,25 +123,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Reads(&rbacv1.ClusterRoleBinding{}).
 		Reads(&authv1beta1.ResourceSlice{})
 	return b.WatchTenantNamespaces(func(remoteID string) string { return remoteID }).Complete(r)
-}
-
-// inPlace says, from the cache alone, whether Tenant o is where a handshake's Tenant is:
-// named after its cluster and labelled for it, in the namespace this cluster recorded for
-// it. Its events are served before those of Tenants out of place (wiring.ForInPlace),
-// which anyone who may create Tenants in some namespace can make by the thousand, each
-// refused at once: where the manager refuses more slowly than such a flood arrives (held to
-// its CPU limit), an honest handshake does not wait behind the backlog. (On two shared
-// cores the manager kept up, and the flood slowed the handshake through the API server's
-// CPU instead: TestAttack59GarbageFloodBesideAnHonestHandshake.) A Tenant whose record the
-// cache has not seen yet is enqueued low, and raised when the record's event enqueues it
-// again (WatchTenantNamespaces).
-func (r *Reconciler) inPlace(ctx context.Context, o client.Object) bool {
-	t, ok := o.(*authv1beta1.Tenant)
-	if !ok {
-		return false
-	}
-	cacheOnly := placement.Placement{Cache: r.Placement.Cache, LiqoNamespace: r.Placement.LiqoNamespace}
-	return acceptance.CheckPlacement(ctx, cacheOnly, t) == nil
 }
 
 // deleteLeftovers deletes the CertificateSigningRequests this manager made for a Tenant of

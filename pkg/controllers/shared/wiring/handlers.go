@@ -6,10 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -82,44 +79,5 @@ func InNamespaceOf[L client.ObjectList](c client.Reader, newList func() L, keep 
 			}
 		}
 		return out
-	}
-}
-
-// EnqueueByPlacement enqueues an object's own request, as handler.EnqueueRequestForObject
-// does (and through it), at a priority that says whether it is in its place, in the
-// controllers' priority queue: handler.LowPriority when inPlace says the object is not
-// where its controller would accept it; otherwise as EnqueueRequestForObject, which puts
-// the informer's first list and the updates that changed nothing (resyncs) low too.
-// Objects that will be refused, which anyone who may create them in some namespace can
-// make by the thousand, then wait behind every object in its place instead of ahead of it.
-// inPlace reads only the cache: it runs on every event. A request already queued low is
-// raised when another event (of the object, or of a record that places it) enqueues it at
-// the default. Deletions are enqueued as EnqueueRequestForObject does (their finalization
-// waits for nothing); without a priority queue, every request is added alike.
-func EnqueueByPlacement(inPlace func(context.Context, client.Object) bool) handler.EventHandler {
-	byObject := &handler.EnqueueRequestForObject{}
-	// low enqueues o at LowPriority, and says so, when q is a priority queue and o is out
-	// of its place.
-	low := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) bool {
-		pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
-		if !ok || o == nil || inPlace(ctx, o) {
-			return false
-		}
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
-		return true
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if !low(ctx, e.Object, q) {
-				byObject.Create(ctx, e, q)
-			}
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if !low(ctx, e.ObjectNew, q) {
-				byObject.Update(ctx, e, q)
-			}
-		},
-		DeleteFunc:  byObject.Delete,
-		GenericFunc: byObject.Generic,
 	}
 }

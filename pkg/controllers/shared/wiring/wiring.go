@@ -5,7 +5,6 @@
 package wiring
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 
@@ -61,12 +60,6 @@ func (c *Controller) watch(obj client.Object, h handler.EventHandler, preds ...p
 // itself, like the builder's For.
 func (c *Controller) For(obj client.Object, preds ...predicate.Predicate) *Controller {
 	return c.watch(obj, &handler.EnqueueRequestForObject{}, preds...)
-}
-
-// ForInPlace is For with the objects in their place served first (EnqueueByPlacement):
-// for a controller that objects out of place, refused at once, could otherwise flood.
-func (c *Controller) ForInPlace(obj client.Object, inPlace func(context.Context, client.Object) bool, preds ...predicate.Predicate) *Controller {
-	return c.watch(obj, EnqueueByPlacement(inPlace), preds...)
 }
 
 // Owns watches objects the controller creates: each event enqueues the owner of type owner
