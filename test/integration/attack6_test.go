@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/testenv"
@@ -123,8 +124,15 @@ func TestAttack6NamespaceCreatorRevivesSeriesOfADeletedTenantNamespace(t *testin
 	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: peer, Labels: map[string]string{wire.RemoteClusterIDLabel: peer}},
 		Spec: authv1beta1.TenantSpec{ClusterID: peer}}
 	require.NoError(t, owner.Create(ctx, tn))
-	tn.Status.AcceptedKeyFingerprint = "sha256:forged"
-	require.NoError(t, owner.Status().Update(ctx, tn))
+	// The manager answers the Tenant (it refuses it) at once, so the status is written on
+	// the latest version.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := owner.Get(ctx, client.ObjectKeyFromObject(tn), tn); err != nil {
+			return err
+		}
+		tn.Status.AcceptedKeyFingerprint = "sha256:forged"
+		return owner.Status().Update(ctx, tn)
+	}))
 
 	designated, err := cluster.DesignatedTenantNamespaces(ctx, p.client, wire.DefaultLiqoNamespace)
 	require.NoError(t, err)
