@@ -70,7 +70,8 @@ var (
 	peeringUserTenant = Writer{Principal: PeeringUser, Writes: "the Tenant named after its consumer: spec and metadata", Tests: []string{"TestPeeringUserCannotUndoTheAdministrator", "TestApprovalCannotBeForged",
 		"TestAttack52StripDeleteRecreateMidReconcile", "TestAttack52PeeringUserAppliesAsLiqoctlWithoutFinalizer", "TestAttack52DeletedWithOrphanPropagation",
 		"TestAttack53RecreatedTenantKeepsItsAccess"}}
-	statusTenants = Writer{Principal: StatusWriter, Writes: "Tenant status in every namespace (acceptance, `acceptedAt`, conditions, certificate)", Tests: []string{"TestStatusWriterCannotHijackTheFirstHandshake", "TestStatusWritersCannotAcceptATenant",
+	statusTenants = Writer{Principal: StatusWriter, Writes: "Tenant status in every namespace (acceptance, `acceptedAt`, conditions, certificate, published server, CA and proxy)", Tests: []string{"TestStatusWriterCannotHijackTheFirstHandshake", "TestStatusWritersCannotAcceptATenant",
+		"TestAttack60TenantStatusWriterPublishesAProxy",
 		"TestStatusWriterCannotMakeTheProviderIssue", "TestAttack5StatusWriterBackdatesRenewAfter", "TestAttack5StatusWriterInflatesHandshakeMetric",
 		"TestAttack6StatusWriterReplaysRenewRequest", "TestAttack6StatusWriterMakesRenewTenantReportAFalseRenewal",
 		"TestAttack10StatusWriterMakesRenewTenantSayDrained", "TestAttack10StatusWriterFightsRenewTenantWithinItsTimeout", "TestApprovalCannotBeForged"}}
@@ -82,7 +83,7 @@ var (
 		"TestAttack53SliceDeletedWithOrphanPropagation", "TestAttack53RelabelledSliceHeldAndOrphaned", "TestAttack53RecreatedSliceKeepsItsAccess", "TestAttack53OrphanCleanupSparesTheHonestSlice"}}
 	nsCreatorSlices   = Writer{Principal: NamespaceCreator, Writes: "ResourceSlices in namespaces it creates, claiming any consumer or provider"}
 	sliceWriter       = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestConsumerSliceOutsideTenantNamespace"}}
-	statusSlices      = Writer{Principal: StatusWriter, Writes: "ResourceSlice status in every namespace (verdict, resources, certificate)", Tests: []string{"TestResourceSliceStatusIsNotTrusted"}}
+	statusSlices      = Writer{Principal: StatusWriter, Writes: "ResourceSlice status in every namespace (verdict, resources, certificate, published server and proxy)", Tests: []string{"TestResourceSliceStatusIsNotTrusted", "TestAttack60SliceStatusWriterPublishesAProxy"}}
 	nsCreatorIDs      = Writer{Principal: NamespaceCreator, Writes: "Identities in namespaces it creates, naming any provider"}
 	identityWriter    = Writer{Principal: IdentityWriter, Writes: "the Identities of the tenant namespace: spec and metadata", Tests: []string{"TestAdversarialConsumer"}}
 	statusIDs         = Writer{Principal: StatusWriter, Writes: "Identity status in every namespace (conditions, certificate)"}
@@ -112,7 +113,8 @@ type CommandRead struct {
 }
 
 // CommandReads are the objects liqoctl info, verify and unauthenticate --remote-cluster-id
-// read: what they print, and what the last deletes.
+// read (what they print, and what the last deletes), and the Tenant the Identity is made
+// from (authenticate, generate identity).
 func CommandReads() []CommandRead {
 	const g = "authentication.liqo.io"
 	return []CommandRead{
@@ -126,6 +128,7 @@ func CommandReads() []CommandRead {
 		{Command: "info", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings", Where: "what a recorded peering user may still do (SubjectAccessReviews): retired or not", Writers: []Writer{clusterRoleBinder, peeringUserCRB}},
 		{Command: "verify", Group: g, Resource: "identities", Where: "every namespace, then the tenant namespace by name", Writers: []Writer{nsCreatorIDs, identityWriter, statusIDs}},
 		{Command: "verify", Group: "", Resource: "configmaps", Where: "tenant records in the Liqo namespace", Writers: []Writer{liqoNSWriter}},
+		{Command: "authenticate, generate identity", Group: g, Resource: "tenants", Where: "the recorded tenant namespace, by name: the Identity is made from its status (server, CA, certificate, proxy)", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants}},
 		{Command: "approve tenant, deny tenant", Group: g, Resource: "tenants", Where: "the tenant namespace, by name: the key the provider's seal names", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants}},
 		{Command: "approve tenant, deny tenant", Group: "", Resource: "configmaps", Where: "the tenant record (the certificates a consumer holds, before a denial)", Writers: []Writer{liqoNSWriter}},
 		{Command: "unauthenticate --remote-cluster-id", Group: "", Resource: "namespaces", Where: "the recorded tenant namespace, else `liqo-tenant-<id>`", Writers: []Writer{nsCreatorNS}},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -54,7 +56,8 @@ type State struct {
 	KeyAccepted bool
 	// TenantAccepted: KeyAccepted, and a certificate valid now is published.
 	TenantAccepted bool
-	// Complete: the consumer's Identity holds the provider's current certificate.
+	// Complete: the consumer's Identity holds the provider's current certificate, and the
+	// Tenant was accepted for the proxy this run asks for.
 	Complete bool
 	// Certificate is the certificate the provider publishes for the consumer's current
 	// key, when TenantAccepted.
@@ -124,7 +127,10 @@ func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 	} else {
 		p.inspectAcceptance(st, fp)
 	}
-	st.Complete = st.TenantAccepted && identityHolds(st.Identity, st.Tenant, st.Certificate, c.Controllers().Liqo())
+	// A run that asks for another proxy than the accepted Tenant's is not done: Authenticate
+	// refuses it (ErrProxyChanged).
+	st.Complete = st.TenantAccepted && ptr.Deref(st.Tenant.Spec.ProxyURL, "") == p.ProxyURL &&
+		identityHolds(st.Identity, st.Tenant, st.Certificate, c.Controllers().Liqo())
 	return st, nil
 }
 
@@ -218,7 +224,7 @@ func (p *Pair) readIdentity(ctx context.Context, st *State, ensure bool) (err er
 func (p *Pair) inspectLiqoAcceptance(st *State, pub crypto.PublicKey) {
 	cert, err := verifyPublished(st.Tenant, pub, p.Consumer.ClusterID, p.now())
 	if err == nil {
-		err = p.Provider.checkTrustedCA(st.Tenant.Status.AuthParams.CA)
+		err = errors.Join(checkPublishedProxy(st.Tenant), p.Provider.checkTrustedCA(st.Tenant.Status.AuthParams.CA))
 	}
 	st.KeyAccepted, st.TenantAccepted, st.Certificate = err == nil, err == nil, cert
 }
@@ -274,6 +280,10 @@ func identityHolds(id *authv1beta1.Identity, t *authv1beta1.Tenant, cert *x509.C
 	return id.Status.Certificate != nil && meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) &&
 		id.Status.Certificate.SerialNumber == cert.SerialNumber.Text(16)
 }
+
+// ErrProxyChanged means a run asked for another proxy than the one the provider accepted
+// the consumer's Tenant for: it changes nothing.
+var ErrProxyChanged = errors.New("the proxy asked for is not the peering's")
 
 // Authenticate runs the handshake: the consumer gets an Identity on the provider. Steps
 // already done are not redone: a pair whose Tenant is accepted skips the nonce exchange,
@@ -353,6 +363,12 @@ func (p *Pair) ensureTenantNamespaces(ctx context.Context, st *State) (cTN, pTN 
 func (p *Pair) acceptedTenant(ctx context.Context, st *State, cTN, pTN string) (*authv1beta1.Tenant, error) {
 	pr := p.Provider
 	t := st.Tenant
+	if st.KeyAccepted {
+		if asked := ptr.Deref(t.Spec.ProxyURL, ""); asked != p.ProxyURL {
+			return nil, fmt.Errorf("%w: the Tenant on the provider was accepted for proxy %q, and this run asks for %q (--tenant-proxy-url): run again with --tenant-proxy-url=%q to keep the peering as it is; to change the proxy, remove the peering with liqoctl unauthenticate, then authenticate again with the new one",
+				ErrProxyChanged, asked, p.ProxyURL, asked)
+		}
+	}
 	var err error
 	switch {
 	case st.TenantAccepted:

@@ -15,10 +15,14 @@ import (
 )
 
 // ForgeIdentity builds the consumer's Identity from the provider's accepted Tenant, for
-// the consumer's tenant namespace consumerTN.
+// the consumer's tenant namespace consumerTN. A Tenant whose status publishes another
+// proxy than its spec asks for is refused (checkPublishedProxy).
 func ForgeIdentity(providerID string, t *authv1beta1.Tenant, consumerTN string) (*authv1beta1.Identity, error) {
 	if !t.Status.AuthParams.HasCertificate() {
 		return nil, fmt.Errorf("the Tenant %s/%s has no certificate yet: %s", t.Namespace, t.Name, readyMessage(t.Status.Conditions))
+	}
+	if err := checkPublishedProxy(t); err != nil {
+		return nil, err
 	}
 	ns := t.Status.TenantNamespace
 	return &authv1beta1.Identity{

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -118,10 +119,24 @@ func (s *Side) checkPublished(ctx context.Context, t *authv1beta1.Tenant) error 
 
 // checkPublishedBy is checkPublished with the provider's record already read (nil: none).
 func (s *Side) checkPublishedBy(rec *cluster.TenantRecord, t *authv1beta1.Tenant, cert *x509.Certificate) error {
+	if err := checkPublishedProxy(t); err != nil {
+		return err
+	}
 	if rec != nil && rec.PublishedCAFingerprint != "" {
 		return rec.CheckPublished(t.Status.AuthParams, cert)
 	}
 	return s.checkTrustedCA(t.Status.AuthParams.CA)
+}
+
+// checkPublishedProxy verifies that the proxy a Tenant's status publishes is the one its
+// spec asks for: the provider (this project's and Liqo's) copies it from there, and no
+// record says more. A status writer's proxy would have the consumer reach the provider
+// through a host of that writer's choosing.
+func checkPublishedProxy(t *authv1beta1.Tenant) error {
+	if got, asked := ptr.Deref(t.Status.AuthParams.ProxyURL, ""), ptr.Deref(t.Spec.ProxyURL, ""); got != asked {
+		return fmt.Errorf("%w: proxy %q, while the Tenant asks for %q", cluster.ErrNotPublished, got, asked)
+	}
+	return nil
 }
 
 // checkTrustedCA verifies that a CA bundle a provider published shares a certificate with
@@ -174,7 +189,7 @@ func waitLiqoTenant(ctx context.Context, p *Side, applied *authv1beta1.Tenant, p
 			if _, err := verifyPublished(t, pub, consumerID, validAt); err != nil {
 				return false, fmt.Sprintf("%v (%s run there)", err, p.Controllers()), nil
 			}
-			if err := p.checkTrustedCA(t.Status.AuthParams.CA); err != nil {
+			if err := errors.Join(checkPublishedProxy(t), p.checkTrustedCA(t.Status.AuthParams.CA)); err != nil {
 				return false, err.Error(), nil //nolint:nilerr // a CA the kubeconfig does not trust is not published by the provider (ErrNotPublished): the wait goes on with it as progress, as for this project's controllers
 			}
 			return true, "", nil

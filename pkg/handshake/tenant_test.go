@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
@@ -78,4 +80,38 @@ func TestCheckAdminState(t *testing.T) {
 func TestNormalizeHost(t *testing.T) {
 	assert.Equal(t, normalizeHost("https://LOCALHOST:443/"), normalizeHost("https://127.0.0.1"))
 	assert.NotEqual(t, normalizeHost("https://127.0.0.1:6443"), normalizeHost("https://127.0.0.1:6444"))
+}
+
+// TestCheckPublishedProxy: the proxy a Tenant's status publishes counts only when it is
+// the one its spec asks for, and ForgeIdentity refuses any other.
+func TestCheckPublishedProxy(t *testing.T) {
+	const asked, other = "socks5://proxy.example.com:1080", "http://proxy.attacker.example:3128"
+	cases := []struct {
+		name          string
+		spec, status  *string
+		wantPublished bool
+	}{
+		{"none asked, none published", nil, nil, true},
+		{"none asked, an empty one published", nil, ptr.To(""), true},
+		{"asked and published", ptr.To(asked), ptr.To(asked), true},
+		{"none asked, one published", nil, ptr.To(other), false},
+		{"asked, another published", ptr.To(asked), ptr.To(other), false},
+		{"asked, none published", ptr.To(asked), nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tn := &authv1beta1.Tenant{Spec: authv1beta1.TenantSpec{ProxyURL: tc.spec},
+				Status: authv1beta1.TenantStatus{TenantNamespace: "liqo-tenant-cl-c", AuthParams: &authv1beta1.AuthParams{SignedCRT: []byte("crt"), ProxyURL: tc.status}}}
+			err := checkPublishedProxy(tn)
+			id, forgeErr := ForgeIdentity("cl-p", tn, "liqo-tenant-cl-p")
+			if tc.wantPublished {
+				assert.NoError(t, err)
+				require.NoError(t, forgeErr)
+				assert.Equal(t, ptr.Deref(tc.spec, ""), ptr.Deref(id.Spec.AuthParams.ProxyURL, ""))
+				return
+			}
+			assert.ErrorIs(t, err, cluster.ErrNotPublished)
+			assert.ErrorIs(t, forgeErr, cluster.ErrNotPublished)
+		})
+	}
 }

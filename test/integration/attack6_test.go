@@ -127,8 +127,8 @@ func TestAttack6NamespaceCreatorRevivesSeriesOfADeletedTenantNamespace(t *testin
 	// The manager answers the Tenant (it refuses it) at once, so the status is written on
 	// the latest version.
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := owner.Get(ctx, client.ObjectKeyFromObject(tn), tn); err != nil {
-			return err
+		if getErr := owner.Get(ctx, client.ObjectKeyFromObject(tn), tn); getErr != nil {
+			return getErr
 		}
 		tn.Status.AcceptedKeyFingerprint = "sha256:forged"
 		return owner.Status().Update(ctx, tn)

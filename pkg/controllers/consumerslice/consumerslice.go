@@ -378,13 +378,23 @@ func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, re
 }
 
 // ensureIdentity turns an accepted answer into the slice's Identity, controlled by the
-// slice; a denied slice has none.
+// slice; a denied slice has none. The Identity reaches the provider as the control-plane
+// Identity does: its API server and proxy are that Identity's, never the answer's, which
+// whoever may write the status of the provider's copy writes too (the proxy is the
+// consumer's own choice, and a status writer's would route the slice's traffic through a
+// host of its choosing).
 func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.ResourceSlice, provider, remoteNS string) error {
 	key := client.ObjectKey{Namespace: rs.Namespace, Name: wire.SliceIdentityName(rs.Name)}
 	if accepted, _ := authv1beta1.SliceVerdict(rs.Status.Conditions); !accepted || !rs.Status.AuthParams.HasCertificate() {
 		id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 		return client.IgnoreNotFound(ownedrbac.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}))
 	}
+	cp := &authv1beta1.Identity{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: wire.IdentityName(provider)}, cp); err != nil {
+		return err
+	}
+	params := rs.Status.AuthParams.DeepCopy()
+	params.APIServer, params.ProxyURL = cp.Spec.AuthParams.APIServer, cp.Spec.AuthParams.ProxyURL
 	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, id, func() error {
 		if ref := metav1.GetControllerOf(id); ref != nil && ref.UID != rs.UID {
@@ -395,7 +405,7 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.Resourc
 		}
 		id.Labels[wire.RemoteClusterIDLabel], id.Labels[wire.SliceNameLabel] = provider, rs.Name
 		id.Spec = authv1beta1.IdentitySpec{ClusterID: authv1beta1.ClusterID(provider), Type: authv1beta1.ResourceSliceIdentityType,
-			AuthParams: *rs.Status.AuthParams.DeepCopy(), Namespace: ptr.To(remoteNS)}
+			AuthParams: *params, Namespace: ptr.To(remoteNS)}
 		return controllerutil.SetControllerReference(rs, id, r.Scheme)
 	})
 	return err

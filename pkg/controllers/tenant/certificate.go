@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
@@ -154,7 +155,8 @@ func (r *Reconciler) reportForeign(t *authv1beta1.Tenant, foreign []string) {
 // this provider last published in this Tenant is replaced by that one, or, when the record
 // has none that still fits, wiped so that one is issued anew: a status writer cannot make
 // the provider issue certificates at will, nor roll a renewal back. A CA or URL that
-// differs from this provider's is put back, and the record says which ones it published.
+// differs from this provider's is put back, and so is a proxy other than the one the spec
+// asks for; the record says which CA and URL it published.
 // cached is the record as the reconcile read it from the cache.
 func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, cached *cluster.TenantRecord, now time.Time) error {
 	ap := t.Status.AuthParams
@@ -182,6 +184,11 @@ func (r *Reconciler) checkPublished(ctx context.Context, t *authv1beta1.Tenant, 
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, authv1beta1.ReasonStatusTampered, "CheckPublished",
 			"the status published API server %q and a CA other than this provider's: put back", ap.APIServer)
 		ap.APIServer, ap.CA = r.Options.APIServer, r.Options.CA
+	}
+	if got, asked := ptr.Deref(ap.ProxyURL, ""), ptr.Deref(t.Spec.ProxyURL, ""); got != asked {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, authv1beta1.ReasonStatusTampered, "CheckPublished",
+			"the status published proxy %q, while the Tenant asks for %q: put back", got, asked)
+		ap.ProxyURL = t.Spec.ProxyURL
 	}
 	// When the certificate is renewed is read from the certificate itself, never from what
 	// the status says: a status writer who back-dated status.certificate.renewAfter would
