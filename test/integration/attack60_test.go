@@ -77,7 +77,8 @@ func TestAttack60TenantStatusWriterPublishesAProxy(t *testing.T) {
 
 // TestAuthenticateKeepsTheProxyOfTheAcceptedTenant: a run that asks for another proxy
 // than the one the provider accepted the Tenant for (here: none, the flag forgotten) is
-// refused with what to do, and changes nothing; the run with the same proxy goes on.
+// refused with what to do, and changes nothing; the run with the same proxy goes on, and
+// generate identity shows the provider's administrator the proxy it hands over.
 func TestAuthenticateKeepsTheProxyOfTheAcceptedTenant(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
@@ -99,6 +100,12 @@ func TestAuthenticateKeepsTheProxyOfTheAcceptedTenant(t *testing.T) {
 
 	_, errOut = mustCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", proxy)...)
 	assert.Contains(t, errOut, "nothing to do")
+
+	// The provider's administrator handing the Identity over is shown the proxy, which
+	// whoever may write the Tenant may have changed.
+	out, errOut := mustCLI(t, "generate", "identity", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", c.id)
+	assert.Contains(t, out, "proxyURL: "+proxy)
+	assert.Contains(t, errOut, "through proxy "+proxy)
 }
 
 // TestAttack60SliceStatusWriterPublishesAProxy acts as a status writer of the provider's

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/liqo-auth/liqo-auth/internal/cli"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -113,6 +114,11 @@ func (o *Options) Run(ctx context.Context) error {
 	s.Report.Info("Identity correctly generated for key %s: certificate %s valid until %s", t.Status.AcceptedKeyFingerprint,
 		t.Status.Certificate.SerialNumber, t.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
 	s.Report.Info("It hands over CA %s for %s", caFP, t.Status.AuthParams.APIServer)
+	if proxy := ptr.Deref(id.Spec.AuthParams.ProxyURL, ""); proxy != "" {
+		// The consumer's choice, from the Tenant's spec: whoever may write that Tenant may
+		// have changed it since the consumer's administrator handed it over.
+		s.Report.Warn("The consumer reaches this cluster through proxy %s (the Tenant's spec.proxyURL): check it is the one the consumer's Tenant asked for", proxy)
+	}
 	// Applying the Identity is not the end: a consumer controller must turn it into the
 	// kubeconfig Secret workloads use, and with none running nothing does (issue 38).
 	s.Report.Info("Next, on the consumer: kubectl apply this Identity; its kubeconfig Secret is written by the consumer's liqo-auth-manager (liqoctl install --with-manager there), which must be running, else by liqoctl authenticate --remote-kubeconfig <this cluster>; liqoctl verify there checks it")
