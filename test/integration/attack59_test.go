@@ -169,7 +169,8 @@ func watchCSRsMade(t *testing.T, s *site) func() map[types.UID]map[string]string
 // with the flood on two cores; the manager refused the garbage as fast as it came. (A
 // priority for Tenants in their place was tried and removed: it changed nothing here, and
 // a namespace creator raised its garbage back to the default with one nonce-labelled
-// Secret per namespace, through the nonce watch's mapping to every Tenant there.)
+// Secret per namespace, through the nonce watch's mapping to every Tenant there; that
+// watch now wakes only the Tenant its nonce names: nonceToTenant.)
 func TestAttack59GarbageFloodBesideAnHonestHandshake(t *testing.T) {
 	// Serial: a flood of writes from eight connections; other tests' work would share the cores it measures against.
 	consumer, provider := cliSites(t)

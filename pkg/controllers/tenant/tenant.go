@@ -116,8 +116,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.Role{}, &authv1beta1.Tenant{}).
 		Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(csrToTenant),
 			wiring.HasLabel(wire.ManagedByLabel, wire.ManagedByValue)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(wiring.InNamespaceOf(mgr.GetClient(), func() *authv1beta1.TenantList { return &authv1beta1.TenantList{} }, nil)),
-			wiring.HasLabel(wire.NonceLabel, "true"), wiring.AfterStart()).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(nonceToTenant), wiring.HasLabel(wire.NonceLabel, "true"), wiring.AfterStart()).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.everyTenantOn(wire.ConfigMapName)), wiring.HasLabel(wire.ManagedByLabel, wire.ManagedByValue), wiring.AfterStart()).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.everyTenantOn(wire.KeysSecretName)), wiring.Named(r.Placement.LiqoNamespace, wire.KeysSecretName), wiring.AfterStart()).
 		Reads(&rbacv1.ClusterRoleBinding{}).
@@ -145,6 +144,19 @@ func csrToTenant(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// nonceToTenant maps a nonce Secret to the one Tenant that may use it: the Tenant named
+// after the cluster its label names, in its namespace (verify reads the nonce by that
+// name and label; a Tenant named otherwise is refused for its name, nonce or not). Every
+// Tenant of the namespace, as before, let a namespace creator have a whole flood of
+// Tenants decided again with one Secret.
+func nonceToTenant(_ context.Context, o client.Object) []reconcile.Request {
+	id := o.GetLabels()[wire.RemoteClusterIDLabel]
+	if o.GetName() != wire.NonceSecretName || id == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: id}}}
 }
 
 // Reconcile drives one Tenant towards its desired state.
