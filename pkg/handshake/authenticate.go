@@ -330,6 +330,20 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	return id, nil
 }
 
+// CheckProxy refuses (ErrProxyChanged) a run that asks for another proxy than the one the
+// provider accepted the consumer's Tenant for, as st read it: the run would change
+// nothing, and the peering keeps its proxy.
+func (p *Pair) CheckProxy(st *State) error {
+	if !st.KeyAccepted {
+		return nil
+	}
+	if asked := ptr.Deref(st.Tenant.Spec.ProxyURL, ""); asked != p.ProxyURL {
+		return fmt.Errorf("%w: the Tenant on the provider was accepted for proxy %q, and this run asks for %q (--tenant-proxy-url): run again with --tenant-proxy-url=%q to keep the peering as it is; to change the proxy, remove the peering with liqoctl unauthenticate, then authenticate again with the new one",
+			ErrProxyChanged, asked, p.ProxyURL, asked)
+	}
+	return nil
+}
+
 // ensureTenantNamespaces is Authenticate's first step: the two tenant namespaces, ensured
 // at once (unless st says they were, as it was read) and reported in order (the
 // consumer's first), as the consumer's and the provider's names.
@@ -363,11 +377,8 @@ func (p *Pair) ensureTenantNamespaces(ctx context.Context, st *State) (cTN, pTN 
 func (p *Pair) acceptedTenant(ctx context.Context, st *State, cTN, pTN string) (*authv1beta1.Tenant, error) {
 	pr := p.Provider
 	t := st.Tenant
-	if st.KeyAccepted {
-		if asked := ptr.Deref(t.Spec.ProxyURL, ""); asked != p.ProxyURL {
-			return nil, fmt.Errorf("%w: the Tenant on the provider was accepted for proxy %q, and this run asks for %q (--tenant-proxy-url): run again with --tenant-proxy-url=%q to keep the peering as it is; to change the proxy, remove the peering with liqoctl unauthenticate, then authenticate again with the new one",
-				ErrProxyChanged, asked, p.ProxyURL, asked)
-		}
+	if err := p.CheckProxy(st); err != nil {
+		return nil, err
 	}
 	var err error
 	switch {

@@ -77,7 +77,7 @@ func TestAttack60TenantStatusWriterPublishesAProxy(t *testing.T) {
 
 // TestAuthenticateKeepsTheProxyOfTheAcceptedTenant: a run that asks for another proxy
 // than the one the provider accepted the Tenant for (here: none, the flag forgotten) is
-// refused with what to do, and changes nothing; the run with the same proxy goes on, and
+// refused with what to do (a dry run says so too), and changes nothing; the run with the same proxy goes on, and
 // generate identity shows the provider's administrator the proxy it hands over.
 func TestAuthenticateKeepsTheProxyOfTheAcceptedTenant(t *testing.T) {
 	t.Parallel()
@@ -89,16 +89,22 @@ func TestAuthenticateKeepsTheProxyOfTheAcceptedTenant(t *testing.T) {
 	var before authv1beta1.Identity
 	require.NoError(t, c.client.Get(ctx, key, &before))
 
-	_, errOut, err := runCLI(t, pairArgs("authenticate", c, p)...)
-	require.Error(t, err, "a run with another proxy went on\nstderr:\n%s", errOut)
-	assert.ErrorIs(t, err, handshake.ErrProxyChanged)
-	assert.Contains(t, err.Error(), "--tenant-proxy-url="+`"`+proxy+`"`)
-	assert.Contains(t, err.Error(), "liqoctl unauthenticate")
+	for _, dry := range []bool{true, false} {
+		args := pairArgs("authenticate", c, p)
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		_, errOut, err := runCLI(t, args...)
+		require.Error(t, err, "a run with another proxy went on (dry run %v)\nstderr:\n%s", dry, errOut)
+		assert.ErrorIs(t, err, handshake.ErrProxyChanged)
+		assert.Contains(t, err.Error(), "--tenant-proxy-url="+`"`+proxy+`"`)
+		assert.Contains(t, err.Error(), "liqoctl unauthenticate")
+	}
 	var after authv1beta1.Identity
 	require.NoError(t, c.client.Get(ctx, key, &after))
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "the Identity was rewritten")
 
-	_, errOut = mustCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", proxy)...)
+	_, errOut := mustCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", proxy)...)
 	assert.Contains(t, errOut, "nothing to do")
 
 	// The provider's administrator handing the Identity over is shown the proxy, which

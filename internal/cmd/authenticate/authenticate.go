@@ -187,6 +187,9 @@ func printPlan(g *cli.Global, p *handshake.Pair, st *handshake.State) error {
 		c.Report.Info("Already authenticated with cluster %q: nothing would change", pr.ClusterID)
 		return nil
 	}
+	if err := p.CheckProxy(st); err != nil {
+		return err
+	}
 	cTN, pTN := wire.TenantNamespaceName(pr.ClusterID), wire.TenantNamespaceName(c.ClusterID)
 	c.Report.Info("Would ensure tenant namespace %s", cTN)
 	pr.Report.Info("Would ensure tenant namespace %s", pTN)
