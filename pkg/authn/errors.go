@@ -35,6 +35,7 @@ const (
 	ReasonCAFingerprintMismatch        Reason = "CAFingerprintMismatch"
 	ReasonServerURLInvalid             Reason = "APIServerURLInvalid"
 	ReasonProxyURLInvalid              Reason = "ProxyURLInvalid"
+	ReasonProxyNotPinned               Reason = "ProxyNotPinned"
 	ReasonKubeconfigInvalid            Reason = "KubeconfigInvalid"
 	ReasonKubeconfigForeignCredentials Reason = "KubeconfigForeignCredentials"
 	ReasonAcceptanceSealInvalid        Reason = "AcceptanceSealInvalid"

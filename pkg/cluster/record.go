@@ -42,6 +42,7 @@ const (
 	recordPeeringKey      = "peering"
 	recordApprovalKey     = "approval"
 	recordKeyMoveKey      = "keyMove"
+	recordProxyKey        = "proxyURL"
 )
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
@@ -94,6 +95,14 @@ type TenantRecord struct {
 	// administrator asked to replace now (liqoctl renew tenant): the manager renews it
 	// ahead of time while the Tenant publishes that serial.
 	RenewSerial string
+	// ProxyURL is, on a consumer, the proxy this cluster reaches the remote provider
+	// through ("" for none), pinned by its first handshake (liqoctl authenticate or
+	// generate tenant, a Peering), or else by the first Identity of that provider the
+	// identity controller writes; nil while none is pinned. An Identity of that provider,
+	// control-plane or slice, with another proxy is refused: the proxy is this cluster's
+	// choice, never the provider's (whose Tenant and its status others may write) nor an
+	// Identity writer's.
+	ProxyURL *string
 	// Peering is, on a consumer, the Peering that declared the peering with the remote
 	// cluster, and the bootstrap credentials it consumed: what its manager decides from,
 	// where a Peering's status writer cannot reach.
@@ -320,7 +329,7 @@ func (r *TenantRecord) AddCertificate(c IssuedCertificate, now time.Time) {
 // jsonFields are the fields of the record kept as JSON, by key, as pointers to them.
 func (r *TenantRecord) jsonFields() map[string]any {
 	return map[string]any{recordCertsKey: &r.Certificates, recordLimitsKey: &r.SliceLimits, recordNonceKey: &r.ConsumedNonce, recordPeeringUserKey: &r.PeeringUser,
-		recordPeeringKey: &r.Peering, recordApprovalKey: &r.Approval, recordKeyMoveKey: &r.KeyMove, recordRotationKey: &r.KeyRotation}
+		recordPeeringKey: &r.Peering, recordApprovalKey: &r.Approval, recordKeyMoveKey: &r.KeyMove, recordRotationKey: &r.KeyRotation, recordProxyKey: &r.ProxyURL}
 }
 
 func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, error) {
@@ -697,6 +706,34 @@ func SliceUser(ctx context.Context, c client.Reader, liqoNS, user string, now ti
 func UnpinCACommand(liqoNS, providerID string) string {
 	return fmt.Sprintf(`kubectl patch configmap -n %s %s --type=json -p '[{"op":"remove","path":"/data/%s"}]'`,
 		liqoNS, wire.TenantRecordName(providerID), recordCAKey)
+}
+
+// UnpinProxyCommand is the command that forgets the proxy pinned for providerID, for its
+// administrator to change the proxy this cluster reaches it through.
+func UnpinProxyCommand(liqoNS, providerID string) string {
+	return fmt.Sprintf(`kubectl patch configmap -n %s %s --type=json -p '[{"op":"remove","path":"/data/%s"}]'`,
+		liqoNS, wire.TenantRecordName(providerID), recordProxyKey)
+}
+
+// CheckPinnedProxy says why proxy is not the one pinned in r for its provider (nil: it
+// is, or none is pinned).
+func (r *TenantRecord) CheckPinnedProxy(liqoNS, proxy string) error {
+	if r == nil || r.ProxyURL == nil || *r.ProxyURL == proxy {
+		return nil
+	}
+	return fmt.Errorf("%w: this cluster pinned %s for provider %q at its first handshake, not %s: if this cluster should now reach it otherwise, forget the pin with %s and authenticate again",
+		ErrProxyNotPinned, DescribeProxy(*r.ProxyURL), r.RemoteID, DescribeProxy(proxy), UnpinProxyCommand(liqoNS, r.RemoteID))
+}
+
+// ErrProxyNotPinned means a proxy is not the one this cluster pinned for a provider.
+var ErrProxyNotPinned = errors.New("not the pinned proxy")
+
+// DescribeProxy says how a proxy URL reaches a provider: "proxy <url>", or "no proxy".
+func DescribeProxy(proxy string) string {
+	if proxy == "" {
+		return "no proxy"
+	}
+	return "proxy " + proxy
 }
 
 // KeyMoveOf is the record's KeyMove (nil: none, or no record).

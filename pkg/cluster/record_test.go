@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 )
@@ -109,6 +110,38 @@ func TestNonceUsed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.rec.NonceUsed(tc.value, tc.uid); got != tc.want {
 				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPinnedProxy: a pinned proxy, "" (none) included, survives the ConfigMap and refuses
+// any other; nothing pinned refuses nothing.
+func TestPinnedProxy(t *testing.T) {
+	const proxy = "socks5://proxy.example.com:1080"
+	for _, tc := range []struct {
+		name   string
+		pinned *string
+		ok     map[string]bool
+	}{
+		{"nothing pinned", nil, map[string]bool{"": true, proxy: true}},
+		{"no proxy pinned", ptr.To(""), map[string]bool{"": true, proxy: false}},
+		{"a proxy pinned", ptr.To(proxy), map[string]bool{"": false, proxy: true, "http://proxy.attacker.example:3128": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{}
+			require.NoError(t, (&TenantRecord{RemoteID: "cl-p", ProxyURL: tc.pinned}).writeTo(cm))
+			back, err := recordFromConfigMap("cl-p", cm)
+			require.NoError(t, err)
+			assert.Equal(t, tc.pinned, back.ProxyURL)
+			for got, ok := range tc.ok {
+				err := back.CheckPinnedProxy("liqo", got)
+				if ok {
+					assert.NoError(t, err, got)
+					continue
+				}
+				assert.ErrorIs(t, err, ErrProxyNotPinned, got)
+				assert.ErrorContains(t, err, UnpinProxyCommand("liqo", "cl-p"))
 			}
 		})
 	}

@@ -127,10 +127,12 @@ func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 	} else {
 		p.inspectAcceptance(st, fp)
 	}
-	// A run that asks for another proxy than the accepted Tenant's is not done: Authenticate
-	// refuses it (ErrProxyChanged).
-	st.Complete = st.TenantAccepted && ptr.Deref(st.Tenant.Spec.ProxyURL, "") == p.ProxyURL &&
-		identityHolds(st.Identity, st.Tenant, st.Certificate, c.Controllers().Liqo())
+	// An Identity that reaches the provider otherwise than this run asks (another proxy, or
+	// server) is not done: Authenticate applies it again, or refuses a proxy other than the
+	// pinned one (ErrProxyChanged).
+	st.Complete = st.TenantAccepted && identityHolds(st.Identity, st.Tenant, st.Certificate, c.Controllers().Liqo()) &&
+		st.Identity.Spec.AuthParams.APIServer == st.Tenant.Status.AuthParams.APIServer &&
+		ptr.Deref(st.Identity.Spec.AuthParams.ProxyURL, "") == p.ProxyURL
 	return st, nil
 }
 
@@ -281,9 +283,9 @@ func identityHolds(id *authv1beta1.Identity, t *authv1beta1.Tenant, cert *x509.C
 		id.Status.Certificate.SerialNumber == cert.SerialNumber.Text(16)
 }
 
-// ErrProxyChanged means a run asked for another proxy than the one the provider accepted
-// the consumer's Tenant for: it changes nothing.
-var ErrProxyChanged = errors.New("the proxy asked for is not the peering's")
+// ErrProxyChanged means a run asked for another proxy than the one the consumer pinned for
+// the provider: it changes nothing.
+var ErrProxyChanged = cluster.ErrProxyNotPinned
 
 // Authenticate runs the handshake: the consumer gets an Identity on the provider. Steps
 // already done are not redone: a pair whose Tenant is accepted skips the nonce exchange,
@@ -296,7 +298,10 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	}
 	// The pin of the provider's CA, from the consumer's tenant record read as its tenant
 	// namespace was ensured.
-	pin := p.notedPin()
+	noted := p.notedRecord()
+	if pinErr := p.checkPinnedProxy(noted); pinErr != nil {
+		return nil, pinErr
+	}
 	if checkAdminStateErr := checkAdminState(st.Tenant, st.ProviderRecord, c.ClusterID); checkAdminStateErr != nil {
 		return nil, checkAdminStateErr
 	}
@@ -308,15 +313,15 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	if err != nil {
 		return nil, pr.Explain(err, "reading the certificate the provider published")
 	}
-	id, err := ForgeIdentity(pr.ClusterID, t, cTN)
+	id, err := ForgeIdentity(pr.ClusterID, t, cTN, p.ProxyURL)
 	if err != nil {
 		return nil, pr.Explain(err, "generating the Identity")
 	}
 	pr.Report.Info("Identity correctly generated")
 	if !c.Controllers().Liqo() {
 		// A Liqo consumer keeps no pin: this project's record is not its.
-		if pinProviderCAErr := pinProviderCAOnce(ctx, c, pr.ClusterID, t.Status.AuthParams.CA, pin); pinProviderCAErr != nil {
-			return nil, pinProviderCAErr
+		if pinErr := pinProviderOnce(ctx, c, pr.ClusterID, t.Status.AuthParams.CA, p.ProxyURL, noted); pinErr != nil {
+			return nil, pinErr
 		}
 	}
 	if applyIdentityErr := ApplyIdentity(ctx, c, id); applyIdentityErr != nil {
@@ -331,15 +336,24 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 }
 
 // CheckProxy refuses (ErrProxyChanged) a run that asks for another proxy than the one the
-// provider accepted the consumer's Tenant for, as st read it: the run would change
-// nothing, and the peering keeps its proxy.
-func (p *Pair) CheckProxy(st *State) error {
-	if !st.KeyAccepted {
-		return nil
+// consumer pinned for the provider in its tenant record (where only its administrator and
+// manager write), as the command read it: the run would change nothing. The provider's
+// Tenant says nothing here: whoever may write it there may have changed its proxy.
+func (p *Pair) CheckProxy(ctx context.Context) error {
+	c, pr := p.Consumer, p.Provider
+	rec := p.notedRecord()
+	if rec == nil && !c.Controllers().Liqo() {
+		var err error
+		if rec, err = cluster.GetTenantRecord(ctx, c.Client, c.Namespace, pr.ClusterID); err != nil {
+			return c.Explain(err, "reading the tenant record")
+		}
 	}
-	if asked := ptr.Deref(st.Tenant.Spec.ProxyURL, ""); asked != p.ProxyURL {
-		return fmt.Errorf("%w: the Tenant on the provider was accepted for proxy %q, and this run asks for %q (--tenant-proxy-url): run again with --tenant-proxy-url=%q to keep the peering as it is; to change the proxy, remove the peering with liqoctl unauthenticate, then authenticate again with the new one",
-			ErrProxyChanged, asked, p.ProxyURL, asked)
+	return p.checkPinnedProxy(rec)
+}
+
+func (p *Pair) checkPinnedProxy(noted *cluster.TenantRecord) error {
+	if err := noted.CheckPinnedProxy(p.Consumer.Namespace, p.ProxyURL); err != nil {
+		return fmt.Errorf("%s%w", p.Consumer.prefix(), err)
 	}
 	return nil
 }
@@ -377,9 +391,6 @@ func (p *Pair) ensureTenantNamespaces(ctx context.Context, st *State) (cTN, pTN 
 func (p *Pair) acceptedTenant(ctx context.Context, st *State, cTN, pTN string) (*authv1beta1.Tenant, error) {
 	pr := p.Provider
 	t := st.Tenant
-	if err := p.CheckProxy(st); err != nil {
-		return nil, err
-	}
 	var err error
 	switch {
 	case st.TenantAccepted:
@@ -533,40 +544,44 @@ func checkAdminState(t *authv1beta1.Tenant, rec *cluster.TenantRecord, consumerI
 	return nil
 }
 
-// notedPin is the CA fingerprint the consumer's tenant record pins for the provider, as
-// the record was read when the consumer's tenant namespace was ensured, earlier in this
-// command ("": none, or a Liqo consumer, which keeps no record of this project's; then
-// PinProviderCA reads the record itself).
-func (p *Pair) notedPin() string {
+// notedRecord is the consumer's tenant record of the provider, as it was read when the
+// consumer's tenant namespace was ensured, earlier in this command (nil: none, or a Liqo
+// consumer, which keeps no record of this project's; then pinProviderOnce reads the
+// record itself).
+func (p *Pair) notedRecord() *cluster.TenantRecord {
 	c, pr := p.Consumer, p.Provider
 	if c.Controllers().Liqo() {
-		return ""
-	}
-	if rec, ok := c.notedRecord(pr.ClusterID); ok && rec != nil {
-		return rec.CAFingerprint
-	}
-	return ""
-}
-
-// pinProviderCAOnce is PinProviderCA, which has nothing to do when the pin read earlier in
-// the command (pinned) is already the provider's CA: only the administrator and the manager
-// write the record, and neither unpins a CA in the course of a handshake.
-func pinProviderCAOnce(ctx context.Context, c *Side, providerID string, ca []byte, pinned string) error {
-	if fp, err := authn.CAFingerprint(ca); err == nil && pinned != "" && fp == pinned {
 		return nil
 	}
-	return PinProviderCA(ctx, c, providerID, ca)
+	if rec, ok := c.notedRecord(pr.ClusterID); ok {
+		return rec
+	}
+	return nil
 }
 
-// PinProviderCA records in the consumer's tenant record the fingerprint of the CA the
-// provider presented, so that a later Identity presenting another CA is refused. A
-// different existing pin is an error: a provider CA does not change silently.
-func PinProviderCA(ctx context.Context, c *Side, providerID string, ca []byte) error {
+// pinProviderOnce records in the consumer's tenant record the fingerprint of the CA the
+// provider presented and the proxy this run reaches it through, so that a later Identity
+// presenting another CA or proxy is refused. It has nothing to do when the record read
+// earlier in the command (noted) pins both already: only the administrator and the
+// manager write the record, and neither unpins in the course of a handshake. A different
+// existing pin is an error: a provider CA does not change silently, nor does this
+// cluster's way to it.
+func pinProviderOnce(ctx context.Context, c *Side, providerID string, ca []byte, proxy string, noted *cluster.TenantRecord) error {
 	fp, err := authn.CAFingerprint(ca)
 	if err != nil {
 		return ScopedErrorf(Remote, "the provider's CA is not valid: %w", err)
 	}
-	return PinCAFingerprint(ctx, c, providerID, fp, "the provider now presents CA "+fp)
+	if noted != nil && noted.CAFingerprint == fp && noted.ProxyURL != nil && *noted.ProxyURL == proxy {
+		return nil
+	}
+	return pinRecord(ctx, c, providerID, fp, "the provider now presents CA "+fp, &proxy)
+}
+
+// PinProxy records proxy ("" for none) as the only proxy an Identity of provider
+// providerID may reach it through on the consumer c (see PinCAFingerprint); a different
+// pin already there is refused (ErrProxyChanged).
+func PinProxy(ctx context.Context, c *Side, providerID, proxy string) error {
+	return pinRecord(ctx, c, providerID, "", "", &proxy)
 }
 
 // PinCAFingerprint records fp as the only CA fingerprint an Identity of provider
@@ -579,18 +594,34 @@ func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp, source strin
 	if err := authn.ValidateFingerprint(fp); err != nil {
 		return err
 	}
+	return pinRecord(ctx, c, providerID, fp, source, nil)
+}
+
+// pinRecord pins, in one write of the consumer's tenant record of providerID, the CA
+// fingerprint fp (none when "") and the proxy (none when nil), where nothing is pinned
+// yet; a different pin already there is refused (source says where fp comes from).
+func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, proxy *string) error {
 	var pinned string
+	var was cluster.TenantRecord
 	err := cluster.UpdateTenantRecord(ctx, c.Client, c.Client, c.Namespace, providerID, false, func(r *cluster.TenantRecord) error {
-		pinned = r.CAFingerprint
-		if pinned == "" {
+		pinned, was = r.CAFingerprint, cluster.TenantRecord{RemoteID: providerID, ProxyURL: r.ProxyURL}
+		if pinned == "" && fp != "" {
 			r.CAFingerprint = fp
+		}
+		if r.ProxyURL == nil && proxy != nil {
+			r.ProxyURL = ptr.To(*proxy)
 		}
 		return nil
 	})
 	if err != nil {
-		return c.Explain(err, "pinning the provider CA")
+		return c.Explain(err, "pinning the provider CA and proxy")
 	}
-	if pinned != "" && pinned != fp {
+	if proxy != nil {
+		if err := was.CheckPinnedProxy(c.Namespace, *proxy); err != nil {
+			return fmt.Errorf("%s%w", c.prefix(), err)
+		}
+	}
+	if fp != "" && pinned != "" && pinned != fp {
 		return fmt.Errorf("%sthis cluster pinned CA %s for provider %q at an earlier handshake, and %s: if the provider's CA really changed, forget the old pin with %s and re-run the command",
 			c.prefix(), pinned, providerID, source, cluster.UnpinCACommand(c.Namespace, providerID))
 	}

@@ -15,9 +15,11 @@ import (
 )
 
 // ForgeIdentity builds the consumer's Identity from the provider's accepted Tenant, for
-// the consumer's tenant namespace consumerTN. A Tenant whose status publishes another
-// proxy than its spec asks for is refused (checkPublishedProxy).
-func ForgeIdentity(providerID string, t *authv1beta1.Tenant, consumerTN string) (*authv1beta1.Identity, error) {
+// the consumer's tenant namespace consumerTN, reaching the provider through proxy ("":
+// none; always written, so that an apply takes the field from whoever set it). A Tenant
+// whose status publishes another proxy than its spec asks for is refused
+// (checkPublishedProxy).
+func ForgeIdentity(providerID string, t *authv1beta1.Tenant, consumerTN, proxy string) (*authv1beta1.Identity, error) {
 	if !t.Status.AuthParams.HasCertificate() {
 		return nil, fmt.Errorf("the Tenant %s/%s has no certificate yet: %s", t.Namespace, t.Name, readyMessage(t.Status.Conditions))
 	}
@@ -25,12 +27,14 @@ func ForgeIdentity(providerID string, t *authv1beta1.Tenant, consumerTN string) 
 		return nil, err
 	}
 	ns := t.Status.TenantNamespace
+	params := t.Status.AuthParams.DeepCopy()
+	params.ProxyURL = &proxy
 	return &authv1beta1.Identity{
 		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: "Identity"},
 		ObjectMeta: metav1.ObjectMeta{Name: wire.IdentityName(providerID), Namespace: consumerTN,
 			Labels: map[string]string{wire.RemoteClusterIDLabel: providerID}},
 		Spec: authv1beta1.IdentitySpec{ClusterID: authv1beta1.ClusterID(providerID), Type: authv1beta1.ControlPlaneIdentityType,
-			AuthParams: *t.Status.AuthParams.DeepCopy(), Namespace: &ns},
+			AuthParams: *params, Namespace: &ns},
 	}, nil
 }
 

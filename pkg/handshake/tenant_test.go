@@ -103,7 +103,7 @@ func TestCheckPublishedProxy(t *testing.T) {
 			tn := &authv1beta1.Tenant{Spec: authv1beta1.TenantSpec{ProxyURL: tc.spec},
 				Status: authv1beta1.TenantStatus{TenantNamespace: "liqo-tenant-cl-c", AuthParams: &authv1beta1.AuthParams{SignedCRT: []byte("crt"), ProxyURL: tc.status}}}
 			err := checkPublishedProxy(tn)
-			id, forgeErr := ForgeIdentity("cl-p", tn, "liqo-tenant-cl-p")
+			id, forgeErr := ForgeIdentity("cl-p", tn, "liqo-tenant-cl-p", ptr.Deref(tc.spec, ""))
 			if tc.wantPublished {
 				assert.NoError(t, err)
 				require.NoError(t, forgeErr)

@@ -17,6 +17,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -76,8 +77,8 @@ func TestAttack60TenantStatusWriterPublishesAProxy(t *testing.T) {
 }
 
 // TestAuthenticateKeepsTheProxyOfTheAcceptedTenant: a run that asks for another proxy
-// than the one the provider accepted the Tenant for (here: none, the flag forgotten) is
-// refused with what to do (a dry run says so too), and changes nothing; the run with the same proxy goes on, and
+// than the one the consumer pinned at its first handshake (here: none, the flag
+// forgotten) is refused with what to do (a dry run says so too), and changes nothing; the run with the same proxy goes on, and
 // generate identity shows the provider's administrator the proxy it hands over.
 func TestAuthenticateKeepsTheProxyOfTheAcceptedTenant(t *testing.T) {
 	t.Parallel()
@@ -97,8 +98,8 @@ func TestAuthenticateKeepsTheProxyOfTheAcceptedTenant(t *testing.T) {
 		_, errOut, err := runCLI(t, args...)
 		require.Error(t, err, "a run with another proxy went on (dry run %v)\nstderr:\n%s", dry, errOut)
 		assert.ErrorIs(t, err, handshake.ErrProxyChanged)
-		assert.Contains(t, err.Error(), "--tenant-proxy-url="+`"`+proxy+`"`)
-		assert.Contains(t, err.Error(), "liqoctl unauthenticate")
+		assert.Contains(t, err.Error(), "pinned proxy "+proxy)
+		assert.Contains(t, err.Error(), cluster.UnpinProxyCommand(wire.DefaultLiqoNamespace, p.id))
 	}
 	var after authv1beta1.Identity
 	require.NoError(t, c.client.Get(ctx, key, &after))
@@ -111,7 +112,7 @@ func TestAuthenticateKeepsTheProxyOfTheAcceptedTenant(t *testing.T) {
 	// whoever may write the Tenant may have changed.
 	out, errOut := mustCLI(t, "generate", "identity", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", c.id)
 	assert.Contains(t, out, "proxyURL: "+proxy)
-	assert.Contains(t, errOut, "through proxy "+proxy)
+	assert.Contains(t, errOut, "names proxy "+proxy)
 }
 
 // TestAttack60SliceStatusWriterPublishesAProxy acts as a status writer of the provider's

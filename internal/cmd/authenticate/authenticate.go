@@ -134,7 +134,7 @@ func (o *Options) Run(ctx context.Context) error {
 		if o.RetirePeeringUser {
 			p.Provider.Report.Info("Would retire peering user %s once the Identity is ready", p.Provider.PeeringUser())
 		}
-		return printPlan(o.Global, p, st)
+		return printPlan(ctx, o.Global, p, st)
 	}
 	ctrls := authmanager.NewInProcess(o.Global)
 	defer func() {
@@ -181,13 +181,13 @@ func (o *Options) retire(ctx context.Context) error {
 
 // printPlan prints what authenticate would create on each cluster and the
 // permissions the consumer would get, without changing anything.
-func printPlan(g *cli.Global, p *handshake.Pair, st *handshake.State) error {
+func printPlan(ctx context.Context, g *cli.Global, p *handshake.Pair, st *handshake.State) error {
 	c, pr := p.Consumer, p.Provider
 	if st.Complete {
 		c.Report.Info("Already authenticated with cluster %q: nothing would change", pr.ClusterID)
 		return nil
 	}
-	if err := p.CheckProxy(st); err != nil {
+	if err := p.CheckProxy(ctx); err != nil {
 		return err
 	}
 	cTN, pTN := wire.TenantNamespaceName(pr.ClusterID), wire.TenantNamespaceName(c.ClusterID)

@@ -379,7 +379,8 @@ func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, re
 
 // ensureIdentity turns an accepted answer into the slice's Identity, controlled by the
 // slice; a denied slice has none. The Identity reaches the provider as the control-plane
-// Identity does: its API server and proxy are that Identity's, never the answer's, which
+// Identity does: its API server is that Identity's and its proxy the one this cluster
+// pinned for the provider (that Identity's while none is), never the answer's, which
 // whoever may write the status of the provider's copy writes too (the proxy is the
 // consumer's own choice, and a status writer's would route the slice's traffic through a
 // host of its choosing).
@@ -395,8 +396,15 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.Resourc
 	}
 	params := rs.Status.AuthParams.DeepCopy()
 	params.APIServer, params.ProxyURL = cp.Spec.AuthParams.APIServer, cp.Spec.AuthParams.ProxyURL
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
+	if err != nil {
+		return err
+	}
+	if rec != nil && rec.ProxyURL != nil {
+		params.ProxyURL = ptr.To(*rec.ProxyURL) // the proxy this cluster pinned, whoever wrote the control-plane Identity
+	}
 	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, id, func() error {
+	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, id, func() error {
 		if ref := metav1.GetControllerOf(id); ref != nil && ref.UID != rs.UID {
 			return fmt.Errorf("Identity %s is controlled by another object", key) //nolint:staticcheck // ST1005: the message starts with the kind's name
 		}

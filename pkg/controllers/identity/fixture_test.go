@@ -123,6 +123,9 @@ func (f *fixture) newWorld(pin string, objs ...client.Object) *world {
 		WithInterceptorFuncs(w.funcs()).Build()
 	if err := cluster.UpdateTenantRecord(context.Background(), w.c, w.c, testLiqoNS, testProvider, true, func(r *cluster.TenantRecord) error {
 		r.Namespace, r.NamespaceUID, r.CAFingerprint = f.ns, "ns-uid-1", pin
+		if pin != "" {
+			r.ProxyURL = ptr.To("") // as a handshake pins them: together
+		}
 		return nil
 	}); err != nil {
 		f.t.Fatal(err)

@@ -104,7 +104,7 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 	}
 	params := id.Spec.AuthParams
 	now := r.Now()
-	if reason, msg, err := r.checkPinnedCA(ctx, id); err != nil || reason != "" {
+	if reason, msg, err := r.checkPins(ctx, id); err != nil || reason != "" {
 		return r.refuseOrFail(id, notes, reason, msg, err)
 	}
 	user := kubeconfigUser(id, r.ClusterID)
@@ -256,6 +256,38 @@ func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity
 			reason = string(authn.ReasonCAFingerprintMismatch)
 			msg = fmt.Sprintf("the Identity presents CA %s, but this cluster pinned CA %s for provider %q: if the provider's CA really changed, forget the old pin with %s and apply the Identity again",
 				got, rec.CAFingerprint, provider, cluster.UnpinCACommand(r.Placement.LiqoNamespace, provider))
+		}
+		return nil
+	})
+	return reason, msg, err
+}
+
+// checkPins verifies the Identity against what this cluster pinned for its provider: the
+// CA, then the proxy.
+func (r *Reconciler) checkPins(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
+	if reason, msg, err = r.checkPinnedCA(ctx, id); err != nil || reason != "" {
+		return reason, msg, err
+	}
+	return r.checkPinnedProxy(ctx, id)
+}
+
+// checkPinnedProxy verifies that the Identity reaches its provider through the proxy this
+// cluster pinned for it (cluster.TenantRecord.ProxyURL), and pins the Identity's when
+// none is pinned yet (a peering older than the pin): whoever may write Identities, or the
+// provider's Tenant the Identity was made from, could have put another there.
+func (r *Reconciler) checkPinnedProxy(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
+	got := ptr.Deref(id.Spec.AuthParams.ProxyURL, "")
+	provider := string(id.Spec.ClusterID)
+	if rec, getTenantRecordErr := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider); getTenantRecordErr == nil && rec != nil && rec.ProxyURL != nil && *rec.ProxyURL == got {
+		return "", "", nil // the usual case, from the cache
+	}
+	err = cluster.UpdateCachedTenantRecord(ctx, r.Client, r.Placement.Live, r.Placement.LiqoNamespace, provider, false, func(rec *cluster.TenantRecord) error {
+		if rec.ProxyURL == nil {
+			rec.ProxyURL = &got
+			return nil
+		}
+		if pinErr := rec.CheckPinnedProxy(r.Placement.LiqoNamespace, got); pinErr != nil {
+			reason, msg = string(authn.ReasonProxyNotPinned), "the Identity reaches the provider through "+pinErr.Error()
 		}
 		return nil
 	})

@@ -144,6 +144,10 @@ func TestRefusedIdentities(t *testing.T) {
 			id.Spec.AuthParams.SignedCRT = other.leaf(f.key.Public(), testSelf, 2, f.now.Add(time.Hour))
 			return nil
 		}, reason: string(authn.ReasonCAFingerprintMismatch)},
+		{name: "another proxy than the pinned one", pinned: true, mutate: func(_ *fixture, id *authv1beta1.Identity) []client.Object {
+			id.Spec.AuthParams.ProxyURL = ptr.To("http://proxy.attacker.example:3128")
+			return nil
+		}, reason: string(authn.ReasonProxyNotPinned)},
 		{name: "no CA", mutate: func(_ *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Spec.AuthParams.CA = nil
 			return nil
@@ -227,8 +231,8 @@ func TestWritesKubeconfig(t *testing.T) {
 			if !hasEvent(evs, corev1.EventTypeNormal, authv1beta1.ReasonKubeconfigReady) || len(evs) != 1 {
 				t.Errorf("Events %v, want one Normal %s", evs, authv1beta1.ReasonKubeconfigReady)
 			}
-			if rec := w.record(); rec.CAFingerprint != fp {
-				t.Errorf("the record pins %q, want %q", rec.CAFingerprint, fp)
+			if rec := w.record(); rec.CAFingerprint != fp || rec.ProxyURL == nil || *rec.ProxyURL != "" {
+				t.Errorf("the record pins CA %q and proxy %v, want %q and none", rec.CAFingerprint, rec.ProxyURL, fp)
 			}
 			wantKubeconfig(t, w, got, testSelf)
 			if got.Status.CAFingerprint != fp || got.Status.Certificate == nil || got.Status.Certificate.SerialNumber != "abc" ||

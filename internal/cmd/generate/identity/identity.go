@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -103,7 +104,10 @@ func (o *Options) Run(ctx context.Context) error {
 	if remoteTN == "" {
 		remoteTN = wire.TenantNamespaceName(s.ClusterID)
 	}
-	id, err := handshake.ForgeIdentity(s.ClusterID, t, remoteTN)
+	// The consumer's choice, as its Tenant carries it: the consumer's identity controller
+	// refuses any other than the one its tenant record pins.
+	proxy := ptr.Deref(t.Spec.ProxyURL, "")
+	id, err := handshake.ForgeIdentity(s.ClusterID, t, remoteTN, proxy)
 	if err != nil {
 		return err
 	}
@@ -114,11 +118,9 @@ func (o *Options) Run(ctx context.Context) error {
 	s.Report.Info("Identity correctly generated for key %s: certificate %s valid until %s", t.Status.AcceptedKeyFingerprint,
 		t.Status.Certificate.SerialNumber, t.Status.Certificate.NotAfter.UTC().Format(time.RFC3339))
 	s.Report.Info("It hands over CA %s for %s", caFP, t.Status.AuthParams.APIServer)
-	if proxy := ptr.Deref(id.Spec.AuthParams.ProxyURL, ""); proxy != "" {
-		// The consumer's choice, from the Tenant's spec: whoever may write that Tenant may
-		// have changed it since the consumer's administrator handed it over.
-		s.Report.Warn("The consumer reaches this cluster through proxy %s (the Tenant's spec.proxyURL): check it is the one the consumer's Tenant asked for", proxy)
-	}
+	// Whoever may write the Tenant may have changed its proxy since the consumer's
+	// administrator handed it over: said either way, for them to compare.
+	s.Report.Warn("The Identity names %s for the consumer to reach this cluster (the Tenant's spec.proxyURL): check it is what the consumer's Tenant asked for; the consumer refuses an Identity with another than the one it pinned", cluster.DescribeProxy(proxy))
 	// Applying the Identity is not the end: a consumer controller must turn it into the
 	// kubeconfig Secret workloads use, and with none running nothing does (issue 38).
 	s.Report.Info("Next, on the consumer: kubectl apply this Identity; its kubeconfig Secret is written by the consumer's liqo-auth-manager (liqoctl install --with-manager there), which must be running, else by liqoctl authenticate --remote-kubeconfig <this cluster>; liqoctl verify there checks it")

@@ -12,6 +12,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
 
@@ -94,6 +95,13 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		s.Report.Info("Provider CA %s pinned", o.ExpectFingerprint)
 	}
+	// This cluster's way to the provider is its own choice: the Identity the provider's
+	// administrator hands back is refused with any other (whoever may write the Tenant
+	// there may change its proxy meanwhile).
+	if pinProxyErr := handshake.PinProxy(ctx, s, o.RemoteClusterID, o.ProxyURL); pinProxyErr != nil {
+		return pinProxyErr
+	}
+	s.Report.Info("Pinned %s to reach provider %q", cluster.DescribeProxy(o.ProxyURL), o.RemoteClusterID)
 	ctrls := authmanager.NewInProcess(o.Global)
 	defer ctrls.Stop()
 	if ensureErr := ctrls.Ensure(ctx, authmanager.SideRole{Side: s, Role: authmanager.Consumer}); ensureErr != nil {

@@ -30,7 +30,8 @@ import (
 // certificate and key. Whoever may write the Secret could have put anything else there
 // (exec plugins, token files, auth providers), so the kubeconfig is only parsed, never
 // loaded; it must agree with the Identity, hold this cluster's own key and a certificate
-// for it, and present the provider CA pinned in this cluster's tenant record.
+// for it, and present the provider CA (and reach it through the proxy) pinned in this
+// cluster's tenant record.
 func ProviderConfig(ctx context.Context, c client.Reader, liqoNS string, key crypto.Signer, clusterID string, id *authv1beta1.Identity, kubeconfig []byte, now time.Time) (*rest.Config, error) {
 	return ProviderConfigFor(ctx, c, liqoNS, cluster.KeySet{Current: key}, clusterID, id, kubeconfig, now)
 }
@@ -65,16 +66,8 @@ func ProviderConfigFor(ctx context.Context, c client.Reader, liqoNS string, keys
 	if _, verifyCertificateErr := authn.VerifyCertificate(info.CertPEM, info.CA, key.Public(), clusterID, now); verifyCertificateErr != nil {
 		return nil, verifyCertificateErr
 	}
-	fp, err := authn.CAFingerprint(info.CA)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := cluster.GetTenantRecord(ctx, c, liqoNS, string(id.Spec.ClusterID))
-	if err != nil {
-		return nil, err
-	}
-	if rec == nil || rec.CAFingerprint != fp {
-		return nil, fmt.Errorf("its CA %s is not the one pinned for provider %q", fp, id.Spec.ClusterID)
+	if checkPinsErr := checkPins(ctx, c, liqoNS, string(id.Spec.ClusterID), info); checkPinsErr != nil {
+		return nil, checkPinsErr
 	}
 	// Not client-go's default of 5 requests/s, 10 at once: a controller keeps this client
 	// as long as the kubeconfig, and that default would pace every request once a few
@@ -89,6 +82,23 @@ func ProviderConfigFor(ctx context.Context, c client.Reader, liqoNS string, keys
 		cfg.Proxy = http.ProxyURL(u)
 	}
 	return cfg, nil
+}
+
+// checkPins verifies a kubeconfig's CA and proxy against those this cluster pinned for
+// provider in its tenant record.
+func checkPins(ctx context.Context, c client.Reader, liqoNS, provider string, info *authn.KubeconfigInfo) error {
+	fp, err := authn.CAFingerprint(info.CA)
+	if err != nil {
+		return err
+	}
+	rec, err := cluster.GetTenantRecord(ctx, c, liqoNS, provider)
+	if err != nil {
+		return err
+	}
+	if rec == nil || rec.CAFingerprint != fp {
+		return fmt.Errorf("its CA %s is not the one pinned for provider %q", fp, provider)
+	}
+	return rec.CheckPinnedProxy(liqoNS, info.ProxyURL)
 }
 
 // New returns a client of a provider from cfg (ProviderConfig's) and the scheme s. Its
