@@ -98,7 +98,9 @@ type TenantRecord struct {
 	// ProxyURL is, on a consumer, the proxy this cluster reaches the remote provider
 	// through ("" for none), pinned by its first handshake (liqoctl authenticate or
 	// generate tenant, a Peering), or else by the first Identity of that provider the
-	// identity controller writes; nil while none is pinned. An Identity of that provider,
+	// identity controller writes; nil while none is pinned, and again once the peering's
+	// control-plane Identity is removed (unauthenticate, leave: ForgetProxy). An Identity of
+	// that provider,
 	// control-plane or slice, with another proxy is refused: the proxy is this cluster's
 	// choice, never the provider's (whose Tenant and its status others may write) nor an
 	// Identity writer's.
@@ -721,8 +723,22 @@ func (r *TenantRecord) CheckPinnedProxy(liqoNS, proxy string) error {
 	if r == nil || r.ProxyURL == nil || *r.ProxyURL == proxy {
 		return nil
 	}
-	return fmt.Errorf("%w: this cluster pinned %s for provider %q at its first handshake, not %s: if this cluster should now reach it otherwise, forget the pin with %s and authenticate again",
+	return fmt.Errorf("%w: this cluster pinned %s for provider %q at its first handshake, not %s: if this cluster should now reach it otherwise, forget the pin with %s (liqoctl unauthenticate forgets it too) and authenticate again",
 		ErrProxyNotPinned, DescribeProxy(*r.ProxyURL), r.RemoteID, DescribeProxy(proxy), UnpinProxyCommand(liqoNS, r.RemoteID))
+}
+
+// ForgetProxy forgets the proxy pinned for providerID, once the peering's control-plane
+// Identity is removed: it was that peering's way to the provider, and a new peering
+// chooses its own. Nothing is written when none is pinned.
+func ForgetProxy(ctx context.Context, c client.Client, liqoNS, providerID string) error {
+	rec, err := GetTenantRecord(ctx, c, liqoNS, providerID)
+	if err != nil || rec == nil || rec.ProxyURL == nil {
+		return err
+	}
+	return UpdateTenantRecord(ctx, c, c, liqoNS, providerID, false, func(r *TenantRecord) error {
+		r.ProxyURL = nil
+		return nil
+	})
 }
 
 // ErrProxyNotPinned means a proxy is not the one this cluster pinned for a provider.

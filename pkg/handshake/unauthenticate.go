@@ -62,7 +62,8 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 }
 
 // RemoveIdentity removes, on consumer c, the control-plane Identity it holds on provider
-// providerID, its kubeconfig and the signed nonce. The kubeconfig goes before the
+// providerID, its kubeconfig and the signed nonce, and forgets the proxy pinned for that
+// provider (cluster.ForgetProxy). The kubeconfig goes before the
 // Identity that owns it: after, the garbage collector may have taken it already, and the
 // command would say it found none.
 func RemoveIdentity(ctx context.Context, c *Side, providerID string) error {
@@ -86,6 +87,9 @@ func RemoveIdentity(ctx context.Context, c *Side, providerID string) error {
 		}
 	}
 	removedOrNothing(c.Report, "Identity, kubeconfig or signed nonce", removed)
+	if err := cluster.ForgetProxy(ctx, c.Client, c.Namespace, providerID); err != nil {
+		return c.Explain(err, "forgetting the pinned proxy")
+	}
 	return nil
 }
 

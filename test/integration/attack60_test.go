@@ -76,11 +76,12 @@ func TestAttack60TenantStatusWriterPublishesAProxy(t *testing.T) {
 	assert.NotContains(t, string(kubeconfigOf(t, c, p)), "attacker", "the kubeconfig reaches the provider through the status writer's proxy")
 }
 
-// TestAuthenticateKeepsTheProxyOfTheAcceptedTenant: a run that asks for another proxy
-// than the one the consumer pinned at its first handshake (here: none, the flag
-// forgotten) is refused with what to do (a dry run says so too), and changes nothing; the run with the same proxy goes on, and
-// generate identity shows the provider's administrator the proxy it hands over.
-func TestAuthenticateKeepsTheProxyOfTheAcceptedTenant(t *testing.T) {
+// TestAuthenticateKeepsThePinnedProxy: a run that asks for another proxy than the one the
+// consumer pinned at its first handshake (here: none, the flag forgotten) is refused with
+// what to do (a dry run says so too), and changes nothing; the run with the same proxy
+// goes on, and generate identity shows the provider's administrator the proxy it hands
+// over; once the peering is removed (unauthenticate), a new one goes without the proxy.
+func TestAuthenticateKeepsThePinnedProxy(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
@@ -113,6 +114,13 @@ func TestAuthenticateKeepsTheProxyOfTheAcceptedTenant(t *testing.T) {
 	out, errOut := mustCLI(t, "generate", "identity", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", c.id)
 	assert.Contains(t, out, "proxyURL: "+proxy)
 	assert.Contains(t, errOut, "names proxy "+proxy)
+
+	// The peering removed, a new one chooses its own way to the provider.
+	mustCLI(t, pairArgs("unauthenticate", c, p)...)
+	mustCLI(t, pairArgs("authenticate", c, p)...)
+	require.NoError(t, c.client.Get(ctx, key, &after))
+	assert.Empty(t, ptr.Deref(after.Spec.AuthParams.ProxyURL, ""))
+	assert.NotContains(t, string(kubeconfigOf(t, c, p)), "proxy-url")
 }
 
 // TestAttack60SliceStatusWriterPublishesAProxy acts as a status writer of the provider's
