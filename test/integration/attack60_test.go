@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,14 +42,9 @@ func TestAttack60TenantStatusWriterPublishesAProxy(t *testing.T) {
 		rule(authv1beta1.GroupVersion.Group, "tenants/status", "get", "update"))
 	publish := func() {
 		t.Helper()
-		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var tn authv1beta1.Tenant
-			if err := writer.Get(ctx, client.ObjectKey{Namespace: pTN, Name: c.id}, &tn); err != nil {
-				return err
-			}
+		rewrite(t, writer, client.ObjectKey{Namespace: pTN, Name: c.id}, true, func(tn *authv1beta1.Tenant) {
 			tn.Status.AuthParams.ProxyURL = ptr.To(attackerProxy)
-			return writer.Status().Update(ctx, &tn)
-		}))
+		})
 	}
 
 	// The provider's administrator hands the Identity over by hand.
@@ -147,14 +141,9 @@ func TestAttack60SliceStatusWriterPublishesAProxy(t *testing.T) {
 	writer := principal(t, p, "slice-status-writer", pTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "get"),
 		rule(authv1beta1.GroupVersion.Group, "resourceslices/status", "get", "update"))
 	const server = "https://127.0.0.1:9"
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var answer authv1beta1.ResourceSlice
-		if err := writer.Get(ctx, client.ObjectKey{Namespace: pTN, Name: rs.Name}, &answer); err != nil {
-			return err
-		}
+	rewrite(t, writer, client.ObjectKey{Namespace: pTN, Name: rs.Name}, true, func(answer *authv1beta1.ResourceSlice) {
 		answer.Status.AuthParams.ProxyURL, answer.Status.AuthParams.APIServer = ptr.To(attackerProxy), server
-		return writer.Status().Update(ctx, &answer)
-	}))
+	})
 	// The consumer makes the slice Identity again (its administrator removed it).
 	idKey := client.ObjectKey{Namespace: cTN, Name: wire.SliceIdentityName(rs.Name)}
 	var old authv1beta1.Identity

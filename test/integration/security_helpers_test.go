@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -105,4 +106,27 @@ func honestHandshake(t *testing.T, p *site, a *attacker) *authv1beta1.Tenant {
 	got := &authv1beta1.Tenant{}
 	require.NoError(t, p.client.Get(context.Background(), key, got))
 	return got
+}
+
+// rewrite reads the object at key as writer, changes it and writes it back (its status,
+// with status), again on a conflict: as a principal edits what the controllers write too.
+// It returns the object as written.
+func rewrite[T any, PT interface {
+	*T
+	client.Object
+}](t testing.TB, writer client.Client, key client.ObjectKey, status bool, change func(PT)) PT {
+	t.Helper()
+	ctx := context.Background()
+	obj := PT(new(T))
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := writer.Get(ctx, key, obj); err != nil {
+			return err
+		}
+		change(obj)
+		if status {
+			return writer.Status().Update(ctx, obj)
+		}
+		return writer.Update(ctx, obj)
+	}))
+	return obj
 }
