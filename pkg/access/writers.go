@@ -82,11 +82,12 @@ var (
 	statusRenews    = Writer{Principal: StatusWriter, Writes: "Renew status in every namespace"}
 	tenantSlices    = Writer{Principal: TheTenant, Writes: "ResourceSlices in its tenant namespace (the provider's copies): spec and metadata", Tests: []string{"TestSliceUsersAndClusterIDsNeverMeet",
 		"TestAttack53SliceDeletedWithOrphanPropagation", "TestAttack53RelabelledSliceHeldAndOrphaned", "TestAttack53RecreatedSliceKeepsItsAccess", "TestAttack53OrphanCleanupSparesTheHonestSlice"}}
-	nsCreatorSlices   = Writer{Principal: NamespaceCreator, Writes: "ResourceSlices in namespaces it creates, claiming any consumer or provider"}
-	sliceWriter       = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestConsumerSliceOutsideTenantNamespace"}}
-	statusSlices      = Writer{Principal: StatusWriter, Writes: "ResourceSlice status in every namespace (verdict, resources, certificate, published server and proxy)", Tests: []string{"TestResourceSliceStatusIsNotTrusted", "TestAttack60SliceStatusWriterPublishesAProxy"}}
-	nsCreatorIDs      = Writer{Principal: NamespaceCreator, Writes: "Identities in namespaces it creates, naming any provider"}
-	identityWriter    = Writer{Principal: IdentityWriter, Writes: "the Identities of the tenant namespace: spec (server, CA, proxy, certificate) and metadata", Tests: []string{"TestAdversarialConsumer", "TestAttack60bIdentityWriterRoutesSlicesThroughItsProxy"}}
+	nsCreatorSlices = Writer{Principal: NamespaceCreator, Writes: "ResourceSlices in namespaces it creates, claiming any consumer or provider"}
+	sliceWriter     = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestConsumerSliceOutsideTenantNamespace"}}
+	statusSlices    = Writer{Principal: StatusWriter, Writes: "ResourceSlice status in every namespace (verdict, resources, certificate, published server and proxy)", Tests: []string{"TestResourceSliceStatusIsNotTrusted", "TestAttack60SliceStatusWriterPublishesAProxy"}}
+	nsCreatorIDs    = Writer{Principal: NamespaceCreator, Writes: "Identities in namespaces it creates, naming any provider"}
+	identityWriter  = Writer{Principal: IdentityWriter, Writes: "the Identities of the tenant namespace: spec (server, CA, proxy, certificate) and metadata", Tests: []string{"TestAdversarialConsumer", "TestAttack60bIdentityWriterRoutesSlicesThroughItsProxy",
+		"TestAttack60cIdentityWriterPinsItsProxyAfterUnauthenticate", "TestAttack60cIdentityWriterPinsItsProxyOnAPeeringBeforeThePin"}}
 	statusIDs         = Writer{Principal: StatusWriter, Writes: "Identity status in every namespace (conditions, certificate)"}
 	nsCreatorBindings = Writer{Principal: NamespaceCreator, Writes: "RoleBindings of the Roles it holds, in namespaces it creates, naming any user or group (`<C>`, `liqo.io`)"}
 	clusterRoleBinder = Writer{Principal: ClusterRoleBinder, Writes: "ClusterRoleBindings of ClusterRoles it holds, with any name, labels (a peering user's included) and subjects"}

@@ -96,11 +96,11 @@ type TenantRecord struct {
 	// ahead of time while the Tenant publishes that serial.
 	RenewSerial string
 	// ProxyURL is, on a consumer, the proxy this cluster reaches the remote provider
-	// through ("" for none), pinned by its first handshake (liqoctl authenticate or
-	// generate tenant, a Peering), or else by the first Identity of that provider the
-	// identity controller writes; nil while none is pinned, and again once the peering's
-	// control-plane Identity is removed (unauthenticate, leave: ForgetProxy). An Identity of
-	// that provider,
+	// through ("" for none), pinned by a handshake (liqoctl authenticate or generate
+	// tenant, a Peering), never by a controller from an Identity; nil while none is pinned
+	// (a peering older than the pin, until its next authenticate), and again once the
+	// peering's control-plane Identity is removed (unauthenticate, leave: ForgetProxy). An
+	// Identity of that provider,
 	// control-plane or slice, with another proxy is refused: the proxy is this cluster's
 	// choice, never the provider's (whose Tenant and its status others may write) nor an
 	// Identity writer's.
@@ -723,7 +723,7 @@ func (r *TenantRecord) CheckPinnedProxy(liqoNS, proxy string) error {
 	if r == nil || r.ProxyURL == nil || *r.ProxyURL == proxy {
 		return nil
 	}
-	return fmt.Errorf("%w: this cluster pinned %s for provider %q at its first handshake, not %s: if this cluster should now reach it otherwise, forget the pin with %s (liqoctl unauthenticate forgets it too) and authenticate again",
+	return fmt.Errorf("%w: this cluster pinned %s for provider %q at an earlier handshake, not %s: if this cluster should now reach it otherwise, forget the pin with %s (liqoctl unauthenticate forgets it too) and authenticate again",
 		ErrProxyNotPinned, DescribeProxy(*r.ProxyURL), r.RemoteID, DescribeProxy(proxy), UnpinProxyCommand(liqoNS, r.RemoteID))
 }
 

@@ -272,26 +272,35 @@ func (r *Reconciler) checkPins(ctx context.Context, id *authv1beta1.Identity) (r
 }
 
 // checkPinnedProxy verifies that the Identity reaches its provider through the proxy this
-// cluster pinned for it (cluster.TenantRecord.ProxyURL), and pins the Identity's when
-// none is pinned yet (a peering older than the pin): whoever may write Identities, or the
-// provider's Tenant the Identity was made from, could have put another there.
+// cluster pinned for it (cluster.TenantRecord.ProxyURL): whoever may write Identities, or
+// the provider's Tenant the Identity was made from, could have put another there. Only a
+// handshake pins (liqoctl authenticate, generate tenant, a Peering), never this
+// controller: an Identity writer's Identity, refused or not, would otherwise choose the
+// pin whenever none is there (after an unpin, an unauthenticate, on a peering older than
+// the pin). With none pinned, the Identity is taken as it is, as before the pin existed.
+// A cache that does not agree is checked against the live record, which liqoctl may have
+// just written.
 func (r *Reconciler) checkPinnedProxy(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
 	got := ptr.Deref(id.Spec.AuthParams.ProxyURL, "")
 	provider := string(id.Spec.ClusterID)
-	if rec, getTenantRecordErr := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider); getTenantRecordErr == nil && rec != nil && rec.ProxyURL != nil && *rec.ProxyURL == got {
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
+	if err != nil {
+		return "", "", err
+	}
+	if rec.CheckPinnedProxy(r.Placement.LiqoNamespace, got) == nil && rec != nil && rec.ProxyURL != nil {
 		return "", "", nil // the usual case, from the cache
 	}
-	err = cluster.UpdateCachedTenantRecord(ctx, r.Client, r.Placement.Live, r.Placement.LiqoNamespace, provider, false, func(rec *cluster.TenantRecord) error {
-		if rec.ProxyURL == nil {
-			rec.ProxyURL = &got
-			return nil
-		}
-		if pinErr := rec.CheckPinnedProxy(r.Placement.LiqoNamespace, got); pinErr != nil {
-			reason, msg = string(authn.ReasonProxyNotPinned), "the Identity reaches the provider through "+pinErr.Error()
-		}
-		return nil
-	})
-	return reason, msg, err
+	live := r.Placement.Live
+	if live == nil {
+		live = r.Client
+	}
+	if rec, err = cluster.GetTenantRecord(ctx, live, r.Placement.LiqoNamespace, provider); err != nil {
+		return "", "", err
+	}
+	if pinErr := rec.CheckPinnedProxy(r.Placement.LiqoNamespace, got); pinErr != nil {
+		return string(authn.ReasonProxyNotPinned), "the Identity reaches the provider through " + pinErr.Error(), nil //nolint:nilerr // a proxy other than the pinned one is a refusal, not a retry
+	}
+	return "", "", nil
 }
 
 // ensureSecret creates or updates the kubeconfig Secret, owned by the Identity. A Secret

@@ -231,8 +231,9 @@ func TestWritesKubeconfig(t *testing.T) {
 			if !hasEvent(evs, corev1.EventTypeNormal, authv1beta1.ReasonKubeconfigReady) || len(evs) != 1 {
 				t.Errorf("Events %v, want one Normal %s", evs, authv1beta1.ReasonKubeconfigReady)
 			}
-			if rec := w.record(); rec.CAFingerprint != fp || rec.ProxyURL == nil || *rec.ProxyURL != "" {
-				t.Errorf("the record pins CA %q and proxy %v, want %q and none", rec.CAFingerprint, rec.ProxyURL, fp)
+			// The CA is pinned on first use; the proxy only ever by a handshake.
+			if rec := w.record(); rec.CAFingerprint != fp || (rec.ProxyURL != nil) != tc.pinned {
+				t.Errorf("the record pins CA %q and proxy %v, want %q and a proxy pinned %v", rec.CAFingerprint, rec.ProxyURL, fp, tc.pinned)
 			}
 			wantKubeconfig(t, w, got, testSelf)
 			if got.Status.CAFingerprint != fp || got.Status.Certificate == nil || got.Status.Certificate.SerialNumber != "abc" ||
