@@ -710,6 +710,15 @@ func UnpinCACommand(liqoNS, providerID string) string {
 		liqoNS, wire.TenantRecordName(providerID), recordCAKey)
 }
 
+// RepinCACommand is the command with which this cluster's administrator pins CA
+// fingerprint fp for provider providerID in place of the one pinned, once the provider's
+// administrator confirmed it: unlike UnpinCACommand, it leaves no moment in which the
+// next Identity, whoever wrote it, would choose the pin.
+func RepinCACommand(liqoNS, providerID, fp string) string {
+	return fmt.Sprintf(`kubectl patch configmap -n %s %s --type=merge -p '{"data":{"%s":"%s"}}'`,
+		liqoNS, wire.TenantRecordName(providerID), recordCAKey, fp)
+}
+
 // UnpinProxyCommand is the command that forgets the proxy pinned for providerID, for its
 // administrator to change the proxy this cluster reaches it through.
 func UnpinProxyCommand(liqoNS, providerID string) string {

@@ -108,21 +108,9 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 		return r.refuseOrFail(id, notes, reason, msg, err)
 	}
 	user := kubeconfigUser(id, r.ClusterID)
-	key, reason, msg, err := r.holdingKey(ctx, params.SignedCRT)
+	kubeconfig, reason, msg, err := r.forgeKubeconfig(ctx, id, user, now)
 	if err != nil || reason != "" {
 		return r.refuseOrFail(id, notes, reason, msg, err)
-	}
-	kubeconfig, err := authn.ForgeKubeconfig(authn.KubeconfigParams{
-		ClusterName: string(id.Spec.ClusterID), User: user, Server: params.APIServer, CA: params.CA,
-		ProxyURL: ptr.Deref(params.ProxyURL, ""), CertPEM: params.SignedCRT, Key: key, Namespace: ptr.Deref(id.Spec.Namespace, ""),
-	}, now)
-	if err != nil {
-		reason := authn.ReasonOf(err)
-		if reason == "" {
-			return ctrl.Result{}, err
-		}
-		r.refuse(id, notes, string(reason), err.Error())
-		return ctrl.Result{}, nil
 	}
 	// Both were checked by ForgeKubeconfig (and checkPinnedCA) above.
 	cert, err := authn.ParseCertificate(params.SignedCRT)
@@ -133,6 +121,11 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// Only now, the Identity having passed every check of its own, may its CA be pinned
+	// (when nothing is): a refused Identity, an Identity writer's decoy, pins nothing.
+	if reason, msg, err := r.checkPinnedCA(ctx, id, true); err != nil || reason != "" {
+		return r.refuseOrFail(id, notes, reason, msg, err)
+	}
 	if ok, msg, err := r.ensureSecret(ctx, id, kubeconfig); err != nil || !ok {
 		if err == nil {
 			r.refuse(id, notes, authv1beta1.ReasonKubeconfigSecretNotOwned, msg)
@@ -142,6 +135,28 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 	setReady(id, notes, cert, caFP, user, now)
 	// Come back when the certificate expires, to report it.
 	return ctrl.Result{RequeueAfter: cert.NotAfter.Sub(now) + time.Second}, nil
+}
+
+// forgeKubeconfig is the kubeconfig of the Identity for user, with the key of this
+// cluster that holds its certificate; reason and msg say why there is none (a decision),
+// err that it could not be decided (a retry).
+func (r *Reconciler) forgeKubeconfig(ctx context.Context, id *authv1beta1.Identity, user string, now time.Time) (kubeconfig []byte, reason, msg string, err error) {
+	params := id.Spec.AuthParams
+	key, reason, msg, err := r.holdingKey(ctx, params.SignedCRT)
+	if err != nil || reason != "" {
+		return nil, reason, msg, err
+	}
+	kubeconfig, err = authn.ForgeKubeconfig(authn.KubeconfigParams{
+		ClusterName: string(id.Spec.ClusterID), User: user, Server: params.APIServer, CA: params.CA,
+		ProxyURL: ptr.Deref(params.ProxyURL, ""), CertPEM: params.SignedCRT, Key: key, Namespace: ptr.Deref(id.Spec.Namespace, ""),
+	}, now)
+	if err != nil {
+		if reason := authn.ReasonOf(err); reason != "" {
+			return nil, string(reason), err.Error(), nil
+		}
+		return nil, "", "", err
+	}
+	return kubeconfig, "", "", nil
 }
 
 // holdingKey is the key of this cluster's key set that holds the certificate's public key:
@@ -236,9 +251,11 @@ func (r *Reconciler) checkPlacement(ctx context.Context, id *authv1beta1.Identit
 
 // checkPinnedCA checks the Identity's CA against the provider CA pinned in this cluster's
 // tenant record (by liqoctl, from what the provider presented or from
-// --expect-fingerprint). With no pin yet (an Identity applied by hand), the CA is pinned
-// now, on first use: every later Identity and renewal from that provider must present it.
-func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
+// --expect-fingerprint). With no pin yet (an Identity applied by hand), pin says whether
+// to pin this CA now, on first use: reconcile asks only once the Identity passed every
+// other check, so that no Identity it refuses chooses the CA every later Identity and
+// renewal of that provider must present.
+func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity, pin bool) (reason, msg string, err error) {
 	got, err := authn.CAFingerprint(id.Spec.AuthParams.CA)
 	if err != nil {
 		return string(authn.ReasonOf(err)), err.Error(), nil
@@ -251,11 +268,13 @@ func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity
 		switch rec.CAFingerprint {
 		case got:
 		case "":
-			rec.CAFingerprint = got
+			if pin {
+				rec.CAFingerprint = got
+			}
 		default:
 			reason = string(authn.ReasonCAFingerprintMismatch)
-			msg = fmt.Sprintf("the Identity presents CA %s, but this cluster pinned CA %s for provider %q: if the provider's CA really changed, forget the old pin with %s and apply the Identity again",
-				got, rec.CAFingerprint, provider, cluster.UnpinCACommand(r.Placement.LiqoNamespace, provider))
+			msg = fmt.Sprintf("the Identity presents CA %s, but this cluster pinned CA %s for provider %q: if the provider's CA really changed, and its administrator confirms it is now %s (liqoctl info there shows it), pin that one with %s and the Identity is taken again",
+				got, rec.CAFingerprint, provider, got, cluster.RepinCACommand(r.Placement.LiqoNamespace, provider, got))
 		}
 		return nil
 	})
@@ -263,9 +282,9 @@ func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity
 }
 
 // checkPins verifies the Identity against what this cluster pinned for its provider: the
-// CA, then the proxy.
+// CA (pinning none), then the proxy.
 func (r *Reconciler) checkPins(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
-	if reason, msg, err = r.checkPinnedCA(ctx, id); err != nil || reason != "" {
+	if reason, msg, err = r.checkPinnedCA(ctx, id, false); err != nil || reason != "" {
 		return reason, msg, err
 	}
 	return r.checkPinnedProxy(ctx, id)

@@ -63,10 +63,6 @@ func TestRefusedIdentities(t *testing.T) {
 		pinned bool
 		mutate func(f *fixture, id *authv1beta1.Identity) []client.Object
 		reason string
-		// pinsCA says the refusal comes after the Identity's CA was pinned on first use:
-		// the certificate is checked after the CA is (the refusals before leave the record
-		// as it was).
-		pinsCA bool
 	}{
 		{name: "in a namespace labelled for the provider but not recorded", mutate: func(_ *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Namespace = "elsewhere"
@@ -116,23 +112,23 @@ func TestRefusedIdentities(t *testing.T) {
 			other := must(authn.GenerateKey(authn.Ed25519))
 			id.Spec.AuthParams.SignedCRT = f.ca.leaf(other.Public(), testSelf, 2, f.now.Add(time.Hour))
 			return nil
-		}, reason: string(authn.ReasonCertificateKeyMismatch), pinsCA: true},
+		}, reason: string(authn.ReasonCertificateKeyMismatch)},
 		{name: "a certificate for another user", mutate: func(f *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Spec.AuthParams.SignedCRT = f.ca.leaf(f.key.Public(), "cl-other", 2, f.now.Add(time.Hour))
 			return nil
-		}, reason: string(authn.ReasonCertificateSubject), pinsCA: true},
+		}, reason: string(authn.ReasonCertificateSubject)},
 		{name: "a ResourceSlice Identity with the control-plane user's certificate", mutate: func(_ *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Name, id.Spec.Type, id.Labels[wire.SliceNameLabel] = wire.SliceIdentityName("s1"), authv1beta1.ResourceSliceIdentityType, "s1"
 			return nil
-		}, reason: string(authn.ReasonCertificateSubject), pinsCA: true},
+		}, reason: string(authn.ReasonCertificateSubject)},
 		{name: "a certificate not chaining to the given CA", mutate: func(f *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Spec.AuthParams.SignedCRT = newCA(f.now).leaf(f.key.Public(), testSelf, 2, f.now.Add(time.Hour))
 			return nil
-		}, reason: string(authn.ReasonCertificateNotTrusted), pinsCA: true},
+		}, reason: string(authn.ReasonCertificateNotTrusted)},
 		{name: "an expired certificate", mutate: func(f *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Spec.AuthParams.SignedCRT = f.ca.leaf(f.key.Public(), testSelf, 2, f.now.Add(-time.Minute))
 			return nil
-		}, reason: string(authn.ReasonCertificateExpired), pinsCA: true},
+		}, reason: string(authn.ReasonCertificateExpired)},
 		{name: "another CA than the pinned one", pinned: true, mutate: func(f *fixture, id *authv1beta1.Identity) []client.Object {
 			other := newCA(f.now)
 			id.Spec.AuthParams.CA, id.Spec.AuthParams.SignedCRT = other.pem, other.leaf(f.key.Public(), testSelf, 2, f.now.Add(time.Hour))
@@ -163,8 +159,17 @@ func TestRefusedIdentities(t *testing.T) {
 			}
 			w := f.newWorld(pin, objs...)
 			res, got, writes, evs := w.reconcile(keyOf(id))
-			if c := ready(t, got); c.Status != metav1.ConditionFalse || c.Reason != tc.reason {
+			c := ready(t, got)
+			if c.Status != metav1.ConditionFalse || c.Reason != tc.reason {
 				t.Fatalf("Ready is %s %s (%s), want False %s", c.Status, c.Reason, c.Message, tc.reason)
+			}
+			if tc.reason == string(authn.ReasonCAFingerprintMismatch) {
+				// The advice pins the presented CA in place of the old, once the provider's
+				// administrator confirmed it: an unpin would let the next Identity choose.
+				repin := cluster.RepinCACommand(testLiqoNS, testProvider, must(authn.CAFingerprint(id.Spec.AuthParams.CA)))
+				if !strings.Contains(c.Message, repin) || strings.Contains(c.Message, `"op":"remove"`) {
+					t.Errorf("the refusal advises %q, want %q", c.Message, repin)
+				}
 			}
 			if !hasEvent(evs, corev1.EventTypeWarning, tc.reason) {
 				t.Errorf("no Warning Event %s in %v", tc.reason, evs)
@@ -178,12 +183,10 @@ func TestRefusedIdentities(t *testing.T) {
 			if s := w.secret(id.Namespace, id.Name); s != nil {
 				t.Errorf("a refused Identity got a kubeconfig Secret: %v", s.Name)
 			}
-			wantPin := pin
-			if tc.pinsCA {
-				wantPin = must(authn.CAFingerprint(id.Spec.AuthParams.CA))
-			}
-			if rec := w.record(); rec.CAFingerprint != wantPin {
-				t.Errorf("the record pins %q after the refusal, want %q", rec.CAFingerprint, wantPin)
+			// A refused Identity pins no CA, whichever check refused it: an Identity
+			// writer's decoy would otherwise choose the CA the provider must present.
+			if rec := w.record(); rec.CAFingerprint != pin {
+				t.Errorf("the record pins %q after the refusal, want %q", rec.CAFingerprint, pin)
 			}
 			if want := map[string]int{"update Identity/status": 1}; !equalCounts(withoutRecord(writes), want) {
 				t.Errorf("writes %v, want %v", writes, want)

@@ -94,6 +94,8 @@ func (o *Options) Run(ctx context.Context) error {
 			return pinCAFingerprintErr
 		}
 		s.Report.Info("Provider CA %s pinned", o.ExpectFingerprint)
+	} else if warnErr := o.warnUnpinnedCA(ctx, s); warnErr != nil {
+		return warnErr
 	}
 	// This cluster's way to the provider is its own choice: the Identity the provider's
 	// administrator hands back is refused with any other (whoever may write the Tenant
@@ -134,4 +136,20 @@ func (o *Options) Run(ctx context.Context) error {
 	s.Report.Info("Tenant correctly generated: it hands over public key %s", fp)
 	s.Report.Info("Next, on the provider: kubectl apply -f tenant.yaml; liqoctl generate identity --remote-cluster-id %s --expect-fingerprint %s", s.ClusterID, fp)
 	return o.Output.PrintObjects(o.Global.Streams.Out, t)
+}
+
+// warnUnpinnedCA says, when no --expect-fingerprint was given, which provider CA the
+// Identity must present: the one pinned at an earlier handshake, or, with none, the CA of
+// the first Identity this cluster's manager accepts for the provider, whoever applies it.
+func (o *Options) warnUnpinnedCA(ctx context.Context, s *handshake.Side) error {
+	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, o.RemoteClusterID)
+	if err != nil {
+		return s.Explain(err, "reading the provider CA pinned")
+	}
+	if rec != nil && rec.CAFingerprint != "" {
+		s.Report.Info("Provider CA %s stays pinned from an earlier handshake", rec.CAFingerprint)
+		return nil
+	}
+	s.Report.Warn("No provider CA is pinned: the first Identity accepted for %q, whoever applies it, pins its CA. Pass --expect-fingerprint with the fingerprint liqoctl create nonce printed on the provider (liqoctl info there shows it too) to pin it now", o.RemoteClusterID)
+	return nil
 }
