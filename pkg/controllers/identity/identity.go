@@ -306,7 +306,7 @@ func (r *Reconciler) checkPinnedProxy(ctx context.Context, id *authv1beta1.Ident
 	if err != nil {
 		return "", "", err
 	}
-	if rec.CheckPinnedProxy(r.Placement.LiqoNamespace, got) == nil && rec != nil && rec.ProxyURL != nil {
+	if rec != nil && rec.ProxyURL != nil && *rec.ProxyURL == got {
 		return "", "", nil // the usual case, from the cache
 	}
 	live := r.Placement.Live
