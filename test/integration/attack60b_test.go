@@ -39,7 +39,7 @@ func TestAttack60bTenantWriterDictatesTheProxyAdvice(t *testing.T) {
 	const asked = "socks5://proxy.consumer.example:1080"
 	mustCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", asked)...)
 	pTN, cTN := wire.TenantNamespaceName(c.id), wire.TenantNamespaceName(p.id)
-	writer := principal(t, p, "tenant-writer", pTN, rule(authv1beta1.GroupVersion.Group, "tenants", "get", "update"))
+	writer := tenantSpecWriter(t, p, pTN)
 	rewrite(t, writer, client.ObjectKey{Namespace: pTN, Name: c.id}, false, func(tn *authv1beta1.Tenant) {
 		tn.Spec.ProxyURL = ptr.To(attackerProxy)
 	})
@@ -99,7 +99,7 @@ func TestAttack60bTenantWriterSwapsTheProxyWhileAuthenticateWaits(t *testing.T) 
 		return awaitsApprovalForTest(&tn), nil
 	})
 
-	writer := principal(t, p, "tenant-writer", pTN, rule(authv1beta1.GroupVersion.Group, "tenants", "get", "update"))
+	writer := tenantSpecWriter(t, p, pTN)
 	rewrite(t, writer, key, false, func(tn *authv1beta1.Tenant) {
 		tn.Spec.ProxyURL = ptr.To(attackerProxy)
 	})
@@ -149,7 +149,7 @@ func TestAttack60bTenantWriterProxyOutlivesTheConsumersReapply(t *testing.T) {
 	mustCLI(t, pairArgs("authenticate", c, p)...)
 	pTN, cTN := wire.TenantNamespaceName(c.id), wire.TenantNamespaceName(p.id)
 	other := newAttacker(t, c.id)
-	writer := principal(t, p, "tenant-writer", pTN, rule(authv1beta1.GroupVersion.Group, "tenants", "get", "update"))
+	writer := tenantSpecWriter(t, p, pTN)
 	rewrite(t, writer, client.ObjectKey{Namespace: pTN, Name: c.id}, false, func(tn *authv1beta1.Tenant) {
 		tn.Spec.ProxyURL = ptr.To(attackerProxy)
 		tn.Spec.CSR = other.csr(t)
@@ -183,7 +183,7 @@ func TestAttack60bTenantWriterRemovesTheProxySilently(t *testing.T) {
 	const asked = "socks5://proxy.consumer.example:1080"
 	mustCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", asked)...)
 	pTN := wire.TenantNamespaceName(c.id)
-	writer := principal(t, p, "tenant-writer", pTN, rule(authv1beta1.GroupVersion.Group, "tenants", "get", "update"))
+	writer := tenantSpecWriter(t, p, pTN)
 	rewrite(t, writer, client.ObjectKey{Namespace: pTN, Name: c.id}, false, func(tn *authv1beta1.Tenant) {
 		tn.Spec.ProxyURL = nil
 	})

@@ -393,7 +393,7 @@ func TestLiqoConsumerRerunsAgainstThisProvider(t *testing.T) {
 	require.NoError(t, secretWriter.Get(ctx, client.ObjectKey{Namespace: tnName, Name: wire.NonceSecretName}, &ns))
 	ns.Annotations[wire.NonceIssuedAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 	require.NoError(t, secretWriter.Update(ctx, &ns))
-	tenantWriter := principal(t, p, "tenant-writer", tnName, rule("authentication.liqo.io", "tenants", "get", "update"))
+	tenantWriter := tenantSpecWriter(t, p, tnName)
 	require.NoError(t, tenantWriter.Get(ctx, client.ObjectKeyFromObject(second), second))
 	second.Spec = switched.Spec
 	require.NoError(t, tenantWriter.Update(ctx, second))

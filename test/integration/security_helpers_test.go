@@ -41,6 +41,13 @@ func principal(t testing.TB, s *site, user, ns string, rules ...rbacv1.PolicyRul
 	return newClient(t, cfg)
 }
 
+// tenantSpecWriter is a Tenant writer of namespace ns on s (tenants get, update): it may
+// rewrite a Tenant's spec, which the acceptance seal covers except spec.proxyURL.
+func tenantSpecWriter(t testing.TB, s *site, ns string) client.WithWatch {
+	t.Helper()
+	return principal(t, s, "tenant-writer", ns, rule(authv1beta1.GroupVersion.Group, "tenants", "get", "update"))
+}
+
 func rule(group, resource string, verbs ...string) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}
 }

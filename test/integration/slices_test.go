@@ -330,7 +330,7 @@ func TestResourceSliceAttacks(t *testing.T) {
 
 	// TolerateNoHandshake, set on Bob's Tenant by whoever may write it, does not skip the
 	// key match unless the provider's administrator started the manager to honor it.
-	tenantWriter := principal(t, p, "tenant-writer", tb.Namespace, rule("authentication.liqo.io", "tenants", "get", "update"))
+	tenantWriter := tenantSpecWriter(t, p, tb.Namespace)
 	require.NoError(t, tenantWriter.Get(ctx, client.ObjectKeyFromObject(tb), tb))
 	policy := authv1beta1.TolerateNoHandshake
 	tb.Spec.AuthzPolicy = &policy
