@@ -702,18 +702,11 @@ func SliceUser(ctx context.Context, c client.Reader, liqoNS, user string, now ti
 	return "", nil
 }
 
-// UnpinCACommand is the command with which this cluster's administrator forgets the CA
-// pinned for provider providerID (the pin is in the tenant record in liqoNS), when the
-// provider's CA really changed: the next Identity or --expect-fingerprint pins anew.
-func UnpinCACommand(liqoNS, providerID string) string {
-	return fmt.Sprintf(`kubectl patch configmap -n %s %s --type=json -p '[{"op":"remove","path":"/data/%s"}]'`,
-		liqoNS, wire.TenantRecordName(providerID), recordCAKey)
-}
-
 // RepinCACommand is the command with which this cluster's administrator pins CA
 // fingerprint fp for provider providerID in place of the one pinned, once the provider's
-// administrator confirmed it: unlike UnpinCACommand, it leaves no moment in which the
-// next Identity, whoever wrote it, would choose the pin.
+// administrator confirmed it. Removing the pin instead would leave a moment in which the
+// next Identity this cluster's manager accepts, whoever wrote it (an old one still valid
+// included), chooses the pin.
 func RepinCACommand(liqoNS, providerID, fp string) string {
 	return fmt.Sprintf(`kubectl patch configmap -n %s %s --type=merge -p '{"data":{"%s":"%s"}}'`,
 		liqoNS, wire.TenantRecordName(providerID), recordCAKey, fp)

@@ -622,10 +622,18 @@ func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, prox
 		}
 	}
 	if fp != "" && pinned != "" && pinned != fp {
-		return fmt.Errorf("%sthis cluster pinned CA %s for provider %q at an earlier handshake, and %s: if the provider's CA really changed, forget the old pin with %s and re-run the command",
-			c.prefix(), pinned, providerID, source, cluster.UnpinCACommand(c.Namespace, providerID))
+		return caPinMismatch(c, providerID, pinned, fp, source)
 	}
 	return nil
+}
+
+// caPinMismatch is the refusal of CA fingerprint fp (source says where it comes from) on
+// the consumer c, which pinned another for providerID. Its advice replaces the pin once
+// the provider's administrator confirmed the new CA: removing it instead would let the
+// next Identity the manager accepts, whoever wrote it (the old one included), choose.
+func caPinMismatch(c *Side, providerID, pinned, fp, source string) error {
+	return fmt.Errorf("%sthis cluster pinned CA %s for provider %q earlier, and %s: if the provider's CA really changed, and its administrator confirms it is now %s (liqoctl info there shows it), pin that one in place of the old with %s and re-run the command",
+		c.prefix(), pinned, providerID, source, fp, cluster.RepinCACommand(c.Namespace, providerID, fp))
 }
 
 // certValid reports whether the Tenant publishes a certificate that is valid at now.

@@ -65,7 +65,10 @@ func TestRoughEdgesManualFlow(t *testing.T) {
 	assert.Contains(t, err.Error(), "this cluster pinned CA "+caFP+" for provider \"cl-provider\"")
 	assert.Contains(t, err.Error(), "--expect-fingerprint gives "+other)
 	assert.NotContains(t, err.Error(), "the provider presents", "the provider presented nothing: the user gave it")
-	assert.Contains(t, err.Error(), `kubectl patch configmap -n liqo `+wire.TenantRecordName(provider.id)+` --type=json -p '[{"op":"remove","path":"/data/caFingerprint"}]'`)
+	// The advice replaces the pin, once confirmed: removing it would let the next Identity
+	// accepted, whoever wrote it, choose (helper-27).
+	assert.Contains(t, err.Error(), `kubectl patch configmap -n liqo `+wire.TenantRecordName(provider.id)+` --type=merge -p '{"data":{"caFingerprint":"`+other+`"}}'`)
+	assert.NotContains(t, err.Error(), `"op":"remove"`)
 
 	// A refused Tenant: the provider's controllers run for a while, then stop; deleting
 	// the Tenant needs nobody.

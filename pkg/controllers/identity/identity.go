@@ -121,8 +121,9 @@ func (r *Reconciler) reconcile(ctx context.Context, id *authv1beta1.Identity, no
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// Only now, the Identity having passed every check of its own, may its CA be pinned
-	// (when nothing is): a refused Identity, an Identity writer's decoy, pins nothing.
+	// Only now, the Identity having passed every check of its own (placement, pins, key,
+	// certificate), may its CA be pinned when nothing is: an Identity those checks refuse,
+	// an Identity writer's decoy, pins nothing.
 	if reason, msg, err := r.checkPinnedCA(ctx, id, true); err != nil || reason != "" {
 		return r.refuseOrFail(id, notes, reason, msg, err)
 	}

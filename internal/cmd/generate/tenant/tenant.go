@@ -139,7 +139,7 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 // warnUnpinnedCA says, when no --expect-fingerprint was given, which provider CA the
-// Identity must present: the one pinned at an earlier handshake, or, with none, the CA of
+// Identity must present: the one pinned earlier, or, with none, the CA of
 // the first Identity this cluster's manager accepts for the provider, whoever applies it.
 func (o *Options) warnUnpinnedCA(ctx context.Context, s *handshake.Side) error {
 	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, o.RemoteClusterID)
@@ -147,7 +147,7 @@ func (o *Options) warnUnpinnedCA(ctx context.Context, s *handshake.Side) error {
 		return s.Explain(err, "reading the provider CA pinned")
 	}
 	if rec != nil && rec.CAFingerprint != "" {
-		s.Report.Info("Provider CA %s stays pinned from an earlier handshake", rec.CAFingerprint)
+		s.Report.Info("Provider CA %s stays pinned: the Identity must present it", rec.CAFingerprint)
 		return nil
 	}
 	s.Report.Warn("No provider CA is pinned: the first Identity accepted for %q, whoever applies it, pins its CA. Pass --expect-fingerprint with the fingerprint liqoctl create nonce printed on the provider (liqoctl info there shows it too) to pin it now", o.RemoteClusterID)
