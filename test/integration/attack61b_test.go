@@ -55,6 +55,27 @@ func runAdvisedPatch(t *testing.T, s *site, msg string) string {
 	return m[0]
 }
 
+// peeredWithAnOlderCAPinned is a consumer peered with a provider by liqoctl authenticate,
+// its controllers running, whose provider CA changed since it was pinned (setup: the
+// administrator writes the fingerprint of another CA, returned, as the pin), with the
+// fingerprint of the CA the provider presents now.
+func peeredWithAnOlderCAPinned(t *testing.T) (c, p *site, providerFP string, oldCA *testenv.CA) {
+	t.Helper()
+	c, p = cliSites(t)
+	mustCLI(t, pairArgs("authenticate", c, p)...)
+	startControllers(t, c, authmanager.Consumer)
+	providerFP, err := authn.CAFingerprint(p.cp.CA.CertPEM)
+	require.NoError(t, err)
+	oldCA, err = testenv.NewCA("provider-before-rotation")
+	require.NoError(t, err)
+	oldFP, err := authn.CAFingerprint(oldCA.CertPEM)
+	require.NoError(t, err)
+	cm := &corev1.ConfigMap{}
+	cm.Namespace, cm.Name = wire.DefaultLiqoNamespace, wire.TenantRecordName(p.id)
+	require.NoError(t, c.client.Patch(context.Background(), cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"caFingerprint":"`+oldFP+`"}}`))))
+	return c, p, providerFP, oldCA
+}
+
 // TestAttack61bAdvisedCAUnpinLetsAnIdentityWriterChooseTheCA acts as an Identity writer
 // of the consumer's tenant namespace (identities get, update), on a consumer peered with
 // liqoctl authenticate whose pinned provider CA is no longer the one the provider presents
@@ -75,27 +96,13 @@ func runAdvisedPatch(t *testing.T, s *site, msg string) string {
 // "at an earlier handshake".
 func TestAttack61bAdvisedCAUnpinLetsAnIdentityWriterChooseTheCA(t *testing.T) {
 	t.Parallel()
-	c, p := cliSites(t)
+	c, p, providerFP, _ := peeredWithAnOlderCAPinned(t)
 	ctx := context.Background()
-	mustCLI(t, pairArgs("authenticate", c, p)...)
-	startControllers(t, c, authmanager.Consumer)
-	providerFP, err := authn.CAFingerprint(p.cp.CA.CertPEM)
-	require.NoError(t, err)
 	cTN := wire.TenantNamespaceName(p.id)
 	cpKey := client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}
 
-	// The provider's CA changed since the consumer pinned it (setup: the administrator
-	// writes the older CA's fingerprint as the pin).
-	oldCA, err := testenv.NewCA("provider-before-rotation")
-	require.NoError(t, err)
-	oldFP, err := authn.CAFingerprint(oldCA.CertPEM)
-	require.NoError(t, err)
-	cm := &corev1.ConfigMap{}
-	cm.Namespace, cm.Name = wire.DefaultLiqoNamespace, wire.TenantRecordName(p.id)
-	require.NoError(t, c.client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"caFingerprint":"`+oldFP+`"}}`))))
-
 	// The administrator re-runs the handshake: refused, with advice.
-	_, _, err = runCLI(t, pairArgs("authenticate", c, p)...)
+	_, _, err := runCLI(t, pairArgs("authenticate", c, p)...)
 	require.Error(t, err, "authenticate took a provider CA other than the pinned one")
 	advice := err.Error()
 	t.Logf("authenticate refused: %s", advice)
@@ -170,23 +177,12 @@ func TestAttack61bAdvisedCAUnpinLetsAnIdentityWriterChooseTheCA(t *testing.T) {
 // TestAttack60cAdvisedUnpinIsTakenBackByTheIdentityController).
 func TestAttack61bAdvisedCAUnpinIsTakenBackByTheOldIdentity(t *testing.T) {
 	t.Parallel()
-	c, p := cliSites(t)
-	ctx := context.Background()
-	mustCLI(t, pairArgs("authenticate", c, p)...)
-	startControllers(t, c, authmanager.Consumer)
-	providerFP, err := authn.CAFingerprint(p.cp.CA.CertPEM)
-	require.NoError(t, err)
-	cTN := wire.TenantNamespaceName(p.id)
-	cpKey := client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}
-
-	// Setup: the consumer as it stands after the provider's CA changed.
-	oldCA, err := testenv.NewCA("provider-before-rotation")
-	require.NoError(t, err)
+	c, p, providerFP, oldCA := peeredWithAnOlderCAPinned(t)
 	oldFP, err := authn.CAFingerprint(oldCA.CertPEM)
 	require.NoError(t, err)
-	cm := &corev1.ConfigMap{}
-	cm.Namespace, cm.Name = wire.DefaultLiqoNamespace, wire.TenantRecordName(p.id)
-	require.NoError(t, c.client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"caFingerprint":"`+oldFP+`"}}`))))
+	cpKey := client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: wire.IdentityName(p.id)}
+
+	// Setup: the old Identity, from the CA the provider had before.
 	rewrite(t, c.client, cpKey, false, func(id *authv1beta1.Identity) {
 		cert, parseErr := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT)
 		require.NoError(t, parseErr)
@@ -212,7 +208,7 @@ func TestAttack61bAdvisedCAUnpinIsTakenBackByTheOldIdentity(t *testing.T) {
 
 	_, errOut, err := runCLI(t, pairArgs("authenticate", c, p)...)
 	assert.NoError(t, err, "the re-run the advice promised could not mend the peering\nstderr:\n%s", errOut)
-	rec, err := cluster.GetTenantRecord(ctx, c.client, wire.DefaultLiqoNamespace, p.id)
+	rec, err := cluster.GetTenantRecord(context.Background(), c.client, wire.DefaultLiqoNamespace, p.id)
 	require.NoError(t, err)
 	assert.Equal(t, providerFP, rec.CAFingerprint, "the record pins another CA than the provider's (the old one is %s)", oldFP)
 }
