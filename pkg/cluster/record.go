@@ -119,6 +119,10 @@ type TenantRecord struct {
 	// KeyRotation is, on a provider, the remote cluster's rotation of its key, once proven
 	// (nil: none): written only by the manager.
 	KeyRotation *KeyRotation
+
+	// from is the ConfigMap GetTenantRecord read the record from (nil otherwise), for
+	// UpdateTenantRecordAsRead to write over that version without reading it again.
+	from *corev1.ConfigMap
 }
 
 // KeyMove is a consumer's record of moving its control-plane identity with one provider
@@ -402,7 +406,11 @@ func GetTenantRecord(ctx context.Context, c client.Reader, liqoNS, remoteID stri
 	if cm.Labels[wire.TenantRecordLabel] != "true" {
 		return nil, nil
 	}
-	return recordFromConfigMap(remoteID, &cm)
+	r, err := recordFromConfigMap(remoteID, &cm)
+	if r != nil {
+		r.from = &cm
+	}
+	return r, err
 }
 
 // ListTenantRecords reads every tenant record of the Liqo namespace.
@@ -435,6 +443,18 @@ func UpdateTenantRecord(ctx context.Context, c client.Client, r client.Reader, l
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		return updateRecordOnce(ctx, c, r, liqoNS, remoteID, create, mutate)
 	})
+}
+
+// UpdateTenantRecordAsRead is UpdateTenantRecord for a command that read the record
+// earlier (read, from GetTenantRecord; nil: none) and nobody else writes meanwhile: its
+// first attempt writes over the version read, without reading it again. A version that
+// changed since cannot be written (the update carries its resourceVersion and conflicts),
+// and whatever the first attempt could not do is decided again on a live read.
+func UpdateTenantRecordAsRead(ctx context.Context, c client.Client, read *TenantRecord, liqoNS, remoteID string, create bool, mutate func(*TenantRecord) error) error {
+	if read != nil && read.from != nil && writeRecord(ctx, c, read.from.DeepCopy(), liqoNS, remoteID, create, mutate) == nil {
+		return nil
+	}
+	return UpdateTenantRecord(ctx, c, c, liqoNS, remoteID, create, mutate)
 }
 
 // UpdateCachedTenantRecord is UpdateTenantRecord for a controller: its first attempt

@@ -319,7 +319,9 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	}
 	pr.Report.Info("Identity correctly generated")
 	if !c.Controllers().Liqo() {
-		// A Liqo consumer keeps no pin: this project's record is not its.
+		// A Liqo consumer keeps no pin: this project's record is not its. A pin refused
+		// (another handshake pinned meanwhile) is refused before the Identity is applied:
+		// a refused run changes nothing.
 		if pinErr := pinProviderOnce(ctx, c, pr.ClusterID, t.Status.AuthParams.CA, p.ProxyURL, noted); pinErr != nil {
 			return nil, pinErr
 		}
@@ -563,25 +565,32 @@ func (p *Pair) notedRecord() *cluster.TenantRecord {
 // provider presented and the proxy this run reaches it through, so that a later Identity
 // presenting another CA or proxy is refused. It has nothing to do when the record read
 // earlier in the command (noted) pins both already: only the administrator and the
-// manager write the record, and neither unpins in the course of a handshake. A different
-// existing pin is an error: a provider CA does not change silently, nor does this
-// cluster's way to it.
+// manager write the record, and neither unpins in the course of a handshake; otherwise
+// its write starts from that record as read, without reading it again (a version that
+// changed since conflicts and is decided on a live read). A different existing pin is an
+// error, before any write when noted shows it: a provider CA does not change silently,
+// nor does this cluster's way to it.
 func pinProviderOnce(ctx context.Context, c *Side, providerID string, ca []byte, proxy string, noted *cluster.TenantRecord) error {
 	fp, err := authn.CAFingerprint(ca)
 	if err != nil {
 		return ScopedErrorf(Remote, "the provider's CA is not valid: %w", err)
 	}
-	if noted != nil && noted.CAFingerprint == fp && noted.ProxyURL != nil && *noted.ProxyURL == proxy {
+	source := "the provider now presents CA " + fp
+	switch {
+	case noted == nil:
+	case noted.CAFingerprint != "" && noted.CAFingerprint != fp:
+		return caPinMismatch(c, providerID, noted.CAFingerprint, fp, source)
+	case noted.CAFingerprint == fp && noted.ProxyURL != nil && *noted.ProxyURL == proxy:
 		return nil
 	}
-	return pinRecord(ctx, c, providerID, fp, "the provider now presents CA "+fp, &proxy)
+	return pinRecord(ctx, c, providerID, fp, source, &proxy, noted)
 }
 
 // PinProxy records proxy ("" for none) as the only proxy an Identity of provider
 // providerID may reach it through on the consumer c (see PinCAFingerprint); a different
 // pin already there is refused (ErrProxyChanged).
 func PinProxy(ctx context.Context, c *Side, providerID, proxy string) error {
-	return pinRecord(ctx, c, providerID, "", "", &proxy)
+	return pinRecord(ctx, c, providerID, "", "", &proxy, nil)
 }
 
 // PinCAFingerprint records fp as the only CA fingerprint an Identity of provider
@@ -594,16 +603,17 @@ func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp, source strin
 	if err := authn.ValidateFingerprint(fp); err != nil {
 		return err
 	}
-	return pinRecord(ctx, c, providerID, fp, source, nil)
+	return pinRecord(ctx, c, providerID, fp, source, nil, nil)
 }
 
 // pinRecord pins, in one write of the consumer's tenant record of providerID, the CA
 // fingerprint fp (none when "") and the proxy (none when nil), where nothing is pinned
-// yet; a different pin already there is refused (source says where fp comes from).
-func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, proxy *string) error {
+// yet; a different pin already there is refused (source says where fp comes from). The
+// write starts from the record as the command read it (noted; nil: read it now).
+func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, proxy *string, noted *cluster.TenantRecord) error {
 	var pinned string
 	var was cluster.TenantRecord
-	err := cluster.UpdateTenantRecord(ctx, c.Client, c.Client, c.Namespace, providerID, false, func(r *cluster.TenantRecord) error {
+	err := cluster.UpdateTenantRecordAsRead(ctx, c.Client, noted, c.Namespace, providerID, false, func(r *cluster.TenantRecord) error {
 		pinned, was = r.CAFingerprint, cluster.TenantRecord{RemoteID: providerID, ProxyURL: r.ProxyURL}
 		if pinned == "" && fp != "" {
 			r.CAFingerprint = fp
