@@ -59,6 +59,10 @@ func TestRoughEdgesManualFlow(t *testing.T) {
 
 	// The consumer pins the provider CA, then is given another fingerprint.
 	tenantYAML, _ := mustCLI(t, args(C, "generate", "tenant", "--remote-cluster-id", provider.id, "--nonce", nonce, "--expect-fingerprint", caFP)...)
+	// Without the flag, it says which CA the Identity must present.
+	_, errOut = mustCLI(t, args(C, "generate", "tenant", "--remote-cluster-id", provider.id, "--nonce", nonce)...)
+	assert.Contains(t, errOut, "Provider CA "+caFP+" stays pinned")
+	assert.NotContains(t, errOut, "No provider CA is pinned")
 	other := "sha256:" + strings.Repeat("1", 64)
 	_, _, err = runCLI(t, args(C, "generate", "tenant", "--remote-cluster-id", provider.id, "--nonce", nonce, "--expect-fingerprint", other)...)
 	require.Error(t, err)
