@@ -732,6 +732,14 @@ func RepinCACommand(liqoNS, providerID, fp string) string {
 		liqoNS, wire.TenantRecordName(providerID), recordCAKey, fp)
 }
 
+// RepinCAAdvice is what every refusal of a provider CA other than the pinned one advises
+// (the identity controller's and each handshake's): pin fp, the CA presented, in place of
+// the old once the provider's administrator confirmed it (RepinCACommand).
+func RepinCAAdvice(liqoNS, providerID, fp string) string {
+	return fmt.Sprintf("if the provider's CA really changed, and its administrator confirms it is now %s (liqoctl info there shows it), pin that one in place of the old with %s",
+		fp, RepinCACommand(liqoNS, providerID, fp))
+}
+
 // UnpinProxyCommand is the command that forgets the proxy pinned for providerID, for its
 // administrator to change the proxy this cluster reaches it through.
 func UnpinProxyCommand(liqoNS, providerID string) string {

@@ -642,8 +642,8 @@ func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, prox
 // the provider's administrator confirmed the new CA: removing it instead would let the
 // next Identity the manager accepts, whoever wrote it (the old one included), choose.
 func caPinMismatch(c *Side, providerID, pinned, fp, source string) error {
-	return fmt.Errorf("%sthis cluster pinned CA %s for provider %q earlier, and %s: if the provider's CA really changed, and its administrator confirms it is now %s (liqoctl info there shows it), pin that one in place of the old with %s and re-run the command",
-		c.prefix(), pinned, providerID, source, fp, cluster.RepinCACommand(c.Namespace, providerID, fp))
+	return fmt.Errorf("%sthis cluster pinned CA %s for provider %q earlier, and %s: %s, and re-run the command",
+		c.prefix(), pinned, providerID, source, cluster.RepinCAAdvice(c.Namespace, providerID, fp))
 }
 
 // certValid reports whether the Tenant publishes a certificate that is valid at now.

@@ -274,8 +274,8 @@ func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity
 			}
 		default:
 			reason = string(authn.ReasonCAFingerprintMismatch)
-			msg = fmt.Sprintf("the Identity presents CA %s, but this cluster pinned CA %s for provider %q: if the provider's CA really changed, and its administrator confirms it is now %s (liqoctl info there shows it), pin that one with %s and the Identity is taken again",
-				got, rec.CAFingerprint, provider, got, cluster.RepinCACommand(r.Placement.LiqoNamespace, provider, got))
+			msg = fmt.Sprintf("the Identity presents CA %s, but this cluster pinned CA %s for provider %q: %s, and the Identity is taken again",
+				got, rec.CAFingerprint, provider, cluster.RepinCAAdvice(r.Placement.LiqoNamespace, provider, got))
 		}
 		return nil
 	})
