@@ -757,6 +757,24 @@ func (r *TenantRecord) CheckPinnedProxy(liqoNS, proxy string) error {
 		ErrProxyNotPinned, DescribeProxy(*r.ProxyURL), r.RemoteID, DescribeProxy(proxy), UnpinProxyCommand(liqoNS, r.RemoteID))
 }
 
+// CheckIdentityProxy says why an Identity of r's provider, or a kubeconfig made from one,
+// may not reach the provider through proxy (nil: it may). It may through the proxy a
+// handshake pinned in r and, with none pinned (a peering older than the pin, an unpin, an
+// unauthenticate), through none: an Identity writer's proxy is never taken for want of a
+// pin. CheckPinnedProxy, which a handshake asks before it pins, lets anything through
+// where nothing is pinned; this does not. The advice names no command with proxy in it:
+// an Identity writer chose it.
+func (r *TenantRecord) CheckIdentityProxy(liqoNS, providerID, proxy string) error {
+	if r != nil && r.ProxyURL != nil {
+		return r.CheckPinnedProxy(liqoNS, proxy)
+	}
+	if proxy == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: this cluster pinned no proxy for provider %q, and takes %s only once a handshake pinned it: if this cluster reaches the provider through it, run liqoctl authenticate (or generate tenant) again with --tenant-proxy-url set to it",
+		ErrProxyNotPinned, providerID, DescribeProxy(proxy))
+}
+
 // ForgetProxy forgets the proxy pinned for providerID, once the peering's control-plane
 // Identity is removed: it was that peering's way to the provider, and a new peering
 // chooses its own. Nothing is written when none is pinned.

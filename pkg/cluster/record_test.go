@@ -116,17 +116,22 @@ func TestNonceUsed(t *testing.T) {
 }
 
 // TestPinnedProxy: a pinned proxy, "" (none) included, survives the ConfigMap and refuses
-// any other; nothing pinned refuses nothing.
+// any other. Nothing pinned refuses nothing to a handshake, which pins then
+// (CheckPinnedProxy), and every proxy to an Identity (CheckIdentityProxy), whose advice
+// names no command built from the proxy an Identity writer chose.
 func TestPinnedProxy(t *testing.T) {
 	const proxy = "socks5://proxy.example.com:1080"
+	const quoted = "http://proxy.example.com:3128/'$(id)'"
 	for _, tc := range []struct {
-		name   string
-		pinned *string
-		ok     map[string]bool
+		name       string
+		pinned     *string
+		ok         map[string]bool
+		identityOK map[string]bool
 	}{
-		{"nothing pinned", nil, map[string]bool{"": true, proxy: true}},
-		{"no proxy pinned", ptr.To(""), map[string]bool{"": true, proxy: false}},
-		{"a proxy pinned", ptr.To(proxy), map[string]bool{"": false, proxy: true, "http://proxy.attacker.example:3128": false}},
+		{"nothing pinned", nil, map[string]bool{"": true, proxy: true}, map[string]bool{"": true, proxy: false, quoted: false}},
+		{"no proxy pinned", ptr.To(""), map[string]bool{"": true, proxy: false}, map[string]bool{"": true, proxy: false}},
+		{"a proxy pinned", ptr.To(proxy), map[string]bool{"": false, proxy: true, "http://proxy.attacker.example:3128": false},
+			map[string]bool{"": false, proxy: true, "http://proxy.attacker.example:3128": false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cm := &corev1.ConfigMap{}
@@ -143,6 +148,22 @@ func TestPinnedProxy(t *testing.T) {
 				assert.ErrorIs(t, err, ErrProxyNotPinned, got)
 				assert.ErrorContains(t, err, UnpinProxyCommand("liqo", "cl-p"))
 			}
+			for got, ok := range tc.identityOK {
+				err := back.CheckIdentityProxy("liqo", "cl-p", got)
+				if ok {
+					assert.NoError(t, err, got)
+					continue
+				}
+				assert.ErrorIs(t, err, ErrProxyNotPinned, got)
+				if tc.pinned == nil {
+					assert.ErrorContains(t, err, "--tenant-proxy-url")
+					assert.NotContains(t, err.Error(), "kubectl", "a command built from the Identity's proxy")
+				}
+			}
 		})
 	}
+	// No record at all: only no proxy.
+	var none *TenantRecord
+	assert.NoError(t, none.CheckIdentityProxy("liqo", "cl-p", ""))
+	assert.ErrorIs(t, none.CheckIdentityProxy("liqo", "cl-p", proxy), ErrProxyNotPinned)
 }

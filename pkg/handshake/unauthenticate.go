@@ -363,7 +363,8 @@ func removedOrNothing(r Reporter, what string, removed []string) {
 
 // IdentityCredential is the client configuration with which the consumer proves what one
 // of its identities on provider providerID may still do: the certificate of Identity
-// ns/name, this cluster's key, and the API server, CA and proxy that Identity recorded,
+// ns/name, this cluster's key, the API server and CA that Identity recorded and the proxy
+// this cluster pinned (the Identity's only where no tenant record of this project's is),
 // with the CA the tenant record pinned for that provider (or, without a pin, one the
 // kubeconfig reaching the provider trusts: remote, nil when there is none). It never reads
 // the kubeconfig Secret, whose server anyone allowed to write Secrets there may point
@@ -395,16 +396,23 @@ func IdentityCredential(ctx context.Context, c *Side, ns, name, providerID strin
 	if !authn.PublicKeysEqual(cert.PublicKey, key.Public()) {
 		return nil, fmt.Errorf("%sIdentity %s/%s holds a certificate for another key than this cluster's: it proves nothing", c.prefix(), ns, name)
 	}
-	if checkIdentityCAErr := c.checkIdentityCA(ctx, providerID, ap.CA, remote); checkIdentityCAErr != nil {
+	rec, checkIdentityCAErr := c.checkIdentityCA(ctx, providerID, ap.CA, remote)
+	if checkIdentityCAErr != nil {
 		return nil, fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, checkIdentityCAErr)
+	}
+	// The proxy this cluster pinned (none when none is), whoever wrote the Identity; only
+	// a consumer that keeps no record of this project's (Liqo's) takes the Identity's.
+	proxy := ptr.Deref(ap.ProxyURL, "")
+	if rec != nil {
+		proxy = ptr.Deref(rec.ProxyURL, "")
 	}
 	keyPEM, err := authn.MarshalPrivateKey(key)
 	if err != nil {
 		return nil, err
 	}
 	cfg := &rest.Config{Host: ap.APIServer, TLSClientConfig: rest.TLSClientConfig{CAData: ap.CA, CertData: ap.SignedCRT, KeyData: keyPEM}}
-	if p := ptr.Deref(ap.ProxyURL, ""); p != "" {
-		u, err := url.Parse(p)
+	if proxy != "" {
+		u, err := url.Parse(proxy)
 		if err != nil {
 			return nil, fmt.Errorf("%sIdentity %s/%s: proxy URL: %w", c.prefix(), ns, name, err)
 		}
@@ -415,29 +423,30 @@ func IdentityCredential(ctx context.Context, c *Side, ns, name, providerID strin
 
 // checkIdentityCA verifies that ca, an Identity's CA for provider providerID, is the one
 // the tenant record pinned or, with no pin, shares a certificate with the CA the kubeconfig
-// reaching the provider (remote, may be nil) trusts.
-func (c *Side) checkIdentityCA(ctx context.Context, providerID string, ca []byte, remote *Side) error {
+// reaching the provider (remote, may be nil) trusts. It returns the record it read (nil:
+// there is none).
+func (c *Side) checkIdentityCA(ctx context.Context, providerID string, ca []byte, remote *Side) (*cluster.TenantRecord, error) {
 	fp, err := authn.CAFingerprint(ca)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rec, err := cluster.GetTenantRecord(ctx, c.Client, c.Namespace, providerID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	switch {
 	case rec != nil && rec.CAFingerprint != "":
 		if fp != rec.CAFingerprint {
-			return fmt.Errorf("its CA %s is not the %s this cluster pinned for provider %q", fp, rec.CAFingerprint, providerID)
+			return nil, fmt.Errorf("its CA %s is not the %s this cluster pinned for provider %q", fp, rec.CAFingerprint, providerID)
 		}
-		return nil
+		return rec, nil
 	case remote != nil && len(remote.trustedCA()) > 0:
 		if !authn.SharesCertificate(remote.trustedCA(), ca) {
-			return fmt.Errorf("its CA %s is not one the kubeconfig reaching the provider trusts", fp)
+			return nil, fmt.Errorf("its CA %s is not one the kubeconfig reaching the provider trusts", fp)
 		}
-		return nil
+		return rec, nil
 	}
-	return fmt.Errorf("no CA is pinned for provider %q to check its CA %s against", providerID, fp)
+	return nil, fmt.Errorf("no CA is pinned for provider %q to check its CA %s against", providerID, fp)
 }
 
 // selfAllowed asks, with SelfSubjectAccessReviews made with cfg's certificate, which of the

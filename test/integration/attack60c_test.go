@@ -19,6 +19,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/handshake"
 )
@@ -114,15 +115,15 @@ func TestAttack60cIdentityWriterPinsItsProxyAfterUnauthenticate(t *testing.T) {
 // proxy pin existed (its tenant record pins the CA, no proxy: emulated by removing the
 // key, as the previous version wrote it). While the consumer's manager is down (its
 // upgrade to the version that pins), the writer points the control-plane Identity at its
-// own forwarding proxy, and the slice Identity too. What must hold: no slice Identity takes
-// the writer's proxy, nothing tunnels through it, and the administrator's re-run of
-// liqoctl authenticate (no proxy) applies the Identity again with no proxy. A known
-// finding (helper-26): with nothing pinned, the Identity is taken as it is, as before the
-// pin existed, until the next authenticate pins; the controller no longer pins from it
-// (on 80141e7 it did, and the re-run was refused).
+// own forwarding proxy, and the slice Identity too. What must hold: the control-plane
+// Identity is refused (ProxyNotPinned: with no proxy pinned, only none is taken), the
+// kubeconfig the controller wrote before stays, no slice Identity takes the writer's
+// proxy, nothing tunnels through it, and the administrator's re-run of liqoctl
+// authenticate (no proxy) applies the Identity again with no proxy. Found by helper-26 on
+// 80141e7, and a known finding still on e7e5d61, where an Identity was taken with any
+// proxy while none was pinned.
 func TestAttack60cIdentityWriterPinsItsProxyOnAPeeringBeforeThePin(t *testing.T) {
 	t.Parallel()
-	knownFinding(t, "helper-26: on a peering older than the proxy pin, an Identity writer's proxy is taken until the next liqoctl authenticate pins one (docs/security.md, Identity)")
 	c, p := cliSites(t)
 	ctx := context.Background()
 	startControllers(t, p, authmanager.Provider)
@@ -161,12 +162,33 @@ func TestAttack60cIdentityWriterPinsItsProxyOnAPeeringBeforeThePin(t *testing.T)
 		}
 		return sliceID.Status.ObservedGeneration == sliceID.Generation && meta.FindStatusCondition(sliceID.Status.Conditions, authv1beta1.ConditionReady) != nil, nil
 	})
+	var cpID authv1beta1.Identity
+	eventually(t, 30*time.Second, "the control-plane Identity decided", func(ctx context.Context) (bool, error) {
+		if err := c.client.Get(ctx, cpKey, &cpID); err != nil {
+			return false, err
+		}
+		return cpID.Status.ObservedGeneration == cpID.Generation, nil
+	})
+	ready := meta.FindStatusCondition(cpID.Status.Conditions, authv1beta1.ConditionReady)
+	if assert.NotNil(t, ready) {
+		assert.Equal(t, string(authn.ReasonProxyNotPinned), ready.Reason, "the control-plane Identity with the writer's proxy: %s", ready.Message)
+		assert.Contains(t, ready.Message, "--tenant-proxy-url", "the refusal says how to pin a proxy")
+	}
+	var secret corev1.Secret
+	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.KubeconfigSecretName(cpKey.Name)}, &secret))
+	assert.NotContains(t, string(secret.Data[wire.KubeconfigField]), proxy, "the control-plane kubeconfig tunnels through the Identity writer's host")
 	rec, err := cluster.GetTenantRecord(ctx, c.client, wire.DefaultLiqoNamespace, p.id)
 	require.NoError(t, err)
 	assert.False(t, rec != nil && ptr.Deref(rec.ProxyURL, "") == proxy, "the identity controller pinned the Identity writer's proxy")
-	assert.NotEqual(t, proxy, ptr.Deref(sliceID.Spec.AuthParams.ProxyURL, ""), "the slice Identity reaches the provider through the Identity writer's proxy")
-	kc := sliceKubeconfig(t, c, p, rs.Name)
-	assert.NotContains(t, string(kc), proxy, "the slice kubeconfig tunnels through the Identity writer's host (%d tunnels)", tunnels.Load())
+	// The slice Identity the writer pointed at its proxy is refused, or written again
+	// without it; the slice kubeconfig written before holds no proxy.
+	if ptr.Deref(sliceID.Spec.AuthParams.ProxyURL, "") == proxy {
+		sliceReady := meta.FindStatusCondition(sliceID.Status.Conditions, authv1beta1.ConditionReady)
+		assert.Equal(t, string(authn.ReasonProxyNotPinned), sliceReady.Reason, "the slice Identity with the writer's proxy: %s", sliceReady.Message)
+	}
+	var sliceSecret corev1.Secret
+	require.NoError(t, c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.KubeconfigSecretName(sliceKey.Name)}, &sliceSecret))
+	assert.NotContains(t, string(sliceSecret.Data[wire.KubeconfigField]), proxy, "the slice kubeconfig tunnels through the Identity writer's host")
 
 	// The consumer's administrator re-runs the handshake, asking for no proxy.
 	_, errOut, runErr := runCLI(t, pairArgs("authenticate", c, p)...)
@@ -174,5 +196,7 @@ func TestAttack60cIdentityWriterPinsItsProxyOnAPeeringBeforeThePin(t *testing.T)
 	var id authv1beta1.Identity
 	require.NoError(t, c.client.Get(ctx, cpKey, &id))
 	assert.Empty(t, ptr.Deref(id.Spec.AuthParams.ProxyURL, ""), "the control-plane Identity stays on the writer's proxy")
-	t.Logf("tunnels through the writer's proxy: %d", tunnels.Load())
+	// The slice follows: written again with the pinned proxy (none), and ready.
+	assert.NotContains(t, string(sliceKubeconfig(t, c, p, rs.Name)), "proxy-url", "the slice kubeconfig after the re-run")
+	assert.Zero(t, tunnels.Load(), "something reached the provider through the Identity writer's proxy")
 }

@@ -395,13 +395,15 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.Resourc
 		return err
 	}
 	params := rs.Status.AuthParams.DeepCopy()
-	params.APIServer, params.ProxyURL = cp.Spec.AuthParams.APIServer, cp.Spec.AuthParams.ProxyURL
+	params.APIServer, params.ProxyURL = cp.Spec.AuthParams.APIServer, nil
 	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
 	if err != nil {
 		return err
 	}
-	if rec != nil && rec.ProxyURL != nil {
-		params.ProxyURL = ptr.To(*rec.ProxyURL) // the proxy this cluster pinned, whoever wrote the control-plane Identity
+	// The proxy this cluster pinned, whoever wrote the control-plane Identity; none when
+	// none is pinned, as the identity controller takes no other (CheckIdentityProxy).
+	if rec != nil && ptr.Deref(rec.ProxyURL, "") != "" {
+		params.ProxyURL = ptr.To(*rec.ProxyURL)
 	}
 	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, id, func() error {

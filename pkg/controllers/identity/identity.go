@@ -297,7 +297,8 @@ func (r *Reconciler) checkPins(ctx context.Context, id *authv1beta1.Identity) (r
 // handshake pins (liqoctl authenticate, generate tenant, a Peering), never this
 // controller: an Identity writer's Identity, refused or not, would otherwise choose the
 // pin whenever none is there (after an unpin, an unauthenticate, on a peering older than
-// the pin). With none pinned, the Identity is taken as it is, as before the pin existed.
+// the pin). With none pinned, only an Identity with no proxy is taken
+// (cluster.TenantRecord.CheckIdentityProxy).
 // A cache that does not agree is checked against the live record, which liqoctl may have
 // just written.
 func (r *Reconciler) checkPinnedProxy(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
@@ -317,8 +318,8 @@ func (r *Reconciler) checkPinnedProxy(ctx context.Context, id *authv1beta1.Ident
 	if rec, err = cluster.GetTenantRecord(ctx, live, r.Placement.LiqoNamespace, provider); err != nil {
 		return "", "", err
 	}
-	if pinErr := rec.CheckPinnedProxy(r.Placement.LiqoNamespace, got); pinErr != nil {
-		return string(authn.ReasonProxyNotPinned), "the Identity reaches the provider through " + pinErr.Error(), nil //nolint:nilerr // a proxy other than the pinned one is a refusal, not a retry
+	if pinErr := rec.CheckIdentityProxy(r.Placement.LiqoNamespace, provider, got); pinErr != nil {
+		return string(authn.ReasonProxyNotPinned), "the Identity's proxy is " + pinErr.Error(), nil //nolint:nilerr // a proxy other than the pinned one is a refusal, not a retry
 	}
 	return "", "", nil
 }

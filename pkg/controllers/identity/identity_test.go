@@ -144,6 +144,10 @@ func TestRefusedIdentities(t *testing.T) {
 			id.Spec.AuthParams.ProxyURL = ptr.To("http://proxy.attacker.example:3128")
 			return nil
 		}, reason: string(authn.ReasonProxyNotPinned)},
+		{name: "a proxy with none pinned (a peering older than the pin, an unpin)", mutate: func(_ *fixture, id *authv1beta1.Identity) []client.Object {
+			id.Spec.AuthParams.ProxyURL = ptr.To("http://proxy.attacker.example:3128")
+			return nil
+		}, reason: string(authn.ReasonProxyNotPinned)},
 		{name: "no CA", mutate: func(_ *fixture, id *authv1beta1.Identity) []client.Object {
 			id.Spec.AuthParams.CA = nil
 			return nil

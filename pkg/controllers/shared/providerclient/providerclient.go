@@ -98,7 +98,7 @@ func checkPins(ctx context.Context, c client.Reader, liqoNS, provider string, in
 	if rec == nil || rec.CAFingerprint != fp {
 		return fmt.Errorf("its CA %s is not the one pinned for provider %q", fp, provider)
 	}
-	return rec.CheckPinnedProxy(liqoNS, info.ProxyURL)
+	return rec.CheckIdentityProxy(liqoNS, provider, info.ProxyURL)
 }
 
 // New returns a client of a provider from cfg (ProviderConfig's) and the scheme s. Its
