@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -315,13 +316,13 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string, ks
 		return nil, "", err
 	}
 	kubeconfig := s.Data[wire.KubeconfigField]
-	// The client stands for a check of this kubeconfig against this pin: either changing
-	// makes a new check.
+	// The client stands for a check of this kubeconfig against these pins (the CA and the
+	// proxy): any of them changing makes a new check.
 	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
 	if err != nil || rec == nil {
 		return nil, "", fmt.Errorf("no tenant record of provider %q: %w", provider, err)
 	}
-	hash := sha256.Sum256(append(append([]byte{}, kubeconfig...), rec.CAFingerprint...))
+	hash := pinnedKubeconfigHash(kubeconfig, rec)
 	if v, ok := r.clients.Load(key); ok && v.(*providerClient).hash == hash {
 		return v.(*providerClient).client, *id.Spec.Namespace, nil
 	}
@@ -336,6 +337,19 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string, ks
 	}
 	r.clients.Store(key, &providerClient{hash: hash, client: c})
 	return c, *id.Spec.Namespace, nil
+}
+
+// pinnedKubeconfigHash identifies a kubeconfig checked against the pins of rec (its CA,
+// its proxy or none, nothing pinned being none): the same hash, the same decision.
+func pinnedKubeconfigHash(kubeconfig []byte, rec *cluster.TenantRecord) [sha256.Size]byte {
+	h := sha256.New()
+	for _, part := range [][]byte{kubeconfig, []byte(rec.CAFingerprint), []byte(ptr.Deref(rec.ProxyURL, ""))} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	return [sha256.Size]byte(h.Sum(nil))
 }
 
 // kubeconfigKey is the key of ks that the kubeconfig holds (during a key rotation the
