@@ -797,7 +797,7 @@ func DescribeProxy(proxy string) string {
 	if proxy == "" {
 		return "no proxy"
 	}
-	return "proxy " + proxy
+	return fmt.Sprintf("proxy %q", proxy)
 }
 
 // KeyMoveOf is the record's KeyMove (nil: none, or no record).

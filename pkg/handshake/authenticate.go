@@ -127,13 +127,31 @@ func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 	} else {
 		p.inspectAcceptance(st, fp)
 	}
-	// An Identity that reaches the provider otherwise than this run asks (another proxy, or
-	// server) is not done: Authenticate applies it again, or refuses a proxy other than the
-	// pinned one (ErrProxyChanged).
-	st.Complete = st.TenantAccepted && identityHolds(st.Identity, st.Tenant, st.Certificate, c.Controllers().Liqo()) &&
-		st.Identity.Spec.AuthParams.APIServer == st.Tenant.Status.AuthParams.APIServer &&
-		ptr.Deref(st.Identity.Spec.AuthParams.ProxyURL, "") == p.ProxyURL
+	st.Complete = p.complete(st)
 	return st, nil
+}
+
+// complete says whether the pair in st is done. An Identity that reaches the provider
+// otherwise than this run asks (another proxy, or server) is not: Authenticate applies it
+// again, or refuses a proxy other than the pinned one (ErrProxyChanged); nor is a pair
+// whose consumer pins no proxy (proxyUnpinned).
+func (p *Pair) complete(st *State) bool {
+	return st.TenantAccepted && identityHolds(st.Identity, st.Tenant, st.Certificate, p.Consumer.Controllers().Liqo()) &&
+		st.Identity.Spec.AuthParams.APIServer == st.Tenant.Status.AuthParams.APIServer &&
+		ptr.Deref(st.Identity.Spec.AuthParams.ProxyURL, "") == p.ProxyURL && !p.proxyUnpinned()
+}
+
+// proxyUnpinned says whether the consumer's tenant record, as this command noted it, pins
+// no proxy (a peering older than the pin, an unpin): the pair is then not done, and
+// Authenticate pins the run's proxy, without which the consumer's controllers and proofs
+// take none (cluster.TenantRecord.CheckIdentityProxy).
+func (p *Pair) proxyUnpinned() bool {
+	c, pr := p.Consumer, p.Provider
+	if c.Controllers().Liqo() {
+		return false
+	}
+	rec, ok := c.notedRecord(pr.ClusterID)
+	return ok && (rec == nil || rec.ProxyURL == nil)
 }
 
 // readTenant is Inspect's read of the consumer's Tenant on the provider into st.Tenant

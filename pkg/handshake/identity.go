@@ -7,10 +7,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
@@ -58,12 +60,17 @@ func ApplyIdentity(ctx context.Context, c *Side, id *authv1beta1.Identity) error
 // as this command applied it, and the wait starts from it (waitFrom).
 func WaitIdentity(ctx context.Context, c *Side, applied *authv1beta1.Identity, serial string) (*authv1beta1.Identity, error) {
 	return waitObject(ctx, c, client.ObjectKeyFromObject(applied), applied, &authv1beta1.IdentityList{}, "the consumer to write the kubeconfig of the Identity", "waiting for the Identity status",
-		func(id *authv1beta1.Identity) (bool, string, error) { return identityWritten(id, serial) })
+		func(id *authv1beta1.Identity) (bool, string, error) {
+			return identityWritten(id, serial, ptr.To(ptr.Deref(applied.Spec.AuthParams.ProxyURL, "")))
+		})
 }
 
 // identityWritten decides whether the consumer wrote the kubeconfig of id for the
-// certificate with serial (any when empty), is still at it, or refused it.
-func identityWritten(id *authv1beta1.Identity, serial string) (bool, string, error) {
+// certificate with serial (any when empty), is still at it, or refused it. pinned is the
+// proxy this command pinned and applied (nil: none did): a refusal of that very proxy
+// (ProxyNotPinned) was decided before the pin (a peering older than it), and the
+// controller, which watches the record, decides again.
+func identityWritten(id *authv1beta1.Identity, serial string, pinned *string) (bool, string, error) {
 	if id.Status.ObservedGeneration < id.Generation {
 		return false, "the consumer has not looked at the Identity yet: is liqo-auth-manager running there?", nil
 	}
@@ -71,6 +78,8 @@ func identityWritten(id *authv1beta1.Identity, serial string) (bool, string, err
 	switch {
 	case ready == nil:
 		return false, "no status yet", nil
+	case ready.Status != metav1.ConditionTrue && ready.Reason == string(authn.ReasonProxyNotPinned) && pinned != nil && ptr.Deref(id.Spec.AuthParams.ProxyURL, "") == *pinned:
+		return false, "the consumer decides again on the proxy pinned now", nil
 	case ready.Status != metav1.ConditionTrue:
 		return false, "", fmt.Errorf("the consumer refused the Identity (%s): %s", ready.Reason, ready.Message)
 	case id.Status.KubeconfigSecretRef == nil || id.Status.Certificate == nil:

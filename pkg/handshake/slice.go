@@ -169,7 +169,7 @@ func WaitSliceIdentity(ctx context.Context, c *Side, ns, name, serial string) (*
 				return false, "the Identity is not created yet", nil
 			}
 			out = id
-			return identityWritten(id, serial)
+			return identityWritten(id, serial, nil)
 		})
 	if err != nil {
 		return nil, c.Explain(err, "waiting for the Identity status")

@@ -404,6 +404,10 @@ func IdentityCredential(ctx context.Context, c *Side, ns, name, providerID strin
 	// a consumer that keeps no record of this project's (Liqo's) takes the Identity's.
 	proxy := ptr.Deref(ap.ProxyURL, "")
 	if rec != nil {
+		if rec.ProxyURL == nil && proxy != "" {
+			// A peering older than the pin: no way to the provider is known for sure.
+			return nil, fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, rec.CheckIdentityProxy(c.Namespace, providerID, proxy))
+		}
 		proxy = ptr.Deref(rec.ProxyURL, "")
 	}
 	keyPEM, err := authn.MarshalPrivateKey(key)

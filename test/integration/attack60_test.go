@@ -93,7 +93,7 @@ func TestAuthenticateKeepsThePinnedProxy(t *testing.T) {
 		_, errOut, err := runCLI(t, args...)
 		require.Error(t, err, "a run with another proxy went on (dry run %v)\nstderr:\n%s", dry, errOut)
 		assert.ErrorIs(t, err, handshake.ErrProxyChanged)
-		assert.Contains(t, err.Error(), "pinned proxy "+proxy)
+		assert.Contains(t, err.Error(), "pinned "+cluster.DescribeProxy(proxy))
 		assert.Contains(t, err.Error(), cluster.UnpinProxyCommand(wire.DefaultLiqoNamespace, p.id))
 	}
 	var after authv1beta1.Identity

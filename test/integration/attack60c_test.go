@@ -102,7 +102,7 @@ func TestAttack60cIdentityWriterPinsItsProxyAfterUnauthenticate(t *testing.T) {
 	_, errOut, err := runCLI(t, pairArgs("authenticate", c, p)...)
 	assert.NoError(t, err, "the new peering could not choose its own way to the provider\nstderr:\n%s", errOut)
 	if err != nil {
-		assert.NotContains(t, err.Error(), "pinned proxy "+attackerProxy+" for provider \""+p.id+"\" at its first handshake",
+		assert.NotContains(t, err.Error(), "pinned "+cluster.DescribeProxy(attackerProxy)+" for provider \""+p.id+"\" at its first handshake",
 			"the refusal says this cluster chose the writer's proxy")
 	}
 	rec, err = cluster.GetTenantRecord(ctx, c.client, wire.DefaultLiqoNamespace, p.id)

@@ -394,7 +394,7 @@ func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, re
 // ensureIdentity turns an accepted answer into the slice's Identity, controlled by the
 // slice; a denied slice has none. The Identity reaches the provider as the control-plane
 // Identity does: its API server is that Identity's and its proxy the one this cluster
-// pinned for the provider (that Identity's while none is), never the answer's, which
+// pinned for the provider (none while none is), never the answer's, which
 // whoever may write the status of the provider's copy writes too (the proxy is the
 // consumer's own choice, and a status writer's would route the slice's traffic through a
 // host of its choosing).
