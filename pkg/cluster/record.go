@@ -768,11 +768,21 @@ func (r *TenantRecord) CheckIdentityProxy(liqoNS, providerID, proxy string) erro
 	if r != nil && r.ProxyURL != nil {
 		return r.CheckPinnedProxy(liqoNS, proxy)
 	}
-	if proxy == "" {
+	if proxy == r.PinnedProxy() {
 		return nil
 	}
 	return fmt.Errorf("%w: this cluster pinned no proxy for provider %q, and takes %s only once a handshake pinned it: if this cluster reaches the provider through it, run liqoctl authenticate (or generate tenant) again with --tenant-proxy-url set to it",
 		ErrProxyNotPinned, providerID, DescribeProxy(proxy))
+}
+
+// PinnedProxy is the proxy an Identity of r's provider reaches it through: the one a
+// handshake pinned, "" (none) when none is pinned or there is no record
+// (CheckIdentityProxy).
+func (r *TenantRecord) PinnedProxy() string {
+	if r == nil || r.ProxyURL == nil {
+		return ""
+	}
+	return *r.ProxyURL
 }
 
 // ForgetProxy forgets the proxy pinned for providerID, once the peering's control-plane

@@ -139,6 +139,7 @@ func TestPinnedProxy(t *testing.T) {
 			back, err := recordFromConfigMap("cl-p", cm)
 			require.NoError(t, err)
 			assert.Equal(t, tc.pinned, back.ProxyURL)
+			assert.Equal(t, ptr.Deref(tc.pinned, ""), back.PinnedProxy(), "nothing pinned is none")
 			for got, ok := range tc.ok {
 				err := back.CheckPinnedProxy("liqo", got)
 				if ok {
@@ -164,6 +165,7 @@ func TestPinnedProxy(t *testing.T) {
 	}
 	// No record at all: only no proxy.
 	var none *TenantRecord
+	assert.Empty(t, none.PinnedProxy())
 	assert.NoError(t, none.CheckIdentityProxy("liqo", "cl-p", ""))
 	assert.ErrorIs(t, none.CheckIdentityProxy("liqo", "cl-p", proxy), ErrProxyNotPinned)
 }

@@ -408,7 +408,7 @@ func IdentityCredential(ctx context.Context, c *Side, ns, name, providerID strin
 			// A peering older than the pin: no way to the provider is known for sure.
 			return nil, fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, rec.CheckIdentityProxy(c.Namespace, providerID, proxy))
 		}
-		proxy = ptr.Deref(rec.ProxyURL, "")
+		proxy = rec.PinnedProxy()
 	}
 	keyPEM, err := authn.MarshalPrivateKey(key)
 	if err != nil {

@@ -343,7 +343,7 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string, ks
 // its proxy or none, nothing pinned being none): the same hash, the same decision.
 func pinnedKubeconfigHash(kubeconfig []byte, rec *cluster.TenantRecord) [sha256.Size]byte {
 	h := sha256.New()
-	for _, part := range [][]byte{kubeconfig, []byte(rec.CAFingerprint), []byte(ptr.Deref(rec.ProxyURL, ""))} {
+	for _, part := range [][]byte{kubeconfig, []byte(rec.CAFingerprint), []byte(rec.PinnedProxy())} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
 		h.Write(n[:])
@@ -416,8 +416,8 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, rs *authv1beta1.Resourc
 	}
 	// The proxy this cluster pinned, whoever wrote the control-plane Identity; none when
 	// none is pinned, as the identity controller takes no other (CheckIdentityProxy).
-	if rec != nil && ptr.Deref(rec.ProxyURL, "") != "" {
-		params.ProxyURL = ptr.To(*rec.ProxyURL)
+	if proxy := rec.PinnedProxy(); proxy != "" {
+		params.ProxyURL = ptr.To(proxy)
 	}
 	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, id, func() error {
