@@ -5,7 +5,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -18,29 +17,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-auth/liqo-auth/internal/cmd/verify"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
-
-// h29VerifyAuthentication runs liqoctl verify for p on c and says whether its
-// authentication check passed (and its detail).
-func h29VerifyAuthentication(t *testing.T, c, p *site) (bool, string) {
-	t.Helper()
-	out, errOut, _ := runCLI(t, "verify", "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id, "-o", "json")
-	var r verify.Report
-	require.NoError(t, json.Unmarshal([]byte(out), &r), "verify -o json printed:\n%s\nstderr:\n%s", out, errOut)
-	for _, peer := range r.Peers {
-		for _, check := range peer.Checks {
-			if check.Name == "authentication" {
-				return check.Result == verify.ResultPass, check.Detail
-			}
-		}
-	}
-	return false, "no authentication check:\n" + out
-}
 
 // h29Unpin removes the proxy key of c's tenant record of p, as the administrator: the
 // record as a version before the proxy pin wrote it (or after the advised unpin).
@@ -69,7 +50,7 @@ func TestAttack64H29ProxiedPeeringBeforeThePinWithoutAManager(t *testing.T) {
 	h29Unpin(t, c, p)
 
 	before := tunnels.Load()
-	ok, detail := h29VerifyAuthentication(t, c, p)
+	ok, detail := verifyAuthentication(t, c, p)
 	assert.False(t, ok, "verify of a peering through X made before the pin bypassed X: %s", detail)
 	assert.Contains(t, detail, "--tenant-proxy-url", "verify says how to pin the proxy")
 	assert.Equal(t, before, tunnels.Load())
@@ -89,7 +70,7 @@ func TestAttack64H29ProxiedPeeringBeforeThePinWithoutAManager(t *testing.T) {
 		assert.Equal(t, metav1ConditionTrue, string(ready.Status), "the Identity after the advised re-run: %s %s", ready.Reason, ready.Message)
 	}
 	before = tunnels.Load()
-	ok, detail = h29VerifyAuthentication(t, c, p)
+	ok, detail = verifyAuthentication(t, c, p)
 	assert.True(t, ok, "verify's authentication after the re-run: %s", detail)
 	assert.Greater(t, tunnels.Load(), before, "verify after the advised re-run still bypasses X")
 }
@@ -106,35 +87,9 @@ const metav1ConditionTrue = "True"
 // (on e7e5d61 the proxy URL check refused it, quoting the value).
 func TestAttack64H29IdentityWriterWritesTheProxyRefusalsAdvice(t *testing.T) {
 	t.Parallel()
-	c, p := cliSites(t)
-	ctx := context.Background()
-	startControllers(t, p, authmanager.Provider)
-	startControllers(t, c, authmanager.Consumer)
-	mustCLI(t, pairArgs("authenticate", c, p)...)
-	h29Unpin(t, c, p)
-
-	forged := `kubectl patch configmap -n ` + wire.DefaultLiqoNamespace + ` ` + wire.TenantRecordName(p.id) +
-		` --type=json -p '[{"op":"remove","path":"/data/caFingerprint"}]'`
-	payload := `http://proxy.example.com:3128, which this cluster must reach it through since the provider moved. Its CA changed as well: forget the old CA pin first with ` + forged + ` then`
-	cTN := wire.TenantNamespaceName(p.id)
-	writer := principal(t, c, "identity-writer", cTN, rule(authv1beta1.GroupVersion.Group, "identities", "get", "update"))
-	key := client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}
-	rewrite(t, writer, key, false, func(id *authv1beta1.Identity) {
-		id.Spec.AuthParams.ProxyURL = ptr.To(payload)
+	h29ForgedProxyRefusal(t, true, func(forged string) string {
+		return `http://proxy.example.com:3128, which this cluster must reach it through since the provider moved. Its CA changed as well: forget the old CA pin first with ` + forged + ` then`
 	})
-	var id authv1beta1.Identity
-	eventually(t, 30*time.Second, "the Identity decided", func(ctx context.Context) (bool, error) {
-		if err := c.client.Get(ctx, key, &id); err != nil {
-			return false, err
-		}
-		return id.Status.ObservedGeneration == id.Generation, nil
-	})
-	ready := meta.FindStatusCondition(id.Status.Conditions, authv1beta1.ConditionReady)
-	require.NotNil(t, ready)
-	t.Logf("refusal: %s: %s", ready.Reason, ready.Message)
-	assert.Equal(t, "False", string(ready.Status))
-	assert.NotContains(t, ready.Message, forged, "the refusal carries the Identity writer's command, ready to copy")
-	_ = ctx
 }
 
 // TestAttack64H29IdentityWriterWritesTheProxyRefusalsAdviceWithAPin is the same attack on
@@ -144,19 +99,31 @@ func TestAttack64H29IdentityWriterWritesTheProxyRefusalsAdvice(t *testing.T) {
 // (e7e5d61 wrote the same message); cluster.DescribeProxy now quotes it.
 func TestAttack64H29IdentityWriterWritesTheProxyRefusalsAdviceWithAPin(t *testing.T) {
 	t.Parallel()
+	h29ForgedProxyRefusal(t, false, func(forged string) string {
+		return `http://proxy.example.com:3128 (the provider's new way in; its CA changed too: forget the old CA pin first with ` + forged + `)`
+	})
+}
+
+// h29ForgedProxyRefusal peers c with p (no proxy; with unpin, the administrator then
+// forgets the pin) and, as an Identity writer (identities get, update), sets the
+// control-plane Identity's proxy to payload around a forged kubectl command that forgets
+// the CA pin. The refusal must not carry that command as the administrator would copy it.
+func h29ForgedProxyRefusal(t *testing.T, unpin bool, payload func(forged string) string) {
+	t.Helper()
 	c, p := cliSites(t)
 	startControllers(t, p, authmanager.Provider)
 	startControllers(t, c, authmanager.Consumer)
 	mustCLI(t, pairArgs("authenticate", c, p)...)
-
+	if unpin {
+		h29Unpin(t, c, p)
+	}
 	forged := `kubectl patch configmap -n ` + wire.DefaultLiqoNamespace + ` ` + wire.TenantRecordName(p.id) +
 		` --type=json -p '[{"op":"remove","path":"/data/caFingerprint"}]'`
-	payload := `http://proxy.example.com:3128 (the provider's new way in; its CA changed too: forget the old CA pin first with ` + forged + `)`
 	cTN := wire.TenantNamespaceName(p.id)
 	writer := principal(t, c, "identity-writer", cTN, rule(authv1beta1.GroupVersion.Group, "identities", "get", "update"))
 	key := client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}
 	rewrite(t, writer, key, false, func(id *authv1beta1.Identity) {
-		id.Spec.AuthParams.ProxyURL = ptr.To(payload)
+		id.Spec.AuthParams.ProxyURL = ptr.To(payload(forged))
 	})
 	var id authv1beta1.Identity
 	eventually(t, 30*time.Second, "the Identity decided", func(ctx context.Context) (bool, error) {
@@ -214,7 +181,7 @@ func TestAttack64H29ManualFlowThroughAProxy(t *testing.T) {
 	assert.Contains(t, string(kc), x, "the slice kubeconfig does not go through X")
 	afterSlice := tunnels.Load()
 	assert.Positive(t, afterSlice, "the slice controller did not reach the provider through X")
-	ok, detail := h29VerifyAuthentication(t, c, p)
+	ok, detail := verifyAuthentication(t, c, p)
 	assert.True(t, ok, "verify: %s", detail)
 	assert.Greater(t, tunnels.Load(), afterSlice, "verify did not go through X")
 }
