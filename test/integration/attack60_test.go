@@ -107,7 +107,7 @@ func TestAuthenticateKeepsThePinnedProxy(t *testing.T) {
 	// whoever may write the Tenant may have changed.
 	out, errOut := mustCLI(t, "generate", "identity", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", c.id)
 	assert.Contains(t, out, "proxyURL: "+proxy)
-	assert.Contains(t, errOut, "names proxy "+proxy)
+	assert.Contains(t, errOut, "names "+cluster.DescribeProxy(proxy))
 
 	// The peering removed, a new one chooses its own way to the provider.
 	mustCLI(t, pairArgs("unauthenticate", c, p)...)
