@@ -127,7 +127,9 @@ func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 	} else {
 		p.inspectAcceptance(st, fp)
 	}
-	st.Complete = p.complete(st)
+	if st.Complete, err = p.complete(ctx, st); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -135,23 +137,34 @@ func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 // otherwise than this run asks (another proxy, or server) is not: Authenticate applies it
 // again, or refuses a proxy other than the pinned one (ErrProxyChanged); nor is a pair
 // whose consumer pins no proxy (proxyUnpinned).
-func (p *Pair) complete(st *State) bool {
-	return st.TenantAccepted && identityHolds(st.Identity, st.Tenant, st.Certificate, p.Consumer.Controllers().Liqo()) &&
-		st.Identity.Spec.AuthParams.APIServer == st.Tenant.Status.AuthParams.APIServer &&
-		ptr.Deref(st.Identity.Spec.AuthParams.ProxyURL, "") == p.ProxyURL && !p.proxyUnpinned()
+func (p *Pair) complete(ctx context.Context, st *State) (bool, error) {
+	if !st.TenantAccepted || !identityHolds(st.Identity, st.Tenant, st.Certificate, p.Consumer.Controllers().Liqo()) ||
+		st.Identity.Spec.AuthParams.APIServer != st.Tenant.Status.AuthParams.APIServer ||
+		ptr.Deref(st.Identity.Spec.AuthParams.ProxyURL, "") != p.ProxyURL {
+		return false, nil
+	}
+	unpinned, err := p.proxyUnpinned(ctx)
+	return !unpinned, err
 }
 
-// proxyUnpinned says whether the consumer's tenant record, as this command noted it, pins
-// no proxy (a peering older than the pin, an unpin): the pair is then not done, and
-// Authenticate pins the run's proxy, without which the consumer's controllers and proofs
-// take none (cluster.TenantRecord.CheckIdentityProxy).
-func (p *Pair) proxyUnpinned() bool {
+// proxyUnpinned says whether the consumer's tenant record pins no proxy (a peering older
+// than the pin, an unpin): the pair is then not done, and Authenticate pins the run's
+// proxy, without which the consumer's controllers and proofs take none
+// (cluster.TenantRecord.CheckIdentityProxy). The record is the one this command noted
+// while ensuring the tenant namespace, else (Inspect alone: a dry run, a Peering) read now.
+func (p *Pair) proxyUnpinned(ctx context.Context) (bool, error) {
 	c, pr := p.Consumer, p.Provider
 	if c.Controllers().Liqo() {
-		return false
+		return false, nil
 	}
 	rec, ok := c.notedRecord(pr.ClusterID)
-	return ok && (rec == nil || rec.ProxyURL == nil)
+	if !ok {
+		var err error
+		if rec, err = cluster.GetTenantRecord(ctx, c.Client, c.Namespace, pr.ClusterID); err != nil {
+			return false, c.Explain(err, "reading the tenant record")
+		}
+	}
+	return rec == nil || rec.ProxyURL == nil, nil
 }
 
 // readTenant is Inspect's read of the consumer's Tenant on the provider into st.Tenant

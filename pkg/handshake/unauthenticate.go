@@ -43,6 +43,12 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 	// provider-side credentials may not ask SubjectAccessReviews (a peering user).
 	cred, err := IdentityCredential(ctx, c, cTN, wire.IdentityName(pr.ClusterID), pr.ClusterID, pr, p.now())
 	if err != nil {
+		if errors.Is(err, cluster.ErrProxyNotPinned) && pr.PeeringUser() != "" {
+			// A peering user may not ask SubjectAccessReviews: without the consumer's own
+			// certificate nothing proves the revocation. Refused before anything is removed,
+			// the pin it advises can still be made.
+			return fmt.Errorf("%w (or, if it reaches the provider directly, run liqoctl authenticate again without it: that pins no proxy); then run liqoctl unauthenticate again: a peering user may not ask SubjectAccessReviews, and the consumer's own certificate proves the revocation only through the pinned way. Nothing was removed", err)
+		}
 		c.Report.Warn("%v: the revocation is proven without it", err)
 	}
 	p.consumerIdentity = cred
