@@ -5,8 +5,6 @@ package integration
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,10 +30,7 @@ import (
 func TestAttack63IdentityWriterProxiesTheConsumersProofs(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
-	startManager(t, p, "--api-server-url", p.cp.URL)
-	out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
-	pu := filepath.Join(t.TempDir(), "peering-user.kubeconfig")
-	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
+	pu := peeringUserKubeconfig(t, c, p)
 	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
 	cTN := wire.TenantNamespaceName(p.id)
 	proxy, tunnels := connectProxy(t)

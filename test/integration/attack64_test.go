@@ -44,6 +44,28 @@ func verifyAuthentication(t *testing.T, c, p *site) (bool, string) {
 	return false, "no authentication check:\n" + out
 }
 
+// peeringUserKubeconfig starts p's manager, has it hand out a peering user for c, and
+// returns the file of that peering user's kubeconfig.
+func peeringUserKubeconfig(t *testing.T, c, p *site) string {
+	t.Helper()
+	startManager(t, p, "--api-server-url", p.cp.URL)
+	out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
+	pu := filepath.Join(t.TempDir(), "peering-user.kubeconfig")
+	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
+	return pu
+}
+
+// authenticateThroughProxyAsPeeringUser peers c with p as a peering user of p's manager
+// (peeringUserKubeconfig), through a forwarding proxy (connectProxy): it returns the
+// peering user's kubeconfig file, the proxy and its count of tunnels.
+func authenticateThroughProxyAsPeeringUser(t *testing.T, c, p *site) (pu, proxy string, tunnels *atomic.Int64) {
+	t.Helper()
+	pu = peeringUserKubeconfig(t, c, p)
+	proxy, tunnels = connectProxy(t)
+	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu, "--tenant-proxy-url", proxy)
+	return pu, proxy, tunnels
+}
+
 // TestAttack64PeeringThroughAProxyStillWorks: no attacker, what a real user does. The
 // consumer peers with liqoctl authenticate --tenant-proxy-url X (X a forwarding proxy),
 // made with a peering user (so that unauthenticate proves the revocation with the
@@ -54,12 +76,7 @@ func TestAttack64PeeringThroughAProxyStillWorks(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
-	startManager(t, p, "--api-server-url", p.cp.URL)
-	out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
-	pu := filepath.Join(t.TempDir(), "peering-user.kubeconfig")
-	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
-	proxy, tunnels := connectProxy(t)
-	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu, "--tenant-proxy-url", proxy)
+	pu, proxy, tunnels := authenticateThroughProxyAsPeeringUser(t, c, p)
 	rec, err := cluster.GetTenantRecord(ctx, c.client, wire.DefaultLiqoNamespace, p.id)
 	require.NoError(t, err)
 	require.Equal(t, proxy, ptr.Deref(rec.ProxyURL, "<nil>"))
@@ -164,11 +181,7 @@ func TestAttack64RerunOnALegacyProxiedPeeringPins(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
-	x, tunnels := connectProxy(t)
-	mustCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", x)...)
-	cm := &corev1.ConfigMap{}
-	cm.Namespace, cm.Name = wire.DefaultLiqoNamespace, wire.TenantRecordName(p.id)
-	require.NoError(t, c.client.Patch(ctx, cm, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/data/proxyURL"}]`))))
+	x, tunnels := legacyProxiedPeering(t, c, p)
 
 	_, errOut, err := runCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", x)...)
 	require.NoError(t, err, "stderr:\n%s", errOut)

@@ -6,6 +6,7 @@ package integration
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,17 @@ func h29Unpin(t *testing.T, c, p *site) {
 	require.NoError(t, c.client.Patch(context.Background(), cm, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/data/proxyURL"}]`))))
 }
 
+// legacyProxiedPeering peers c with p through a forwarding proxy X (connectProxy), as
+// before the proxy pin: the record then loses its proxy key (h29Unpin). It returns X and
+// its count of tunnels.
+func legacyProxiedPeering(t *testing.T, c, p *site) (string, *atomic.Int64) {
+	t.Helper()
+	x, tunnels := connectProxy(t)
+	mustCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", x)...)
+	h29Unpin(t, c, p)
+	return x, tunnels
+}
+
 // TestAttack64H29ProxiedPeeringBeforeThePinWithoutAManager: no attacker, a real user. The
 // consumer peered with liqoctl authenticate --tenant-proxy-url X (X the way to the
 // provider) with no manager on the consumer (liqoctl's in-process controllers), before the
@@ -45,9 +57,7 @@ func TestAttack64H29ProxiedPeeringBeforeThePinWithoutAManager(t *testing.T) {
 	c, p := cliSites(t)
 	ctx := context.Background()
 	startControllers(t, p, authmanager.Provider)
-	x, tunnels := connectProxy(t)
-	mustCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", x)...)
-	h29Unpin(t, c, p)
+	x, tunnels := legacyProxiedPeering(t, c, p)
 
 	before := tunnels.Load()
 	ok, detail := verifyAuthentication(t, c, p)

@@ -5,8 +5,6 @@ package integration
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,9 +40,7 @@ func TestAttack65DryRunOfTheAdvisedRepinSaysNothingWouldChange(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
-	x, _ := connectProxy(t)
-	mustCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", x)...)
-	h29Unpin(t, c, p)
+	x, _ := legacyProxiedPeering(t, c, p)
 
 	rv := a65RecordVersion(t, c, p)
 	_, dryErr := mustCLI(t, pairArgs("authenticate", c, p, "--tenant-proxy-url", x, "--dry-run")...)
@@ -84,12 +80,7 @@ func TestAttack65UnauthenticateOfAProxiedPeeringBeforeThePin(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
-	startManager(t, p, "--api-server-url", p.cp.URL)
-	out, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
-	pu := filepath.Join(t.TempDir(), "peering-user.kubeconfig")
-	require.NoError(t, os.WriteFile(pu, []byte(out), 0o600))
-	x, tunnels := connectProxy(t)
-	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu, "--tenant-proxy-url", x)
+	pu, x, tunnels := authenticateThroughProxyAsPeeringUser(t, c, p)
 	h29Unpin(t, c, p)
 
 	before := tunnels.Load()
