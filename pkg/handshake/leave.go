@@ -60,7 +60,7 @@ func Leave(ctx context.Context, c *Side, providerID string, now time.Time) error
 	case err != nil:
 		return c.Explain(err, "reading the Identity on provider "+providerID)
 	}
-	cred, err := IdentityCredential(ctx, c, cTN, id.Name, providerID, nil, now)
+	cred, err := RevocationCredential(ctx, c, cTN, id.Name, providerID, nil, now)
 	if err != nil {
 		return err
 	}

@@ -116,7 +116,11 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 		return ScopedErrorf(Remote, "verifying the revocation: %w", err)
 	}
 	if len(left) > 0 {
-		return ScopedErrorf(Remote, "%w: the identity of ResourceSlice %s may still: %s", ErrAccessNotRevoked, name, strings.Join(left, "; "))
+		// The consumer's controllers give a slice's copy back only when they reach the
+		// provider (a kubeconfig they refuse, a provider down): otherwise they let the local
+		// slice go and the copy, with its grant, stays.
+		return ScopedErrorf(Remote, "%w: the identity of ResourceSlice %s may still: %s. Its copy on the provider is likely left, with its grant (the consumer's controllers remove it only when they reach the provider): its administrator removes it with kubectl delete resourceslices.%s -n %s %s",
+			ErrAccessNotRevoked, name, strings.Join(left, "; "), authv1beta1.GroupVersion.Group, remoteNS, name)
 	}
 	c.Report.Info("Access of the slice's identity revoked: verified with its own certificate")
 	return nil
@@ -148,7 +152,7 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
 	for _, name := range names {
-		cred, err := IdentityCredential(ctx, s, ns, wire.SliceIdentityName(name), providerID, nil, time.Now())
+		cred, err := RevocationCredential(ctx, s, ns, wire.SliceIdentityName(name), providerID, nil, time.Now())
 		if err != nil {
 			return err
 		}

@@ -41,14 +41,8 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 	cTN := tenantNamespaceOrDefault(ctx, c, pr.ClusterID)
 	// The consumer's own credential, kept to prove the revocation with it when the
 	// provider-side credentials may not ask SubjectAccessReviews (a peering user).
-	cred, err := IdentityCredential(ctx, c, cTN, wire.IdentityName(pr.ClusterID), pr.ClusterID, pr, p.now())
+	cred, err := RevocationCredential(ctx, c, cTN, wire.IdentityName(pr.ClusterID), pr.ClusterID, pr, p.now())
 	if err != nil {
-		if errors.Is(err, cluster.ErrProxyNotPinned) && pr.PeeringUser() != "" {
-			// A peering user may not ask SubjectAccessReviews: without the consumer's own
-			// certificate nothing proves the revocation. Refused before anything is removed,
-			// the pin it advises can still be made.
-			return fmt.Errorf("%w (or, if it reaches the provider directly, run liqoctl authenticate again without it: that pins no proxy); then run liqoctl unauthenticate again: a peering user may not ask SubjectAccessReviews, and the consumer's own certificate proves the revocation only through the pinned way. Nothing was removed", err)
-		}
 		c.Report.Warn("%v: the revocation is proven without it", err)
 	}
 	p.consumerIdentity = cred
@@ -376,59 +370,97 @@ func removedOrNothing(r Reporter, what string, removed []string) {
 // the kubeconfig Secret, whose server anyone allowed to write Secrets there may point
 // elsewhere. nil, with no error, when there is no Identity or its certificate expired (it
 // authorizes nothing); an error when it cannot be trusted for a proof.
+//
+// Where no proxy is pinned and the Identity names one (a peering older than the pin, or an
+// Identity writer's), it refuses with the pin advice: verify, which asks it, then says how
+// the consumer reaches the provider is not pinned rather than pass by another way.
 func IdentityCredential(ctx context.Context, c *Side, ns, name, providerID string, remote *Side, now time.Time) (*rest.Config, error) {
+	cfg, _, err := identityCredential(ctx, c, ns, name, providerID, remote, now, false)
+	return cfg, err
+}
+
+// RevocationCredential is IdentityCredential for the commands that give an access up
+// (unauthenticate, leave, a slice's deletion): where no proxy is pinned and the Identity
+// names one, it takes none, as this cluster's controllers do
+// (cluster.TenantRecord.CheckIdentityProxy), and warns that it did. An Identity writer's
+// proxy neither carries the proof nor stops the revocation; a provider reached only
+// through a proxy then fails the proof, after the access is given up.
+func RevocationCredential(ctx context.Context, c *Side, ns, name, providerID string, remote *Side, now time.Time) (*rest.Config, error) {
+	cfg, skipped, err := identityCredential(ctx, c, ns, name, providerID, remote, now, true)
+	if err == nil && skipped != "" {
+		c.Report.Warn("Identity %s/%s names %s, and this cluster pinned no proxy for provider %q: its certificate reaches the provider directly, as this cluster's controllers do while none is pinned (a proxy is taken only once a handshake pinned it)",
+			ns, name, cluster.DescribeProxy(skipped), providerID)
+	}
+	return cfg, err
+}
+
+// identityCredential is IdentityCredential; with direct, an Identity that names a proxy
+// where none is pinned gives the credential with none, and skipped is that proxy.
+func identityCredential(ctx context.Context, c *Side, ns, name, providerID string, remote *Side, now time.Time, direct bool) (*rest.Config, string, error) {
 	var id authv1beta1.Identity
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &id); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, "", nil
 		}
-		return nil, c.Explain(err, "reading Identity "+name)
+		return nil, "", c.Explain(err, "reading Identity "+name)
 	}
 	ap := id.Spec.AuthParams
 	if !ap.HasCertificate() {
-		return nil, nil
+		return nil, "", nil
 	}
 	key, err := c.ClusterKey(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cert, err := authn.ParseCertificate(ap.SignedCRT)
 	if err != nil {
-		return nil, fmt.Errorf("%sIdentity %s/%s: %w", c.prefix(), ns, name, err)
+		return nil, "", fmt.Errorf("%sIdentity %s/%s: %w", c.prefix(), ns, name, err)
 	}
 	if !now.Before(cert.NotAfter) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if !authn.PublicKeysEqual(cert.PublicKey, key.Public()) {
-		return nil, fmt.Errorf("%sIdentity %s/%s holds a certificate for another key than this cluster's: it proves nothing", c.prefix(), ns, name)
+		return nil, "", fmt.Errorf("%sIdentity %s/%s holds a certificate for another key than this cluster's: it proves nothing", c.prefix(), ns, name)
 	}
 	rec, checkIdentityCAErr := c.checkIdentityCA(ctx, providerID, ap.CA, remote)
 	if checkIdentityCAErr != nil {
-		return nil, fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, checkIdentityCAErr)
+		return nil, "", fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, checkIdentityCAErr)
 	}
-	// The proxy this cluster pinned (none when none is), whoever wrote the Identity; only
-	// a consumer that keeps no record of this project's (Liqo's) takes the Identity's.
-	proxy := ptr.Deref(ap.ProxyURL, "")
-	if rec != nil {
-		if rec.ProxyURL == nil && proxy != "" {
-			// A peering older than the pin: no way to the provider is known for sure.
-			return nil, fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, rec.CheckIdentityProxy(c.Namespace, providerID, proxy))
-		}
-		proxy = rec.PinnedProxy()
+	proxy, skipped, err := credentialProxy(rec, c.Namespace, providerID, ptr.Deref(ap.ProxyURL, ""), direct)
+	if err != nil {
+		return nil, "", fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, err)
 	}
 	keyPEM, err := authn.MarshalPrivateKey(key)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cfg := &rest.Config{Host: ap.APIServer, TLSClientConfig: rest.TLSClientConfig{CAData: ap.CA, CertData: ap.SignedCRT, KeyData: keyPEM}}
 	if proxy != "" {
 		u, err := url.Parse(proxy)
 		if err != nil {
-			return nil, fmt.Errorf("%sIdentity %s/%s: proxy URL: %w", c.prefix(), ns, name, err)
+			return nil, "", fmt.Errorf("%sIdentity %s/%s: proxy URL: %w", c.prefix(), ns, name, err)
 		}
 		cfg.Proxy = http.ProxyURL(u)
 	}
-	return cfg, nil
+	return cfg, skipped, nil
+}
+
+// credentialProxy is the proxy through which a credential of an Identity that names proxy
+// reaches the provider: the one this cluster pinned in rec (none when none is), whoever
+// wrote the Identity; only a consumer that keeps no record of this project's (Liqo's)
+// takes the Identity's. Where none is pinned and the Identity names a proxy (a peering
+// older than the pin, or an Identity writer's), no way to the provider is known for sure:
+// an error, or with direct none, and skipped is the proxy not taken.
+func credentialProxy(rec *cluster.TenantRecord, liqoNS, providerID, proxy string, direct bool) (use, skipped string, err error) {
+	switch {
+	case rec == nil:
+		return proxy, "", nil
+	case rec.ProxyURL == nil && proxy != "" && !direct:
+		return "", "", rec.CheckIdentityProxy(liqoNS, providerID, proxy)
+	case rec.ProxyURL == nil && proxy != "":
+		return "", proxy, nil
+	}
+	return rec.PinnedProxy(), "", nil
 }
 
 // checkIdentityCA verifies that ca, an Identity's CA for provider providerID, is the one

@@ -68,36 +68,26 @@ func TestAttack65DryRunOfTheAdvisedRepinSaysNothingWouldChange(t *testing.T) {
 // the path most users take (a peering user's kubeconfig for the provider). The consumer
 // peered through proxy X (authenticate --tenant-proxy-url X) before the proxy pin (its
 // record has no proxy key). The administrator then runs liqoctl unauthenticate with the
-// same peering-user kubeconfig. 9d5b54c makes IdentityCredential refuse the Identity's
-// proxy while none is pinned, "advising" a re-run of authenticate with --tenant-proxy-url;
-// unauthenticate only warns and goes on removing the Identity, so the peering user (which
-// may not ask SubjectAccessReviews) cannot prove the revocation, and the advice can no
-// longer be followed without peering again. What must hold: either the revocation is
-// verified (through X, as on e7e5d61), or the command refuses before it removes anything,
-// so that the pin advice can still be followed. Found by helper-31 on 1891414, where the
-// Identity was removed and the revocation could not be verified.
+// same peering user, which may not ask SubjectAccessReviews: the consumer's own
+// certificate proves the revocation. What must hold: the access is given up and the
+// revocation proven, the way this cluster's controllers reach the provider while no proxy
+// is pinned (none: X was never pinned), with a warning that says so. Found by helper-31 on
+// 1891414, where IdentityCredential refused X and unauthenticate removed the Identity and
+// then could not prove the revocation; the first fix (refusing before removing anything)
+// let an Identity writer stop every revocation (helper-32,
+// TestAttack66IdentityWriterBlocksTheRevocationOfALegacyPeering).
 func TestAttack65UnauthenticateOfAProxiedPeeringBeforeThePin(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
-	ctx := context.Background()
-	pu, x, tunnels := authenticateThroughProxyAsPeeringUser(t, c, p)
+	pu, _, tunnels := authenticateThroughProxyAsPeeringUser(t, c, p)
 	h29Unpin(t, c, p)
 
 	before := tunnels.Load()
-	_, errOut, err := runCLI(t, "unauthenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
-	t.Logf("unauthenticate: err=%v tunnels through X: %d\n%s", err, tunnels.Load()-before, errOut)
-	if err == nil {
-		assert.Contains(t, errOut, "Access revoked: verified")
-		return
-	}
-	getErr := c.client.Get(ctx, client.ObjectKey{Namespace: wire.TenantNamespaceName(p.id), Name: wire.IdentityName(p.id)}, &authv1beta1.Identity{})
-	require.False(t, apierrors.IsNotFound(getErr),
-		"unauthenticate removed the Identity and then could not verify the revocation (its warning's advice, re-running authenticate with --tenant-proxy-url, now peers again): %v\nstderr:\n%s", err, errOut)
-	assert.ErrorContains(t, err, "Nothing was removed")
-
-	// The refusal's advice, followed: the re-run pins X, and unauthenticate then proves the
-	// revocation through it.
-	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu, "--tenant-proxy-url", x)
-	_, errOut = mustCLI(t, "unauthenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+	_, errOut := mustCLI(t, "unauthenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+	assert.Contains(t, errOut, "this cluster pinned no proxy for provider")
+	assert.Contains(t, errOut, "its certificate reaches the provider directly")
 	assert.Contains(t, errOut, "Access revoked: verified")
+	assert.Equal(t, before, tunnels.Load(), "the revocation was proven through a proxy no handshake pinned")
+	err := p.client.Get(context.Background(), client.ObjectKey{Namespace: wire.TenantNamespaceName(c.id), Name: c.id}, &authv1beta1.Tenant{})
+	assert.True(t, apierrors.IsNotFound(err), "the consumer's Tenant is still on the provider: %v", err)
 }
