@@ -86,10 +86,11 @@ var (
 	sliceWriter     = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestConsumerSliceOutsideTenantNamespace"}}
 	statusSlices    = Writer{Principal: StatusWriter, Writes: "ResourceSlice status in every namespace (verdict, resources, certificate, published server and proxy)", Tests: []string{"TestResourceSliceStatusIsNotTrusted", "TestAttack60SliceStatusWriterPublishesAProxy"}}
 	nsCreatorIDs    = Writer{Principal: NamespaceCreator, Writes: "Identities in namespaces it creates, naming any provider"}
-	identityWriter  = Writer{Principal: IdentityWriter, Writes: "the Identities of the tenant namespace: spec (server, CA, proxy, certificate) and metadata", Tests: []string{"TestAdversarialConsumer", "TestAttack60bIdentityWriterRoutesSlicesThroughItsProxy",
+	identityWriter  = Writer{Principal: IdentityWriter, Writes: "the Identities of the tenant namespace: spec (server, CA, proxy, certificate, the provider's namespace) and metadata", Tests: []string{"TestAdversarialConsumer", "TestAttack60bIdentityWriterRoutesSlicesThroughItsProxy",
 		"TestAttack60cIdentityWriterPinsItsProxyAfterUnauthenticate", "TestAttack60cIdentityWriterPinsItsProxyOnAPeeringBeforeThePin",
 		"TestAttack61IdentityWriterDecoyPinsItsCA", "TestAttack61bAdvisedCAUnpinLetsAnIdentityWriterChooseTheCA", "TestAttack63IdentityWriterProxiesTheConsumersProofs",
-		"TestAttack66IdentityWriterBlocksTheRevocationOfALegacyPeering", "TestAttack66DecoyAfterUnauthenticateAdvisesANewHandshake"}}
+		"TestAttack66IdentityWriterBlocksTheRevocationOfALegacyPeering", "TestAttack66DecoyAfterUnauthenticateAdvisesANewHandshake",
+		"TestAttack67IdentityWriterMovesTheSlicesRevocationProof", "TestAttack67IdentityWriterDeletesTheControlPlaneIdentityBeforeASlicesDeletion"}}
 	statusIDs         = Writer{Principal: StatusWriter, Writes: "Identity status in every namespace (conditions, certificate)"}
 	nsCreatorBindings = Writer{Principal: NamespaceCreator, Writes: "RoleBindings of the Roles it holds, in namespaces it creates, naming any user or group (`<C>`, `liqo.io`)"}
 	clusterRoleBinder = Writer{Principal: ClusterRoleBinder, Writes: "ClusterRoleBindings of ClusterRoles it holds, with any name, labels (a peering user's included) and subjects"}

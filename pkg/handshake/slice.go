@@ -72,7 +72,9 @@ func SliceIdentity(ns, name string) client.ObjectKey {
 // DeleteSlice deletes the consumer's slice name in ns and waits until the consumer's
 // controllers removed its copy on the provider and let it go; then, with the slice
 // identity's own certificate (cred, read before), it proves that identity lost its
-// access on the provider's tenant namespace remoteNS.
+// access on the provider's tenant namespace: remoteNS, the control-plane Identity's
+// (an Identity writer's field), and the one the protocol names for this cluster
+// (wire.TenantNamespaceName), where the copy is unless the provider chose another.
 func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Config, remoteNS string) error {
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := c.Client.Delete(ctx, rs); err != nil {
@@ -109,8 +111,12 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 	}
 	// The copy's finalize deleted its bindings a moment ago: the authorizer may not have
 	// seen it yet.
+	namespaces := []string{wire.TenantNamespaceName(c.ClusterID)}
+	if remoteNS != "" && remoteNS != namespaces[0] {
+		namespaces = append(namespaces, remoteNS)
+	}
 	left, err := revocation.Settled(ctx, revocation.AuthorizerLag, func(ctx context.Context) ([]string, error) {
-		return selfAllowed(ctx, cred, remoteNS, access.SliceRules(name))
+		return selfAllowedIn(ctx, cred, namespaces, access.SliceRules(name))
 	})
 	if err != nil {
 		return ScopedErrorf(Remote, "verifying the revocation: %w", err)
@@ -120,10 +126,23 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 		// provider (a kubeconfig they refuse, a provider down): otherwise they let the local
 		// slice go and the copy, with its grant, stays.
 		return ScopedErrorf(Remote, "%w: the identity of ResourceSlice %s may still: %s. Its copy on the provider is likely left, with its grant (the consumer's controllers remove it only when they reach the provider): its administrator removes it with kubectl delete resourceslices.%s -n %s %s",
-			ErrAccessNotRevoked, name, strings.Join(left, "; "), authv1beta1.GroupVersion.Group, remoteNS, name)
+			ErrAccessNotRevoked, name, strings.Join(left, "; "), authv1beta1.GroupVersion.Group, leftIn(left, namespaces), name)
 	}
 	c.Report.Info("Access of the slice's identity revoked: verified with its own certificate")
 	return nil
+}
+
+// leftIn is the namespace of namespaces in which selfAllowedIn found an access left
+// (the first one; the first of namespaces when the access left is cluster-wide).
+func leftIn(left, namespaces []string) string {
+	for _, ns := range namespaces {
+		for _, l := range left {
+			if strings.HasSuffix(l, fmt.Sprintf(" in %q", ns)) {
+				return ns
+			}
+		}
+	}
+	return namespaces[0]
 }
 
 // SlicesFor lists the consumer's slices asked of provider providerID.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -495,6 +496,11 @@ func (c *Side) checkIdentityCA(ctx context.Context, providerID string, ca []byte
 // actions rules grant it may still perform in namespace ns and in every namespace. A
 // certificate the API server no longer accepts (expired) may do nothing.
 func selfAllowed(ctx context.Context, cfg *rest.Config, ns string, rules []rbacv1.PolicyRule) ([]string, error) {
+	return selfAllowedIn(ctx, cfg, []string{ns}, rules)
+}
+
+// selfAllowedIn is selfAllowed in each namespace of namespaces (and in every namespace).
+func selfAllowedIn(ctx context.Context, cfg *rest.Config, namespaces []string, rules []rbacv1.PolicyRule) ([]string, error) {
 	// A short burst of reviews: not throttled by client-go's default 5 requests/s.
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 200, 400
@@ -507,7 +513,7 @@ func selfAllowed(ctx context.Context, cfg *rest.Config, ns string, rules []rbacv
 	unauthorized := false
 	eg, ctx := errgroup.WithContext(ctx)
 	eg.SetLimit(16)
-	for _, where := range []string{ns, ""} {
+	for _, where := range slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(namespaces), "")))) {
 		for _, a := range revocation.Actions(rules, where) {
 			eg.Go(func() error {
 				review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}
