@@ -205,6 +205,12 @@ func IsQuotaExceeded(err error) bool {
 // prefix is how an error names the side: "(local) ", or nothing for a one-cluster command.
 func (s *Side) prefix() string { return scopePrefix(s.Scope) }
 
+// unscoped is err's message without this side's prefix, for a progress line (which
+// names the side itself).
+func (s *Side) unscoped(err error) string {
+	return strings.TrimPrefix(err.Error(), s.prefix())
+}
+
 // Errorf is an error of this side: the message named as its progress lines are,
 // "(local) ..." or "(remote) ...", or bare for a one-cluster command. Errors are written
 // through it (or Explain), never with a hand-typed prefix.

@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
@@ -69,13 +71,20 @@ func SliceIdentity(ns, name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: ns, Name: wire.SliceIdentityName(name)}
 }
 
+// ErrRevocationUnproven means an identity given up was issued a certificate valid now,
+// and none is left to prove its revocation with.
+var ErrRevocationUnproven = errors.New("revocation not proven")
+
 // DeleteSlice deletes the consumer's slice name in ns and waits until the consumer's
-// controllers removed its copy on the provider and let it go; then, with the slice
-// identity's own certificate (cred, read before), it proves that identity lost its
-// access on the provider's tenant namespace: remoteNS, the control-plane Identity's
-// (an Identity writer's field), and the one the protocol names for this cluster
-// (wire.TenantNamespaceName), where the copy is unless the provider chose another.
-func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Config, remoteNS string) error {
+// controllers let it go (having removed its copy on the provider, when they reach it);
+// then, with the slice identity's own certificate (cred, read before), it proves that
+// identity lost its access on the provider's tenant namespace: remoteNS, the
+// control-plane Identity's (an Identity writer's field), and the one the protocol names
+// for this cluster (wire.TenantNamespaceName), where the copy is unless the provider chose
+// another. With no cred, issued says the slice was issued a certificate valid now: the
+// revocation cannot be proven (ErrRevocationUnproven), after the slice is deleted all the
+// same (giving an access up is never refused).
+func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Config, issued bool, remoteNS string) error {
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := c.Client.Delete(ctx, rs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -104,40 +113,48 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 	if err != nil {
 		return c.Explain(err, "deleting the ResourceSlice")
 	}
-	c.Report.Info("ResourceSlice %s deleted, with its copy on the provider and its Identity", name)
+	// The consumer's controllers give a slice's copy back only when they reach the
+	// provider (a kubeconfig they refuse, a provider down): otherwise they let the local
+	// slice go and the copy, with its grant, stays. Only the proof says which.
+	c.Report.Info("ResourceSlice %s deleted here, and its Identity", name)
+	namespaces := []string{wire.TenantNamespaceName(c.ClusterID)}
+	removeCopy := func(where string) string {
+		return fmt.Sprintf("its copy on the provider is likely left, with its grant (the consumer's controllers remove it only when they reach the provider): its administrator removes it with kubectl delete resourceslices.%s -n %s %s",
+			authv1beta1.GroupVersion.Group, where, name)
+	}
 	if cred == nil {
-		c.Report.Warn("The slice had no identity: nothing to revoke")
+		if issued {
+			return ScopedErrorf(Remote, "%w: ResourceSlice %s was issued a certificate valid now, and neither its Identity nor its status holds one of user %q, for this cluster's key and the CA pinned for the provider, to prove with; if %s",
+				ErrRevocationUnproven, name, authn.SliceUserName(name, c.ClusterID), removeCopy(namespaces[0]))
+		}
+		c.Report.Warn("The slice was issued no certificate: nothing to revoke")
 		return nil
 	}
-	// The copy's finalize deleted its bindings a moment ago: the authorizer may not have
-	// seen it yet.
-	namespaces := []string{wire.TenantNamespaceName(c.ClusterID)}
 	if remoteNS != "" && remoteNS != namespaces[0] {
 		namespaces = append(namespaces, remoteNS)
 	}
-	left, err := revocation.Settled(ctx, revocation.AuthorizerLag, func(ctx context.Context) ([]string, error) {
+	// The copy's finalize deleted its bindings a moment ago: the authorizer may not have
+	// seen it yet.
+	left, err := revocation.Settled(ctx, revocation.AuthorizerLag, func(ctx context.Context) ([]stillAllowed, error) {
 		return selfAllowedIn(ctx, cred, namespaces, access.SliceRules(name))
 	})
 	if err != nil {
 		return ScopedErrorf(Remote, "verifying the revocation: %w", err)
 	}
 	if len(left) > 0 {
-		// The consumer's controllers give a slice's copy back only when they reach the
-		// provider (a kubeconfig they refuse, a provider down): otherwise they let the local
-		// slice go and the copy, with its grant, stays.
-		return ScopedErrorf(Remote, "%w: the identity of ResourceSlice %s may still: %s. Its copy on the provider is likely left, with its grant (the consumer's controllers remove it only when they reach the provider): its administrator removes it with kubectl delete resourceslices.%s -n %s %s",
-			ErrAccessNotRevoked, name, strings.Join(left, "; "), authv1beta1.GroupVersion.Group, leftIn(left, namespaces), name)
+		return ScopedErrorf(Remote, "%w: the identity of ResourceSlice %s may still: %s; %s",
+			ErrAccessNotRevoked, name, strings.Join(inWords(left), "; "), removeCopy(leftIn(left, namespaces)))
 	}
 	c.Report.Info("Access of the slice's identity revoked: verified with its own certificate")
 	return nil
 }
 
-// leftIn is the namespace of namespaces in which selfAllowedIn found an access left
-// (the first one; the first of namespaces when the access left is cluster-wide).
-func leftIn(left, namespaces []string) string {
+// leftIn is the namespace of namespaces in which an access was left (the first one; the
+// first of namespaces when the access left is cluster-wide).
+func leftIn(left []stillAllowed, namespaces []string) string {
 	for _, ns := range namespaces {
-		for _, l := range left {
-			if strings.HasSuffix(l, fmt.Sprintf(" in %q", ns)) {
+		for _, a := range left {
+			if a.namespace == ns {
 				return ns
 			}
 		}
@@ -171,15 +188,68 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
 	for _, name := range names {
-		cred, err := RevocationCredential(ctx, s, ns, wire.SliceIdentityName(name), providerID, nil, time.Now())
+		cred, issued, err := SliceRevocationCredential(ctx, s, ns, providerID, name, time.Now())
 		if err != nil {
 			return err
 		}
-		if err := DeleteSlice(ctx, s, ns, name, cred, remoteNS); err != nil {
+		if err := DeleteSlice(ctx, s, ns, name, cred, issued, remoteNS); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// SliceRevocationCredential is RevocationCredential for the identity of the consumer's
+// slice name (in its tenant namespace ns, asked of provider providerID): the certificate
+// of the slice's Identity or, where that is gone or does not check, the one the slice's
+// status holds (the provider's answer, copied there by this cluster's controllers), each
+// checked to be for the slice's user (authn.SliceUserName), a key of this cluster's and
+// the CA pinned for the provider. An Identity writer may delete or rewrite the Identity;
+// the status is another principal's. issued says that either held a certificate valid now,
+// or the status says one was issued: with no credential, the revocation cannot be proven.
+// A certificate that does not check is said and passed over: it never stops the deletion.
+func SliceRevocationCredential(ctx context.Context, c *Side, ns, providerID, name string, now time.Time) (cred *rest.Config, issued bool, err error) {
+	if c.ClusterID == "" {
+		if err := c.Identify(ctx); err != nil {
+			return nil, false, err
+		}
+	}
+	type source struct {
+		what string
+		ap   *authv1beta1.AuthParams
+	}
+	var sources []source
+	var id authv1beta1.Identity
+	switch err := c.Client.Get(ctx, SliceIdentity(ns, name), &id); {
+	case err == nil:
+		sources = append(sources, source{fmt.Sprintf("Identity %s/%s", ns, id.Name), &id.Spec.AuthParams})
+	case !apierrors.IsNotFound(err):
+		return nil, false, c.Explain(err, "reading the Identity of ResourceSlice "+name)
+	}
+	var rs authv1beta1.ResourceSlice
+	switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &rs); {
+	case err == nil:
+		sources = append(sources, source{fmt.Sprintf("the status of ResourceSlice %s/%s", ns, name), rs.Status.AuthParams})
+		if info := rs.Status.Certificate; info != nil && info.NotAfter != nil && now.Before(info.NotAfter.Time) {
+			issued = true
+		}
+	case !apierrors.IsNotFound(err):
+		return nil, false, c.Explain(err, "reading ResourceSlice "+name)
+	}
+	user := authn.SliceUserName(name, c.ClusterID)
+	for _, src := range sources {
+		cfg, skipped, held, err := c.credential(ctx, src.what, src.ap, user, providerID, nil, now, true)
+		issued = issued || held
+		if err != nil {
+			c.Report.Warn("%s: not taken to prove the slice's revocation", c.unscoped(err))
+			continue
+		}
+		if cfg != nil {
+			c.warnSkippedProxy(src.what, skipped, providerID)
+			return cfg, issued, nil
+		}
+	}
+	return nil, issued, nil
 }
 
 // WaitSliceIdentity waits until the consumer's controllers created the Identity of slice

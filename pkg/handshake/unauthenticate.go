@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -44,7 +43,7 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 	// provider-side credentials may not ask SubjectAccessReviews (a peering user).
 	cred, err := RevocationCredential(ctx, c, cTN, wire.IdentityName(pr.ClusterID), pr.ClusterID, pr, p.now())
 	if err != nil {
-		c.Report.Warn("%v: the revocation is proven without it", err)
+		c.Report.Warn("%s: the revocation is proven without it", c.unscoped(err))
 	}
 	p.consumerIdentity = cred
 	if err := RemoveIdentity(ctx, c, pr.ClusterID); err != nil {
@@ -259,7 +258,10 @@ func VerifyRevoked(ctx context.Context, pr *Side, id, pTN string, cred *rest.Con
 		switch {
 		case err == nil:
 			pr.Report.Warn("These credentials may not list the bindings of every namespace: the revocation is verified with SubjectAccessReviews only")
-		case apierrors.IsForbidden(err) && cred != nil:
+		case apierrors.IsForbidden(err) && cred == nil:
+			return pr.Errorf("%w: these credentials may ask no SubjectAccessReviews, and this cluster holds no certificate of its own on the provider to ask with (above, when one was passed over): the provider's administrator proves it with liqoctl unauthenticate --remote-cluster-id %s",
+				ErrRevocationUnproven, id)
+		case apierrors.IsForbidden(err):
 			// Nor may they ask SubjectAccessReviews (a peering user): ask the API server,
 			// with the consumer's own certificate, what that certificate may still do.
 			pr.Report.Info("These credentials may not ask SubjectAccessReviews: the consumer's own certificate asks instead")
@@ -362,9 +364,9 @@ func removedOrNothing(r Reporter, what string, removed []string) {
 	r.Info("%s removed", last)
 }
 
-// IdentityCredential is the client configuration with which the consumer proves what one
-// of its identities on provider providerID may still do: the certificate of Identity
-// ns/name, this cluster's key, the API server and CA that Identity recorded and the proxy
+// IdentityCredential is the client configuration with which the consumer proves what its
+// control-plane identity on provider providerID may still do: the certificate of Identity
+// ns/name, checked to be for this cluster's user (its cluster ID), a key of this cluster's, the API server and CA that Identity recorded and the proxy
 // this cluster pinned (the Identity's only where no tenant record of this project's is),
 // with the CA the tenant record pinned for that provider (or, without a pin, one the
 // kubeconfig reaching the provider trusts: remote, nil when there is none). It never reads
@@ -381,18 +383,26 @@ func IdentityCredential(ctx context.Context, c *Side, ns, name, providerID strin
 }
 
 // RevocationCredential is IdentityCredential for the commands that give an access up
-// (unauthenticate, leave, a slice's deletion): where no proxy is pinned and the Identity
+// (unauthenticate, leave; a slice's deletion has SliceRevocationCredential): where no proxy is pinned and the Identity
 // names one, it takes none, as this cluster's controllers do
 // (cluster.TenantRecord.CheckIdentityProxy), and warns that it did. An Identity writer's
 // proxy neither carries the proof nor stops the revocation; a provider reached only
 // through a proxy then fails the proof, after the access is given up.
 func RevocationCredential(ctx context.Context, c *Side, ns, name, providerID string, remote *Side, now time.Time) (*rest.Config, error) {
 	cfg, skipped, err := identityCredential(ctx, c, ns, name, providerID, remote, now, true)
-	if err == nil && skipped != "" {
-		c.Report.Warn("Identity %s/%s names %s, and this cluster pinned no proxy for provider %q: its certificate reaches the provider directly, as this cluster's controllers do while none is pinned (a proxy is taken only once a handshake pinned it)",
-			ns, name, cluster.DescribeProxy(skipped), providerID)
+	if err == nil {
+		c.warnSkippedProxy(fmt.Sprintf("Identity %s/%s", ns, name), skipped, providerID)
 	}
 	return cfg, err
+}
+
+// warnSkippedProxy says, when skipped is not "", that the credential read from what
+// reaches provider providerID directly and not through skipped, the proxy it named.
+func (c *Side) warnSkippedProxy(what, skipped, providerID string) {
+	if skipped != "" {
+		c.Report.Warn("%s names %s, and this cluster pinned no proxy for provider %q: its certificate reaches the provider directly, as this cluster's controllers do while none is pinned (a proxy is taken only once a handshake pinned it)",
+			what, cluster.DescribeProxy(skipped), providerID)
+	}
 }
 
 // identityCredential is IdentityCredential; with direct, an Identity that names a proxy
@@ -405,45 +415,65 @@ func identityCredential(ctx context.Context, c *Side, ns, name, providerID strin
 		}
 		return nil, "", c.Explain(err, "reading Identity "+name)
 	}
-	ap := id.Spec.AuthParams
-	if !ap.HasCertificate() {
-		return nil, "", nil
+	if c.ClusterID == "" {
+		if err := c.Identify(ctx); err != nil {
+			return nil, "", err
+		}
 	}
-	key, err := c.ClusterKey(ctx)
-	if err != nil {
-		return nil, "", err
+	cfg, skipped, _, err := c.credential(ctx, fmt.Sprintf("Identity %s/%s", ns, name), &id.Spec.AuthParams, c.ClusterID, providerID, remote, now, direct)
+	return cfg, skipped, err
+}
+
+// credential is the client configuration of the certificate ap holds (what names where it
+// was read, for the errors), checked to be for user (its common name: an Identity writer
+// may put there another certificate of this cluster, e.g. a slice's, for which a proof
+// would say nothing of the access it means), for a key of this cluster's (the one it
+// takes) and for the CA pinned for provider providerID. nil, with no error, when ap holds
+// no certificate or one that expired (it authorizes nothing); held says ap held one valid
+// now, whatever else the checks found.
+func (c *Side) credential(ctx context.Context, what string, ap *authv1beta1.AuthParams, user, providerID string, remote *Side, now time.Time, direct bool) (cfg *rest.Config, skipped string, held bool, err error) {
+	if !ap.HasCertificate() {
+		return nil, "", false, nil
 	}
 	cert, err := authn.ParseCertificate(ap.SignedCRT)
 	if err != nil {
-		return nil, "", fmt.Errorf("%sIdentity %s/%s: %w", c.prefix(), ns, name, err)
+		return nil, "", true, fmt.Errorf("%s%s: %w", c.prefix(), what, err)
 	}
 	if !now.Before(cert.NotAfter) {
-		return nil, "", nil
+		return nil, "", false, nil
 	}
-	if !authn.PublicKeysEqual(cert.PublicKey, key.Public()) {
-		return nil, "", fmt.Errorf("%sIdentity %s/%s holds a certificate for another key than this cluster's: it proves nothing", c.prefix(), ns, name)
+	if cert.Subject.CommonName != user {
+		return nil, "", true, fmt.Errorf("%s%s holds a certificate for user %q, not %q: it proves nothing of that identity", c.prefix(), what, cert.Subject.CommonName, user)
+	}
+	ks, err := c.ClusterKeys(ctx)
+	if err != nil {
+		return nil, "", true, err
+	}
+	key := ks.Holding(cert.PublicKey)
+	if key == nil {
+		return nil, "", true, fmt.Errorf("%s%s holds a certificate for another key than this cluster's: it proves nothing", c.prefix(), what)
 	}
 	rec, checkIdentityCAErr := c.checkIdentityCA(ctx, providerID, ap.CA, remote)
 	if checkIdentityCAErr != nil {
-		return nil, "", fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, checkIdentityCAErr)
+		return nil, "", true, fmt.Errorf("%s%s cannot prove the revocation: %w", c.prefix(), what, checkIdentityCAErr)
 	}
 	proxy, skipped, err := credentialProxy(rec, c.Namespace, providerID, ptr.Deref(ap.ProxyURL, ""), direct)
 	if err != nil {
-		return nil, "", fmt.Errorf("%sIdentity %s/%s cannot prove the revocation: %w", c.prefix(), ns, name, err)
+		return nil, "", true, fmt.Errorf("%s%s cannot prove the revocation: %w", c.prefix(), what, err)
 	}
 	keyPEM, err := authn.MarshalPrivateKey(key)
 	if err != nil {
-		return nil, "", err
+		return nil, "", true, err
 	}
-	cfg := &rest.Config{Host: ap.APIServer, TLSClientConfig: rest.TLSClientConfig{CAData: ap.CA, CertData: ap.SignedCRT, KeyData: keyPEM}}
+	cfg = &rest.Config{Host: ap.APIServer, TLSClientConfig: rest.TLSClientConfig{CAData: ap.CA, CertData: ap.SignedCRT, KeyData: keyPEM}}
 	if proxy != "" {
 		u, err := url.Parse(proxy)
 		if err != nil {
-			return nil, "", fmt.Errorf("%sIdentity %s/%s: proxy URL: %w", c.prefix(), ns, name, err)
+			return nil, "", true, fmt.Errorf("%s%s: proxy URL: %w", c.prefix(), what, err)
 		}
 		cfg.Proxy = http.ProxyURL(u)
 	}
-	return cfg, skipped, nil
+	return cfg, skipped, true, nil
 }
 
 // credentialProxy is the proxy through which a credential of an Identity that names proxy
@@ -496,11 +526,37 @@ func (c *Side) checkIdentityCA(ctx context.Context, providerID string, ca []byte
 // actions rules grant it may still perform in namespace ns and in every namespace. A
 // certificate the API server no longer accepts (expired) may do nothing.
 func selfAllowed(ctx context.Context, cfg *rest.Config, ns string, rules []rbacv1.PolicyRule) ([]string, error) {
-	return selfAllowedIn(ctx, cfg, []string{ns}, rules)
+	left, err := selfAllowedIn(ctx, cfg, []string{ns}, rules)
+	return inWords(left), err
 }
 
-// selfAllowedIn is selfAllowed in each namespace of namespaces (and in every namespace).
-func selfAllowedIn(ctx context.Context, cfg *rest.Config, namespaces []string, rules []rbacv1.PolicyRule) ([]string, error) {
+// stillAllowed is an action a SelfSubjectAccessReview found a certificate may still
+// perform, in namespace ("" for every namespace).
+type stillAllowed struct {
+	namespace string
+	action    authorizationv1.ResourceAttributes
+}
+
+// String words the action as the proofs report it.
+func (a stillAllowed) String() string {
+	return fmt.Sprintf("%s %s/%s in %q", a.action.Verb, a.action.Group, a.action.Resource, a.namespace)
+}
+
+// inWords words each action of left.
+func inWords(left []stillAllowed) []string {
+	if left == nil {
+		return nil
+	}
+	out := make([]string, 0, len(left))
+	for _, a := range left {
+		out = append(out, a.String())
+	}
+	return out
+}
+
+// selfAllowedIn is selfAllowed in each namespace of namespaces (and in every namespace),
+// each action left with the namespace it is allowed in.
+func selfAllowedIn(ctx context.Context, cfg *rest.Config, namespaces []string, rules []rbacv1.PolicyRule) ([]stillAllowed, error) {
 	// A short burst of reviews: not throttled by client-go's default 5 requests/s.
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 200, 400
@@ -509,7 +565,7 @@ func selfAllowedIn(ctx context.Context, cfg *rest.Config, namespaces []string, r
 		return nil, err
 	}
 	var mu sync.Mutex
-	var left []string
+	var left []stillAllowed
 	unauthorized := false
 	eg, ctx := errgroup.WithContext(ctx)
 	eg.SetLimit(16)
@@ -528,7 +584,7 @@ func selfAllowedIn(ctx context.Context, cfg *rest.Config, namespaces []string, r
 				}
 				if review.Status.Allowed {
 					mu.Lock()
-					left = append(left, fmt.Sprintf("%s %s/%s in %q", a.Verb, a.Group, a.Resource, where))
+					left = append(left, stillAllowed{namespace: where, action: a})
 					mu.Unlock()
 				}
 				return nil
@@ -544,6 +600,6 @@ func selfAllowedIn(ctx context.Context, cfg *rest.Config, namespaces []string, r
 		// nothing.
 		return nil, nil
 	}
-	sort.Strings(left)
+	slices.SortFunc(left, func(a, b stillAllowed) int { return strings.Compare(a.String(), b.String()) })
 	return left, nil
 }

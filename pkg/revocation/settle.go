@@ -17,7 +17,7 @@ const AuthorizerLag = 3 * time.Second
 // to see them instead of reporting a grant that is gone (AuthorizerLag). The window counts
 // from the first answer. An error ends it at once; so does ctx, with its error: a proof cut
 // short proves nothing either way.
-func Settled(ctx context.Context, within time.Duration, prove func(context.Context) ([]string, error)) ([]string, error) {
+func Settled[T any](ctx context.Context, within time.Duration, prove func(context.Context) ([]T, error)) ([]T, error) {
 	left, err := prove(ctx)
 	deadline := time.Now().Add(within)
 	for pause := 25 * time.Millisecond; err == nil && len(left) > 0 && time.Now().Before(deadline); pause = min(2*pause, 400*time.Millisecond) {

@@ -64,7 +64,7 @@ func TestConsumerLeaves(t *testing.T) {
 	t.Run("it leaves with its own identity", func(t *testing.T) {
 		_, errOut := mustCLI(t, "unauthenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id, "--leave", "--delete-resourceslices")
 		assertInOrder(t, errOut, []string{
-			"INFO (local) ResourceSlice " + slice + " deleted, with its copy on the provider and its Identity",
+			"INFO (local) ResourceSlice " + slice + " deleted here, and its Identity",
 			"INFO (local) Access of the slice's identity revoked: verified with its own certificate",
 			"INFO (local) Tenant " + pTN + "/" + c.id + " deleted on provider \"" + p.id + "\" with this cluster's identity",
 			"INFO (local) Access on provider \"" + p.id + "\" revoked: verified with this cluster's own certificate",

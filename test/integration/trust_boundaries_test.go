@@ -380,8 +380,11 @@ func TestTenantNamespaceDesignatedByItsCreator(t *testing.T) {
 		ok, _, err := cluster.VerifyTenantNamespace(ctx, p.client, wire.DefaultLiqoNamespace, theirs.Name, "cl-liqo-consumer")
 		return ok, err
 	})
-	var binding rbacv1.RoleBinding
-	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: theirs.Name, Name: wire.ManagerName}, &binding), "the manager bound itself there")
+	// The record names the namespace first, then the manager binds itself there.
+	eventually(t, 20*time.Second, "the manager bound itself there", func(ctx context.Context) (bool, error) {
+		err := p.client.Get(ctx, client.ObjectKey{Namespace: theirs.Name, Name: wire.ManagerName}, &rbacv1.RoleBinding{})
+		return err == nil, client.IgnoreNotFound(err)
+	})
 	// A nonce Secret there is filled: the controllers treat it as a tenant namespace.
 	require.NoError(t, p.client.Create(ctx, secret(theirs.Name, wire.NonceSecretName, map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: "cl-liqo-consumer"}, nil)))
 	eventually(t, 20*time.Second, "the nonce is filled", func(ctx context.Context) (bool, error) {
