@@ -90,7 +90,9 @@ var (
 		"TestAttack60cIdentityWriterPinsItsProxyAfterUnauthenticate", "TestAttack60cIdentityWriterPinsItsProxyOnAPeeringBeforeThePin",
 		"TestAttack61IdentityWriterDecoyPinsItsCA", "TestAttack61bAdvisedCAUnpinLetsAnIdentityWriterChooseTheCA", "TestAttack63IdentityWriterProxiesTheConsumersProofs",
 		"TestAttack66IdentityWriterBlocksTheRevocationOfALegacyPeering", "TestAttack66DecoyAfterUnauthenticateAdvisesANewHandshake",
-		"TestAttack67IdentityWriterMovesTheSlicesRevocationProof", "TestAttack67IdentityWriterDeletesTheControlPlaneIdentityBeforeASlicesDeletion"}}
+		"TestAttack67IdentityWriterMovesTheSlicesRevocationProof", "TestAttack67IdentityWriterDeletesTheControlPlaneIdentityBeforeASlicesDeletion",
+		"TestAttack68IdentityWriterDeletesBothIdentitiesBeforeASlicesDeletion", "TestAttack68IdentityWriterPutsTheControlPlaneCertificateInTheSlicesIdentity",
+		"TestAttack68IdentityWriterPutsASlicesCertificateInTheControlPlaneIdentity"}}
 	statusIDs         = Writer{Principal: StatusWriter, Writes: "Identity status in every namespace (conditions, certificate)"}
 	nsCreatorBindings = Writer{Principal: NamespaceCreator, Writes: "RoleBindings of the Roles it holds, in namespaces it creates, naming any user or group (`<C>`, `liqo.io`)"}
 	clusterRoleBinder = Writer{Principal: ClusterRoleBinder, Writes: "ClusterRoleBindings of ClusterRoles it holds, with any name, labels (a peering user's included) and subjects"}
@@ -140,6 +142,8 @@ func CommandReads() []CommandRead {
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "identities", Where: "the tenant namespace, by name", Writers: []Writer{identityWriter, statusIDs}},
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "tenants", Where: "the tenant namespace, by name", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants, tenantLeaves}},
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "resourceslices", Where: "the tenant namespace", Writers: []Writer{tenantSlices, sliceWriter, statusSlices}},
+		{Command: "delete resourceslice, unauthenticate --delete-resourceslices", Group: g, Resource: "identities", Where: "the slice's Identity, by name: the certificate its revocation is proven with, taken only when of the slice's user, this cluster's key and the pinned CA", Writers: []Writer{identityWriter, statusIDs}},
+		{Command: "delete resourceslice, unauthenticate --delete-resourceslices", Group: g, Resource: "resourceslices", Where: "the slice, by name: its status's certificate where its Identity holds none of the slice's, and whether one was issued", Writers: []Writer{sliceWriter, statusSlices}},
 	}
 }
 
