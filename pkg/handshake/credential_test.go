@@ -25,10 +25,10 @@ import (
 
 // credentialPKI is a provider CA and the keys of a consumer around a key rotation.
 type credentialPKI struct {
-	t                       *testing.T
-	ca                      *x509.Certificate
-	caKey                   crypto.Signer
-	caPEM                   []byte
+	t                        *testing.T
+	ca                       *x509.Certificate
+	caKey                    crypto.Signer
+	caPEM                    []byte
 	current, previous, other crypto.Signer
 }
 
