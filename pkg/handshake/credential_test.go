@@ -90,7 +90,7 @@ func (p *credentialPKI) side(objs ...client.Object) (*Side, *lines) {
 
 // TestCredentialIsOfTheIdentityItProves: a proof's credential is a certificate valid now,
 // of the user it proves for, for a key this cluster holds (the previous one around a
-// rotation too) and of the pinned CA. Every other certificate of this cluster (the
+// rotation too) and issued by the pinned CA (not only named beside it). Every other certificate of this cluster (the
 // control plane's in a slice's Identity, a slice's in the control plane's) proves nothing
 // of that identity; an expired one, or none, authorizes nothing.
 func TestCredentialIsOfTheIdentityItProves(t *testing.T) {
@@ -113,6 +113,8 @@ func TestCredentialIsOfTheIdentityItProves(t *testing.T) {
 		{"a slice's in the control plane's Identity", p.cert(slice, p.current, later), p.caPEM, "cl-c", false, true, `holds a certificate for user "` + slice + `", not "cl-c"`},
 		{"another key", p.cert("cl-c", p.other, later), p.caPEM, "cl-c", false, true, "another key"},
 		{"another CA", foreign.cert("cl-c", p.current, later), foreign.caPEM, "cl-c", false, true, "is not the"},
+		{"signed by another CA beside the pinned one", foreign.cert("cl-c", p.current, later), p.caPEM, "cl-c", false, true, "its CA did not issue"},
+		{"a slice's, signed by another CA beside the pinned one", foreign.cert(slice, p.current, later), p.caPEM, slice, false, true, "its CA did not issue"},
 		{"expired", p.cert("cl-c", p.current, now.Add(-time.Minute)), p.caPEM, "cl-c", false, false, ""},
 		{"none", nil, p.caPEM, "cl-c", false, false, ""},
 		{"not a certificate", []byte("garbage"), p.caPEM, "cl-c", false, true, "Identity x"},

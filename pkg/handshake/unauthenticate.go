@@ -428,7 +428,7 @@ func identityCredential(ctx context.Context, c *Side, ns, name, providerID strin
 // was read, for the errors), checked to be for user (its common name: an Identity writer
 // may put there another certificate of this cluster, e.g. a slice's, for which a proof
 // would say nothing of the access it means), for a key of this cluster's (the one it
-// takes) and for the CA pinned for provider providerID. nil, with no error, when ap holds
+// takes), and issued by ap's CA, the one pinned for provider providerID. nil, with no error, when ap holds
 // no certificate or one that expired (it authorizes nothing); held says ap held one valid
 // now, whatever else the checks found.
 func (c *Side) credential(ctx context.Context, what string, ap *authv1beta1.AuthParams, user, providerID string, remote *Side, now time.Time, direct bool) (cfg *rest.Config, skipped string, held bool, err error) {
@@ -452,6 +452,12 @@ func (c *Side) credential(ctx context.Context, what string, ap *authv1beta1.Auth
 	key := ks.Holding(cert.PublicKey)
 	if key == nil {
 		return nil, "", true, fmt.Errorf("%s%s holds a certificate for another key than this cluster's: it proves nothing", c.prefix(), what)
+	}
+	// Issued by the CA checked below, not only named beside it: anyone may sign a
+	// certificate for this cluster's public key, which the provider answers 401, and a
+	// proof reads 401 as "may do nothing".
+	if _, verifyErr := authn.VerifyCertificate(ap.SignedCRT, ap.CA, key.Public(), user, now); verifyErr != nil {
+		return nil, "", true, fmt.Errorf("%s%s holds a certificate its CA did not issue: it proves nothing: %w", c.prefix(), what, verifyErr)
 	}
 	rec, checkIdentityCAErr := c.checkIdentityCA(ctx, providerID, ap.CA, remote)
 	if checkIdentityCAErr != nil {
