@@ -83,16 +83,18 @@ var (
 	tenantSlices    = Writer{Principal: TheTenant, Writes: "ResourceSlices in its tenant namespace (the provider's copies): spec and metadata", Tests: []string{"TestSliceUsersAndClusterIDsNeverMeet",
 		"TestAttack53SliceDeletedWithOrphanPropagation", "TestAttack53RelabelledSliceHeldAndOrphaned", "TestAttack53RecreatedSliceKeepsItsAccess", "TestAttack53OrphanCleanupSparesTheHonestSlice"}}
 	nsCreatorSlices = Writer{Principal: NamespaceCreator, Writes: "ResourceSlices in namespaces it creates, claiming any consumer or provider"}
-	sliceWriter     = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestConsumerSliceOutsideTenantNamespace"}}
-	statusSlices    = Writer{Principal: StatusWriter, Writes: "ResourceSlice status in every namespace (verdict, resources, certificate, published server and proxy)", Tests: []string{"TestResourceSliceStatusIsNotTrusted", "TestAttack60SliceStatusWriterPublishesAProxy"}}
-	nsCreatorIDs    = Writer{Principal: NamespaceCreator, Writes: "Identities in namespaces it creates, naming any provider"}
-	identityWriter  = Writer{Principal: IdentityWriter, Writes: "the Identities of the tenant namespace: spec (server, CA, proxy, certificate, the provider's namespace) and metadata", Tests: []string{"TestAdversarialConsumer", "TestAttack60bIdentityWriterRoutesSlicesThroughItsProxy",
+	sliceWriter     = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestConsumerSliceOutsideTenantNamespace",
+		"TestRelabelledSliceIsNotForgotten", "TestAttack69SliceWriterRelabelsASliceBeforeUnauthenticate", "TestAttack69SliceWriterRelabelsASliceBeforeLeave"}}
+	statusSlices   = Writer{Principal: StatusWriter, Writes: "ResourceSlice status in every namespace (verdict, resources, certificate, published server and proxy)", Tests: []string{"TestResourceSliceStatusIsNotTrusted", "TestAttack60SliceStatusWriterPublishesAProxy"}}
+	nsCreatorIDs   = Writer{Principal: NamespaceCreator, Writes: "Identities in namespaces it creates, naming any provider"}
+	identityWriter = Writer{Principal: IdentityWriter, Writes: "the Identities of the tenant namespace: spec (server, CA, proxy, certificate, the provider's namespace) and metadata", Tests: []string{"TestAdversarialConsumer", "TestAttack60bIdentityWriterRoutesSlicesThroughItsProxy",
 		"TestAttack60cIdentityWriterPinsItsProxyAfterUnauthenticate", "TestAttack60cIdentityWriterPinsItsProxyOnAPeeringBeforeThePin",
 		"TestAttack61IdentityWriterDecoyPinsItsCA", "TestAttack61bAdvisedCAUnpinLetsAnIdentityWriterChooseTheCA", "TestAttack63IdentityWriterProxiesTheConsumersProofs",
 		"TestAttack66IdentityWriterBlocksTheRevocationOfALegacyPeering", "TestAttack66DecoyAfterUnauthenticateAdvisesANewHandshake",
 		"TestAttack67IdentityWriterMovesTheSlicesRevocationProof", "TestAttack67IdentityWriterDeletesTheControlPlaneIdentityBeforeASlicesDeletion",
 		"TestAttack68IdentityWriterDeletesBothIdentitiesBeforeASlicesDeletion", "TestAttack68IdentityWriterPutsTheControlPlaneCertificateInTheSlicesIdentity",
-		"TestAttack68IdentityWriterPutsASlicesCertificateInTheControlPlaneIdentity"}}
+		"TestAttack68IdentityWriterPutsASlicesCertificateInTheControlPlaneIdentity",
+		"TestAttack69IdentityWriterForgesTheSlicesCertificate", "TestAttack69IdentityWriterForgesTheControlPlaneCertificate"}}
 	statusIDs         = Writer{Principal: StatusWriter, Writes: "Identity status in every namespace (conditions, certificate)"}
 	nsCreatorBindings = Writer{Principal: NamespaceCreator, Writes: "RoleBindings of the Roles it holds, in namespaces it creates, naming any user or group (`<C>`, `liqo.io`)"}
 	clusterRoleBinder = Writer{Principal: ClusterRoleBinder, Writes: "ClusterRoleBindings of ClusterRoles it holds, with any name, labels (a peering user's included) and subjects"}
@@ -142,7 +144,8 @@ func CommandReads() []CommandRead {
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "identities", Where: "the tenant namespace, by name", Writers: []Writer{identityWriter, statusIDs}},
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "tenants", Where: "the tenant namespace, by name", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants, tenantLeaves}},
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "resourceslices", Where: "the tenant namespace", Writers: []Writer{tenantSlices, sliceWriter, statusSlices}},
-		{Command: "delete resourceslice, unauthenticate --delete-resourceslices", Group: g, Resource: "identities", Where: "the slice's Identity, by name: the certificate its revocation is proven with, taken only when of the slice's user, this cluster's key and the pinned CA", Writers: []Writer{identityWriter, statusIDs}},
+		{Command: "unauthenticate, unauthenticate --leave", Group: g, Resource: "resourceslices", Where: "the provider's tenant namespace: every slice there but the provider's copies given to it, whatever its labels", Writers: []Writer{sliceWriter, statusSlices}},
+		{Command: "delete resourceslice, unauthenticate --delete-resourceslices", Group: g, Resource: "identities", Where: "the slice's Identity, by name: the certificate its revocation is proven with, taken only when of the slice's user and this cluster's key, issued by the pinned CA", Writers: []Writer{identityWriter, statusIDs}},
 		{Command: "delete resourceslice, unauthenticate --delete-resourceslices", Group: g, Resource: "resourceslices", Where: "the slice, by name: its status's certificate where its Identity holds none of the slice's, and whether one was issued", Writers: []Writer{sliceWriter, statusSlices}},
 	}
 }

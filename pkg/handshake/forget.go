@@ -107,7 +107,7 @@ func readPeerSlices(ctx context.Context, s *Side, h *PeerHere) error {
 		switch consumer, providerCopy := access.SliceConsumer(rs); {
 		case providerCopy && consumer == h.PeerID:
 			h.ProviderSlices = append(h.ProviderSlices, rs.Name)
-		case !providerCopy || consumer == s.ClusterID:
+		case askedOfPeer(rs, s.ClusterID):
 			h.ConsumerSlices = append(h.ConsumerSlices, rs.Name)
 		}
 	}

@@ -162,13 +162,35 @@ func leftIn(left []stillAllowed, namespaces []string) string {
 	return namespaces[0]
 }
 
-// SlicesFor lists the consumer's slices asked of provider providerID.
+// SlicesFor lists the consumer's slices asked of provider providerID: every slice in that
+// provider's tenant namespace here but the provider's copies given to it, whatever their
+// labels say, which a slice writer may change to hide a slice whose certificate still
+// works (askedOfPeer, the rule of readPeerSlices).
 func SlicesFor(ctx context.Context, c *Side, providerID string) ([]authv1beta1.ResourceSlice, error) {
+	if c.ClusterID == "" {
+		if err := c.Identify(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var list authv1beta1.ResourceSliceList
-	if err := c.Client.List(ctx, &list, client.MatchingLabels{wire.RemoteClusterIDLabel: providerID, wire.ReplicationRequestedLabel: "true"}); err != nil {
+	if err := c.Client.List(ctx, &list, client.InNamespace(tenantNamespaceOrDefault(ctx, c, providerID))); err != nil {
 		return nil, err
 	}
-	return list.Items, nil
+	var out []authv1beta1.ResourceSlice
+	for i := range list.Items {
+		if askedOfPeer(&list.Items[i], c.ClusterID) {
+			out = append(out, list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// askedOfPeer says whether rs, in the tenant namespace of a peer on cluster self, is asked
+// of that peer by self: anything but a provider's copy given to another cluster (the
+// tenant may write one claiming a third cluster; self's own requests name self).
+func askedOfPeer(rs *authv1beta1.ResourceSlice, self string) bool {
+	consumer, providerCopy := access.SliceConsumer(rs)
+	return !providerCopy || consumer == self
 }
 
 // CertificateExpiry words when a slice's certificate expires ("" when it has none).

@@ -143,42 +143,6 @@ func TestAttack69IdentityWriterForgesTheControlPlaneCertificate(t *testing.T) {
 	assert.NotContains(t, errOut, "Access revoked: verified", "the revocation was 'verified' with a certificate the provider does not accept (401 read as 'may do nothing')")
 }
 
-// TestAttack69IdentityAndStatusWritersCollude acts as an Identity writer (identities get,
-// delete) and a writer of resourceslices/status (get, update) of the consumer's tenant
-// namespace together. The Identity writer deletes both Identities (the controller can no
-// longer reach the provider, so nothing writes the local status back), the status writer
-// clears the certificate and its information from the local slice's status. liqoctl delete
-// resourceslice says "The slice was issued no certificate: nothing to revoke" and exits 0;
-// the copy and its grant stay on the provider. The commit's second source is one more
-// principal's object: with both, nothing on the consumer records that a certificate was
-// issued.
-func TestAttack69IdentityAndStatusWritersCollude(t *testing.T) {
-	t.Parallel()
-	c, p := cliSites(t)
-	ctx := context.Background()
-	kc := a67Slice(t, c, p, "slice-a69c")
-
-	cTN := wire.TenantNamespaceName(p.id)
-	idw := principal(t, c, "identity-writer", cTN, rule(authv1beta1.GroupVersion.Group, "identities", "get", "delete"))
-	sw := principal(t, c, "status-writer", cTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "get"),
-		rule(authv1beta1.GroupVersion.Group, "resourceslices/status", "get", "update"))
-	require.NoError(t, idw.Delete(ctx, &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.IdentityName(p.id)}}))
-	require.NoError(t, idw.Delete(ctx, &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.SliceIdentityName("slice-a69c")}}))
-	time.Sleep(time.Second)
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var rs authv1beta1.ResourceSlice
-		if err := sw.Get(ctx, client.ObjectKey{Namespace: cTN, Name: "slice-a69c"}, &rs); err != nil {
-			return err
-		}
-		rs.Status.AuthParams, rs.Status.Certificate = nil, nil
-		return sw.Status().Update(ctx, &rs)
-	}))
-
-	_, errOut, err := runCLI(t, "delete", "resourceslice", "slice-a69c", "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id)
-	a67AssertNoFalseProof(t, c, p, kc, "slice-a69c", errOut, err)
-	assert.NotContains(t, errOut, "nothing to revoke")
-}
-
 // a69Relabel acts as a ResourceSlice writer of the consumer's tenant namespace (resourceslices
 // get, update) and relabels slice name as TestRelabelledSliceIsNotForgotten does: another
 // provider in its remote-cluster-id label, no replication-requested label. The consumer's

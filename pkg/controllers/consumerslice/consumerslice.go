@@ -118,13 +118,25 @@ func IsRequest(o client.Object) bool {
 	return o.GetLabels()[wire.ReplicationRequestedLabel] == "true"
 }
 
+// handled says whether the controller drives o: a request, or one it made a request before
+// (its finalizer), which a slice writer may have relabelled since: it is still let go
+// when deleted, so that a deletion never waits on labels.
+func handled(o client.Object) bool {
+	return IsRequest(o) || controllerutil.ContainsFinalizer(o, wire.ConsumerSliceFinalizer)
+}
+
+// drives says whether Reconcile acts on rs: a request, or a slice it handled being deleted.
+func drives(rs *authv1beta1.ResourceSlice) bool {
+	return IsRequest(rs) || rs.DeletionTimestamp != nil && handled(rs)
+}
+
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
 	b := wiring.NewController(mgr, "consumerslice", access.Consumer).
-		For(&authv1beta1.ResourceSlice{}, predicate.NewPredicateFuncs(IsRequest)).
+		For(&authv1beta1.ResourceSlice{}, predicate.NewPredicateFuncs(handled)).
 		Owns(&authv1beta1.Identity{}, &authv1beta1.ResourceSlice{}).
 		Reads(&corev1.Secret{})
 	return b.WatchTenantNamespaces(wiring.Fixed("")).Complete(r)
@@ -139,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !IsRequest(rs) {
+	if !drives(rs) {
 		return ctrl.Result{}, nil
 	}
 	provider := rs.Labels[wire.RemoteClusterIDLabel]
