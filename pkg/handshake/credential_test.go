@@ -133,8 +133,8 @@ func TestCredentialIsOfTheIdentityItProves(t *testing.T) {
 	}
 }
 
-// TestSliceRevocationCredential: a slice's proof takes its Identity's certificate, or where
-// that is gone or of another user, the one its status holds, saying why; with none to take,
+// TestSliceRevocationCredential: a slice's proof takes its Identity's certificate and the
+// one its status holds, each once, passing over (and saying why) one of another user; with none to take,
 // issued says whether one valid now was issued (its status's certificate information, or a
 // certificate that did not check), and a slice issued nothing has nothing to revoke.
 func TestSliceRevocationCredential(t *testing.T) {
@@ -142,7 +142,7 @@ func TestSliceRevocationCredential(t *testing.T) {
 	later := time.Now().Add(time.Hour)
 	user := authn.SliceUserName("s1", "cl-c")
 	ns := wire.TenantNamespaceName("cl-p")
-	own, other := p.cert(user, p.current, later), p.cert("cl-c", p.current, later)
+	own, other, older := p.cert(user, p.current, later), p.cert("cl-c", p.current, later), p.cert(user, p.previous, later)
 	identity := func(crt []byte) *authv1beta1.Identity {
 		return &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: wire.SliceIdentityName("s1")},
 			Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{SignedCRT: crt, CA: p.caPEM, APIServer: "https://127.0.0.1:6443"}}}
@@ -158,35 +158,37 @@ func TestSliceRevocationCredential(t *testing.T) {
 		return rs
 	}
 	for _, tc := range []struct {
-		name         string
-		objs         []client.Object
-		want, issued bool
-		warns        string
+		name   string
+		objs   []client.Object
+		want   int
+		issued bool
+		warns  string
 	}{
-		{"its Identity", []client.Object{identity(own), slice(own, true)}, true, true, ""},
-		{"no Identity: its status", []client.Object{slice(own, true)}, true, true, ""},
-		{"an Identity with no certificate: its status", []client.Object{identity(nil), slice(own, true)}, true, true, ""},
-		{"another user's in its Identity: its status", []client.Object{identity(other), slice(own, true)}, true, true, `holds a certificate for user "cl-c"`},
-		{"none left, its status says one was issued", []client.Object{slice(nil, true)}, false, true, ""},
-		{"none left but another user's", []client.Object{identity(other), slice(nil, false)}, false, true, "not taken to prove"},
-		{"a slice issued nothing", []client.Object{slice(nil, false)}, false, false, ""},
-		{"no slice, no Identity", nil, false, false, ""},
+		{"its Identity, the same as its status", []client.Object{identity(own), slice(own, true)}, 1, true, ""},
+		{"no Identity: its status", []client.Object{slice(own, true)}, 1, true, ""},
+		{"an Identity with no certificate: its status", []client.Object{identity(nil), slice(own, true)}, 1, true, ""},
+		{"another user's in its Identity: its status", []client.Object{identity(other), slice(own, true)}, 1, true, `holds a certificate for user "cl-c"`},
+		{"an older one in its Identity: both", []client.Object{identity(older), slice(own, true)}, 2, true, ""},
+		{"none left, its status says one was issued", []client.Object{slice(nil, true)}, 0, true, ""},
+		{"none left but another user's", []client.Object{identity(other), slice(nil, false)}, 0, true, "not taken to prove"},
+		{"a slice issued nothing", []client.Object{slice(nil, false)}, 0, false, ""},
+		{"no slice, no Identity", nil, 0, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, l := p.side(tc.objs...)
-			cfg, issued, err := SliceRevocationCredential(context.Background(), s, ns, "cl-p", "s1", time.Now())
+			creds, issued, err := SliceRevocationCredential(context.Background(), s, ns, "cl-p", "s1", time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (cfg != nil) != tc.want || issued != tc.issued {
-				t.Fatalf("credential %v, issued %v; said %q", cfg != nil, issued, *l)
+			if len(creds) != tc.want || issued != tc.issued {
+				t.Fatalf("%d credentials, issued %v; said %q", len(creds), issued, *l)
 			}
 			said := strings.Join(*l, "\n")
 			if tc.warns == "" && said != "" || !strings.Contains(said, tc.warns) {
 				t.Fatalf("said %q, want %q", said, tc.warns)
 			}
-			if cfg != nil && string(cfg.CertData) != string(own) {
-				t.Fatal("the credential is not the slice's own certificate")
+			if len(creds) > 0 && string(creds[len(creds)-1].CertData) != string(own) {
+				t.Fatal("the slice's current certificate is not among the credentials")
 			}
 		})
 	}

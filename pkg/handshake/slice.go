@@ -1,13 +1,16 @@
 package handshake
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -77,14 +80,14 @@ var ErrRevocationUnproven = errors.New("revocation not proven")
 
 // DeleteSlice deletes the consumer's slice name in ns and waits until the consumer's
 // controllers let it go (having removed its copy on the provider, when they reach it);
-// then, with the slice identity's own certificate (cred, read before), it proves that
+// then, with the slice identity's own certificates (creds, read before), it proves that
 // identity lost its access on the provider's tenant namespace: remoteNS, the
 // control-plane Identity's (an Identity writer's field), and the one the protocol names
 // for this cluster (wire.TenantNamespaceName), where the copy is unless the provider chose
-// another. With no cred, issued says the slice was issued a certificate valid now: the
+// another. With no creds, issued says the slice was issued a certificate valid now: the
 // revocation cannot be proven (ErrRevocationUnproven), after the slice is deleted all the
 // same (giving an access up is never refused).
-func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Config, issued bool, remoteNS string) error {
+func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Config, issued bool, remoteNS string) error {
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := c.Client.Delete(ctx, rs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -122,7 +125,7 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 		return fmt.Sprintf("its copy on the provider is likely left, with its grant (the consumer's controllers remove it only when they reach the provider): its administrator removes it with kubectl delete resourceslices.%s -n %s %s",
 			authv1beta1.GroupVersion.Group, where, name)
 	}
-	if cred == nil {
+	if len(creds) == 0 {
 		if issued {
 			return ScopedErrorf(Remote, "%w: ResourceSlice %s was issued a certificate valid now, and neither its Identity nor its status holds one of user %q, for this cluster's key and the CA pinned for the provider, to prove with; if %s",
 				ErrRevocationUnproven, name, authn.SliceUserName(name, c.ClusterID), removeCopy(namespaces[0]))
@@ -136,7 +139,7 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 	// The copy's finalize deleted its bindings a moment ago: the authorizer may not have
 	// seen it yet.
 	left, err := revocation.Settled(ctx, revocation.AuthorizerLag, func(ctx context.Context) ([]stillAllowed, error) {
-		return selfAllowedIn(ctx, cred, namespaces, access.SliceRules(name))
+		return selfAllowedWithEach(ctx, creds, namespaces, access.SliceRules(name))
 	})
 	if err != nil {
 		return ScopedErrorf(Remote, "verifying the revocation: %w", err)
@@ -147,6 +150,26 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, cred *rest.Confi
 	}
 	c.Report.Info("Access of the slice's identity revoked: verified with its own certificate")
 	return nil
+}
+
+// selfAllowedWithEach is selfAllowedIn asked with each of creds: every access any of them
+// keeps. Around a key rotation the provider binds the key of a slice's current request
+// only, and an older certificate (which an Identity writer may put back) proves nothing
+// alone.
+func selfAllowedWithEach(ctx context.Context, creds []*rest.Config, namespaces []string, rules []rbacv1.PolicyRule) ([]stillAllowed, error) {
+	var left []stillAllowed
+	for _, cred := range creds {
+		l, err := selfAllowedIn(ctx, cred, namespaces, rules)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range l {
+			if !slices.Contains(left, a) {
+				left = append(left, a)
+			}
+		}
+	}
+	return left, nil
 }
 
 // leftIn is the namespace of namespaces in which an access was left (the first one; the
@@ -210,11 +233,11 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
 	for _, name := range names {
-		cred, issued, err := SliceRevocationCredential(ctx, s, ns, providerID, name, time.Now())
+		creds, issued, err := SliceRevocationCredential(ctx, s, ns, providerID, name, time.Now())
 		if err != nil {
 			return err
 		}
-		if err := DeleteSlice(ctx, s, ns, name, cred, issued, remoteNS); err != nil {
+		if err := DeleteSlice(ctx, s, ns, name, creds, issued, remoteNS); err != nil {
 			return err
 		}
 	}
@@ -222,15 +245,16 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 }
 
 // SliceRevocationCredential is RevocationCredential for the identity of the consumer's
-// slice name (in its tenant namespace ns, asked of provider providerID): the certificate
-// of the slice's Identity or, where that is gone or does not check, the one the slice's
-// status holds (the provider's answer, copied there by this cluster's controllers), each
-// checked to be for the slice's user (authn.SliceUserName), a key of this cluster's and
-// the CA pinned for the provider. An Identity writer may delete or rewrite the Identity;
+// slice name (in its tenant namespace ns, asked of provider providerID): the certificates
+// of the slice's Identity and of the slice's status (the provider's answer, copied there
+// by this cluster's controllers), each checked to be for the slice's user
+// (authn.SliceUserName), a key of this cluster's and issued by the CA pinned for the
+// provider; both when they differ, for the proof asks with each (around a key rotation an
+// older certificate, which an Identity writer may put back, matches no binding). An Identity writer may delete or rewrite the Identity;
 // the status is another principal's. issued says that either held a certificate valid now,
 // or the status says one was issued: with no credential, the revocation cannot be proven.
 // A certificate that does not check is said and passed over: it never stops the deletion.
-func SliceRevocationCredential(ctx context.Context, c *Side, ns, providerID, name string, now time.Time) (cred *rest.Config, issued bool, err error) {
+func SliceRevocationCredential(ctx context.Context, c *Side, ns, providerID, name string, now time.Time) (creds []*rest.Config, issued bool, err error) {
 	if c.ClusterID == "" {
 		if err := c.Identify(ctx); err != nil {
 			return nil, false, err
@@ -266,12 +290,12 @@ func SliceRevocationCredential(ctx context.Context, c *Side, ns, providerID, nam
 			c.Report.Warn("%s: not taken to prove the slice's revocation", c.unscoped(err))
 			continue
 		}
-		if cfg != nil {
+		if cfg != nil && !slices.ContainsFunc(creds, func(o *rest.Config) bool { return bytes.Equal(o.CertData, cfg.CertData) }) {
 			c.warnSkippedProxy(src.what, skipped, providerID)
-			return cfg, issued, nil
+			creds = append(creds, cfg)
 		}
 	}
-	return nil, issued, nil
+	return creds, issued, nil
 }
 
 // WaitSliceIdentity waits until the consumer's controllers created the Identity of slice
