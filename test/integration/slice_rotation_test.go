@@ -37,43 +37,10 @@ func TestResourceSliceFollowsAKeyRotation(t *testing.T) {
 	ctx := context.Background()
 	const name = "slice-rot"
 	user := authn.SliceUserName(name, c.id)
-	pTN, cTN := wire.TenantNamespaceName(c.id), wire.TenantNamespaceName(p.id)
-	rs := localSlice(c, p, name, "", "1")
-	require.NoError(t, c.client.Create(ctx, rs))
-	waitSliceDecided(t, c, rs)
-	oldKC := sliceKubeconfig(t, c, p, name)
-	require.True(t, canI(t, oldKC, "get", "authentication.liqo.io", "resourceslices", pTN, name), "the slice identity reads its own slice")
-
-	ks, err := cluster.StageNextKey(ctx, c.client, wire.DefaultLiqoNamespace, authn.Ed25519)
-	require.NoError(t, err)
-	next := ks.Next
-	moveControlPlane(t, c, p, next)
-
-	ks, err = cluster.SwitchToNextKey(ctx, c.client, wire.DefaultLiqoNamespace)
-	require.NoError(t, err)
-	require.True(t, authn.PublicKeysEqual(ks.Current.Public(), next.Public()))
+	pTN := wire.TenantNamespaceName(c.id)
+	oldKC, newKC, next := rotatedSlice(t, c, p, name)
 	group, err := authn.KeyGroup(user, next.Public())
 	require.NoError(t, err)
-
-	// The consumer learns that its slice is denied (its CSR is for the old key, the Tenant's
-	// accepted key is the new one) or rechecks it, and forges a key-bound CSR for the new key.
-	var newKC []byte
-	eventually(t, 3*time.Minute, "the slice identity holds a certificate for the new key", func(ctx context.Context) (bool, error) {
-		var id authv1beta1.Identity
-		if getErr := c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.SliceIdentityName(name)}, &id); getErr != nil {
-			return false, client.IgnoreNotFound(getErr)
-		}
-		cert, parseErr := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT)
-		if parseErr != nil {
-			return false, parseErr
-		}
-		if !authn.PublicKeysEqual(cert.PublicKey, next.Public()) || !meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) ||
-			id.Status.Certificate == nil || id.Status.Certificate.SerialNumber != cert.SerialNumber.Text(16) {
-			return false, nil
-		}
-		newKC = sliceKubeconfig(t, c, p, name)
-		return true, nil
-	})
 	info, err := authn.ReadKubeconfig(newKC)
 	require.NoError(t, err)
 	cert, err := authn.ParseCertificate(info.CertPEM)
@@ -95,6 +62,50 @@ func TestResourceSliceFollowsAKeyRotation(t *testing.T) {
 	err = oldUser.Get(ctx, client.ObjectKey{Namespace: pTN, Name: name}, &authv1beta1.ResourceSlice{})
 	require.True(t, apierrors.IsForbidden(err), "the old slice certificate reads its slice: %v", err)
 	assert.False(t, canI(t, oldKC, "get", "authentication.liqo.io", "resourceslices", pTN, name), "the old slice certificate authorizes nothing")
+}
+
+// rotatedSlice has slice name of c accepted by p, checks that its identity reads it, then
+// rotates c's key (the provider's side played by moveControlPlane) until the slice's
+// Identity holds a certificate for the new key: it returns the slice identity's kubeconfig
+// before and after, and the new key.
+func rotatedSlice(t *testing.T, c, p *site, name string) (oldKC, newKC []byte, next crypto.Signer) {
+	t.Helper()
+	ctx := context.Background()
+	pTN, cTN := wire.TenantNamespaceName(c.id), wire.TenantNamespaceName(p.id)
+	rs := localSlice(c, p, name, "", "1")
+	require.NoError(t, c.client.Create(ctx, rs))
+	waitSliceDecided(t, c, rs)
+	oldKC = sliceKubeconfig(t, c, p, name)
+	require.True(t, canI(t, oldKC, "get", "authentication.liqo.io", "resourceslices", pTN, name), "the slice identity reads its own slice")
+
+	ks, err := cluster.StageNextKey(ctx, c.client, wire.DefaultLiqoNamespace, authn.Ed25519)
+	require.NoError(t, err)
+	next = ks.Next
+	moveControlPlane(t, c, p, next)
+
+	ks, err = cluster.SwitchToNextKey(ctx, c.client, wire.DefaultLiqoNamespace)
+	require.NoError(t, err)
+	require.True(t, authn.PublicKeysEqual(ks.Current.Public(), next.Public()))
+
+	// The consumer learns that its slice is denied (its CSR is for the old key, the Tenant's
+	// accepted key is the new one) or rechecks it, and forges a key-bound CSR for the new key.
+	eventually(t, 3*time.Minute, "the slice identity holds a certificate for the new key", func(ctx context.Context) (bool, error) {
+		var id authv1beta1.Identity
+		if getErr := c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.SliceIdentityName(name)}, &id); getErr != nil {
+			return false, client.IgnoreNotFound(getErr)
+		}
+		cert, parseErr := authn.ParseCertificate(id.Spec.AuthParams.SignedCRT)
+		if parseErr != nil {
+			return false, parseErr
+		}
+		if !authn.PublicKeysEqual(cert.PublicKey, next.Public()) || !meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) ||
+			id.Status.Certificate == nil || id.Status.Certificate.SerialNumber != cert.SerialNumber.Text(16) {
+			return false, nil
+		}
+		newKC = sliceKubeconfig(t, c, p, name)
+		return true, nil
+	})
+	return oldKC, newKC, next
 }
 
 // moveControlPlane plays the provider's side of a consumer's key rotation, which the
