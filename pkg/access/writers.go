@@ -94,7 +94,8 @@ var (
 		"TestAttack67IdentityWriterMovesTheSlicesRevocationProof", "TestAttack67IdentityWriterDeletesTheControlPlaneIdentityBeforeASlicesDeletion",
 		"TestAttack68IdentityWriterDeletesBothIdentitiesBeforeASlicesDeletion", "TestAttack68IdentityWriterPutsTheControlPlaneCertificateInTheSlicesIdentity",
 		"TestAttack68IdentityWriterPutsASlicesCertificateInTheControlPlaneIdentity",
-		"TestAttack69IdentityWriterForgesTheSlicesCertificate", "TestAttack69IdentityWriterForgesTheControlPlaneCertificate"}}
+		"TestAttack69IdentityWriterForgesTheSlicesCertificate", "TestAttack69IdentityWriterForgesTheControlPlaneCertificate",
+		"TestAttack70IdentityWriterPutsBackTheSlicesOlderCertificate"}}
 	statusIDs         = Writer{Principal: StatusWriter, Writes: "Identity status in every namespace (conditions, certificate)"}
 	nsCreatorBindings = Writer{Principal: NamespaceCreator, Writes: "RoleBindings of the Roles it holds, in namespaces it creates, naming any user or group (`<C>`, `liqo.io`)"}
 	clusterRoleBinder = Writer{Principal: ClusterRoleBinder, Writes: "ClusterRoleBindings of ClusterRoles it holds, with any name, labels (a peering user's included) and subjects"}
