@@ -45,10 +45,8 @@ var ErrCannotLeave = errors.New("cannot leave by itself")
 // without this right), it returns ErrCannotLeave naming what the provider's administrator
 // runs there.
 func Leave(ctx context.Context, c *Side, providerID string, now time.Time) error {
-	if c.ClusterID == "" {
-		if err := c.Identify(ctx); err != nil {
-			return err
-		}
+	if err := c.identified(ctx); err != nil {
+		return err
 	}
 	byAdmin := "its administrator runs there: liqoctl unauthenticate --remote-cluster-id " + c.ClusterID
 	cTN := tenantNamespaceOrDefault(ctx, c, providerID)

@@ -142,6 +142,14 @@ func (s *Side) Identify(ctx context.Context) error {
 	return nil
 }
 
+// identified reads the cluster ID of the side unless it is known already (Identify).
+func (s *Side) identified(ctx context.Context) error {
+	if s.ClusterID != "" {
+		return nil
+	}
+	return s.Identify(ctx)
+}
+
 // Unreachable reports whether err says the API server could not be reached at all.
 func Unreachable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

@@ -190,10 +190,8 @@ func leftIn(left []stillAllowed, namespaces []string) string {
 // labels say, which a slice writer may change to hide a slice whose certificate still
 // works (askedOfPeer, the rule of readPeerSlices).
 func SlicesFor(ctx context.Context, c *Side, providerID string) ([]authv1beta1.ResourceSlice, error) {
-	if c.ClusterID == "" {
-		if err := c.Identify(ctx); err != nil {
-			return nil, err
-		}
+	if err := c.identified(ctx); err != nil {
+		return nil, err
 	}
 	var list authv1beta1.ResourceSliceList
 	if err := c.Client.List(ctx, &list, client.InNamespace(tenantNamespaceOrDefault(ctx, c, providerID))); err != nil {
@@ -250,15 +248,13 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 // by this cluster's controllers), each checked to be for the slice's user
 // (authn.SliceUserName), a key of this cluster's and issued by the CA pinned for the
 // provider; both when they differ, for the proof asks with each (around a key rotation an
-// older certificate, which an Identity writer may put back, matches no binding). An Identity writer may delete or rewrite the Identity;
-// the status is another principal's. issued says that either held a certificate valid now,
+// older certificate, which an Identity writer may put back, matches no binding). An
+// Identity writer may delete or rewrite the Identity; the status is another principal's. issued says that either held a certificate valid now,
 // or the status says one was issued: with no credential, the revocation cannot be proven.
 // A certificate that does not check is said and passed over: it never stops the deletion.
 func SliceRevocationCredential(ctx context.Context, c *Side, ns, providerID, name string, now time.Time) (creds []*rest.Config, issued bool, err error) {
-	if c.ClusterID == "" {
-		if err := c.Identify(ctx); err != nil {
-			return nil, false, err
-		}
+	if err := c.identified(ctx); err != nil {
+		return nil, false, err
 	}
 	type source struct {
 		what string

@@ -415,10 +415,8 @@ func identityCredential(ctx context.Context, c *Side, ns, name, providerID strin
 		}
 		return nil, "", c.Explain(err, "reading Identity "+name)
 	}
-	if c.ClusterID == "" {
-		if err := c.Identify(ctx); err != nil {
-			return nil, "", err
-		}
+	if err := c.identified(ctx); err != nil {
+		return nil, "", err
 	}
 	cfg, skipped, _, err := c.credential(ctx, fmt.Sprintf("Identity %s/%s", ns, name), &id.Spec.AuthParams, c.ClusterID, providerID, remote, now, direct)
 	return cfg, skipped, err
