@@ -49,9 +49,12 @@ func Leave(ctx context.Context, c *Side, providerID string, now time.Time) error
 		return err
 	}
 	byAdmin := "its administrator runs there: liqoctl unauthenticate --remote-cluster-id " + c.ClusterID
-	cTN := tenantNamespaceOrDefault(ctx, c, providerID)
+	cTN, err := tenantNamespaceOrDefault(ctx, c, providerID)
+	if err != nil {
+		return err
+	}
 	var id authv1beta1.Identity
-	switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(providerID)}, &id); {
+	switch err = c.Client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(providerID)}, &id); {
 	case apierrors.IsNotFound(err):
 		c.Report.Info("No Identity on provider %q: nothing to leave (if that provider still holds a Tenant for this cluster, %s)", providerID, byAdmin)
 		return nil
@@ -80,9 +83,17 @@ func Leave(ctx context.Context, c *Side, providerID string, now time.Time) error
 	if len(may) == 0 {
 		return cannotDeleteTenant(pr, byAdmin)
 	}
-	if leaveSlicesErr := leaveSlices(ctx, c, cTN, providerID); leaveSlicesErr != nil {
-		return leaveSlicesErr
+	// A slice deleted whose proof failed is said at the end: the Tenant still goes.
+	slicesErr := leaveSlices(ctx, c, cTN, providerID)
+	if slicesErr != nil && !OnlyProofsFailed(slicesErr) {
+		return slicesErr
 	}
+	return errors.Join(slicesErr, leaveTenant(ctx, c, pr, cred, pTN, providerID, byAdmin))
+}
+
+// leaveTenant deletes c's Tenant on provider pr (in pTN) with c's credential there, proves
+// with it that nothing of the tenant's access remains, then removes c's Identity.
+func leaveTenant(ctx context.Context, c, pr *Side, cred *rest.Config, pTN, providerID, byAdmin string) error {
 	if deleteOwnTenantErr := deleteOwnTenant(ctx, pr, pTN, c.ClusterID, byAdmin); deleteOwnTenantErr != nil {
 		return deleteOwnTenantErr
 	}

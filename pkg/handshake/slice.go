@@ -193,8 +193,12 @@ func SlicesFor(ctx context.Context, c *Side, providerID string) ([]authv1beta1.R
 	if err := c.identified(ctx); err != nil {
 		return nil, err
 	}
+	tn, err := tenantNamespaceOrDefault(ctx, c, providerID)
+	if err != nil {
+		return nil, err
+	}
 	var list authv1beta1.ResourceSliceList
-	if err := c.Client.List(ctx, &list, client.InNamespace(tenantNamespaceOrDefault(ctx, c, providerID))); err != nil {
+	if err := c.Client.List(ctx, &list, client.InNamespace(tn)); err != nil {
 		return nil, err
 	}
 	var out []authv1beta1.ResourceSlice
@@ -223,23 +227,52 @@ func CertificateExpiry(rs *authv1beta1.ResourceSlice) string {
 }
 
 // DeleteSlices deletes the consumer's slices names in its tenant namespace ns of provider
-// providerID, each with the proof that its identity lost its access.
+// providerID, each with the proof that its identity lost its access. A slice deleted
+// whose proof failed (ErrRevocationUnproven, ErrAccessNotRevoked) does not stop the
+// others: every such failure is returned at the end, joined (OnlyProofsFailed says so);
+// any other error stops at that slice, joined to the proofs that failed before it.
 func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...string) error {
 	remoteNS := ""
 	var id authv1beta1.Identity
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.IdentityName(providerID)}, &id); err == nil {
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
+	var failed []error
 	for _, name := range names {
 		creds, issued, err := SliceRevocationCredential(ctx, s, ns, providerID, name, time.Now())
-		if err != nil {
-			return err
+		if err == nil {
+			err = DeleteSlice(ctx, s, ns, name, creds, issued, remoteNS)
 		}
-		if err := DeleteSlice(ctx, s, ns, name, creds, issued, remoteNS); err != nil {
-			return err
+		switch {
+		case err == nil:
+		case proofFailed(err):
+			failed = append(failed, err)
+		default:
+			return errors.Join(append(failed, err)...)
 		}
 	}
-	return nil
+	return errors.Join(failed...)
+}
+
+// proofFailed says err is a revocation proof's failure: what it proves about was deleted.
+func proofFailed(err error) bool {
+	return errors.Is(err, ErrRevocationUnproven) || errors.Is(err, ErrAccessNotRevoked)
+}
+
+// OnlyProofsFailed says that err, from DeleteSlices, holds only failed proofs: every slice
+// was deleted, and what comes after the slices (the control plane's revocation, which a
+// slice's failed proof does not change) may go on.
+func OnlyProofsFailed(err error) bool {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		if !proofFailed(e) {
+			return false
+		}
+	}
+	return err != nil
 }
 
 // SliceRevocationCredential is RevocationCredential for the identity of the consumer's

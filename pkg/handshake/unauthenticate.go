@@ -38,7 +38,10 @@ var ErrAccessNotRevoked = errors.New("access not revoked")
 // its tenant role granted.
 func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error {
 	c, pr := p.Consumer, p.Provider
-	cTN := tenantNamespaceOrDefault(ctx, c, pr.ClusterID)
+	cTN, err := tenantNamespaceOrDefault(ctx, c, pr.ClusterID)
+	if err != nil {
+		return err
+	}
 	// The consumer's own credential, kept to prove the revocation with it when the
 	// provider-side credentials may not ask SubjectAccessReviews (a peering user).
 	cred, err := RevocationCredential(ctx, c, cTN, wire.IdentityName(pr.ClusterID), pr.ClusterID, pr, p.now())
@@ -46,10 +49,13 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 		c.Report.Warn("%s: the revocation is proven without it", c.unscoped(err))
 	}
 	p.consumerIdentity = cred
-	if err := RemoveIdentity(ctx, c, pr.ClusterID); err != nil {
+	if err = RemoveIdentity(ctx, c, pr.ClusterID); err != nil {
 		return err
 	}
-	pTN := tenantNamespaceOrDefault(ctx, pr, c.ClusterID)
+	pTN, err := tenantNamespaceOrDefault(ctx, pr, c.ClusterID)
+	if err != nil {
+		return err
+	}
 	if err := RemoveTenant(ctx, pr, c.ClusterID); err != nil {
 		return err
 	}
@@ -67,7 +73,10 @@ func (p *Pair) Unauthenticate(ctx context.Context, deleteNamespaces bool) error 
 // Identity that owns it: after, the garbage collector may have taken it already, and the
 // command would say it found none.
 func RemoveIdentity(ctx context.Context, c *Side, providerID string) error {
-	cTN := tenantNamespaceOrDefault(ctx, c, providerID)
+	cTN, err := tenantNamespaceOrDefault(ctx, c, providerID)
+	if err != nil {
+		return err
+	}
 	objs := []client.Object{
 		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.IdentityName(providerID)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cTN, Name: wire.KubeconfigSecretName(wire.IdentityName(providerID))}},
@@ -97,7 +106,10 @@ func RemoveIdentity(ctx context.Context, c *Side, providerID string) error {
 // handled by pr's controllers, removes its bindings and requests), then what it may have
 // left: bindings, the nonce, the Renew and certificate requests.
 func RemoveTenant(ctx context.Context, pr *Side, consumerID string) error {
-	pTN := tenantNamespaceOrDefault(ctx, pr, consumerID)
+	pTN, err := tenantNamespaceOrDefault(ctx, pr, consumerID)
+	if err != nil {
+		return err
+	}
 	t := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: pTN, Name: consumerID}}
 	existed := true
 	if err := pr.Client.Delete(ctx, t); err != nil {
@@ -326,11 +338,20 @@ type emptyBindings struct{ client.Reader }
 
 func (emptyBindings) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
 
-func tenantNamespaceOrDefault(ctx context.Context, s *Side, remoteID string) string {
-	if tn, err := s.TenantNamespace(ctx, remoteID); err == nil {
-		return tn
+// tenantNamespaceOrDefault is the tenant namespace of remoteID on s, or its default name
+// (liqo-tenant-<remoteID>) when s has none recorded, names it ambiguously (only the
+// default name is Liqo's own) or may not read where it is recorded (a peering user). Any
+// other failure to look it up is returned: a removal or a listing in the default name
+// while the recorded namespace is elsewhere would find nothing there and say so.
+func tenantNamespaceOrDefault(ctx context.Context, s *Side, remoteID string) (string, error) {
+	tn, err := s.TenantNamespace(ctx, remoteID)
+	switch {
+	case err == nil:
+		return tn, nil
+	case errors.Is(err, cluster.ErrTenantNamespaceNotFound), errors.Is(err, cluster.ErrAmbiguousTenantNamespace), apierrors.IsForbidden(err):
+		return wire.TenantNamespaceName(remoteID), nil
 	}
-	return wire.TenantNamespaceName(remoteID)
+	return "", s.Explain(err, "looking up the tenant namespace of cluster "+remoteID)
 }
 
 func deleteIgnoringAbsence(ctx context.Context, c client.Client, obj client.Object) error {

@@ -201,15 +201,18 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	var slicesErr error
 	if len(names) > 0 {
 		if err := ctrls.Ensure(ctx, authmanager.SideRole{Side: c, Role: authmanager.Consumer}); err != nil {
 			return err
 		}
-		if err := handshake.DeleteSlices(ctx, c, slices[0].Namespace, pr.ClusterID, names...); err != nil {
-			return err
+		// A slice deleted whose proof failed is said at the end: the control plane's
+		// access is revoked all the same.
+		if slicesErr = handshake.DeleteSlices(ctx, c, slices[0].Namespace, pr.ClusterID, names...); slicesErr != nil && !handshake.OnlyProofsFailed(slicesErr) {
+			return slicesErr
 		}
 	}
-	return o.pair.Unauthenticate(ctx, o.DeleteNamespaces)
+	return errors.Join(slicesErr, o.pair.Unauthenticate(ctx, o.DeleteNamespaces))
 }
 
 // identify identifies the pair; when only the provider cannot be reached, the error says

@@ -1,0 +1,85 @@
+package handshake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme")
+
+// TestOnlyProofsFailed: the slices' removal goes on past failed proofs only; any other
+// error, alone or among them, stops it.
+func TestOnlyProofsFailed(t *testing.T) {
+	unproven := fmt.Errorf("(remote) %w: slice a", ErrRevocationUnproven)
+	kept := fmt.Errorf("(remote) %w: slice b", ErrAccessNotRevoked)
+	other := errors.New("(local) deleting the ResourceSlice: timed out")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"none", nil, false},
+		{"one unproven", unproven, true},
+		{"one kept", kept, true},
+		{"both, joined", errors.Join(unproven, kept), true},
+		{"another error", other, false},
+		{"another error after failed proofs", errors.Join(unproven, other), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := OnlyProofsFailed(tc.err); got != tc.want {
+				t.Errorf("OnlyProofsFailed(%v) = %t, want %t", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTenantNamespaceLookupFailureIsSaid: the removals and the slices' listing fall back to
+// the default tenant namespace only when none is recorded or the record may not be read
+// (a peering user); a record that cannot be read for another reason is an error, never
+// an empty listing in the default name.
+func TestTenantNamespaceLookupFailureIsSaid(t *testing.T) {
+	record := func(err error) interceptor.Funcs {
+		return interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.ConfigMap); ok && key.Namespace == "liqo" && err != nil {
+				return err
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}}
+	}
+	cm := schema.GroupResource{Resource: "configmaps"}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		want    string
+		wantErr bool
+	}{
+		{"no record", nil, "liqo-tenant-cl-p", false},
+		{"record forbidden", apierrors.NewForbidden(cm, "x", errors.New("no")), "liqo-tenant-cl-p", false},
+		{"record unreadable", apierrors.NewServerTimeout(cm, "get", 1), "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(record(tc.err)).Build()
+			s := &Side{Scope: Local, Client: c, Namespace: "liqo", ClusterID: "cl-c", Report: &lines{}}
+			got, err := tenantNamespaceOrDefault(context.Background(), s, "cl-p")
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("tenantNamespaceOrDefault = %q, %v; want %q, error %t", got, err, tc.want, tc.wantErr)
+			}
+			_, err = SlicesFor(context.Background(), s, "cl-p")
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("SlicesFor: %v; want error %t", err, tc.wantErr)
+			}
+			if tc.wantErr && !strings.Contains(err.Error(), "looking up the tenant namespace of cluster cl-p") {
+				t.Errorf("SlicesFor's error does not say what failed: %v", err)
+			}
+		})
+	}
+}
