@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme")
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+)
 
 // TestOnlyProofsFailed: the slices' removal goes on past failed proofs only; any other
 // error, alone or among them, stops it.

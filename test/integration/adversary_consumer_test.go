@@ -200,15 +200,20 @@ func expectSecretEvent(t *testing.T, c *site, s *corev1.Secret, reason string) {
 func expectEvent(t *testing.T, s *site, ns, name, reason string) {
 	t.Helper()
 	eventually(t, 10*time.Second, "a Warning Event "+reason+" on "+name, func(ctx context.Context) (bool, error) {
-		var evs eventsv1.EventList
-		if err := s.client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.Regarding.Name == name && e.Type == corev1.EventTypeWarning && e.Reason == reason {
-				return true, nil
-			}
-		}
-		return false, nil
+		return hasWarning(ctx, s, ns, name, reason)
 	})
+}
+
+// hasWarning says whether a Warning Event reason about name is in namespace ns of s.
+func hasWarning(ctx context.Context, s *site, ns, name, reason string) (bool, error) {
+	var evs eventsv1.EventList
+	if err := s.client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+		return false, err
+	}
+	for _, e := range evs.Items {
+		if e.Regarding.Name == name && e.Type == corev1.EventTypeWarning && e.Reason == reason {
+			return true, nil
+		}
+	}
+	return false, nil
 }

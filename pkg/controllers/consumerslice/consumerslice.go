@@ -184,7 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonNoControlPlane, "RequestResourceSlice", "%v", err)
 		return ctrl.Result{RequeueAfter: noControlPlaneRetry}, nil
 	}
-	return r.request(ctx, rs, provider, remote, remoteNS)
+	return r.request(ctx, rs, provider, remote, remoteNS, ks)
 }
 
 // prepare puts the finalizer on the slice and completes its spec for key (the cluster's
@@ -207,11 +207,23 @@ func (r *Reconciler) prepare(ctx context.Context, rs *authv1beta1.ResourceSlice,
 
 // request writes the slice to the provider, reads the provider's answer back into the
 // local slice's status, and turns an accepted one into the slice's Identity.
-func (r *Reconciler) request(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, remote client.Client, remoteNS string) (ctrl.Result, error) {
+func (r *Reconciler) request(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, remote client.Client, remoteNS string, ks cluster.KeySet) (ctrl.Result, error) {
 	answer, err := r.sync(ctx, rs, remote, remoteNS)
 	if err != nil {
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonProviderUnreachable, "RequestResourceSlice", "writing the slice to provider %s: %v", provider, err)
 		return ctrl.Result{RequeueAfter: providerRetry}, nil
+	}
+	if answer.Status.AuthParams.HasCertificate() {
+		refused, err := r.refusedCertificate(ctx, rs.Name, answer.Status.AuthParams, provider, ks)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if refused != nil {
+			r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceCertificateRefused, "RequestResourceSlice",
+				"the certificate in the status of the slice's copy on provider %s is refused (%v): the slice keeps the one it had; the provider's controllers publish a new one", provider, refused)
+			answer = answer.DeepCopy()
+			answer.Status.AuthParams, answer.Status.Certificate = rs.Status.AuthParams.DeepCopy(), rs.Status.Certificate.DeepCopy()
+		}
 	}
 	before := rs.Status.DeepCopy()
 	rs.Status = *answer.Status.DeepCopy()
@@ -233,6 +245,39 @@ func (r *Reconciler) request(ctx context.Context, rs *authv1beta1.ResourceSlice,
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.recheck(rs, answer)}, nil
+}
+
+// refusedCertificate says why the certificate of the provider's answer ap is refused (nil:
+// it is taken): it must be issued to the slice's user by the CA pinned for provider (the
+// CA ap names, checked against the pin where there is one), for a key of ks, and valid now. Whoever may write
+// the status of the provider's copy writes this answer, not only the provider's
+// controllers, and what is taken here becomes the slice's Identity and the certificate its
+// deletion proves with.
+func (r *Reconciler) refusedCertificate(ctx context.Context, name string, ap *authv1beta1.AuthParams, provider string, ks cluster.KeySet) (refused, err error) {
+	cert, err := authn.ParseCertificate(ap.SignedCRT)
+	if err != nil {
+		return err, nil
+	}
+	key := ks.Holding(cert.PublicKey)
+	if key == nil {
+		return errors.New("it is for another key than this cluster's"), nil
+	}
+	if _, verifyErr := authn.VerifyCertificate(ap.SignedCRT, ap.CA, key.Public(), authn.SliceUserName(name, r.ClusterID), r.Now()); verifyErr != nil {
+		return verifyErr, nil
+	}
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil || rec.CAFingerprint == "" {
+		// Nothing pinned yet: the identity controller pins the CA of the first Identity
+		// that checks, and judges the slice's Identity against it.
+		return nil, nil
+	}
+	if fp, fpErr := authn.CAFingerprint(ap.CA); fpErr != nil || fp != rec.CAFingerprint {
+		return fmt.Errorf("its CA %s is not the %s pinned for provider %q", fp, rec.CAFingerprint, provider), nil
+	}
+	return nil, nil
 }
 
 // recheck is when a decided slice is read back: for the renewed certificate, or, when

@@ -298,7 +298,7 @@ func TestRequest(t *testing.T) {
 			remote, rn := provider(t, tc.fail, objs...)
 			for range 2 {
 				e.n.reset()
-				res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS)
+				res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key})
 				if err != nil || res.RequeueAfter != tc.want {
 					t.Fatalf("result %+v, %v; want a requeue after %v", res, err, tc.want)
 				}

@@ -54,7 +54,7 @@ func must2[A, B any](a A, b B, err error) (A, B) {
 }
 
 // leaf is a client certificate of pub for user cn and organizations orgs.
-func (a *testCA) leaf(pub crypto.PublicKey, cn string, orgs ...string) []byte { //nolint:unparam // a helper for any user; these tests need one
+func (a *testCA) leaf(pub crypto.PublicKey, cn string, orgs ...string) []byte {
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn, Organization: orgs},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	der := must(x509.CreateCertificate(rand.Reader, tmpl, a.cert, pub, a.key))

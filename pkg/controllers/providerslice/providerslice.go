@@ -22,6 +22,7 @@
 package providerslice
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -347,7 +348,7 @@ func (r *Reconciler) saveStatus(ctx context.Context, rs *authv1beta1.ResourceSli
 func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, who identity) (ctrl.Result, error) {
 	now := r.Now()
 	cur := rs.Status.Certificate
-	if rs.Status.AuthParams.HasCertificate() && cur != nil && cur.RenewAfter != nil && now.Before(cur.RenewAfter.Time) && publishedFor(rs) {
+	if rs.Status.AuthParams.HasCertificate() && cur != nil && cur.RenewAfter != nil && now.Before(cur.RenewAfter.Time) && r.publishedFor(rs, who.user, now) {
 		return ctrl.Result{RequeueAfter: cur.RenewAfter.Sub(now)}, nil
 	}
 	if r.Options.Tenant.APIServer == "" || len(r.Options.Tenant.CA) == 0 {
@@ -378,17 +379,20 @@ func (r *Reconciler) certificate(ctx context.Context, rs *authv1beta1.ResourceSl
 }
 
 // publishedFor reports whether the certificate the slice's status publishes is for the
-// key and key group of the slice's CSR: a CSR for another key (the consumer switched its
-// key) or another form (key-bound instead of Liqo's) is issued at once, not at renewal.
-// The status is not trusted for more: a forged one only causes an issuance for the CSR,
-// which passed every check.
-func publishedFor(rs *authv1beta1.ResourceSlice) bool {
-	cert, err := authn.ParseCertificate(rs.Status.AuthParams.SignedCRT)
-	if err != nil {
+// key and key group of the slice's CSR, issued to user by this provider's CA (the one it
+// publishes beside it) and valid at now: a CSR for another key (the consumer switched its
+// key) or another form (key-bound instead of Liqo's) is issued at once, not at renewal,
+// and so is one for a certificate a status writer put there (which the consumer refuses
+// and keeps the one it had). The status is not trusted for more: a forged one only causes
+// an issuance for the CSR, which passed every check.
+func (r *Reconciler) publishedFor(rs *authv1beta1.ResourceSlice, user string, now time.Time) bool {
+	ap := rs.Status.AuthParams
+	csr, err := parseCSR(rs.Spec.CSR)
+	if err != nil || !bytes.Equal(ap.CA, r.Options.Tenant.CA) {
 		return false
 	}
-	csr, err := parseCSR(rs.Spec.CSR)
-	return err == nil && authn.PublicKeysEqual(cert.PublicKey, csr.PublicKey) && authn.CertificateKeyGroup(cert) == authn.CSRKeyGroup(csr)
+	cert, err := authn.VerifyCertificate(ap.SignedCRT, ap.CA, csr.PublicKey, user, now)
+	return err == nil && authn.CertificateKeyGroup(cert) == authn.CSRKeyGroup(csr)
 }
 
 // beforeSubmit is what is checked again right before the slice's CSR is submitted or

@@ -27,7 +27,7 @@ import (
 )
 
 // issuedFor is a certificate of the test CA for pub, subject CN=cn, O=orgs.
-func issuedFor(t *testing.T, pub crypto.PublicKey, cn string, orgs ...string) ([]byte, *x509.Certificate) {
+func issuedFor(t *testing.T, pub crypto.PublicKey, cn string, orgs ...string) ([]byte, *x509.Certificate, []byte) {
 	t.Helper()
 	caPub, caKey, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -47,7 +47,7 @@ func issuedFor(t *testing.T, pub crypto.PublicKey, cn string, orgs ...string) ([
 		t.Fatal(err)
 	}
 	cert, _ := x509.ParseCertificate(der)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), cert
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 }
 
 // TestSliceFollowsItsCSR: the slice's RoleBinding names the subject of its accepted CSR
@@ -62,9 +62,12 @@ func TestSliceFollowsItsCSR(t *testing.T) {
 		name string
 		// keyBound: the slice's CSR is key-bound; published: the slice's status holds a
 		// certificate (valid, not due for renewal) of this key (nil: none) in this form.
-		keyBound           bool
-		published          func(k keys) crypto.Signer
-		publishedKeyBound  bool
+		keyBound          bool
+		published         func(k keys) crypto.Signer
+		publishedKeyBound bool
+		// otherCA: the published certificate's CA is not the one the provider publishes
+		// (a status writer's).
+		otherCA            bool
 		sealedBy           func(k keys, previous crypto.Signer) crypto.Signer
 		wantIssue, wantSub bool
 	}{
@@ -73,6 +76,7 @@ func TestSliceFollowsItsCSR(t *testing.T) {
 		{name: "certificate of an old key: issued for the new one at once", keyBound: true, published: func(keys) crypto.Signer { return otherKey() }, wantIssue: true, wantSub: true},
 		{name: "certificate of the key in Liqo's form, CSR key-bound: issued at once", keyBound: true, published: func(k keys) crypto.Signer { return k.consumer }, wantIssue: true, wantSub: true},
 		{name: "certificate for the CSR: not issued again before renewal", keyBound: true, published: func(k keys) crypto.Signer { return k.consumer }, publishedKeyBound: true, wantSub: true},
+		{name: "certificate for the CSR by another CA: issued again at once", keyBound: true, published: func(k keys) crypto.Signer { return k.consumer }, publishedKeyBound: true, otherCA: true, wantIssue: true, wantSub: true},
 		{name: "Tenant sealed by the provider's previous key", keyBound: true, sealedBy: func(_ keys, previous crypto.Signer) crypto.Signer { return previous }, wantIssue: true, wantSub: true},
 		{name: "Tenant sealed by a key of no set", sealedBy: func(keys, crypto.Signer) crypto.Signer { return otherKey() }},
 	} {
@@ -93,8 +97,12 @@ func TestSliceFollowsItsCSR(t *testing.T) {
 				if tc.publishedKeyBound {
 					orgs = append(orgs, must(authn.KeyGroup(user, tc.published(e.k).Public())))
 				}
-				crt, cert := issuedFor(t, tc.published(e.k).Public(), user, orgs...)
-				rs.Status.AuthParams = &authv1beta1.AuthParams{APIServer: "https://provider.example:6443", CA: []byte("ca"), SignedCRT: crt}
+				crt, cert, ca := issuedFor(t, tc.published(e.k).Public(), user, orgs...)
+				e.r.Options.Tenant.CA = ca
+				if tc.otherCA {
+					_, _, e.r.Options.Tenant.CA = issuedFor(t, tc.published(e.k).Public(), user, orgs...)
+				}
+				rs.Status.AuthParams = &authv1beta1.AuthParams{APIServer: "https://provider.example:6443", CA: ca, SignedCRT: crt}
 				rs.Status.Certificate = issuer.CertificateInfo(cert, 10*time.Minute)
 			}
 			for _, o := range []client.Object{tn, rs} {
@@ -196,7 +204,7 @@ func TestCheckIssuedAcceptsTheKeyBoundForm(t *testing.T) {
 		{name: "another group", csr: bound, orgs: []string{testID, "system:masters"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, cert := issuedFor(t, k.consumer.Public(), user, tc.orgs...)
+			_, cert, _ := issuedFor(t, k.consumer.Public(), user, tc.orgs...)
 			if err := checkIssued(cert, tc.csr, user, testID); (err == nil) != tc.ok {
 				t.Fatalf("checkIssued = %v; want accepted: %t", err, tc.ok)
 			}

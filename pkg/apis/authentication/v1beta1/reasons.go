@@ -117,6 +117,9 @@ const (
 	ReasonProviderUnreachable  = "ProviderUnreachable"
 	ReasonSliceDecided         = "ResourceSliceDecided"
 	ReasonSliceIdentityApplied = "ResourceSliceIdentityApplied"
+	// ReasonSliceCertificateRefused: the provider's answer carries a certificate this
+	// cluster does not take (not issued by the pinned CA to the slice's user for its key).
+	ReasonSliceCertificateRefused = "ResourceSliceCertificateRefused"
 )
 
 // Reasons of the provider's Events on a Renew.
