@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -91,17 +92,25 @@ func run() error {
 		return err
 	}
 	defer env.stop()
-	if measureLatenciesErr := env.measureLatencies(ctx, c, r); measureLatenciesErr != nil {
-		return measureLatenciesErr
+	// A section that fails (a manager that lost its Lease in a flood) stops the run, and
+	// the report still says what was measured before it, and where it stopped.
+	measureErr := env.measureLatencies(ctx, c, r)
+	if measureErr == nil {
+		measureErr = env.measureScale(ctx, c, r)
 	}
-	if measureScaleErr := env.measureScale(ctx, c, r); measureScaleErr != nil {
-		return measureScaleErr
+	if measureErr != nil {
+		r.stopped = measureErr.Error()
 	}
 	r.finished = time.Now()
 	md := r.markdown()
 	fmt.Print(md)
 	if c.out != "" {
-		return os.WriteFile(c.out, []byte(md), 0o644)
+		if err := os.WriteFile(c.out, []byte(md), 0o644); err != nil {
+			return errors.Join(measureErr, err)
+		}
+	}
+	if measureErr != nil {
+		return fmt.Errorf("%w (the report holds what was measured before)", measureErr)
 	}
 	return nil
 }

@@ -24,6 +24,8 @@ type report struct {
 	scaleFloor        []*scaleFloorResult
 	floor             []floor
 	idle              *idleRSS
+	// stopped is why the run stopped before its last section ("" when it ran them all).
+	stopped string
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
@@ -33,6 +35,9 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` (hack/bench) on %s, in %s.\n\n", r.started.UTC().Format(time.RFC3339), r.finished.Sub(r.started).Round(time.Second))
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s RAM, Linux %s, %s. Clusters: local etcd + kube-apiserver + kube-controller-manager v1.37.1 on loopback (internal/testenv), the same machine as liqoctl.\n\n",
 		cpuModel(), runtime.NumCPU(), memTotal(), strings.TrimSpace(readFile("/proc/sys/kernel/osrelease")), runtime.Version())
+	if r.stopped != "" {
+		fmt.Fprintf(&b, "**This run stopped early**: %s. The sections below hold what it measured before; the rest did not run.\n\n", r.stopped)
+	}
 
 	r.latencyMarkdown(&b)
 
