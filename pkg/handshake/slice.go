@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/liqo-auth/liqo-auth/pkg/access"
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
@@ -111,7 +112,14 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 	}
 	err := waitFor(ctx, c.Client, client.ObjectKeyFromObject(rs), &authv1beta1.ResourceSliceList{}, "the ResourceSlice to be deleted on both sides",
 		func(rs *authv1beta1.ResourceSlice) (bool, string, error) {
-			return rs == nil, "the consumer's controllers remove its copy on the provider first: does liqo-auth-manager (or liqoctl's in-process controllers) run here?", nil
+			if rs == nil {
+				return true, "", nil
+			}
+			if others := foreignFinalizers(rs); len(others) > 0 {
+				return false, fmt.Sprintf("ResourceSlice %s/%s is held by finalizers that are not this project's: %s; whoever set them removes them (kubectl edit resourceslices.%s -n %s %s), then re-run",
+					rs.Namespace, rs.Name, strings.Join(others, ", "), authv1beta1.GroupVersion.Group, rs.Namespace, rs.Name), nil
+			}
+			return false, "the consumer's controllers remove its copy on the provider first: does liqo-auth-manager (or liqoctl's in-process controllers) run here?", nil
 		})
 	if err != nil {
 		return c.Explain(err, "deleting the ResourceSlice")
@@ -150,6 +158,17 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 	}
 	c.Report.Info("Access of the slice's identity revoked: verified with its own certificate")
 	return nil
+}
+
+// foreignFinalizers are the finalizers of rs other than the consumer slice controller's.
+func foreignFinalizers(rs *authv1beta1.ResourceSlice) []string {
+	var out []string
+	for _, f := range rs.Finalizers {
+		if f != wire.ConsumerSliceFinalizer {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // selfAllowedWithEach is selfAllowedIn asked with each of creds: every access any of them
@@ -237,6 +256,9 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.IdentityName(providerID)}, &id); err == nil {
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
+	// The slices this cluster's controllers made requests of come first: a slice anyone
+	// else holds with a finalizer of its own, named to sort first, does not keep them.
+	names = requestsFirst(ctx, s, ns, names)
 	var failed []error
 	for _, name := range names {
 		creds, issued, err := SliceRevocationCredential(ctx, s, ns, providerID, name, time.Now())
@@ -252,6 +274,24 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 		}
 	}
 	return errors.Join(failed...)
+}
+
+// requestsFirst orders names (slices in ns) with those carrying the consumer slice
+// controller's finalizer first, the others after, each group in its order.
+func requestsFirst(ctx context.Context, s *Side, ns string, names []string) []string {
+	if len(names) < 2 {
+		return names
+	}
+	var first, then []string
+	for _, name := range names {
+		var rs authv1beta1.ResourceSlice
+		if s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &rs) == nil && controllerutil.ContainsFinalizer(&rs, wire.ConsumerSliceFinalizer) {
+			first = append(first, name)
+		} else {
+			then = append(then, name)
+		}
+	}
+	return append(first, then...)
 }
 
 // proofFailed says err is a revocation proof's failure: what it proves about was deleted.

@@ -173,7 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if t.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.finalize(ctx, t)
+		return r.finalize(ctx, t)
 	}
 	placed := acceptance.CheckPlacement(ctx, r.Placement, t)
 	if placed != nil && authn.ReasonOf(placed) == "" {
@@ -658,6 +658,65 @@ func (r *Reconciler) addFinalizer(ctx context.Context, t *authv1beta1.Tenant) er
 // user may take it off and keep one of its own (TestAttack48PeeringUserSwapsTheFinalizer);
 // without the finalizer it reads the cache, so the reconciles a peering user's writes bring
 // ask the API server nothing (ownedrbac.Finalize).
-func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) error {
-	return ownedrbac.Finalize(ctx, r.Client, r.APIReader, r.issuer(), t, wire.TenantFinalizer, access.AccessObjects(t.Namespace, string(t.Spec.ClusterID), nil))
+//
+// A Tenant gone takes its consumer's slices with it: the copies given to that consumer in
+// the namespace (recorded as the tenant namespace of the cluster the Tenant is named
+// after, whatever its labels and spec say) are deleted, each copy's finalize removes its
+// grant, and, with the manager's finalizer, the Tenant is let go only once none is left
+// with this project's finalizer. Before, a slice whose consumer gave up on it (its proof
+// failed, its local slice relabelled or gone) kept its grant with no Tenant left to drain
+// it (helper-37's F1 on 0301c3f). The Tenant's own bindings go first, so that its
+// consumer's controllers no longer write a copy back meanwhile.
+func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) (ctrl.Result, error) {
+	objs := access.AccessObjects(t.Namespace, string(t.Spec.ClusterID), nil)
+	ours := controllerutil.ContainsFinalizer(t, wire.TenantFinalizer)
+	var reader client.Reader = r.Client
+	if ours {
+		if err := ownedrbac.DeleteControlled(ctx, r.Client, r.APIReader, t, objs); err != nil {
+			return ctrl.Result{}, err
+		}
+		reader = r.APIReader
+	}
+	left, err := r.deleteSliceCopies(ctx, reader, t)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if ours && left > 0 {
+		return ctrl.Result{RequeueAfter: sliceCopiesGonePoll}, nil
+	}
+	return ctrl.Result{}, ownedrbac.Finalize(ctx, r.Client, r.APIReader, r.issuer(), t, wire.TenantFinalizer, objs)
+}
+
+// sliceCopiesGonePoll is how often a Tenant being deleted looks again for its consumer's
+// slice copies still being finalized.
+const sliceCopiesGonePoll = 100 * time.Millisecond
+
+// deleteSliceCopies deletes the slice copies given to the consumer t is named after in t's
+// namespace, when that is the consumer's recorded tenant namespace, listed through reader;
+// left counts those still there with the provider slice controller's finalizer (their
+// grant not yet removed).
+func (r *Reconciler) deleteSliceCopies(ctx context.Context, reader client.Reader, t *authv1beta1.Tenant) (left int, err error) {
+	ok, _, err := r.Placement.Verify(ctx, t.Namespace, t.Name)
+	if err != nil || !ok {
+		return 0, err
+	}
+	var list authv1beta1.ResourceSliceList
+	if err := reader.List(ctx, &list, client.InNamespace(t.Namespace)); err != nil {
+		return 0, err
+	}
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if consumer, providerCopy := access.SliceConsumer(rs); !providerCopy || consumer != t.Name {
+			continue
+		}
+		if rs.DeletionTimestamp == nil {
+			if err := r.Client.Delete(ctx, rs, client.Preconditions{UID: &rs.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+				return 0, fmt.Errorf("deleting ResourceSlice %s of the consumer whose Tenant is deleted: %w", rs.Name, err)
+			}
+		}
+		if controllerutil.ContainsFinalizer(rs, wire.ProviderSliceFinalizer) {
+			left++
+		}
+	}
+	return left, nil
 }
