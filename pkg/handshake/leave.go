@@ -88,7 +88,10 @@ func Leave(ctx context.Context, c *Side, providerID string, now time.Time) error
 	if slicesErr != nil && !OnlyProofsFailed(slicesErr) {
 		return slicesErr
 	}
-	return errors.Join(slicesErr, leaveTenant(ctx, c, pr, cred, pTN, providerID, byAdmin))
+	if err := leaveTenant(ctx, c, pr, cred, pTN, providerID, byAdmin); err != nil {
+		return errors.Join(slicesErr, err)
+	}
+	return ProveSlicesAgain(ctx, c, slicesErr)
 }
 
 // leaveTenant deletes c's Tenant on provider pr (in pTN) with c's credential there, proves

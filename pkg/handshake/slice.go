@@ -110,25 +110,19 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 		}
 		return c.Explain(err, "deleting the ResourceSlice")
 	}
-	err := waitFor(ctx, c.Client, client.ObjectKeyFromObject(rs), &authv1beta1.ResourceSliceList{}, "the ResourceSlice to be deleted on both sides",
-		func(rs *authv1beta1.ResourceSlice) (bool, string, error) {
-			if rs == nil {
-				return true, "", nil
-			}
-			if others := foreignFinalizers(rs); len(others) > 0 {
-				return false, fmt.Sprintf("ResourceSlice %s/%s is held by finalizers that are not this project's: %s; whoever set them removes them (kubectl edit resourceslices.%s -n %s %s), then re-run",
-					rs.Namespace, rs.Name, strings.Join(others, ", "), authv1beta1.GroupVersion.Group, rs.Namespace, rs.Name), nil
-			}
-			return false, "the consumer's controllers remove its copy on the provider first: does liqo-auth-manager (or liqoctl's in-process controllers) run here?", nil
-		})
+	held, err := waitSliceReleased(ctx, c, rs)
 	if err != nil {
-		return c.Explain(err, "deleting the ResourceSlice")
+		return err
+	}
+	if held != nil {
+		c.Report.Warn("ResourceSlice %s/%s stays, held by finalizers that are not this project's: %s; whoever set them removes them (kubectl edit resourceslices.%s -n %s %s)",
+			ns, name, strings.Join(held.Finalizers, ", "), authv1beta1.GroupVersion.Group, ns, name)
 	}
 	// The consumer's controllers give a slice's copy back only when they reach the
 	// provider (a kubeconfig they refuse, a provider down): otherwise they let the local
 	// slice go and the copy, with its grant, stays. Only the proof says which.
 	c.Report.Info("ResourceSlice %s deleted here, and its Identity", name)
-	namespaces := []string{wire.TenantNamespaceName(c.ClusterID)}
+	namespaces := sliceProofNamespaces(c, remoteNS)
 	removeCopy := func(where string) string {
 		return fmt.Sprintf("its copy on the provider is likely left, with its grant (the consumer's controllers remove it only when they reach the provider): its administrator removes it with kubectl delete resourceslices.%s -n %s %s",
 			authv1beta1.GroupVersion.Group, where, name)
@@ -141,14 +135,7 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 		c.Report.Warn("The slice was issued no certificate: nothing to revoke")
 		return nil
 	}
-	if remoteNS != "" && remoteNS != namespaces[0] {
-		namespaces = append(namespaces, remoteNS)
-	}
-	// The copy's finalize deleted its bindings a moment ago: the authorizer may not have
-	// seen it yet.
-	left, err := revocation.Settled(ctx, revocation.AuthorizerLag, func(ctx context.Context) ([]stillAllowed, error) {
-		return selfAllowedWithEach(ctx, creds, namespaces, access.SliceRules(name))
-	})
+	left, err := sliceAccessLeft(ctx, creds, namespaces, name)
 	if err != nil {
 		return ScopedErrorf(Remote, "verifying the revocation: %w", err)
 	}
@@ -160,15 +147,40 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 	return nil
 }
 
-// foreignFinalizers are the finalizers of rs other than the consumer slice controller's.
-func foreignFinalizers(rs *authv1beta1.ResourceSlice) []string {
-	var out []string
-	for _, f := range rs.Finalizers {
-		if f != wire.ConsumerSliceFinalizer {
-			out = append(out, f)
-		}
+// sliceProofNamespaces are where a slice's proof asks: the protocol's tenant namespace of
+// c on the provider, and remoteNS (the control-plane Identity's) when another.
+func sliceProofNamespaces(c *Side, remoteNS string) []string {
+	namespaces := []string{wire.TenantNamespaceName(c.ClusterID)}
+	if remoteNS != "" && remoteNS != namespaces[0] {
+		namespaces = append(namespaces, remoteNS)
 	}
-	return out
+	return namespaces
+}
+
+// sliceAccessLeft is what the identity of slice name may still do in namespaces, asked with
+// each of creds. The copy's finalize deleted its bindings a moment ago: the authorizer may
+// not have seen it yet.
+func sliceAccessLeft(ctx context.Context, creds []*rest.Config, namespaces []string, name string) ([]stillAllowed, error) {
+	return revocation.Settled(ctx, revocation.AuthorizerLag, func(ctx context.Context) ([]stillAllowed, error) {
+		return selfAllowedWithEach(ctx, creds, namespaces, access.SliceRules(name))
+	})
+}
+
+// waitSliceReleased waits until the consumer's controllers let deleted slice rs go: gone,
+// or their finalizer off. A finalizer of someone else's holds the slice, not its access,
+// and never the other slices (helper-38's F3: a slice planted with both to go first): held
+// is the slice such finalizers keep (nil when it is gone).
+func waitSliceReleased(ctx context.Context, c *Side, rs *authv1beta1.ResourceSlice) (held *authv1beta1.ResourceSlice, err error) {
+	err = waitFor(ctx, c.Client, client.ObjectKeyFromObject(rs), &authv1beta1.ResourceSliceList{}, "the ResourceSlice to be deleted on both sides",
+		func(rs *authv1beta1.ResourceSlice) (bool, string, error) {
+			held = rs
+			return rs == nil || rs.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(rs, wire.ConsumerSliceFinalizer),
+				"the consumer's controllers remove its copy on the provider first: does liqo-auth-manager (or liqoctl's in-process controllers) run here?", nil
+		})
+	if err != nil {
+		return nil, c.Explain(err, "deleting the ResourceSlice")
+	}
+	return held, nil
 }
 
 // selfAllowedWithEach is selfAllowedIn asked with each of creds: every access any of them
@@ -256,10 +268,7 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.IdentityName(providerID)}, &id); err == nil {
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
-	// The slices this cluster's controllers made requests of come first: a slice anyone
-	// else holds with a finalizer of its own, named to sort first, does not keep them.
-	names = requestsFirst(ctx, s, ns, names)
-	var failed []error
+	failed := &SliceProofsFailed{}
 	for _, name := range names {
 		creds, issued, err := SliceRevocationCredential(ctx, s, ns, providerID, name, time.Now())
 		if err == nil {
@@ -268,30 +277,64 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 		switch {
 		case err == nil:
 		case proofFailed(err):
-			failed = append(failed, err)
+			var again func(context.Context) ([]stillAllowed, error)
+			if errors.Is(err, ErrAccessNotRevoked) {
+				namespaces := sliceProofNamespaces(s, remoteNS)
+				again = func(ctx context.Context) ([]stillAllowed, error) {
+					return sliceAccessLeft(ctx, creds, namespaces, name)
+				}
+			}
+			s.Report.Warn("%v: the other slices go on", err)
+			failed.errs, failed.names, failed.again = append(failed.errs, err), append(failed.names, name), append(failed.again, again)
 		default:
-			return errors.Join(append(failed, err)...)
+			return errors.Join(append(failed.errs, err)...)
 		}
 	}
-	return errors.Join(failed...)
+	if len(failed.errs) == 0 {
+		return nil
+	}
+	return failed
 }
 
-// requestsFirst orders names (slices in ns) with those carrying the consumer slice
-// controller's finalizer first, the others after, each group in its order.
-func requestsFirst(ctx context.Context, s *Side, ns string, names []string) []string {
-	if len(names) < 2 {
-		return names
+// SliceProofsFailed is DeleteSlices' error when every slice was deleted and only proofs
+// failed (OnlyProofsFailed): each slice's failure, and how to ask its proof again.
+type SliceProofsFailed struct {
+	errs  []error
+	names []string
+	// again asks a failed proof again (nil: there is no credential to ask with).
+	again []func(context.Context) ([]stillAllowed, error)
+}
+
+// Error is every failure, a line each.
+func (e *SliceProofsFailed) Error() string { return errors.Join(e.errs...).Error() }
+
+// Unwrap is the failures.
+func (e *SliceProofsFailed) Unwrap() []error { return e.errs }
+
+// ProveSlicesAgain asks again the slices' proofs of err (from DeleteSlices) that found an
+// access left, once the control plane's removal deleted the consumer's Tenant on the
+// provider, whose finalize takes the slices' copies and their grants: it returns what
+// still fails (nil when every proof now holds), and says each one that now holds. Any
+// other err is returned as it is.
+func ProveSlicesAgain(ctx context.Context, c *Side, err error) error {
+	var sp *SliceProofsFailed
+	if !errors.As(err, &sp) {
+		return err
 	}
-	var first, then []string
-	for _, name := range names {
-		var rs authv1beta1.ResourceSlice
-		if s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &rs) == nil && controllerutil.ContainsFinalizer(&rs, wire.ConsumerSliceFinalizer) {
-			first = append(first, name)
-		} else {
-			then = append(then, name)
+	var still []error
+	for i, e := range sp.errs {
+		if sp.again[i] == nil {
+			still = append(still, e)
+			continue
 		}
+		left, againErr := sp.again[i](ctx)
+		if againErr != nil || len(left) > 0 {
+			still = append(still, e)
+			continue
+		}
+		c.Report.Info("Access of the identity of ResourceSlice %s revoked with the Tenant: verified with its own certificate", sp.names[i])
 	}
-	return append(first, then...)
+	return errors.Join(still...)
 }
 
 // proofFailed says err is a revocation proof's failure: what it proves about was deleted.

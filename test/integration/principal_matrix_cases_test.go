@@ -181,12 +181,15 @@ func principalMatrix() []matrixCase {
 					err := m.p.client.Get(ctx, m.tenantKey, &authv1beta1.Tenant{})
 					return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 				})
-				// Leaving is undone as a consumer comes back: a new handshake.
+				// Leaving is undone as a consumer comes back: a new handshake, and its slice
+				// asked again (the Tenant's deletion took the slice's copy with it).
 				f.undo = append(f.undo, func() {
 					mustCLI(t, pairArgs("authenticate", m.c, m.p)...)
 					var back authv1beta1.Tenant
 					require.NoError(t, m.p.client.Get(context.Background(), m.tenantKey, &back))
 					m.tenantUID, m.tenantCSR = string(back.UID), back.Spec.CSR
+					mustCLI(t, "delete", "resourceslice", sliceName, "--kubeconfig", m.c.cp.Kubeconfig, "--remote-cluster-id", m.p.id)
+					mustCLI(t, "create", "resourceslice", sliceName, "--kubeconfig", m.c.cp.Kubeconfig, "--remote-cluster-id", m.p.id, "--cpu", "1")
 				})
 			}},
 		{resource: "tenants", principal: access.StatusWriter, name: "provider: the accepted Tenant's acceptance time (peergc)", disruptive: true,

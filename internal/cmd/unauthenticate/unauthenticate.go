@@ -212,7 +212,11 @@ func (o *Options) Run(ctx context.Context) error {
 			return slicesErr
 		}
 	}
-	return errors.Join(slicesErr, o.pair.Unauthenticate(ctx, o.DeleteNamespaces))
+	if err := o.pair.Unauthenticate(ctx, o.DeleteNamespaces); err != nil {
+		return errors.Join(slicesErr, err)
+	}
+	// The Tenant's deletion took the slices' copies on the provider with it.
+	return handshake.ProveSlicesAgain(ctx, c, slicesErr)
 }
 
 // identify identifies the pair; when only the provider cannot be reached, the error says

@@ -167,7 +167,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, errors.Join(r.deleteLeftovers(ctx, req.NamespacedName, ""),
-			ownedrbac.DeleteOrphans(ctx, r.Client, r.Client, access.AccessObjects(req.Namespace, req.Name, nil)))
+			ownedrbac.DeleteOrphans(ctx, r.Client, r.Client, access.AccessObjects(req.Namespace, req.Name, nil)),
+			r.deleteCopiesOfGone(ctx, req.NamespacedName))
 	}
 	if err := r.deleteLeftovers(ctx, req.NamespacedName, t.UID); err != nil {
 		return ctrl.Result{}, err
@@ -691,32 +692,81 @@ func (r *Reconciler) finalize(ctx context.Context, t *authv1beta1.Tenant) (ctrl.
 // slice copies still being finalized.
 const sliceCopiesGonePoll = 100 * time.Millisecond
 
-// deleteSliceCopies deletes the slice copies given to the consumer t is named after in t's
-// namespace, when that is the consumer's recorded tenant namespace, listed through reader;
-// left counts those still there with the provider slice controller's finalizer (their
-// grant not yet removed).
+// deleteSliceCopies deletes the slices of consumer t is named after in t's namespace, when
+// that is the consumer's recorded tenant namespace (givenTo), listed through reader; left
+// counts those made before t's deletion still there with the provider slice controller's
+// finalizer (their grant not yet removed: a copy made since is deleted, not waited for, so
+// that nobody holds the Tenant by making copies).
 func (r *Reconciler) deleteSliceCopies(ctx context.Context, reader client.Reader, t *authv1beta1.Tenant) (left int, err error) {
-	ok, _, err := r.Placement.Verify(ctx, t.Namespace, t.Name)
-	if err != nil || !ok {
+	copies, err := r.givenTo(ctx, reader, t.Namespace, t.Name)
+	if err != nil {
 		return 0, err
 	}
-	var list authv1beta1.ResourceSliceList
-	if err := reader.List(ctx, &list, client.InNamespace(t.Namespace)); err != nil {
-		return 0, err
-	}
-	for i := range list.Items {
-		rs := &list.Items[i]
-		if consumer, providerCopy := access.SliceConsumer(rs); !providerCopy || consumer != t.Name {
-			continue
+	for _, rs := range copies {
+		if err := r.deleteCopy(ctx, rs); err != nil {
+			return 0, err
 		}
-		if rs.DeletionTimestamp == nil {
-			if err := r.Client.Delete(ctx, rs, client.Preconditions{UID: &rs.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-				return 0, fmt.Errorf("deleting ResourceSlice %s of the consumer whose Tenant is deleted: %w", rs.Name, err)
-			}
-		}
-		if controllerutil.ContainsFinalizer(rs, wire.ProviderSliceFinalizer) {
+		if controllerutil.ContainsFinalizer(rs, wire.ProviderSliceFinalizer) && (t.DeletionTimestamp == nil || !t.DeletionTimestamp.Before(&rs.CreationTimestamp)) {
 			left++
 		}
 	}
 	return left, nil
+}
+
+// deleteCopiesOfGone deletes the slices given to consumer key.Name in namespace
+// key.Namespace once its Tenant is gone: one deleted with no finalizer left on it (a
+// peering user may strip the manager's) was never finalized. The cache may not hold a
+// Tenant made a moment ago: a live read confirms it is gone, only when there is a slice
+// to delete.
+func (r *Reconciler) deleteCopiesOfGone(ctx context.Context, key types.NamespacedName) error {
+	copies, err := r.givenTo(ctx, r.Client, key.Namespace, key.Name)
+	if err != nil || len(copies) == 0 {
+		return err
+	}
+	if err := r.APIReader.Get(ctx, key, &authv1beta1.Tenant{}); !apierrors.IsNotFound(err) {
+		return err
+	}
+	for _, rs := range copies {
+		if err := r.deleteCopy(ctx, rs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// givenTo lists through reader the slices given to consumer in ns, when ns is its
+// recorded tenant namespace (none otherwise): every slice there but this cluster's own
+// requests of that consumer (a two-way peering; consumerslice.IsRequest, not marked as a
+// copy). A copy the tenant renamed to another consumer, or unmarked, is still given to
+// it: misplaced, it is denied, and a denial takes nothing back (helper-38's F1); an
+// unmarked copy is no longer granted (providerslice), and deleting it costs nothing.
+func (r *Reconciler) givenTo(ctx context.Context, reader client.Reader, ns, consumer string) ([]*authv1beta1.ResourceSlice, error) {
+	ok, _, err := r.Placement.Verify(ctx, ns, consumer)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var list authv1beta1.ResourceSliceList
+	if err := reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var out []*authv1beta1.ResourceSlice
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if rs.Labels[wire.ReplicationRequestedLabel] == "true" && rs.Labels[wire.ReplicationStatusLabel] != "true" {
+			continue
+		}
+		out = append(out, rs)
+	}
+	return out, nil
+}
+
+// deleteCopy deletes rs (this UID) unless it is being deleted already.
+func (r *Reconciler) deleteCopy(ctx context.Context, rs *authv1beta1.ResourceSlice) error {
+	if rs.DeletionTimestamp != nil {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, rs, client.Preconditions{UID: &rs.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting ResourceSlice %s of the consumer whose Tenant is deleted: %w", rs.Name, err)
+	}
+	return nil
 }
