@@ -70,7 +70,7 @@ var (
 		"TestAttack60bTenantWriterSwapsTheProxyWhileAuthenticateWaits", "TestAttack60bTenantWriterProxyOutlivesTheConsumersReapply", "TestAttack60bTenantWriterDictatesTheProxyAdvice", "TestAttack60bTenantWriterRemovesTheProxySilently"}}
 	peeringUserTenant = Writer{Principal: PeeringUser, Writes: "the Tenant named after its consumer: spec and metadata", Tests: []string{"TestPeeringUserCannotUndoTheAdministrator", "TestApprovalCannotBeForged",
 		"TestAttack52StripDeleteRecreateMidReconcile", "TestAttack52PeeringUserAppliesAsLiqoctlWithoutFinalizer", "TestAttack52DeletedWithOrphanPropagation",
-		"TestAttack53RecreatedTenantKeepsItsAccess"}}
+		"TestAttack53RecreatedTenantKeepsItsAccess", "TestAttack73PeeringUserStripsTheFinalizerCopyKeepsItsGrant"}}
 	statusTenants = Writer{Principal: StatusWriter, Writes: "Tenant status in every namespace (acceptance, `acceptedAt`, conditions, certificate, published server, CA and proxy)", Tests: []string{"TestStatusWriterCannotHijackTheFirstHandshake", "TestStatusWritersCannotAcceptATenant",
 		"TestAttack60TenantStatusWriterPublishesAProxy",
 		"TestStatusWriterCannotMakeTheProviderIssue", "TestAttack5StatusWriterBackdatesRenewAfter", "TestAttack5StatusWriterInflatesHandshakeMetric",
@@ -81,7 +81,7 @@ var (
 	nsCreatorRenews = Writer{Principal: NamespaceCreator, Writes: "Renews in namespaces it creates"}
 	statusRenews    = Writer{Principal: StatusWriter, Writes: "Renew status in every namespace"}
 	tenantSlices    = Writer{Principal: TheTenant, Writes: "ResourceSlices in its tenant namespace (the provider's copies): spec and metadata", Tests: []string{"TestSliceUsersAndClusterIDsNeverMeet",
-		"TestAttack53SliceDeletedWithOrphanPropagation", "TestAttack53RelabelledSliceHeldAndOrphaned", "TestAttack53RecreatedSliceKeepsItsAccess", "TestAttack53OrphanCleanupSparesTheHonestSlice"}}
+		"TestAttack53SliceDeletedWithOrphanPropagation", "TestAttack53RelabelledSliceHeldAndOrphaned", "TestAttack53RecreatedSliceKeepsItsAccess", "TestAttack53OrphanCleanupSparesTheHonestSlice", "TestAttack73RenamedCopyOutlivesItsTenant"}}
 	nsCreatorSlices = Writer{Principal: NamespaceCreator, Writes: "ResourceSlices in namespaces it creates, claiming any consumer or provider"}
 	sliceWriter     = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestConsumerSliceOutsideTenantNamespace",
 		"TestRelabelledSliceIsNotForgotten", "TestAttack69SliceWriterRelabelsASliceBeforeUnauthenticate", "TestAttack69SliceWriterRelabelsASliceBeforeLeave", "TestUnauthenticateGoesOnPastASlicesFailedProof"}}
