@@ -184,22 +184,9 @@ func TestAttack71SliceWriterAddsASliceDuringUnauthenticate(t *testing.T) {
 func TestAttack71PlantedSliceWithAFinalizerStillStopsTheTeardown(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
-	ctx := context.Background()
 	kc := a67Slice(t, c, p, "slice-a71f")
-	cTN := wire.TenantNamespaceName(p.id)
-	writer := principal(t, c, "tenant-like-a71", cTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "get", "update", "create"))
 	const hold = "example.com/a71-planted"
-	planted := localSlice(c, p, "a-planted", "", "1")
-	planted.Labels = map[string]string{wire.RemoteClusterIDLabel: "cl-elsewhere"}
-	planted.Finalizers = []string{hold}
-	require.NoError(t, writer.Create(ctx, planted))
-	t.Cleanup(func() {
-		var rs authv1beta1.ResourceSlice
-		if c.client.Get(context.Background(), client.ObjectKeyFromObject(planted), &rs) == nil {
-			controllerutil.RemoveFinalizer(&rs, hold)
-			_ = c.client.Update(context.Background(), &rs)
-		}
-	})
+	plantHeldSlice(t, c, p, "tenant-like-a71", hold)
 
 	args := []string{"unauthenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", p.cp.Kubeconfig, "--delete-resourceslices", "--timeout", "30s"}
 	for run := 1; run <= 2; run++ {
@@ -211,4 +198,23 @@ func TestAttack71PlantedSliceWithAFinalizerStillStopsTheTeardown(t *testing.T) {
 			}
 		}
 	}
+}
+
+// plantHeldSlice acts as user, a ResourceSlice writer of c's tenant namespace of p
+// (resourceslices get, update, create): it plants slice "a-planted" there (named to sort
+// first, naming another provider) carrying finalizers; the test's cleanup lets it go.
+func plantHeldSlice(t *testing.T, c, p *site, user string, finalizers ...string) {
+	t.Helper()
+	writer := principal(t, c, user, wire.TenantNamespaceName(p.id), rule(authv1beta1.GroupVersion.Group, "resourceslices", "get", "update", "create"))
+	planted := localSlice(c, p, "a-planted", "", "1")
+	planted.Labels = map[string]string{wire.RemoteClusterIDLabel: "cl-elsewhere"}
+	planted.Finalizers = finalizers
+	require.NoError(t, writer.Create(context.Background(), planted))
+	t.Cleanup(func() {
+		var rs authv1beta1.ResourceSlice
+		if c.client.Get(context.Background(), client.ObjectKeyFromObject(planted), &rs) == nil {
+			rs.Finalizers = nil
+			_ = c.client.Update(context.Background(), &rs)
+		}
+	})
 }

@@ -155,22 +155,8 @@ func TestAttack73PeeringUserStripsTheFinalizerCopyKeepsItsGrant(t *testing.T) {
 func TestAttack73PlantedSliceWithTheConsumersFinalizerStillGoesFirst(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
-	ctx := context.Background()
 	kc := a67Slice(t, c, p, "slice-a73c")
-	cTN := wire.TenantNamespaceName(p.id)
-	writer := principal(t, c, "tenant-like-a73c", cTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "get", "update", "create"))
-	const hold = "example.com/a73-planted"
-	planted := localSlice(c, p, "a-planted", "", "1")
-	planted.Labels = map[string]string{wire.RemoteClusterIDLabel: "cl-elsewhere"}
-	planted.Finalizers = []string{wire.ConsumerSliceFinalizer, hold}
-	require.NoError(t, writer.Create(ctx, planted))
-	t.Cleanup(func() {
-		var rs authv1beta1.ResourceSlice
-		if c.client.Get(context.Background(), client.ObjectKeyFromObject(planted), &rs) == nil {
-			rs.Finalizers = nil
-			_ = c.client.Update(context.Background(), &rs)
-		}
-	})
+	plantHeldSlice(t, c, p, "tenant-like-a73c", wire.ConsumerSliceFinalizer, "example.com/a73-planted")
 
 	_, errOut, err := runCLI(t, "unauthenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", p.cp.Kubeconfig, "--delete-resourceslices", "--timeout", "30s")
 	t.Logf("run: err=%v\n%s", err, errOut)

@@ -489,13 +489,36 @@ func planShrank(before, after string) bool {
 	if json.Unmarshal([]byte(before), &b) != nil || json.Unmarshal([]byte(after), &a) != nil {
 		return false
 	}
+	shrank := len(a) < len(b)
 	for k, v := range a {
 		w, had := b[k]
-		if !had || fmt.Sprint(v) != fmt.Sprint(w) {
+		switch {
+		case !had:
+			return false
+		case fmt.Sprint(v) == fmt.Sprint(w):
+		case subsetOf(v, w):
+			shrank = true
+		default:
 			return false
 		}
 	}
-	return len(a) < len(b)
+	return shrank
+}
+
+// subsetOf says whether list v (JSON-decoded; null counts as empty) holds only entries of
+// list w: a list of what would be deleted that lost entries.
+func subsetOf(v, w any) bool {
+	vs, _ := v.([]any)
+	ws, ok := w.([]any)
+	if v != nil && vs == nil || !ok {
+		return false
+	}
+	for _, e := range vs {
+		if !slices.ContainsFunc(ws, func(x any) bool { return fmt.Sprint(x) == fmt.Sprint(e) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // heal brings the peering back after a case that broke it (a finding, or a loss the

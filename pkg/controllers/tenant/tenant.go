@@ -741,10 +741,6 @@ func (r *Reconciler) deleteCopiesOfGone(ctx context.Context, key types.Namespace
 // it: misplaced, it is denied, and a denial takes nothing back (helper-38's F1); an
 // unmarked copy is no longer granted (providerslice), and deleting it costs nothing.
 func (r *Reconciler) givenTo(ctx context.Context, reader client.Reader, ns, consumer string) ([]*authv1beta1.ResourceSlice, error) {
-	ok, _, err := r.Placement.Verify(ctx, ns, consumer)
-	if err != nil || !ok {
-		return nil, err
-	}
 	var list authv1beta1.ResourceSliceList
 	if err := reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, err
@@ -756,6 +752,14 @@ func (r *Reconciler) givenTo(ctx context.Context, reader client.Reader, ns, cons
 			continue
 		}
 		out = append(out, rs)
+	}
+	if len(out) == 0 {
+		// The placement is looked up only for slices to delete: the reconciles of a
+		// Tenant not made yet (a handshake's nonce, its namespace) ask nothing more.
+		return nil, nil
+	}
+	if ok, _, err := r.Placement.Verify(ctx, ns, consumer); err != nil || !ok {
+		return nil, err
 	}
 	return out, nil
 }
