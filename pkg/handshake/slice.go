@@ -281,7 +281,13 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 			if errors.Is(err, ErrAccessNotRevoked) {
 				namespaces := sliceProofNamespaces(s, remoteNS)
 				again = func(ctx context.Context) ([]stillAllowed, error) {
-					return sliceAccessLeft(ctx, creds, namespaces, name)
+					// A certificate that expired since answers 401, which a proof reads
+					// as "may do nothing": only those valid now are asked again.
+					valid := validNow(creds, time.Now())
+					if len(valid) == 0 {
+						return nil, errors.New("no certificate of the slice is valid now")
+					}
+					return sliceAccessLeft(ctx, valid, namespaces, name)
 				}
 			}
 			s.Report.Warn("%v: the other slices go on", err)
@@ -294,6 +300,17 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 		return nil
 	}
 	return failed
+}
+
+// validNow are those of creds whose certificate is valid at now.
+func validNow(creds []*rest.Config, now time.Time) []*rest.Config {
+	var out []*rest.Config
+	for _, cfg := range creds {
+		if cert, err := authn.ParseCertificate(cfg.CertData); err == nil && now.Before(cert.NotAfter) {
+			out = append(out, cfg)
+		}
+	}
+	return out
 }
 
 // SliceProofsFailed is DeleteSlices' error when every slice was deleted and only proofs

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -82,5 +84,19 @@ func TestTenantNamespaceLookupFailureIsSaid(t *testing.T) {
 				t.Errorf("SlicesFor's error does not say what failed: %v", err)
 			}
 		})
+	}
+}
+
+// TestValidNow: a slice's proof is asked again only with certificates valid now: one that
+// expired since answers 401, which a proof reads as "may do nothing".
+func TestValidNow(t *testing.T) {
+	p := newCredentialPKI(t)
+	now := time.Now()
+	valid := &rest.Config{TLSClientConfig: rest.TLSClientConfig{CertData: p.cert("slice-a-1", p.current, now.Add(time.Hour))}}
+	expired := &rest.Config{TLSClientConfig: rest.TLSClientConfig{CertData: p.cert("slice-a-1", p.current, now.Add(-time.Minute))}}
+	broken := &rest.Config{TLSClientConfig: rest.TLSClientConfig{CertData: []byte("not a certificate")}}
+	got := validNow([]*rest.Config{expired, valid, broken}, now)
+	if len(got) != 1 || got[0] != valid {
+		t.Fatalf("validNow kept %d certificates; want the valid one only", len(got))
 	}
 }

@@ -510,8 +510,12 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 				return deleteErr
 			}
 			return errProviderRemoving
-		case err == nil:
+		case err == nil && controllerutil.ContainsFinalizer(cp, wire.ProviderSliceFinalizer):
 			return errProviderRemoving
+		case err == nil:
+			// Being deleted, the provider's finalize done (its grant removed): a finalizer
+			// of someone else's (the tenant writes its copies) holds the copy, not its
+			// access, and never this slice's deletion (helper-39's F1).
 		case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err):
 			return err
 		}

@@ -379,3 +379,32 @@ func TestDeletingWaitsForTheProvider(t *testing.T) {
 	}
 	wantEvents(t, e.events())
 }
+
+// TestDeletingLetsGoOfACopyHeldByAnother: a copy being deleted whose provider's finalize is
+// done (the provider slice finalizer off, its grant removed) but that another finalizer
+// holds (the tenant writes its copies) is given back: the slice is let go, and a teardown
+// waiting on it goes on to the control plane (helper-39's F1).
+func TestDeletingLetsGoOfACopyHeldByAnother(t *testing.T) {
+	rs := request(sliceName, 0)
+	rs.Finalizers = []string{wire.ConsumerSliceFinalizer}
+	rs.DeletionTimestamp = &metav1.Time{Time: now}
+	e := setup(t, true, rs)
+	cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName, Finalizers: []string{"example.com/hold", wire.ProviderSliceFinalizer}}}
+	remote, _ := provider(t, nil, cp)
+	if res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil); err != nil || res.RequeueAfter != providerRemovalPoll {
+		t.Fatalf("result %+v, %v; want a requeue after %v while the provider finalizes its copy", res, err, providerRemovalPoll)
+	}
+	if err := remote.Get(context.Background(), client.ObjectKeyFromObject(cp), cp); err != nil || cp.DeletionTimestamp == nil {
+		t.Fatalf("copy %+v, %v", cp.ObjectMeta, err)
+	}
+	cp.Finalizers = []string{"example.com/hold"} // the provider's finalize is done
+	if err := remote.Update(context.Background(), cp); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil); err != nil || res != (ctrl.Result{}) {
+		t.Fatalf("result %+v, %v; want the slice let go", res, err)
+	}
+	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(rs), &authv1beta1.ResourceSlice{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the slice is kept: %v", err)
+	}
+}
