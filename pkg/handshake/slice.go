@@ -117,11 +117,16 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 	if held != nil {
 		c.Report.Warn("ResourceSlice %s/%s stays, held by finalizers that are not this project's: %s; whoever set them removes them (kubectl edit resourceslices.%s -n %s %s)",
 			ns, name, strings.Join(held.Finalizers, ", "), authv1beta1.GroupVersion.Group, ns, name)
+		if idErr := deleteHeldSliceIdentity(ctx, c, held); idErr != nil {
+			return idErr
+		}
+		c.Report.Info("The Identity of ResourceSlice %s deleted here", name)
+	} else {
+		// The consumer's controllers give a slice's copy back only when they reach the
+		// provider (a kubeconfig they refuse, a provider down): otherwise they let the
+		// local slice go and the copy, with its grant, stays. Only the proof says which.
+		c.Report.Info("ResourceSlice %s deleted here, and its Identity", name)
 	}
-	// The consumer's controllers give a slice's copy back only when they reach the
-	// provider (a kubeconfig they refuse, a provider down): otherwise they let the local
-	// slice go and the copy, with its grant, stays. Only the proof says which.
-	c.Report.Info("ResourceSlice %s deleted here, and its Identity", name)
 	namespaces := sliceProofNamespaces(c, remoteNS)
 	removeCopy := func(where string) string {
 		return fmt.Sprintf("its copy on the provider is likely left, with its grant (the consumer's controllers remove it only when they reach the provider): its administrator removes it with kubectl delete resourceslices.%s -n %s %s",
@@ -181,6 +186,28 @@ func waitSliceReleased(ctx context.Context, c *Side, rs *authv1beta1.ResourceSli
 		return nil, c.Explain(err, "deleting the ResourceSlice")
 	}
 	return held, nil
+}
+
+// deleteHeldSliceIdentity deletes the Identity of slice held, deleted but kept by others'
+// finalizers: the garbage collector keeps what the slice controls while it exists, and a
+// slice writer who stripped the consumer controllers' finalizer before the deletion kept
+// their finalize from deleting it (helper-39's F4): the slice's credential would stay
+// beside a slice said deleted. Only an Identity the slice controls is deleted (this UID).
+func deleteHeldSliceIdentity(ctx context.Context, c *Side, held *authv1beta1.ResourceSlice) error {
+	var id authv1beta1.Identity
+	err := c.Client.Get(ctx, SliceIdentity(held.Namespace, held.Name), &id)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return c.Explain(err, "reading the Identity of the ResourceSlice held")
+	case !metav1.IsControlledBy(&id, held) || id.DeletionTimestamp != nil:
+		return nil
+	}
+	if err := c.Client.Delete(ctx, &id, client.Preconditions{UID: &id.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return c.Explain(err, "deleting the Identity of the ResourceSlice held")
+	}
+	return nil
 }
 
 // selfAllowedWithEach is selfAllowedIn asked with each of creds: every access any of them

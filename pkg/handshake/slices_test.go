@@ -10,12 +10,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
 )
 
@@ -98,5 +102,44 @@ func TestValidNow(t *testing.T) {
 	got := validNow([]*rest.Config{expired, valid, broken}, now)
 	if len(got) != 1 || got[0] != valid {
 		t.Fatalf("validNow kept %d certificates; want the valid one only", len(got))
+	}
+}
+
+// TestHeldSliceIdentityDeleted: a slice held by others' finalizers, whose consumer
+// finalizer a slice writer stripped, leaves no credential behind: its Identity goes, only
+// when the slice controls it (helper-39's F4).
+func TestHeldSliceIdentityDeleted(t *testing.T) {
+	now := metav1.Now()
+	held := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-cl-p", Name: "s1", UID: "slice-uid",
+		DeletionTimestamp: &now, Finalizers: []string{"example.com/hold"}}}
+	identity := func(owner types.UID) *authv1beta1.Identity {
+		id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: held.Namespace, Name: wire.SliceIdentityName(held.Name), UID: "id-uid"}}
+		if owner != "" {
+			isController := true
+			id.OwnerReferences = []metav1.OwnerReference{{APIVersion: authv1beta1.GroupVersion.String(), Kind: "ResourceSlice", Name: held.Name, UID: owner, Controller: &isController}}
+		}
+		return id
+	}
+	for _, tc := range []struct {
+		name     string
+		objs     []client.Object
+		wantGone bool
+	}{
+		{"controlled by the slice", []client.Object{identity("slice-uid")}, true},
+		{"controlled by another slice of that name", []client.Object{identity("other-uid")}, false},
+		{"not controlled", []client.Object{identity("")}, false},
+		{"none", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.objs...).Build()
+			s := &Side{Scope: Local, Client: c, Namespace: "liqo", ClusterID: "cl-c", Report: &lines{}}
+			if err := deleteHeldSliceIdentity(context.Background(), s, held); err != nil {
+				t.Fatal(err)
+			}
+			err := c.Get(context.Background(), SliceIdentity(held.Namespace, held.Name), &authv1beta1.Identity{})
+			if gone := apierrors.IsNotFound(err); gone != tc.wantGone {
+				t.Errorf("Identity gone: %t (%v), want %t", gone, err, tc.wantGone)
+			}
+		})
 	}
 }
