@@ -36,6 +36,7 @@ const (
 	ReasonServerURLInvalid             Reason = "APIServerURLInvalid"
 	ReasonProxyURLInvalid              Reason = "ProxyURLInvalid"
 	ReasonProxyNotPinned               Reason = "ProxyNotPinned"
+	ReasonTenantNamespaceNotPinned     Reason = "TenantNamespaceNotPinned"
 	ReasonKubeconfigInvalid            Reason = "KubeconfigInvalid"
 	ReasonKubeconfigForeignCredentials Reason = "KubeconfigForeignCredentials"
 	ReasonAcceptanceSealInvalid        Reason = "AcceptanceSealInvalid"

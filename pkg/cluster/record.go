@@ -43,6 +43,7 @@ const (
 	recordApprovalKey     = "approval"
 	recordKeyMoveKey      = "keyMove"
 	recordProxyKey        = "proxyURL"
+	recordProviderNSKey   = "providerTenantNamespace"
 )
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
@@ -105,6 +106,14 @@ type TenantRecord struct {
 	// choice, never the provider's (whose Tenant and its status others may write) nor an
 	// Identity writer's.
 	ProxyURL *string
+	// ProviderTenantNamespace is, on a consumer, this cluster's tenant namespace on the
+	// remote provider, where its slices' copies are and their grants with them: pinned
+	// beside ProxyURL by a handshake (liqoctl authenticate, generate tenant, a Peering),
+	// never by a controller, and forgotten with it ("" while none is pinned). The
+	// Identities' spec.namespace is their writers' (helper-39's F7): the consumer's slice
+	// controller writes copies, and a slice's deletion proves the revocation, where this
+	// says (ProviderNamespace).
+	ProviderTenantNamespace string
 	// Peering is, on a consumer, the Peering that declared the peering with the remote
 	// cluster, and the bootstrap credentials it consumed: what its manager decides from,
 	// where a Peering's status writer cannot reach.
@@ -342,7 +351,7 @@ func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, 
 	r := &TenantRecord{RemoteID: remoteID, Namespace: cm.Data[recordNamespaceKey],
 		NamespaceUID: types.UID(cm.Data[recordNamespaceUIDKey]), CAFingerprint: cm.Data[recordCAKey], State: cm.Data[recordStateKey],
 		PublishedCAFingerprint: cm.Data[recordPubCAKey], PublishedAPIServer: cm.Data[recordPubServerKey], RenewSerial: cm.Data[recordRenewKey],
-		PublishedCertificate: cm.Data[recordPubCertKey], PublishedForTenant: cm.Data[recordPubTenantKey]}
+		PublishedCertificate: cm.Data[recordPubCertKey], PublishedForTenant: cm.Data[recordPubTenantKey], ProviderTenantNamespace: cm.Data[recordProviderNSKey]}
 	for key, into := range r.jsonFields() {
 		if v := cm.Data[key]; v != "" {
 			if err := json.Unmarshal([]byte(v), into); err != nil {
@@ -357,7 +366,7 @@ func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
 	cm.Labels = mergeLabels(cm.Labels, map[string]string{wire.TenantRecordLabel: "true", wire.RemoteClusterIDLabel: r.RemoteID, wire.ManagedByLabel: wire.ManagedByValue})
 	cm.Data = map[string]string{recordNamespaceKey: r.Namespace, recordNamespaceUIDKey: string(r.NamespaceUID), recordCAKey: r.CAFingerprint, recordStateKey: r.State,
 		recordPubCAKey: r.PublishedCAFingerprint, recordPubServerKey: r.PublishedAPIServer, recordRenewKey: r.RenewSerial, recordPubCertKey: r.PublishedCertificate,
-		recordPubTenantKey: r.PublishedForTenant}
+		recordPubTenantKey: r.PublishedForTenant, recordProviderNSKey: r.ProviderTenantNamespace}
 	for key, v := range r.jsonFields() {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -785,18 +794,51 @@ func (r *TenantRecord) PinnedProxy() string {
 	return *r.ProxyURL
 }
 
-// ForgetProxy forgets the proxy pinned for providerID, once the peering's control-plane
-// Identity is removed: it was that peering's way to the provider, and a new peering
-// chooses its own. Nothing is written when none is pinned.
+// ForgetProxy forgets the proxy and the tenant namespace pinned for providerID, once the
+// peering's control-plane Identity is removed: they were that peering's way to the
+// provider and its place there, and a new peering chooses its own. Nothing is written
+// when none is pinned.
 func ForgetProxy(ctx context.Context, c client.Client, liqoNS, providerID string) error {
 	rec, err := GetTenantRecord(ctx, c, liqoNS, providerID)
-	if err != nil || rec == nil || rec.ProxyURL == nil {
+	if err != nil || rec == nil || rec.ProxyURL == nil && rec.ProviderTenantNamespace == "" {
 		return err
 	}
 	return UpdateTenantRecord(ctx, c, c, liqoNS, providerID, false, func(r *TenantRecord) error {
-		r.ProxyURL = nil
+		r.ProxyURL, r.ProviderTenantNamespace = nil, ""
 		return nil
 	})
+}
+
+// ProviderNamespace is this cluster's (localID's) tenant namespace on r's provider: the
+// one a handshake pinned, the protocol's (wire.TenantNamespaceName) when none is, or
+// there is no record.
+func (r *TenantRecord) ProviderNamespace(localID string) string {
+	if r == nil || r.ProviderTenantNamespace == "" {
+		return wire.TenantNamespaceName(localID)
+	}
+	return r.ProviderTenantNamespace
+}
+
+// ErrTenantNamespaceNotPinned means a tenant namespace on a provider is not the one this
+// cluster pinned for it.
+var ErrTenantNamespaceNotPinned = errors.New("not the pinned tenant namespace")
+
+// CheckProviderNamespace says why ns is not the tenant namespace pinned in r for this
+// cluster on its provider (nil: it is, or none is pinned: a peering older than the pin
+// keeps the namespace its Identity names).
+func (r *TenantRecord) CheckProviderNamespace(liqoNS, ns string) error {
+	if r == nil || r.ProviderTenantNamespace == "" || r.ProviderTenantNamespace == ns {
+		return nil
+	}
+	return fmt.Errorf("%w: this cluster pinned tenant namespace %q on provider %q at an earlier handshake, not %q: if its administrator moved this cluster's tenant namespace there, forget the pin with %s (liqoctl unauthenticate forgets it too) and run the handshake again",
+		ErrTenantNamespaceNotPinned, r.ProviderTenantNamespace, r.RemoteID, ns, UnpinProviderNamespaceCommand(liqoNS, r.RemoteID))
+}
+
+// UnpinProviderNamespaceCommand is the command that forgets the tenant namespace pinned
+// for this cluster on providerID.
+func UnpinProviderNamespaceCommand(liqoNS, providerID string) string {
+	return fmt.Sprintf(`kubectl patch configmap -n %s %s --type=json -p '[{"op":"remove","path":"/data/%s"}]'`,
+		liqoNS, wire.TenantRecordName(providerID), recordProviderNSKey)
 }
 
 // ErrProxyNotPinned means a proxy is not the one this cluster pinned for a provider.

@@ -353,7 +353,7 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 		// A Liqo consumer keeps no pin: this project's record is not its. A pin refused
 		// (another handshake pinned meanwhile) is refused before the Identity is applied:
 		// a refused run changes nothing.
-		if pinErr := pinProviderOnce(ctx, c, pr.ClusterID, t.Status.AuthParams.CA, p.ProxyURL, noted); pinErr != nil {
+		if pinErr := pinProviderOnce(ctx, c, pr.ClusterID, t.Status.AuthParams.CA, p.ProxyURL, pTN, noted); pinErr != nil {
 			return nil, pinErr
 		}
 	}
@@ -601,7 +601,7 @@ func (p *Pair) notedRecord() *cluster.TenantRecord {
 // changed since conflicts and is decided on a live read). A different existing pin is an
 // error, before any write when noted shows it: a provider CA does not change silently,
 // nor does this cluster's way to it.
-func pinProviderOnce(ctx context.Context, c *Side, providerID string, ca []byte, proxy string, noted *cluster.TenantRecord) error {
+func pinProviderOnce(ctx context.Context, c *Side, providerID string, ca []byte, proxy, providerNS string, noted *cluster.TenantRecord) error {
 	fp, err := authn.CAFingerprint(ca)
 	if err != nil {
 		return ScopedErrorf(Remote, "the provider's CA is not valid: %w", err)
@@ -611,17 +611,20 @@ func pinProviderOnce(ctx context.Context, c *Side, providerID string, ca []byte,
 	case noted == nil:
 	case noted.CAFingerprint != "" && noted.CAFingerprint != fp:
 		return caPinMismatch(c, providerID, noted.CAFingerprint, fp, source)
-	case noted.CAFingerprint == fp && noted.ProxyURL != nil && *noted.ProxyURL == proxy:
+	case providerNS != "" && noted.CheckProviderNamespace(c.Namespace, providerNS) != nil:
+		return fmt.Errorf("%s%w", c.prefix(), noted.CheckProviderNamespace(c.Namespace, providerNS))
+	case noted.CAFingerprint == fp && noted.ProxyURL != nil && *noted.ProxyURL == proxy && noted.ProviderTenantNamespace == providerNS:
 		return nil
 	}
-	return pinRecord(ctx, c, providerID, fp, source, &proxy, noted)
+	return pinRecord(ctx, c, providerID, fp, source, &proxy, providerNS, noted)
 }
 
 // PinProxy records proxy ("" for none) as the only proxy an Identity of provider
-// providerID may reach it through on the consumer c (see PinCAFingerprint); a different
-// pin already there is refused (ErrProxyChanged).
-func PinProxy(ctx context.Context, c *Side, providerID, proxy string) error {
-	return pinRecord(ctx, c, providerID, "", "", &proxy, nil)
+// providerID may reach it through on the consumer c (see PinCAFingerprint), and
+// providerNS as this cluster's tenant namespace there; a different pin of either already
+// there is refused (ErrProxyChanged, cluster.ErrTenantNamespaceNotPinned).
+func PinProxy(ctx context.Context, c *Side, providerID, proxy, providerNS string) error {
+	return pinRecord(ctx, c, providerID, "", "", &proxy, providerNS, nil)
 }
 
 // PinCAFingerprint records fp as the only CA fingerprint an Identity of provider
@@ -634,27 +637,31 @@ func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp, source strin
 	if err := authn.ValidateFingerprint(fp); err != nil {
 		return err
 	}
-	return pinRecord(ctx, c, providerID, fp, source, nil, nil)
+	return pinRecord(ctx, c, providerID, fp, source, nil, "", nil)
 }
 
 // pinRecord pins, in one write of the consumer's tenant record of providerID, the CA
-// fingerprint fp (none when "") and the proxy (none when nil), where nothing is pinned
-// yet; a different pin already there is refused (source says where fp comes from). The
-// write starts from the record as the command read it (noted; nil: read it now).
-func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, proxy *string, noted *cluster.TenantRecord) error {
+// fingerprint fp (none when ""), the proxy (none when nil) and this cluster's tenant
+// namespace on the provider providerNS (none when ""), where nothing is pinned yet; a
+// different pin already there is refused (source says where fp comes from). The write
+// starts from the record as the command read it (noted; nil: read it now).
+func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, proxy *string, providerNS string, noted *cluster.TenantRecord) error {
 	var pinned string
 	var was cluster.TenantRecord
 	err := cluster.UpdateTenantRecordAsRead(ctx, c.Client, noted, c.Namespace, providerID, false, func(r *cluster.TenantRecord) error {
-		pinned, was = r.CAFingerprint, cluster.TenantRecord{RemoteID: providerID, ProxyURL: r.ProxyURL}
-		if pinned == "" && fp != "" {
-			r.CAFingerprint = fp
+		pinned, was = r.CAFingerprint, cluster.TenantRecord{RemoteID: providerID, ProxyURL: r.ProxyURL, ProviderTenantNamespace: r.ProviderTenantNamespace}
+		if providerNS != "" {
+			if err := was.CheckProviderNamespace(c.Namespace, providerNS); err != nil {
+				return err // nothing written
+			}
 		}
-		if r.ProxyURL == nil && proxy != nil {
-			r.ProxyURL = ptr.To(*proxy)
-		}
+		pinUnset(r, fp, proxy, providerNS)
 		return nil
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, cluster.ErrTenantNamespaceNotPinned):
+		return fmt.Errorf("%s%w", c.prefix(), err)
+	case err != nil:
 		return c.Explain(err, "pinning the provider CA and proxy")
 	}
 	if proxy != nil {
@@ -666,6 +673,20 @@ func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, prox
 		return caPinMismatch(c, providerID, pinned, fp, source)
 	}
 	return nil
+}
+
+// pinUnset pins in r, of the CA fingerprint fp, the proxy and the tenant namespace
+// providerNS, those given ("", nil: none) where r pins none yet.
+func pinUnset(r *cluster.TenantRecord, fp string, proxy *string, providerNS string) {
+	if r.CAFingerprint == "" && fp != "" {
+		r.CAFingerprint = fp
+	}
+	if r.ProxyURL == nil && proxy != nil {
+		r.ProxyURL = ptr.To(*proxy)
+	}
+	if r.ProviderTenantNamespace == "" {
+		r.ProviderTenantNamespace = providerNS
+	}
 }
 
 // caPinMismatch is the refusal of CA fingerprint fp (source says where it comes from) on

@@ -73,7 +73,10 @@ func Leave(ctx context.Context, c *Side, providerID string, now time.Time) error
 	if err != nil {
 		return err
 	}
-	pTN := ptr.Deref(id.Spec.Namespace, wire.TenantNamespaceName(c.ClusterID))
+	pTN, err := ProviderNamespace(ctx, c, providerID, ptr.Deref(id.Spec.Namespace, ""))
+	if err != nil {
+		return err
+	}
 	// Asked before anything is deleted: a provider that does not grant it keeps the slices.
 	may, err := selfAllowed(ctx, cred, pTN, []rbacv1.PolicyRule{{APIGroups: []string{authv1beta1.GroupVersion.Group}, Resources: []string{"tenants"},
 		ResourceNames: []string{c.ClusterID}, Verbs: []string{"delete"}}})

@@ -82,13 +82,13 @@ var ErrRevocationUnproven = errors.New("revocation not proven")
 // DeleteSlice deletes the consumer's slice name in ns and waits until the consumer's
 // controllers let it go (having removed its copy on the provider, when they reach it);
 // then, with the slice identity's own certificates (creds, read before), it proves that
-// identity lost its access on the provider's tenant namespace: remoteNS, the
-// control-plane Identity's (an Identity writer's field), and the one the protocol names
-// for this cluster (wire.TenantNamespaceName), where the copy is unless the provider chose
-// another. With no creds, issued says the slice was issued a certificate valid now: the
+// identity lost its access on the provider's tenant namespace: pinnedNS, the one a
+// handshake pinned in this cluster's tenant record (ProviderNamespace), where the copy is;
+// remoteNS, the control-plane Identity's (an Identity writer's field); and the one the
+// protocol names for this cluster (wire.TenantNamespaceName). With no creds, issued says the slice was issued a certificate valid now: the
 // revocation cannot be proven (ErrRevocationUnproven), after the slice is deleted all the
 // same (giving an access up is never refused).
-func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Config, issued bool, remoteNS string) error {
+func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Config, issued bool, pinnedNS, remoteNS string) error {
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := c.Client.Delete(ctx, rs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -127,7 +127,7 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 		// local slice go and the copy, with its grant, stays. Only the proof says which.
 		c.Report.Info("ResourceSlice %s deleted here, and its Identity", name)
 	}
-	namespaces := sliceProofNamespaces(c, remoteNS)
+	namespaces := sliceProofNamespaces(c, pinnedNS, remoteNS)
 	removeCopy := func(where string) string {
 		return fmt.Sprintf("its copy on the provider is likely left, with its grant (the consumer's controllers remove it only when they reach the provider): its administrator removes it with kubectl delete resourceslices.%s -n %s %s",
 			authv1beta1.GroupVersion.Group, where, name)
@@ -152,12 +152,16 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 	return nil
 }
 
-// sliceProofNamespaces are where a slice's proof asks: the protocol's tenant namespace of
-// c on the provider, and remoteNS (the control-plane Identity's) when another.
-func sliceProofNamespaces(c *Side, remoteNS string) []string {
-	namespaces := []string{wire.TenantNamespaceName(c.ClusterID)}
-	if remoteNS != "" && remoteNS != namespaces[0] {
-		namespaces = append(namespaces, remoteNS)
+// sliceProofNamespaces are where a slice's proof asks: c's tenant namespace on the
+// provider pinned in its record (ProviderNamespace: the protocol's when none is), where
+// the copy is, first, then the protocol's and others (the control-plane Identity's
+// spec.namespace, an Identity writer's field) when not the same.
+func sliceProofNamespaces(c *Side, others ...string) []string {
+	var namespaces []string
+	for _, ns := range append(others, wire.TenantNamespaceName(c.ClusterID)) {
+		if ns != "" && !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
 	}
 	return namespaces
 }
@@ -295,18 +299,22 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.IdentityName(providerID)}, &id); err == nil {
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
+	pinned, err := ProviderNamespace(ctx, s, providerID, "")
+	if err != nil {
+		return err
+	}
 	failed := &SliceProofsFailed{}
 	for _, name := range names {
 		creds, issued, err := SliceRevocationCredential(ctx, s, ns, providerID, name, time.Now())
 		if err == nil {
-			err = DeleteSlice(ctx, s, ns, name, creds, issued, remoteNS)
+			err = DeleteSlice(ctx, s, ns, name, creds, issued, pinned, remoteNS)
 		}
 		switch {
 		case err == nil:
 		case proofFailed(err):
 			var again func(context.Context) ([]stillAllowed, error)
 			if errors.Is(err, ErrAccessNotRevoked) {
-				namespaces := sliceProofNamespaces(s, remoteNS)
+				namespaces := sliceProofNamespaces(s, pinned, remoteNS)
 				again = func(ctx context.Context) ([]stillAllowed, error) {
 					// A certificate that expired since answers 401, which a proof reads
 					// as "may do nothing": only those valid now are asked again.

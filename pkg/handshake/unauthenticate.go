@@ -628,3 +628,22 @@ func selfAllowedIn(ctx context.Context, cfg *rest.Config, namespaces []string, r
 	slices.SortFunc(left, func(a, b stillAllowed) int { return strings.Compare(a.String(), b.String()) })
 	return left, nil
 }
+
+// ProviderNamespace is c's tenant namespace on provider providerID: the one a handshake
+// pinned in c's tenant record, else named (an Identity's spec.namespace, "" for none), else
+// the protocol's. An Identity's spec.namespace is its writers' (helper-39's F7): where a
+// handshake pinned another, a removal or a proof asked there would find nothing and say
+// so, while the Tenant or the slice's copy keeps its grant where the pin says.
+func ProviderNamespace(ctx context.Context, c *Side, providerID, named string) (string, error) {
+	rec, err := cluster.GetTenantRecord(ctx, c.Client, c.Namespace, providerID)
+	if err != nil && !apierrors.IsForbidden(err) {
+		return "", c.Explain(err, "reading the tenant record of provider "+providerID)
+	}
+	switch {
+	case rec != nil && rec.ProviderTenantNamespace != "":
+		return rec.ProviderTenantNamespace, nil
+	case named != "":
+		return named, nil
+	}
+	return wire.TenantNamespaceName(c.ClusterID), nil
+}

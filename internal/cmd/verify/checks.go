@@ -158,7 +158,11 @@ func (v verifier) verify(ctx context.Context, c *handshake.Side, providerID stri
 		return out
 	}
 	v.authentication(ctx, p, ic, c.ClusterID, cfg.Host)
-	identityTN := ptr.Deref(id.Spec.Namespace, wire.TenantNamespaceName(c.ClusterID))
+	identityTN, err := handshake.ProviderNamespace(ctx, c, providerID, ptr.Deref(id.Spec.Namespace, ""))
+	if err != nil {
+		p.add("permissions", ResultFail, "%v", err)
+		return out
+	}
 	v.permissions(ctx, p, ic, c.ClusterID, identityTN, trusted != nil && trusted.Controllers().Liqo())
 	v.everyNamespace(ctx, p, trusted, c.ClusterID, identityTN)
 	v.clockSkew(ctx, p, c, cfg)

@@ -379,9 +379,17 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string, ks
 	if err != nil || rec == nil {
 		return nil, "", fmt.Errorf("no tenant record of provider %q: %w", provider, err)
 	}
+	// The copies are where the handshake pinned this cluster's tenant namespace on the
+	// provider, whatever an Identity writer made the Identity say since (helper-39's F7:
+	// moved, the copy was looked for elsewhere, found gone, and its grant stayed); a
+	// peering older than the pin keeps its Identity's.
+	remoteNS := *id.Spec.Namespace
+	if rec.ProviderTenantNamespace != "" {
+		remoteNS = rec.ProviderTenantNamespace
+	}
 	hash := pinnedKubeconfigHash(kubeconfig, rec)
 	if v, ok := r.clients.Load(key); ok && v.(*providerClient).hash == hash {
-		return v.(*providerClient).client, *id.Spec.Namespace, nil
+		return v.(*providerClient).client, remoteNS, nil
 	}
 	cfg, err := providerclient.ProviderConfig(ctx, r.Client, r.Placement.LiqoNamespace, kubeconfigKey(ks, kubeconfig), r.ClusterID, id, kubeconfig, r.Now())
 	if err != nil {
@@ -393,7 +401,7 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string, ks
 		return nil, "", err
 	}
 	r.clients.Store(key, &providerClient{hash: hash, client: c})
-	return c, *id.Spec.Namespace, nil
+	return c, remoteNS, nil
 }
 
 // pinnedKubeconfigHash identifies a kubeconfig checked against the pins of rec (its CA,

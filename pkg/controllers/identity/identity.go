@@ -283,12 +283,44 @@ func (r *Reconciler) checkPinnedCA(ctx context.Context, id *authv1beta1.Identity
 }
 
 // checkPins verifies the Identity against what this cluster pinned for its provider: the
-// CA (pinning none), then the proxy.
+// CA (pinning none), the proxy, then this cluster's tenant namespace there.
 func (r *Reconciler) checkPins(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
 	if reason, msg, err = r.checkPinnedCA(ctx, id, false); err != nil || reason != "" {
 		return reason, msg, err
 	}
-	return r.checkPinnedProxy(ctx, id)
+	if reason, msg, err = r.checkPinnedProxy(ctx, id); err != nil || reason != "" {
+		return reason, msg, err
+	}
+	return r.checkPinnedNamespace(ctx, id)
+}
+
+// checkPinnedNamespace verifies that the Identity names, as this cluster's tenant
+// namespace on its provider, the one a handshake pinned (cluster.TenantRecord.
+// ProviderTenantNamespace): an Identity writer who moves it would have the slices' copies
+// and the proofs of their revocation looked for where they are not (helper-39's F7).
+// With none pinned (a peering older than the pin), any is taken. A cache that does not
+// agree is checked against the live record, which liqoctl may have just written.
+func (r *Reconciler) checkPinnedNamespace(ctx context.Context, id *authv1beta1.Identity) (reason, msg string, err error) {
+	got := ptr.Deref(id.Spec.Namespace, "")
+	provider := string(id.Spec.ClusterID)
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
+	if err != nil {
+		return "", "", err
+	}
+	if rec.CheckProviderNamespace(r.Placement.LiqoNamespace, got) == nil {
+		return "", "", nil // the usual case, from the cache
+	}
+	live := r.Placement.Live
+	if live == nil {
+		live = r.Client
+	}
+	if rec, err = cluster.GetTenantRecord(ctx, live, r.Placement.LiqoNamespace, provider); err != nil {
+		return "", "", err
+	}
+	if pinErr := rec.CheckProviderNamespace(r.Placement.LiqoNamespace, got); pinErr != nil {
+		return string(authn.ReasonTenantNamespaceNotPinned), "the Identity's spec.namespace is " + pinErr.Error(), nil //nolint:nilerr // another namespace than the pinned one is a refusal, not a retry
+	}
+	return "", "", nil
 }
 
 // checkPinnedProxy verifies that the Identity reaches its provider through the proxy this

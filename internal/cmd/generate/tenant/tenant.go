@@ -100,7 +100,13 @@ func (o *Options) Run(ctx context.Context) error {
 	// This cluster's way to the provider is its own choice: the Identity the provider's
 	// administrator hands back is refused with any other (whoever may write the Tenant
 	// there may change its proxy meanwhile).
-	if pinProxyErr := handshake.PinProxy(ctx, s, o.RemoteClusterID, o.ProxyURL); pinProxyErr != nil {
+	// So is its tenant namespace there: where its slices' copies are, whatever an
+	// Identity writer names later.
+	remoteTN := o.RemoteTenantNamespace
+	if remoteTN == "" {
+		remoteTN = wire.TenantNamespaceName(s.ClusterID)
+	}
+	if pinProxyErr := handshake.PinProxy(ctx, s, o.RemoteClusterID, o.ProxyURL, remoteTN); pinProxyErr != nil {
 		return pinProxyErr
 	}
 	s.Report.Info("Pinned %s to reach provider %q", cluster.DescribeProxy(o.ProxyURL), o.RemoteClusterID)
@@ -120,10 +126,6 @@ func (o *Options) Run(ctx context.Context) error {
 	key, err := s.ClusterKey(ctx)
 	if err != nil {
 		return err
-	}
-	remoteTN := o.RemoteTenantNamespace
-	if remoteTN == "" {
-		remoteTN = wire.TenantNamespaceName(s.ClusterID)
 	}
 	t, err := handshake.ForgeTenant(s.ClusterID, key, sig, remoteTN, o.ProxyURL)
 	if err != nil {
