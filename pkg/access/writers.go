@@ -81,7 +81,8 @@ var (
 	nsCreatorRenews = Writer{Principal: NamespaceCreator, Writes: "Renews in namespaces it creates"}
 	statusRenews    = Writer{Principal: StatusWriter, Writes: "Renew status in every namespace"}
 	tenantSlices    = Writer{Principal: TheTenant, Writes: "ResourceSlices in its tenant namespace (the provider's copies): spec and metadata", Tests: []string{"TestSliceUsersAndClusterIDsNeverMeet",
-		"TestAttack53SliceDeletedWithOrphanPropagation", "TestAttack53RelabelledSliceHeldAndOrphaned", "TestAttack53RecreatedSliceKeepsItsAccess", "TestAttack53OrphanCleanupSparesTheHonestSlice", "TestAttack73RenamedCopyOutlivesItsTenant"}}
+		"TestAttack53SliceDeletedWithOrphanPropagation", "TestAttack53RelabelledSliceHeldAndOrphaned", "TestAttack53RecreatedSliceKeepsItsAccess", "TestAttack53OrphanCleanupSparesTheHonestSlice", "TestAttack73RenamedCopyOutlivesItsTenant",
+		"TestAttack74TenantHoldsItsCopyUnauthenticateGoesOn", "TestAttack74TenantHoldsItsCopyLeaveGoesOn", "TestAttack74TenantHoldsItsCopyDeleteResourceSliceGoesOn"}}
 	nsCreatorSlices = Writer{Principal: NamespaceCreator, Writes: "ResourceSlices in namespaces it creates, claiming any consumer or provider"}
 	sliceWriter     = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestConsumerSliceOutsideTenantNamespace",
 		"TestRelabelledSliceIsNotForgotten", "TestAttack69SliceWriterRelabelsASliceBeforeUnauthenticate", "TestAttack69SliceWriterRelabelsASliceBeforeLeave", "TestUnauthenticateGoesOnPastASlicesFailedProof", "TestAttack75HeldSliceKeepsNoIdentity"}}
@@ -91,7 +92,7 @@ var (
 		"TestAttack60cIdentityWriterPinsItsProxyAfterUnauthenticate", "TestAttack60cIdentityWriterPinsItsProxyOnAPeeringBeforeThePin",
 		"TestAttack61IdentityWriterDecoyPinsItsCA", "TestAttack61bAdvisedCAUnpinLetsAnIdentityWriterChooseTheCA", "TestAttack63IdentityWriterProxiesTheConsumersProofs",
 		"TestAttack66IdentityWriterBlocksTheRevocationOfALegacyPeering", "TestAttack66DecoyAfterUnauthenticateAdvisesANewHandshake",
-		"TestAttack67IdentityWriterMovesTheSlicesRevocationProof", "TestAttack67IdentityWriterDeletesTheControlPlaneIdentityBeforeASlicesDeletion",
+		"TestAttack67IdentityWriterMovesTheSlicesRevocationProof", "TestAttack76IdentityWriterHidesACustomTenantNamespaceFromTheSlicesProof", "TestAttack67IdentityWriterDeletesTheControlPlaneIdentityBeforeASlicesDeletion",
 		"TestAttack68IdentityWriterDeletesBothIdentitiesBeforeASlicesDeletion", "TestAttack68IdentityWriterPutsTheControlPlaneCertificateInTheSlicesIdentity",
 		"TestAttack68IdentityWriterPutsASlicesCertificateInTheControlPlaneIdentity",
 		"TestAttack69IdentityWriterForgesTheSlicesCertificate", "TestAttack69IdentityWriterForgesTheControlPlaneCertificate",
