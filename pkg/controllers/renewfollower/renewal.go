@@ -151,8 +151,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.report(wctx, req.NamespacedName, fmt.Errorf("creating a client for the provider: %w", err))
 		return ctrl.Result{}, nil
 	}
-	go r.watch(wctx, req.NamespacedName, remote, ptr.Deref(id.Spec.Namespace, ""), identityKey(ks, id))
-	go r.renewPresence(wctx, remote, ptr.Deref(id.Spec.Namespace, ""))
+	ns := ptr.Deref(id.Spec.Namespace, "")
+	if rec, recErr := cluster.GetTenantRecord(ctx, r.Client, r.LiqoNamespace, string(id.Spec.ClusterID)); recErr == nil && rec != nil && rec.ProviderTenantNamespace != "" {
+		// The Tenant and the presence are where a handshake pinned this cluster's tenant
+		// namespace on the provider, not where an Identity writer moved spec.namespace.
+		ns = rec.ProviderTenantNamespace
+	}
+	go r.watch(wctx, req.NamespacedName, remote, ns, identityKey(ks, id))
+	go r.renewPresence(wctx, remote, ns)
 	return ctrl.Result{}, nil
 }
 
