@@ -292,7 +292,8 @@ func VerifyRevoked(ctx context.Context, pr *Side, id, pTN string, cred *rest.Con
 		return pr.Errorf("%w: user %q (groups %s) may still: %s. Remove those grants, then run liqoctl unauthenticate again",
 			ErrAccessNotRevoked, id, strings.Join(append(revocation.RevocationGroups(keyGroups...), id), ", "), strings.Join(left, "; "))
 	}
-	pr.Report.Info("Access revoked: verified")
+	// Qualified: a slice's proof that failed before is said apart, and is not this one.
+	pr.Report.Info("Access revoked: verified for the identity of cluster %q", id)
 	return ReportValidCertificates(ctx, pr, id, now)
 }
 
