@@ -75,7 +75,7 @@ var (
 		"TestAttack60TenantStatusWriterPublishesAProxy",
 		"TestStatusWriterCannotMakeTheProviderIssue", "TestAttack5StatusWriterBackdatesRenewAfter", "TestAttack5StatusWriterInflatesHandshakeMetric",
 		"TestAttack6StatusWriterReplaysRenewRequest", "TestAttack6StatusWriterMakesRenewTenantReportAFalseRenewal",
-		"TestAttack10StatusWriterMakesRenewTenantSayDrained", "TestAttack10StatusWriterFightsRenewTenantWithinItsTimeout", "TestApprovalCannotBeForged"}}
+		"TestAttack10StatusWriterMakesRenewTenantSayDrained", "TestAttack10StatusWriterFightsRenewTenantWithinItsTimeout", "TestApprovalCannotBeForged", "TestAttack77TenantStatusWriterNamesTheIdentitysNamespace"}}
 	tenantLeaves    = Writer{Principal: TheTenant, Writes: "deletes its own Tenant, by name (leaving: `handshake.Leave`); its spec, status and every other Tenant stay out of its reach", Tests: []string{"TestConsumerLeaves", "TestAttack52DeletedWithOrphanPropagation"}}
 	tenantRenews    = Writer{Principal: TheTenant, Writes: "Renews in its tenant namespace: spec and metadata"}
 	nsCreatorRenews = Writer{Principal: NamespaceCreator, Writes: "Renews in namespaces it creates"}
@@ -92,7 +92,9 @@ var (
 		"TestAttack60cIdentityWriterPinsItsProxyAfterUnauthenticate", "TestAttack60cIdentityWriterPinsItsProxyOnAPeeringBeforeThePin",
 		"TestAttack61IdentityWriterDecoyPinsItsCA", "TestAttack61bAdvisedCAUnpinLetsAnIdentityWriterChooseTheCA", "TestAttack63IdentityWriterProxiesTheConsumersProofs",
 		"TestAttack66IdentityWriterBlocksTheRevocationOfALegacyPeering", "TestAttack66DecoyAfterUnauthenticateAdvisesANewHandshake",
-		"TestAttack67IdentityWriterMovesTheSlicesRevocationProof", "TestAttack76IdentityWriterHidesACustomTenantNamespaceFromTheSlicesProof", "TestAttack67IdentityWriterDeletesTheControlPlaneIdentityBeforeASlicesDeletion",
+		"TestAttack67IdentityWriterMovesTheSlicesRevocationProof", "TestAttack76IdentityWriterHidesACustomTenantNamespaceFromTheSlicesProof",
+		"TestAttack77LeaveAfterIdentityWriterMovedTheNamespace", "TestAttack77ReauthenticatePinsAnUnpinnedNamespace", "TestAttack77FollowingTheRefusalReopensTheMove", "TestAttack77RefusalAdviceReopensF7WithACustomNamespace",
+		"TestAttack67IdentityWriterDeletesTheControlPlaneIdentityBeforeASlicesDeletion",
 		"TestAttack68IdentityWriterDeletesBothIdentitiesBeforeASlicesDeletion", "TestAttack68IdentityWriterPutsTheControlPlaneCertificateInTheSlicesIdentity",
 		"TestAttack68IdentityWriterPutsASlicesCertificateInTheControlPlaneIdentity",
 		"TestAttack69IdentityWriterForgesTheSlicesCertificate", "TestAttack69IdentityWriterForgesTheControlPlaneCertificate",

@@ -134,25 +134,29 @@ func (p *Pair) inspect(ctx context.Context, ensure bool) (*State, error) {
 }
 
 // complete says whether the pair in st is done. An Identity that reaches the provider
-// otherwise than this run asks (another proxy, or server) is not: Authenticate applies it
-// again, or refuses a proxy other than the pinned one (ErrProxyChanged); nor is a pair
-// whose consumer pins no proxy (proxyUnpinned).
+// otherwise than this run asks (another proxy, or server), or names another tenant
+// namespace there than the one the Tenant is in, is not: Authenticate applies it again, or
+// refuses a proxy other than the pinned one (ErrProxyChanged); nor is a pair whose
+// consumer pins no proxy or no tenant namespace (pinsMissing).
 func (p *Pair) complete(ctx context.Context, st *State) (bool, error) {
 	if !st.TenantAccepted || !identityHolds(st.Identity, st.Tenant, st.Certificate, p.Consumer.Controllers().Liqo()) ||
 		st.Identity.Spec.AuthParams.APIServer != st.Tenant.Status.AuthParams.APIServer ||
-		ptr.Deref(st.Identity.Spec.AuthParams.ProxyURL, "") != p.ProxyURL {
+		ptr.Deref(st.Identity.Spec.AuthParams.ProxyURL, "") != p.ProxyURL ||
+		ptr.Deref(st.Identity.Spec.Namespace, "") != st.Tenant.Namespace {
 		return false, nil
 	}
-	unpinned, err := p.proxyUnpinned(ctx)
-	return !unpinned, err
+	missing, err := p.pinsMissing(ctx)
+	return !missing, err
 }
 
-// proxyUnpinned says whether the consumer's tenant record pins no proxy (a peering older
-// than the pin, an unpin): the pair is then not done, and Authenticate pins the run's
-// proxy, without which the consumer's controllers and proofs take none
-// (cluster.TenantRecord.CheckIdentityProxy). The record is the one this command noted
-// while ensuring the tenant namespace, else (Inspect alone: a dry run, a Peering) read now.
-func (p *Pair) proxyUnpinned(ctx context.Context) (bool, error) {
+// pinsMissing says whether the consumer's tenant record pins no proxy or no tenant
+// namespace on the provider (a peering older than the pins, an unpin): the pair is then
+// not done, and Authenticate pins the run's, without which the consumer's controllers and
+// proofs take no proxy (cluster.TenantRecord.CheckIdentityProxy) and the Identity's
+// namespace, an Identity writer's field (helper-43's F1, F2). The record is the one this
+// command noted while ensuring the tenant namespace, else (Inspect alone: a dry run, a
+// Peering) read now.
+func (p *Pair) pinsMissing(ctx context.Context) (bool, error) {
 	c, pr := p.Consumer, p.Provider
 	if c.Controllers().Liqo() {
 		return false, nil
@@ -164,7 +168,7 @@ func (p *Pair) proxyUnpinned(ctx context.Context) (bool, error) {
 			return false, c.Explain(err, "reading the tenant record")
 		}
 	}
-	return rec == nil || rec.ProxyURL == nil, nil
+	return rec == nil || rec.ProxyURL == nil || rec.ProviderTenantNamespace == "", nil
 }
 
 // readTenant is Inspect's read of the consumer's Tenant on the provider into st.Tenant

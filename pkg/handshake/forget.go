@@ -144,6 +144,13 @@ func ForgetPeer(ctx context.Context, s *Side, h *PeerHere, deleteSlices, deleteN
 	if !h.Consumer() && !h.Provider() {
 		s.Report.Info("No Identity, Tenant or ResourceSlice of cluster %q here", h.PeerID)
 	}
+	if !h.Consumer() {
+		// The pins of a handshake that made no Identity here (generate tenant alone) go
+		// too, as the advice of their refusals says (helper-43's F4).
+		if err := cluster.ForgetProxy(ctx, s.Client, s.Namespace, h.PeerID); err != nil {
+			return nil, s.Explain(err, "forgetting the pinned proxy and tenant namespace")
+		}
+	}
 	if err := forgetTenantNamespace(ctx, s, h, deleteNamespace); err != nil {
 		return nil, err
 	}

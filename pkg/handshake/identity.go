@@ -28,7 +28,13 @@ func ForgeIdentity(providerID string, t *authv1beta1.Tenant, consumerTN, proxy s
 	if err := checkPublishedProxy(t); err != nil {
 		return nil, err
 	}
-	ns := t.Status.TenantNamespace
+	// The namespace the Tenant is in, where its consumer's slices are copied: its status
+	// is its writers', who may name another (helper-43's F3); only a Tenant not read from
+	// a cluster (no namespace) goes by its status.
+	ns := t.Namespace
+	if ns == "" {
+		ns = t.Status.TenantNamespace
+	}
 	params := t.Status.AuthParams.DeepCopy()
 	params.ProxyURL = &proxy
 	return &authv1beta1.Identity{

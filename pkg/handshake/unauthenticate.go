@@ -637,7 +637,8 @@ func selfAllowedIn(ctx context.Context, cfg *rest.Config, namespaces []string, r
 // so, while the Tenant or the slice's copy keeps its grant where the pin says.
 func ProviderNamespace(ctx context.Context, c *Side, providerID, named string) (string, error) {
 	rec, err := cluster.GetTenantRecord(ctx, c.Client, c.Namespace, providerID)
-	if err != nil && !apierrors.IsForbidden(err) {
+	if err != nil {
+		// Forbidden too: read as "none pinned", the Identity writer's namespace would do.
 		return "", c.Explain(err, "reading the tenant record of provider "+providerID)
 	}
 	switch {

@@ -317,8 +317,13 @@ func (r *Reconciler) checkPinnedNamespace(ctx context.Context, id *authv1beta1.I
 	if rec, err = cluster.GetTenantRecord(ctx, live, r.Placement.LiqoNamespace, provider); err != nil {
 		return "", "", err
 	}
-	if pinErr := rec.CheckProviderNamespace(r.Placement.LiqoNamespace, got); pinErr != nil {
-		return string(authn.ReasonTenantNamespaceNotPinned), "the Identity's spec.namespace is " + pinErr.Error(), nil //nolint:nilerr // another namespace than the pinned one is a refusal, not a retry
+	if rec.CheckProviderNamespace(r.Placement.LiqoNamespace, got) != nil {
+		// Advised: the handshake again, which applies the Identity with the pinned
+		// namespace; never the pin's removal, after which any Identity would be taken
+		// (helper-43's F1).
+		msg = fmt.Sprintf("the Identity names %q as this cluster's tenant namespace on provider %q, but a handshake pinned %q (%v): whoever may write Identities may have moved it; liqoctl authenticate (or applying the Identity the provider's administrator generates) puts the pinned one back",
+			got, provider, rec.ProviderTenantNamespace, cluster.ErrTenantNamespaceNotPinned)
+		return string(authn.ReasonTenantNamespaceNotPinned), msg, nil //nolint:nilerr // another namespace than the pinned one is a refusal, not a retry
 	}
 	return "", "", nil
 }

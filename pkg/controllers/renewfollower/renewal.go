@@ -151,15 +151,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.report(wctx, req.NamespacedName, fmt.Errorf("creating a client for the provider: %w", err))
 		return ctrl.Result{}, nil
 	}
-	ns := ptr.Deref(id.Spec.Namespace, "")
-	if rec, recErr := cluster.GetTenantRecord(ctx, r.Client, r.LiqoNamespace, string(id.Spec.ClusterID)); recErr == nil && rec != nil && rec.ProviderTenantNamespace != "" {
-		// The Tenant and the presence are where a handshake pinned this cluster's tenant
-		// namespace on the provider, not where an Identity writer moved spec.namespace.
-		ns = rec.ProviderTenantNamespace
-	}
+	ns := r.providerNamespace(ctx, id)
 	go r.watch(wctx, req.NamespacedName, remote, ns, identityKey(ks, id))
 	go r.renewPresence(wctx, remote, ns)
 	return ctrl.Result{}, nil
+}
+
+// providerNamespace is this cluster's tenant namespace on id's provider, where its Tenant
+// and its presence are: the one a handshake pinned in the tenant record, not where an
+// Identity writer moved spec.namespace; the Identity's for a peering older than the pin.
+func (r *Reconciler) providerNamespace(ctx context.Context, id *authv1beta1.Identity) string {
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.LiqoNamespace, string(id.Spec.ClusterID))
+	if err == nil && rec != nil && rec.ProviderTenantNamespace != "" {
+		return rec.ProviderTenantNamespace
+	}
+	return ptr.Deref(id.Spec.Namespace, "")
 }
 
 // DefaultPresenceInterval is how often a consumer renews its presence Lease on a provider.
