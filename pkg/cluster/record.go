@@ -809,16 +809,6 @@ func ForgetProxy(ctx context.Context, c client.Client, liqoNS, providerID string
 	})
 }
 
-// ProviderNamespace is this cluster's (localID's) tenant namespace on r's provider: the
-// one a handshake pinned, the protocol's (wire.TenantNamespaceName) when none is, or
-// there is no record.
-func (r *TenantRecord) ProviderNamespace(localID string) string {
-	if r == nil || r.ProviderTenantNamespace == "" {
-		return wire.TenantNamespaceName(localID)
-	}
-	return r.ProviderTenantNamespace
-}
-
 // ErrTenantNamespaceNotPinned means a tenant namespace on a provider is not the one this
 // cluster pinned for it.
 var ErrTenantNamespaceNotPinned = errors.New("not the pinned tenant namespace")
@@ -830,8 +820,8 @@ func (r *TenantRecord) CheckProviderNamespace(liqoNS, ns string) error {
 	if r == nil || r.ProviderTenantNamespace == "" || r.ProviderTenantNamespace == ns {
 		return nil
 	}
-	return fmt.Errorf("%w: this cluster pinned tenant namespace %q on provider %q at an earlier handshake, not %q: if its administrator moved this cluster's tenant namespace there, forget the pin with %s (liqoctl unauthenticate forgets it too) and run the handshake again",
-		ErrTenantNamespaceNotPinned, r.ProviderTenantNamespace, r.RemoteID, ns, UnpinProviderNamespaceCommand(liqoNS, r.RemoteID))
+	return fmt.Errorf("%w: this cluster pinned tenant namespace %q on provider %q at an earlier handshake, not %q: liqoctl generate tenant takes the pinned one with --remote-tenant-namespace %s; if the provider's administrator confirms it moved this cluster's tenant namespace, liqoctl unauthenticate --remote-cluster-id %s forgets the pin with the peering, and the handshake runs again (with no peering left here, %s forgets it alone)",
+		ErrTenantNamespaceNotPinned, r.ProviderTenantNamespace, r.RemoteID, ns, r.ProviderTenantNamespace, r.RemoteID, UnpinProviderNamespaceCommand(liqoNS, r.RemoteID))
 }
 
 // UnpinProviderNamespaceCommand is the command that forgets the tenant namespace pinned

@@ -117,10 +117,15 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 	if held != nil {
 		c.Report.Warn("ResourceSlice %s/%s stays, held by finalizers that are not this project's: %s; whoever set them removes them (kubectl edit resourceslices.%s -n %s %s)",
 			ns, name, strings.Join(held.Finalizers, ", "), authv1beta1.GroupVersion.Group, ns, name)
-		if idErr := deleteHeldSliceIdentity(ctx, c, held); idErr != nil {
+		left, idErr := deleteHeldSliceIdentity(ctx, c, held)
+		switch {
+		case idErr != nil:
 			return idErr
+		case left:
+			c.Report.Warn("Identity %s/%s stays: ResourceSlice %s does not control it, or it is being deleted already", ns, wire.SliceIdentityName(name), name)
+		default:
+			c.Report.Info("The Identity of ResourceSlice %s is deleted here", name)
 		}
-		c.Report.Info("The Identity of ResourceSlice %s deleted here", name)
 	} else {
 		// The consumer's controllers give a slice's copy back only when they reach the
 		// provider (a kubeconfig they refuse, a provider down): otherwise they let the
@@ -196,22 +201,29 @@ func waitSliceReleased(ctx context.Context, c *Side, rs *authv1beta1.ResourceSli
 // finalizers: the garbage collector keeps what the slice controls while it exists, and a
 // slice writer who stripped the consumer controllers' finalizer before the deletion kept
 // their finalize from deleting it (helper-39's F4): the slice's credential would stay
-// beside a slice said deleted. Only an Identity the slice controls is deleted (this UID).
-func deleteHeldSliceIdentity(ctx context.Context, c *Side, held *authv1beta1.ResourceSlice) error {
+// beside a slice said deleted. Only an Identity the slice controls is deleted (this UID):
+// left says one stays (another's, or being deleted).
+func deleteHeldSliceIdentity(ctx context.Context, c *Side, held *authv1beta1.ResourceSlice) (left bool, err error) {
 	var id authv1beta1.Identity
-	err := c.Client.Get(ctx, SliceIdentity(held.Namespace, held.Name), &id)
+	err = c.Client.Get(ctx, SliceIdentity(held.Namespace, held.Name), &id)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil
+		return false, nil
 	case err != nil:
-		return c.Explain(err, "reading the Identity of the ResourceSlice held")
+		return false, c.Explain(err, "reading the Identity of the ResourceSlice held")
 	case !metav1.IsControlledBy(&id, held) || id.DeletionTimestamp != nil:
-		return nil
+		return true, nil
 	}
-	if err := c.Client.Delete(ctx, &id, client.Preconditions{UID: &id.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-		return c.Explain(err, "deleting the Identity of the ResourceSlice held")
+	err = c.Client.Delete(ctx, &id, client.Preconditions{UID: &id.UID})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case apierrors.IsConflict(err):
+		return true, nil
+	case err != nil:
+		return false, c.Explain(err, "deleting the Identity of the ResourceSlice held")
 	}
-	return nil
+	return false, nil
 }
 
 // selfAllowedWithEach is selfAllowedIn asked with each of creds: every access any of them

@@ -133,10 +133,14 @@ func TestHeldSliceIdentityDeleted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.objs...).Build()
 			s := &Side{Scope: Local, Client: c, Namespace: "liqo", ClusterID: "cl-c", Report: &lines{}}
-			if err := deleteHeldSliceIdentity(context.Background(), s, held); err != nil {
+			left, err := deleteHeldSliceIdentity(context.Background(), s, held)
+			if err != nil {
 				t.Fatal(err)
 			}
-			err := c.Get(context.Background(), SliceIdentity(held.Namespace, held.Name), &authv1beta1.Identity{})
+			if left == tc.wantGone {
+				t.Errorf("left = %t, want %t", left, !tc.wantGone)
+			}
+			err = c.Get(context.Background(), SliceIdentity(held.Namespace, held.Name), &authv1beta1.Identity{})
 			if gone := apierrors.IsNotFound(err); gone != tc.wantGone {
 				t.Errorf("Identity gone: %t (%v), want %t", gone, err, tc.wantGone)
 			}

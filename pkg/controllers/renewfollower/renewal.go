@@ -63,7 +63,7 @@ type Reconciler struct {
 }
 
 type watcher struct {
-	kubeconfigHash [32]byte
+	kubeconfigHash [32]byte // of the tenant namespace followed and the kubeconfig
 	cancel         context.CancelFunc
 }
 
@@ -117,7 +117,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(getErr)
 	}
 	kubeconfig := s.Data[wire.KubeconfigField]
-	hash := sha256.Sum256(kubeconfig)
+	// The watcher follows this kubeconfig where this namespace says: either changing
+	// restarts it.
+	ns, err := r.providerNamespace(ctx, id)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	hash := followHash(ns, kubeconfig)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ctx == nil {
@@ -151,21 +157,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.report(wctx, req.NamespacedName, fmt.Errorf("creating a client for the provider: %w", err))
 		return ctrl.Result{}, nil
 	}
-	ns := r.providerNamespace(ctx, id)
 	go r.watch(wctx, req.NamespacedName, remote, ns, identityKey(ks, id))
 	go r.renewPresence(wctx, remote, ns)
 	return ctrl.Result{}, nil
 }
 
+// followHash identifies a watcher's kubeconfig and the tenant namespace it follows.
+func followHash(ns string, kubeconfig []byte) [sha256.Size]byte {
+	return sha256.Sum256(append(append([]byte(ns), 0), kubeconfig...))
+}
+
 // providerNamespace is this cluster's tenant namespace on id's provider, where its Tenant
 // and its presence are: the one a handshake pinned in the tenant record, not where an
 // Identity writer moved spec.namespace; the Identity's for a peering older than the pin.
-func (r *Reconciler) providerNamespace(ctx context.Context, id *authv1beta1.Identity) string {
+func (r *Reconciler) providerNamespace(ctx context.Context, id *authv1beta1.Identity) (string, error) {
 	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.LiqoNamespace, string(id.Spec.ClusterID))
-	if err == nil && rec != nil && rec.ProviderTenantNamespace != "" {
-		return rec.ProviderTenantNamespace
+	switch {
+	case err != nil:
+		return "", err
+	case rec != nil && rec.ProviderTenantNamespace != "":
+		return rec.ProviderTenantNamespace, nil
 	}
-	return ptr.Deref(id.Spec.Namespace, "")
+	return ptr.Deref(id.Spec.Namespace, ""), nil
 }
 
 // DefaultPresenceInterval is how often a consumer renews its presence Lease on a provider.

@@ -6,7 +6,6 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -398,9 +397,9 @@ func TestReconcileWatchers(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		e.r.ctx = ctx
-		_, s := e.read(t)
+		id, s := e.read(t)
 		cancelled := false
-		w := &watcher{kubeconfigHash: sha256.Sum256(s.Data[wire.KubeconfigField]), cancel: func() { cancelled = true }}
+		w := &watcher{kubeconfigHash: followHash(ptr.Deref(id.Spec.Namespace, ""), s.Data[wire.KubeconfigField]), cancel: func() { cancelled = true }}
 		e.r.watchers[e.key2()] = w
 		if _, err := e.r.Reconcile(context.Background(), reconcileRequest(e.key2())); err != nil {
 			t.Fatal(err)

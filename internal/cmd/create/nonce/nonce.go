@@ -95,7 +95,13 @@ func (o *Options) Run(ctx context.Context) error {
 		return fmt.Errorf("the CA of %s handed to consumers is not valid: %w", server, err)
 	}
 	s.Report.Info("Consumers reach %s, whose CA fingerprint is %s", server, caFP)
-	s.Report.Info("Next, on the consumer, before %s: liqoctl generate tenant --remote-cluster-id %s --nonce <nonce> --expect-fingerprint %s", expires, s.ClusterID, caFP)
+	// The consumer pins its tenant namespace here too: a namespace other than the
+	// protocol's is named, or the consumer would pin the protocol's.
+	remoteTN := ""
+	if tn != wire.TenantNamespaceName(o.RemoteClusterID) {
+		remoteTN = " --remote-tenant-namespace " + tn
+	}
+	s.Report.Info("Next, on the consumer, before %s: liqoctl generate tenant --remote-cluster-id %s --nonce <nonce> --expect-fingerprint %s%s", expires, s.ClusterID, caFP, remoteTN)
 	if o.Output.Format() == "" {
 		return nil
 	}

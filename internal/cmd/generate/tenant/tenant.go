@@ -7,8 +7,12 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/internal/cli"
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
@@ -106,6 +110,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if remoteTN == "" {
 		remoteTN = wire.TenantNamespaceName(s.ClusterID)
 	}
+	if checkErr := checkIdentityNamespace(ctx, s, tn, o.RemoteClusterID, remoteTN); checkErr != nil {
+		return checkErr
+	}
 	if pinProxyErr := handshake.PinProxy(ctx, s, o.RemoteClusterID, o.ProxyURL, remoteTN); pinProxyErr != nil {
 		return pinProxyErr
 	}
@@ -153,5 +160,31 @@ func (o *Options) warnUnpinnedCA(ctx context.Context, s *handshake.Side) error {
 		return nil
 	}
 	s.Report.Warn("No provider CA is pinned: the first Identity accepted for %q, whoever applies it, pins its CA. Pass --expect-fingerprint with the fingerprint liqoctl create nonce printed on the provider (liqoctl info there shows it too) to pin it now", o.RemoteClusterID)
+	return nil
+}
+
+// checkIdentityNamespace refuses to pin remoteTN as this cluster's tenant namespace on
+// provider providerID while its control-plane Identity (in tn) names another there and no
+// handshake pinned one yet (a peering older than the pin): the pin would send its slices'
+// copies, and their removal, where they are not (helper-44's F1).
+func checkIdentityNamespace(ctx context.Context, s *handshake.Side, tn, providerID, remoteTN string) error {
+	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, providerID)
+	if err != nil {
+		return s.Explain(err, "reading the tenant record")
+	}
+	if rec != nil && rec.ProviderTenantNamespace != "" {
+		return nil // pinRecord compares with the pin
+	}
+	var id authv1beta1.Identity
+	switch err := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(providerID)}, &id); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return s.Explain(err, "reading the control-plane Identity")
+	}
+	if named := ptr.Deref(id.Spec.Namespace, ""); named != "" && named != remoteTN {
+		return fmt.Errorf("this cluster's Identity of provider %q names %q as its tenant namespace there, not %q: pass --remote-tenant-namespace %s if the provider keeps it there, or run liqoctl unauthenticate --remote-cluster-id %s first",
+			providerID, named, remoteTN, named, providerID)
+	}
 	return nil
 }
