@@ -112,7 +112,7 @@ type TenantRecord struct {
 	// never by a controller, and forgotten with it ("" while none is pinned). The
 	// Identities' spec.namespace is their writers' (helper-39's F7): the consumer's slice
 	// controller writes copies, and a slice's deletion proves the revocation, where this
-	// says (ProviderNamespace).
+	// says (handshake.ProviderNamespace).
 	ProviderTenantNamespace string
 	// Peering is, on a consumer, the Peering that declared the peering with the remote
 	// cluster, and the bootstrap credentials it consumed: what its manager decides from,
@@ -816,19 +816,12 @@ var ErrTenantNamespaceNotPinned = errors.New("not the pinned tenant namespace")
 // CheckProviderNamespace says why ns is not the tenant namespace pinned in r for this
 // cluster on its provider (nil: it is, or none is pinned: a peering older than the pin
 // keeps the namespace its Identity names).
-func (r *TenantRecord) CheckProviderNamespace(liqoNS, ns string) error {
+func (r *TenantRecord) CheckProviderNamespace(ns string) error {
 	if r == nil || r.ProviderTenantNamespace == "" || r.ProviderTenantNamespace == ns {
 		return nil
 	}
-	return fmt.Errorf("%w: this cluster pinned tenant namespace %q on provider %q at an earlier handshake, not %q: liqoctl generate tenant takes the pinned one with --remote-tenant-namespace %s; if the provider's administrator confirms it moved this cluster's tenant namespace, liqoctl unauthenticate --remote-cluster-id %s forgets the pin with the peering, and the handshake runs again (with no peering left here, %s forgets it alone)",
-		ErrTenantNamespaceNotPinned, r.ProviderTenantNamespace, r.RemoteID, ns, r.ProviderTenantNamespace, r.RemoteID, UnpinProviderNamespaceCommand(liqoNS, r.RemoteID))
-}
-
-// UnpinProviderNamespaceCommand is the command that forgets the tenant namespace pinned
-// for this cluster on providerID.
-func UnpinProviderNamespaceCommand(liqoNS, providerID string) string {
-	return fmt.Sprintf(`kubectl patch configmap -n %s %s --type=json -p '[{"op":"remove","path":"/data/%s"}]'`,
-		liqoNS, wire.TenantRecordName(providerID), recordProviderNSKey)
+	return fmt.Errorf("%w: this cluster pinned tenant namespace %q on provider %q at an earlier handshake, not %q: confirm which is right with the provider's administrator (liqoctl create nonce prints it there); if the pin is wrong, or the namespace moved, liqoctl unauthenticate --remote-cluster-id %s forgets it (with the peering, if there is one), then run the handshake again",
+		ErrTenantNamespaceNotPinned, r.ProviderTenantNamespace, r.RemoteID, ns, r.RemoteID)
 }
 
 // ErrProxyNotPinned means a proxy is not the one this cluster pinned for a provider.

@@ -615,8 +615,8 @@ func pinProviderOnce(ctx context.Context, c *Side, providerID string, ca []byte,
 	case noted == nil:
 	case noted.CAFingerprint != "" && noted.CAFingerprint != fp:
 		return caPinMismatch(c, providerID, noted.CAFingerprint, fp, source)
-	case providerNS != "" && noted.CheckProviderNamespace(c.Namespace, providerNS) != nil:
-		return fmt.Errorf("%s%w", c.prefix(), noted.CheckProviderNamespace(c.Namespace, providerNS))
+	case providerNS != "" && noted.CheckProviderNamespace(providerNS) != nil:
+		return fmt.Errorf("%s%w", c.prefix(), noted.CheckProviderNamespace(providerNS))
 	case noted.CAFingerprint == fp && noted.ProxyURL != nil && *noted.ProxyURL == proxy && noted.ProviderTenantNamespace == providerNS:
 		return nil
 	}
@@ -655,7 +655,7 @@ func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, prox
 	err := cluster.UpdateTenantRecordAsRead(ctx, c.Client, noted, c.Namespace, providerID, false, func(r *cluster.TenantRecord) error {
 		pinned, was = r.CAFingerprint, cluster.TenantRecord{RemoteID: providerID, ProxyURL: r.ProxyURL, ProviderTenantNamespace: r.ProviderTenantNamespace}
 		if providerNS != "" {
-			if err := was.CheckProviderNamespace(c.Namespace, providerNS); err != nil {
+			if err := was.CheckProviderNamespace(providerNS); err != nil {
 				return err // nothing written
 			}
 		}

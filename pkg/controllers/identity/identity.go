@@ -307,7 +307,7 @@ func (r *Reconciler) checkPinnedNamespace(ctx context.Context, id *authv1beta1.I
 	if err != nil {
 		return "", "", err
 	}
-	if rec.CheckProviderNamespace(r.Placement.LiqoNamespace, got) == nil {
+	if rec.CheckProviderNamespace(got) == nil {
 		return "", "", nil // the usual case, from the cache
 	}
 	live := r.Placement.Live
@@ -317,7 +317,7 @@ func (r *Reconciler) checkPinnedNamespace(ctx context.Context, id *authv1beta1.I
 	if rec, err = cluster.GetTenantRecord(ctx, live, r.Placement.LiqoNamespace, provider); err != nil {
 		return "", "", err
 	}
-	if rec.CheckProviderNamespace(r.Placement.LiqoNamespace, got) != nil {
+	if rec.CheckProviderNamespace(got) != nil {
 		// Advised: the handshake again, which applies the Identity with the pinned
 		// namespace; never the pin's removal, after which any Identity would be taken
 		// (helper-43's F1).

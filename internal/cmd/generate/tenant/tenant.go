@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,6 +94,14 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Checked before anything is pinned: a refused run changes nothing.
+	remoteTN := o.RemoteTenantNamespace
+	if remoteTN == "" {
+		remoteTN = wire.TenantNamespaceName(s.ClusterID)
+	}
+	if checkErr := checkIdentityNamespace(ctx, s, tn, o.RemoteClusterID, remoteTN); checkErr != nil {
+		return checkErr
+	}
 	if o.ExpectFingerprint != "" {
 		if pinCAFingerprintErr := handshake.PinCAFingerprint(ctx, s, o.RemoteClusterID, o.ExpectFingerprint, "--expect-fingerprint gives "+o.ExpectFingerprint); pinCAFingerprintErr != nil {
 			return pinCAFingerprintErr
@@ -106,13 +115,6 @@ func (o *Options) Run(ctx context.Context) error {
 	// there may change its proxy meanwhile).
 	// So is its tenant namespace there: where its slices' copies are, whatever an
 	// Identity writer names later.
-	remoteTN := o.RemoteTenantNamespace
-	if remoteTN == "" {
-		remoteTN = wire.TenantNamespaceName(s.ClusterID)
-	}
-	if checkErr := checkIdentityNamespace(ctx, s, tn, o.RemoteClusterID, remoteTN); checkErr != nil {
-		return checkErr
-	}
 	if pinProxyErr := handshake.PinProxy(ctx, s, o.RemoteClusterID, o.ProxyURL, remoteTN); pinProxyErr != nil {
 		return pinProxyErr
 	}
@@ -164,16 +166,19 @@ func (o *Options) warnUnpinnedCA(ctx context.Context, s *handshake.Side) error {
 }
 
 // checkIdentityNamespace refuses to pin remoteTN as this cluster's tenant namespace on
-// provider providerID while its control-plane Identity (in tn) names another there and no
-// handshake pinned one yet (a peering older than the pin): the pin would send its slices'
-// copies, and their removal, where they are not (helper-44's F1).
+// provider providerID while its control-plane Identity (in tn), accepted by the identity
+// controller, names another there and no handshake pinned one yet (a peering older than
+// the pin): the pin would send its slices' copies, and their removal, where they are not
+// (helper-44's F1). The advice names no command built from the Identity's namespace, which
+// whoever may write Identities may have written (helper-45's F1): the provider's
+// administrator says which it is (liqoctl create nonce prints it).
 func checkIdentityNamespace(ctx context.Context, s *handshake.Side, tn, providerID, remoteTN string) error {
 	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, providerID)
 	if err != nil {
 		return s.Explain(err, "reading the tenant record")
 	}
 	if rec != nil && rec.ProviderTenantNamespace != "" {
-		return nil // pinRecord compares with the pin
+		return rec.CheckProviderNamespace(remoteTN)
 	}
 	var id authv1beta1.Identity
 	switch err := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(providerID)}, &id); {
@@ -182,9 +187,10 @@ func checkIdentityNamespace(ctx context.Context, s *handshake.Side, tn, provider
 	case err != nil:
 		return s.Explain(err, "reading the control-plane Identity")
 	}
-	if named := ptr.Deref(id.Spec.Namespace, ""); named != "" && named != remoteTN {
-		return fmt.Errorf("this cluster's Identity of provider %q names %q as its tenant namespace there, not %q: pass --remote-tenant-namespace %s if the provider keeps it there, or run liqoctl unauthenticate --remote-cluster-id %s first",
-			providerID, named, remoteTN, named, providerID)
+	named := ptr.Deref(id.Spec.Namespace, "")
+	if named == "" || named == remoteTN || !meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("this cluster's Identity of provider %q, accepted before any tenant namespace was pinned, names another tenant namespace there than %q (whoever may write Identities may have moved it): confirm with the provider's administrator which namespace the provider keeps for this cluster (liqoctl create nonce prints the --remote-tenant-namespace to pass), or run liqoctl unauthenticate --remote-cluster-id %s first",
+		providerID, remoteTN, providerID)
 }
