@@ -76,6 +76,33 @@ func a77Unpin(t *testing.T, c, p *site) {
 	require.Empty(t, a77Pin(t, c, p), "setup: the pin is removed")
 }
 
+// a77MoveThenUnpin: the Identity writer (write) moves the control-plane Identity (idKey)
+// to "default" and waits until it is refused; the administrator then removes the pin (what
+// an earlier refusal advised), and the writer touches the Identity, which the controller
+// decides again with no pin. It returns the Identity as last read.
+func a77MoveThenUnpin(t *testing.T, c, p *site, write func(func(*authv1beta1.Identity)), idKey client.ObjectKey) *authv1beta1.Identity {
+	t.Helper()
+	write(func(id *authv1beta1.Identity) { id.Spec.Namespace = ptr.To("default") })
+	var id authv1beta1.Identity
+	var ready *metav1.Condition
+	eventually(t, 30*time.Second, "the moved Identity is refused", func(ctx context.Context) (bool, error) {
+		if getErr := c.client.Get(ctx, idKey, &id); getErr != nil {
+			return false, getErr
+		}
+		ready = meta.FindStatusCondition(id.Status.Conditions, authv1beta1.ConditionReady)
+		return ready != nil && ready.ObservedGeneration == id.Generation && ready.Status != metav1.ConditionTrue, nil
+	})
+	t.Logf("refusal: %s: %s", ready.Reason, ready.Message)
+	a77Unpin(t, c, p)
+	write(func(id *authv1beta1.Identity) {
+		if id.Annotations == nil {
+			id.Annotations = map[string]string{}
+		}
+		id.Annotations["example.com/a77"] = "touch"
+	})
+	return &id
+}
+
 // a77AssertLeft: c left p with its own identity, p's administrator finds nothing of its
 // Tenant nor its access left in its real tenant namespace.
 func a77AssertLeft(t *testing.T, c, p *site, errOut string, err error) {
@@ -151,31 +178,11 @@ func TestAttack77FollowingTheRefusalReopensTheMove(t *testing.T) {
 	idKey := client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}
 	write := a77IdentityWriter(t, c, p, "identity-writer-a77c")
 
-	write(func(id *authv1beta1.Identity) { id.Spec.Namespace = ptr.To("default") })
-	var id authv1beta1.Identity
-	var ready *metav1.Condition
-	eventually(t, 30*time.Second, "the moved Identity is refused", func(ctx context.Context) (bool, error) {
-		if getErr := c.client.Get(ctx, idKey, &id); getErr != nil {
-			return false, getErr
-		}
-		ready = meta.FindStatusCondition(id.Status.Conditions, authv1beta1.ConditionReady)
-		return ready != nil && ready.ObservedGeneration == id.Generation && ready.Status != metav1.ConditionTrue, nil
-	})
-	t.Logf("refusal: %s: %s", ready.Reason, ready.Message)
-
-	// The administrator follows the advice: the pin goes.
-	a77Unpin(t, c, p)
-	// The writer touches the Identity: the controller decides again, with no pin.
-	write(func(id *authv1beta1.Identity) {
-		if id.Annotations == nil {
-			id.Annotations = map[string]string{}
-		}
-		id.Annotations["example.com/a77"] = "touch"
-	})
+	id := a77MoveThenUnpin(t, c, p, write, idKey)
 	accepted := false
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) && !accepted {
-		if c.client.Get(context.Background(), idKey, &id) == nil {
+		if c.client.Get(context.Background(), idKey, id) == nil {
 			accepted = meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -185,7 +192,7 @@ func TestAttack77FollowingTheRefusalReopensTheMove(t *testing.T) {
 	// ...and runs the handshake again.
 	_, errOut := mustCLI(t, pairArgs("authenticate", c, p)...)
 	t.Logf("authenticate again:\n%s", errOut)
-	require.NoError(t, c.client.Get(context.Background(), idKey, &id))
+	require.NoError(t, c.client.Get(context.Background(), idKey, id))
 	assert.Equal(t, pTN, a77Pin(t, c, p), "the handshake run again pins the tenant namespace")
 	assert.Equal(t, pTN, ptr.Deref(id.Spec.Namespace, ""), "the Identity names the provider's real tenant namespace after the handshake run again")
 

@@ -130,26 +130,9 @@ func TestAttack77RefusalAdviceReopensF7WithACustomNamespace(t *testing.T) {
 	require.True(t, a76ReadsCopyIn(t, kc, n, name), "setup: the slice identity reads its copy in %s", n)
 
 	write := a77IdentityWriter(t, c, p, "identity-writer-a77f")
-	write(func(id *authv1beta1.Identity) { id.Spec.Namespace = ptr.To("default") })
-	var id authv1beta1.Identity
-	var ready *metav1.Condition
-	eventually(t, 30*time.Second, "the moved Identity is refused", func(ctx context.Context) (bool, error) {
-		if getErr := c.client.Get(ctx, idKey, &id); getErr != nil {
-			return false, getErr
-		}
-		ready = meta.FindStatusCondition(id.Status.Conditions, authv1beta1.ConditionReady)
-		return ready != nil && ready.ObservedGeneration == id.Generation && ready.Status != metav1.ConditionTrue, nil
-	})
-	t.Logf("refusal: %s: %s", ready.Reason, ready.Message)
-	a77Unpin(t, c, p)
-	write(func(id *authv1beta1.Identity) {
-		if id.Annotations == nil {
-			id.Annotations = map[string]string{}
-		}
-		id.Annotations["example.com/a77"] = "touch"
-	})
+	id := a77MoveThenUnpin(t, c, p, write, idKey)
 	eventually(t, 30*time.Second, "the moved Identity, with no pin, is decided again", func(ctx context.Context) (bool, error) {
-		getErr := c.client.Get(ctx, idKey, &id)
+		getErr := c.client.Get(ctx, idKey, id)
 		return getErr == nil && meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady), getErr
 	})
 	_, errOut := mustCLI(t, pairArgs("authenticate", c, p)...)
