@@ -809,6 +809,16 @@ func ForgetProxy(ctx context.Context, c client.Client, liqoNS, providerID string
 	})
 }
 
+// ProviderNamespaceOr is this cluster's tenant namespace on r's provider: the one a
+// handshake pinned, else named (an Identity's spec.namespace: a peering older than the
+// pin, or no record).
+func (r *TenantRecord) ProviderNamespaceOr(named string) string {
+	if r == nil || r.ProviderTenantNamespace == "" {
+		return named
+	}
+	return r.ProviderTenantNamespace
+}
+
 // ErrTenantNamespaceNotPinned means a tenant namespace on a provider is not the one this
 // cluster pinned for it.
 var ErrTenantNamespaceNotPinned = errors.New("not the pinned tenant namespace")

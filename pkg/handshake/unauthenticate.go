@@ -641,11 +641,8 @@ func ProviderNamespace(ctx context.Context, c *Side, providerID, named string) (
 		// Forbidden too: read as "none pinned", the Identity writer's namespace would do.
 		return "", c.Explain(err, "reading the tenant record of provider "+providerID)
 	}
-	switch {
-	case rec != nil && rec.ProviderTenantNamespace != "":
-		return rec.ProviderTenantNamespace, nil
-	case named != "":
-		return named, nil
+	if ns := rec.ProviderNamespaceOr(named); ns != "" {
+		return ns, nil
 	}
 	return wire.TenantNamespaceName(c.ClusterID), nil
 }

@@ -215,12 +215,10 @@ func (d *Driver) gather(ctx context.Context, ks cluster.KeySet, newKey crypto.Si
 	if r.record, err = cluster.GetTenantRecord(ctx, d.Client, d.Namespace, peer); err != nil {
 		return nil, err
 	}
-	if r.record != nil && r.record.ProviderTenantNamespace != "" {
-		// Where a handshake pinned this cluster's tenant namespace on the provider, not
-		// where an Identity writer moved spec.namespace: the move's Renew and the proof that
-		// the old key lost its access are asked there (helper-39's F7).
-		r.ns = r.record.ProviderTenantNamespace
-	}
+	// Where a handshake pinned this cluster's tenant namespace on the provider, not where
+	// an Identity writer moved spec.namespace: the move's Renew and the proof that the old
+	// key lost its access are asked there (helper-39's F7).
+	r.ns = r.record.ProviderNamespaceOr(r.ns)
 	if m := r.record.KeyMoveOf(); m != nil {
 		r.facts.moveTo, r.facts.proven = m.To, m.Proven != nil
 	}

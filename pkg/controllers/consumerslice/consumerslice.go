@@ -383,10 +383,7 @@ func (r *Reconciler) providerClient(ctx context.Context, ns, provider string, ks
 	// provider, whatever an Identity writer made the Identity say since (helper-39's F7:
 	// moved, the copy was looked for elsewhere, found gone, and its grant stayed); a
 	// peering older than the pin keeps its Identity's.
-	remoteNS := *id.Spec.Namespace
-	if rec.ProviderTenantNamespace != "" {
-		remoteNS = rec.ProviderTenantNamespace
-	}
+	remoteNS := rec.ProviderNamespaceOr(*id.Spec.Namespace)
 	hash := pinnedKubeconfigHash(kubeconfig, rec)
 	if v, ok := r.clients.Load(key); ok && v.(*providerClient).hash == hash {
 		return v.(*providerClient).client, remoteNS, nil

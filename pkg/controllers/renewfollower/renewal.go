@@ -172,13 +172,10 @@ func followHash(ns string, kubeconfig []byte) [sha256.Size]byte {
 // Identity writer moved spec.namespace; the Identity's for a peering older than the pin.
 func (r *Reconciler) providerNamespace(ctx context.Context, id *authv1beta1.Identity) (string, error) {
 	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.LiqoNamespace, string(id.Spec.ClusterID))
-	switch {
-	case err != nil:
+	if err != nil {
 		return "", err
-	case rec != nil && rec.ProviderTenantNamespace != "":
-		return rec.ProviderTenantNamespace, nil
 	}
-	return ptr.Deref(id.Spec.Namespace, ""), nil
+	return rec.ProviderNamespaceOr(ptr.Deref(id.Spec.Namespace, "")), nil
 }
 
 // DefaultPresenceInterval is how often a consumer renews its presence Lease on a provider.
