@@ -119,10 +119,10 @@ func TestAdversarialConsumer(t *testing.T) {
 				if err := c.client.Get(ctx, client.ObjectKeyFromObject(&real), id); err != nil {
 					return err
 				}
-				id.Spec.Namespace = ptr.To(*real.Spec.Namespace + "-x")
-				if *id.Spec.Namespace == *real.Spec.Namespace+"-x-x" {
-					id.Spec.Namespace = real.Spec.Namespace
-				}
+				// A nudge that changes nothing the controller checks: moving
+				// spec.namespace, as this did before the namespace was pinned,
+				// is now refused for that alone (TenantNamespaceNotPinned).
+				metav1.SetMetaDataAnnotation(&id.ObjectMeta, "test.liqo-auth/touched", time.Now().Format(time.RFC3339Nano))
 				return c.client.Update(ctx, id)
 			}))
 		}
