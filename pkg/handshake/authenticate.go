@@ -647,34 +647,50 @@ func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp, source strin
 // pinRecord pins, in one write of the consumer's tenant record of providerID, the CA
 // fingerprint fp (none when ""), the proxy (none when nil) and this cluster's tenant
 // namespace on the provider providerNS (none when ""), where nothing is pinned yet; a
-// different pin already there is refused (source says where fp comes from). The write
-// starts from the record as the command read it (noted; nil: read it now).
+// different pin already there of any of them is refused before anything is written (a
+// refused run changes nothing; source says where fp comes from). The write starts from the
+// record as the command read it (noted; nil: read it now), and a refusal is decided again
+// on a live read.
 func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, proxy *string, providerNS string, noted *cluster.TenantRecord) error {
 	var pinned string
-	var was cluster.TenantRecord
 	err := cluster.UpdateTenantRecordAsRead(ctx, c.Client, noted, c.Namespace, providerID, false, func(r *cluster.TenantRecord) error {
-		pinned, was = r.CAFingerprint, cluster.TenantRecord{RemoteID: providerID, ProxyURL: r.ProxyURL, ProviderTenantNamespace: r.ProviderTenantNamespace}
-		if providerNS != "" {
-			if err := was.CheckProviderNamespace(providerNS); err != nil {
-				return err // nothing written
-			}
+		pinned = r.CAFingerprint
+		if err := checkPins(c.Namespace, r, fp, proxy, providerNS); err != nil {
+			return err
 		}
 		pinUnset(r, fp, proxy, providerNS)
 		return nil
 	})
 	switch {
-	case errors.Is(err, cluster.ErrTenantNamespaceNotPinned):
+	case errors.Is(err, errCAPinned):
+		return caPinMismatch(c, providerID, pinned, fp, source)
+	case errors.Is(err, cluster.ErrTenantNamespaceNotPinned), errors.Is(err, cluster.ErrProxyNotPinned):
 		return fmt.Errorf("%s%w", c.prefix(), err)
 	case err != nil:
 		return c.Explain(err, "pinning the provider CA and proxy")
 	}
-	if proxy != nil {
-		if err := was.CheckPinnedProxy(c.Namespace, *proxy); err != nil {
-			return fmt.Errorf("%s%w", c.prefix(), err)
+	return nil
+}
+
+// errCAPinned is checkPins' refusal of another CA fingerprint than the pinned one, which
+// pinRecord turns into caPinMismatch's advice.
+var errCAPinned = errors.New("another CA fingerprint is pinned")
+
+// checkPins says why r may not take the pins given (fp "", proxy nil, providerNS "": none
+// given): another tenant namespace, proxy or CA fingerprint pinned already, in that order.
+func checkPins(liqoNS string, r *cluster.TenantRecord, fp string, proxy *string, providerNS string) error {
+	if providerNS != "" {
+		if err := r.CheckProviderNamespace(providerNS); err != nil {
+			return err
 		}
 	}
-	if fp != "" && pinned != "" && pinned != fp {
-		return caPinMismatch(c, providerID, pinned, fp, source)
+	if proxy != nil {
+		if err := r.CheckPinnedProxy(liqoNS, *proxy); err != nil {
+			return err
+		}
+	}
+	if fp != "" && r.CAFingerprint != "" && r.CAFingerprint != fp {
+		return errCAPinned
 	}
 	return nil
 }

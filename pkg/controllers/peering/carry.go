@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/events"
@@ -28,6 +29,9 @@ func (r *Reconciler) peer(ctx context.Context, in *input, rec events.EventRecord
 		p.Status.TenantNamespace = in.owned.Namespace
 	}
 	if in.identity != nil && in.ranHandshake() {
+		if err := r.pinLegacy(ctx, in, rec); err != nil {
+			return nil, err
+		}
 		describeIdentity(p, in.identity)
 		if v := peeredVerdict(in); v.state == authv1beta1.PeeringPeered {
 			return v, nil
@@ -92,6 +96,44 @@ func (r *Reconciler) handshake(ctx context.Context, in *input, rec events.EventR
 	}
 	in.owned = owned
 	return peeredVerdict(in), nil
+}
+
+// pinLegacy pins, in the record of a peering this Peering made before the consumer pinned
+// its tenant namespace on the provider and its proxy (helper-44's F2: the Peering stops
+// once peered, so no handshake of its own ever pins them), the only ones its handshake can
+// have used: the protocol's tenant namespace, liqo-tenant-<this cluster>, the one a
+// peering user's rights reach (access.PeeringUserTenantRules), and no proxy (a Peering
+// declares none). Unpinned, the consumer's slice controller and a slice's deletion would
+// take an Identity writer's spec.namespace; pinned, the identity controller refuses an
+// Identity that names another (TenantNamespaceNotPinned), which only such a writer can
+// have done. What a handshake pinned already is left as it is.
+func (r *Reconciler) pinLegacy(ctx context.Context, in *input, rec events.EventRecorder) error {
+	if in.owned.ProviderTenantNamespace != "" && in.owned.ProxyURL != nil {
+		return nil
+	}
+	ns := wire.TenantNamespaceName(r.ClusterID)
+	var pinned []string
+	err := r.updateRecord(ctx, in.owned.RemoteID, func(tr *cluster.TenantRecord) {
+		pinned = nil
+		if tr.ProviderTenantNamespace == "" {
+			tr.ProviderTenantNamespace = ns
+			pinned = append(pinned, "tenant namespace "+ns)
+		}
+		if tr.ProxyURL == nil {
+			tr.ProxyURL = new(string)
+			pinned = append(pinned, "no proxy")
+		}
+		in.owned.ProviderTenantNamespace, in.owned.ProxyURL = tr.ProviderTenantNamespace, tr.ProxyURL
+	})
+	if err != nil {
+		return err
+	}
+	if len(pinned) > 0 {
+		rec.Eventf(in.peering, nil, "Normal", authv1beta1.ReasonPeeringPinned, "Pin",
+			"the peering with cluster %q, made before this cluster pinned its way there, is pinned to what its handshake used: %s; an Identity of that cluster naming others is refused",
+			in.owned.RemoteID, strings.Join(pinned, " and "))
+	}
+	return nil
 }
 
 // claim makes this Peering the owner of the peering with the provider pair names, in the

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -150,6 +151,9 @@ func (w *world) handshake(ctx context.Context, p *handshake.Pair) (*authv1beta1.
 	}
 	if err := cluster.UpdateTenantRecord(ctx, w.base, w.base, testLiqoNS, testProvider, false, func(r *cluster.TenantRecord) error {
 		r.Namespace, r.NamespaceUID = ns.Name, ns.UID
+		// What the handshake pins (handshake.pinProviderOnce): this cluster's tenant
+		// namespace on the provider, and no proxy.
+		r.ProviderTenantNamespace, r.ProxyURL = wire.TenantNamespaceName(testSelf), new(string)
 		return nil
 	}); err != nil {
 		return nil, err
@@ -376,6 +380,53 @@ func TestConsumedCredentialRunsNoHandshake(t *testing.T) {
 			}
 			if !hasEvent(events, corev1.EventTypeWarning, authv1beta1.ReasonBootstrapConsumed) {
 				t.Errorf("events %v, want a warning", events)
+			}
+		})
+	}
+}
+
+// TestPeeringOlderThanThePinsIsPinned: a peering this Peering made before the consumer
+// pinned its tenant namespace on the provider and its proxy (helper-44's F2) is pinned to
+// what its handshake can only have used, once, with an Event; what a handshake pinned
+// already is left as it is.
+func TestPeeringOlderThanThePinsIsPinned(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		unpin     func(r *cluster.TenantRecord)
+		wantNS    string
+		wantProxy string
+		event     bool
+	}{
+		{name: "neither pinned", unpin: func(r *cluster.TenantRecord) { r.ProviderTenantNamespace, r.ProxyURL = "", nil },
+			wantNS: wire.TenantNamespaceName(testSelf), event: true},
+		{name: "the proxy only", unpin: func(r *cluster.TenantRecord) { r.ProxyURL = nil },
+			wantNS: wire.TenantNamespaceName(testSelf), event: true},
+		{name: "a handshake's pins are kept", unpin: func(r *cluster.TenantRecord) {
+			r.ProviderTenantNamespace, r.ProxyURL = "elsewhere", ptr.To("http://proxy:3128")
+		},
+			wantNS: "elsewhere", wantProxy: "http://proxy:3128"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, peering(nil))
+			w.addSecret(w.cred.kubeconfig)
+			w.reconcile(peeringKey)
+			if err := cluster.UpdateTenantRecord(context.Background(), w.base, w.base, testLiqoNS, testProvider, false, func(r *cluster.TenantRecord) error {
+				tc.unpin(r)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			res, p, _, events := w.reconcile(peeringKey)
+			wantReady(t, p, res, authv1beta1.PeeringPeered, authv1beta1.ReasonPeered, identityRecheck)
+			rec := w.record(testProvider)
+			if rec.ProviderTenantNamespace != tc.wantNS || rec.ProxyURL == nil || *rec.ProxyURL != tc.wantProxy {
+				t.Errorf("pinned namespace %q, proxy %v; want %q, %q", rec.ProviderTenantNamespace, rec.ProxyURL, tc.wantNS, tc.wantProxy)
+			}
+			if got := hasEvent(events, corev1.EventTypeNormal, authv1beta1.ReasonPeeringPinned); got != tc.event {
+				t.Errorf("a %s Event: %v, want %v (%v)", authv1beta1.ReasonPeeringPinned, got, tc.event, events)
+			}
+			if _, _, writes, events := w.reconcile(peeringKey); len(writes) > 0 || len(events) > 0 {
+				t.Errorf("the reconcile after wrote %v, recorded %v", writes, events)
 			}
 		})
 	}

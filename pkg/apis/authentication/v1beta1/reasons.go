@@ -211,6 +211,9 @@ const (
 const (
 	ReasonPeeringStep    = "HandshakeStep"
 	ReasonPeeringWarning = "HandshakeWarning"
+	// ReasonPeeringPinned is the Event of a Peering whose peering, made before the
+	// consumer pinned its tenant namespace on the provider and its proxy, is pinned now.
+	ReasonPeeringPinned = "PeeringPinned"
 )
 
 // ConditionApproved is a Tenant condition on a provider whose administrator requires the

@@ -1,0 +1,69 @@
+package handshake
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/liqo-auth/liqo-auth/pkg/apis/scheme"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// TestRefusedPinWritesNothing: a handshake that asks for another proxy, tenant namespace
+// or CA than the ones pinned is refused, and pins nothing else on the way (helper-44: the
+// proxy was checked after the write that pinned the namespace and the CA).
+func TestRefusedPinWritesNothing(t *testing.T) {
+	const fpA, fpB = "sha256:" + "aa", "sha256:" + "bb"
+	for _, tc := range []struct {
+		name   string
+		pinned func(r *cluster.TenantRecord)
+		pin    func(ctx context.Context, s *Side) error
+		want   error
+		say    string
+	}{
+		{name: "another proxy", pinned: func(r *cluster.TenantRecord) { r.ProxyURL = ptr.To("http://a:3128") },
+			pin:  func(ctx context.Context, s *Side) error { return PinProxy(ctx, s, "cl-p", "http://b:3128", "ns-b") },
+			want: ErrProxyChanged, say: `not proxy "http://b:3128"`},
+		{name: "another tenant namespace", pinned: func(r *cluster.TenantRecord) { r.ProviderTenantNamespace = "ns-a" },
+			pin:  func(ctx context.Context, s *Side) error { return PinProxy(ctx, s, "cl-p", "", "ns-b") },
+			want: cluster.ErrTenantNamespaceNotPinned, say: `not "ns-b"`},
+		{name: "another CA", pinned: func(r *cluster.TenantRecord) { r.CAFingerprint = fpA },
+			pin: func(ctx context.Context, s *Side) error {
+				return pinRecord(ctx, s, "cl-p", fpB, "the provider now presents CA "+fpB, ptr.To(""), "ns-b", nil)
+			},
+			say: fpB},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+			if err := cluster.UpdateTenantRecord(ctx, c, c, "liqo", "cl-p", true, func(r *cluster.TenantRecord) error {
+				tc.pinned(r)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			before, err := cluster.GetTenantRecord(ctx, c, "liqo", "cl-p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &Side{Scope: Local, Client: c, Namespace: "liqo", ClusterID: "cl-c", Report: &lines{}}
+			err = tc.pin(ctx, s)
+			if err == nil || tc.want != nil && !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.say) {
+				t.Fatalf("pinning gave %v, want %v saying %q", err, tc.want, tc.say)
+			}
+			after, err := cluster.GetTenantRecord(ctx, c, "liqo", "cl-p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.CAFingerprint != before.CAFingerprint || after.ProviderTenantNamespace != before.ProviderTenantNamespace ||
+				after.PinnedProxy() != before.PinnedProxy() || (after.ProxyURL == nil) != (before.ProxyURL == nil) {
+				t.Errorf("a refused pin wrote CA %q, namespace %q, proxy %v (before: %q, %q, %v)",
+					after.CAFingerprint, after.ProviderTenantNamespace, after.ProxyURL, before.CAFingerprint, before.ProviderTenantNamespace, before.ProxyURL)
+			}
+		})
+	}
+}
