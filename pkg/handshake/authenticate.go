@@ -334,7 +334,7 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	// The pin of the provider's CA, from the consumer's tenant record read as its tenant
 	// namespace was ensured.
 	noted := p.notedRecord()
-	if pinErr := p.checkPinnedProxy(noted); pinErr != nil {
+	if pinErr := p.checkPins(noted, pTN); pinErr != nil {
 		return nil, pinErr
 	}
 	if checkAdminStateErr := checkAdminState(st.Tenant, st.ProviderRecord, c.ClusterID); checkAdminStateErr != nil {
@@ -372,11 +372,15 @@ func (p *Pair) Authenticate(ctx context.Context, st *State) (*authv1beta1.Identi
 	return id, nil
 }
 
-// CheckProxy refuses (ErrProxyChanged) a run that asks for another proxy than the one the
-// consumer pinned for the provider in its tenant record (where only its administrator and
-// manager write), as the command read it: the run would change nothing. The provider's
-// Tenant says nothing here: whoever may write it there may have changed its proxy.
-func (p *Pair) CheckProxy(ctx context.Context) error {
+// CheckPins refuses a run that asks for another proxy than the one the consumer pinned
+// for the provider in its tenant record (ErrProxyChanged), or would have this cluster's
+// Tenant in another tenant namespace there, pTN, than the pinned one
+// (cluster.ErrTenantNamespaceNotPinned), as the command read the record (where only its
+// administrator and manager write): the run would change nothing. Authenticate asks it as
+// soon as the tenant namespaces are ensured, before the nonce exchange; a dry run asks it
+// with the namespaces it plans (PlannedNamespaces). The provider's Tenant says nothing
+// here: whoever may write it there may have changed its proxy.
+func (p *Pair) CheckPins(ctx context.Context, pTN string) error {
 	c, pr := p.Consumer, p.Provider
 	rec := p.notedRecord()
 	if rec == nil && !c.Controllers().Liqo() {
@@ -385,14 +389,32 @@ func (p *Pair) CheckProxy(ctx context.Context) error {
 			return c.Explain(err, "reading the tenant record")
 		}
 	}
-	return p.checkPinnedProxy(rec)
+	return p.checkPins(rec, pTN)
 }
 
-func (p *Pair) checkPinnedProxy(noted *cluster.TenantRecord) error {
+// checkPins is CheckPins with the record as read (nil: none, or a Liqo consumer's).
+func (p *Pair) checkPins(noted *cluster.TenantRecord, pTN string) error {
 	if err := noted.CheckPinnedProxy(p.Consumer.Namespace, p.ProxyURL); err != nil {
 		return fmt.Errorf("%s%w", p.Consumer.prefix(), err)
 	}
+	if err := noted.CheckProviderNamespace(pTN); err != nil {
+		return fmt.Errorf("%s%w", p.Consumer.prefix(), err)
+	}
 	return nil
+}
+
+// PlannedNamespaces are the tenant namespaces a run would ensure, each on its side: the
+// one its tenant record names, else (none, or none readable: the run's own step says why)
+// the protocol's.
+func (p *Pair) PlannedNamespaces(ctx context.Context) (cTN, pTN string) {
+	c, pr := p.Consumer, p.Provider
+	planned := func(s *Side, remoteID string) string {
+		if tn, err := s.TenantNamespace(ctx, remoteID); err == nil && tn != "" {
+			return tn
+		}
+		return wire.TenantNamespaceName(remoteID)
+	}
+	return planned(c, pr.ClusterID), planned(pr, c.ClusterID)
 }
 
 // ensureTenantNamespaces is Authenticate's first step: the two tenant namespaces, ensured
@@ -624,11 +646,18 @@ func pinProviderOnce(ctx context.Context, c *Side, providerID string, ca []byte,
 }
 
 // PinProxy records proxy ("" for none) as the only proxy an Identity of provider
-// providerID may reach it through on the consumer c (see PinCAFingerprint), and
-// providerNS as this cluster's tenant namespace there; a different pin of either already
-// there is refused (ErrProxyChanged, cluster.ErrTenantNamespaceNotPinned).
-func PinProxy(ctx context.Context, c *Side, providerID, proxy, providerNS string) error {
-	return pinRecord(ctx, c, providerID, "", "", &proxy, providerNS, nil)
+// providerID may reach it through on the consumer c (see PinCAFingerprint), providerNS as
+// this cluster's tenant namespace there and, when fp is not "" (source says where it comes
+// from), fp as the only provider CA fingerprint, in one write; a different pin already
+// there of any of them is refused before anything is written (ErrProxyChanged,
+// cluster.ErrTenantNamespaceNotPinned, another CA).
+func PinProxy(ctx context.Context, c *Side, providerID, fp, source, proxy, providerNS string) error {
+	if fp != "" {
+		if err := authn.ValidateFingerprint(fp); err != nil {
+			return err
+		}
+	}
+	return pinRecord(ctx, c, providerID, fp, source, &proxy, providerNS, nil)
 }
 
 // PinCAFingerprint records fp as the only CA fingerprint an Identity of provider

@@ -176,7 +176,7 @@ func TestSliceRevocationCredential(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, l := p.side(tc.objs...)
-			creds, issued, err := SliceRevocationCredential(context.Background(), s, ns, "cl-p", "s1", time.Now())
+			creds, issued, _, err := SliceRevocationCredential(context.Background(), s, ns, "cl-p", "s1", time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,10 +26,12 @@ func TestRefusedPinWritesNothing(t *testing.T) {
 		say    string
 	}{
 		{name: "another proxy", pinned: func(r *cluster.TenantRecord) { r.ProxyURL = ptr.To("http://a:3128") },
-			pin:  func(ctx context.Context, s *Side) error { return PinProxy(ctx, s, "cl-p", "http://b:3128", "ns-b") },
+			pin: func(ctx context.Context, s *Side) error {
+				return PinProxy(ctx, s, "cl-p", "", "", "http://b:3128", "ns-b")
+			},
 			want: ErrProxyChanged, say: `not proxy "http://b:3128"`},
 		{name: "another tenant namespace", pinned: func(r *cluster.TenantRecord) { r.ProviderTenantNamespace = "ns-a" },
-			pin:  func(ctx context.Context, s *Side) error { return PinProxy(ctx, s, "cl-p", "", "ns-b") },
+			pin:  func(ctx context.Context, s *Side) error { return PinProxy(ctx, s, "cl-p", "", "", "", "ns-b") },
 			want: cluster.ErrTenantNamespaceNotPinned, say: `not "ns-b"`},
 		{name: "another CA", pinned: func(r *cluster.TenantRecord) { r.CAFingerprint = fpA },
 			pin: func(ctx context.Context, s *Side) error {

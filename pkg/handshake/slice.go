@@ -82,13 +82,14 @@ var ErrRevocationUnproven = errors.New("revocation not proven")
 // DeleteSlice deletes the consumer's slice name in ns and waits until the consumer's
 // controllers let it go (having removed its copy on the provider, when they reach it);
 // then, with the slice identity's own certificates (creds, read before), it proves that
-// identity lost its access on the provider's tenant namespace: pinnedNS, the one a
-// handshake pinned in this cluster's tenant record (ProviderNamespace), where the copy is;
-// remoteNS, the control-plane Identity's (an Identity writer's field); and the one the
-// protocol names for this cluster (wire.TenantNamespaceName). With no creds, issued says the slice was issued a certificate valid now: the
-// revocation cannot be proven (ErrRevocationUnproven), after the slice is deleted all the
-// same (giving an access up is never refused).
-func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Config, issued bool, pinnedNS, remoteNS string) error {
+// identity lost its access on the provider's tenant namespaces: those named (first the one
+// a handshake pinned in this cluster's tenant record, ProviderNamespace, where the copy is;
+// then the control-plane Identity's and the slice Identity's, Identity writers' fields)
+// and the one the protocol names for this cluster (wire.TenantNamespaceName). With no
+// creds, issued says the slice was issued a certificate valid now: the revocation cannot
+// be proven (ErrRevocationUnproven), after the slice is deleted all the same (giving an
+// access up is never refused).
+func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Config, issued bool, named ...string) error {
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := c.Client.Delete(ctx, rs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -132,7 +133,7 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 		// local slice go and the copy, with its grant, stays. Only the proof says which.
 		c.Report.Info("ResourceSlice %s deleted here, and its Identity", name)
 	}
-	namespaces := sliceProofNamespaces(c, pinnedNS, remoteNS)
+	namespaces := sliceProofNamespaces(c, named...)
 	removeCopy := func(where string) string {
 		return fmt.Sprintf("its copy on the provider is likely left, with its grant (the consumer's controllers remove it only when they reach the provider): its administrator removes it with kubectl delete resourceslices.%s -n %s %s",
 			authv1beta1.GroupVersion.Group, where, name)
@@ -157,10 +158,10 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 	return nil
 }
 
-// sliceProofNamespaces are where a slice's proof asks: c's tenant namespace on the
-// provider pinned in its record (ProviderNamespace: the protocol's when none is), where
-// the copy is, first, then the protocol's and others (the control-plane Identity's
-// spec.namespace, an Identity writer's field) when not the same.
+// sliceProofNamespaces are where a slice's proof asks: those named, each once, in order
+// (first c's tenant namespace on the provider pinned in its record, ProviderNamespace,
+// where the copy is; then the Identities' spec.namespace, Identity writers' fields), and
+// the protocol's.
 func sliceProofNamespaces(c *Side, others ...string) []string {
 	var namespaces []string
 	for _, ns := range append(others, wire.TenantNamespaceName(c.ClusterID)) {
@@ -317,16 +318,16 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 	}
 	failed := &SliceProofsFailed{}
 	for _, name := range names {
-		creds, issued, err := SliceRevocationCredential(ctx, s, ns, providerID, name, time.Now())
+		creds, issued, sliceNS, err := SliceRevocationCredential(ctx, s, ns, providerID, name, time.Now())
 		if err == nil {
-			err = DeleteSlice(ctx, s, ns, name, creds, issued, pinned, remoteNS)
+			err = DeleteSlice(ctx, s, ns, name, creds, issued, pinned, remoteNS, sliceNS)
 		}
 		switch {
 		case err == nil:
 		case proofFailed(err):
 			var again func(context.Context) ([]stillAllowed, error)
 			if errors.Is(err, ErrAccessNotRevoked) {
-				namespaces := sliceProofNamespaces(s, pinned, remoteNS)
+				namespaces := sliceProofNamespaces(s, pinned, remoteNS, sliceNS)
 				again = func(ctx context.Context) ([]stillAllowed, error) {
 					// A certificate that expired since answers 401, which a proof reads
 					// as "may do nothing": only those valid now are asked again.
@@ -432,9 +433,12 @@ func OnlyProofsFailed(err error) bool {
 // Identity writer may delete or rewrite the Identity; the status is another principal's. issued says that either held a certificate valid now,
 // or the status says one was issued: with no credential, the revocation cannot be proven.
 // A certificate that does not check is said and passed over: it never stops the deletion.
-func SliceRevocationCredential(ctx context.Context, c *Side, ns, providerID, name string, now time.Time) (creds []*rest.Config, issued bool, err error) {
+// named is the tenant namespace on the provider the slice's Identity names ("" for none),
+// one more place for the proof to ask (an Identity writer's field: asking more places only
+// makes the proof stricter).
+func SliceRevocationCredential(ctx context.Context, c *Side, ns, providerID, name string, now time.Time) (creds []*rest.Config, issued bool, named string, err error) {
 	if err := c.identified(ctx); err != nil {
-		return nil, false, err
+		return nil, false, "", err
 	}
 	type source struct {
 		what string
@@ -445,8 +449,9 @@ func SliceRevocationCredential(ctx context.Context, c *Side, ns, providerID, nam
 	switch err := c.Client.Get(ctx, SliceIdentity(ns, name), &id); {
 	case err == nil:
 		sources = append(sources, source{fmt.Sprintf("Identity %s/%s", ns, id.Name), &id.Spec.AuthParams})
+		named = ptr.Deref(id.Spec.Namespace, "")
 	case !apierrors.IsNotFound(err):
-		return nil, false, c.Explain(err, "reading the Identity of ResourceSlice "+name)
+		return nil, false, "", c.Explain(err, "reading the Identity of ResourceSlice "+name)
 	}
 	var rs authv1beta1.ResourceSlice
 	switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &rs); {
@@ -456,7 +461,7 @@ func SliceRevocationCredential(ctx context.Context, c *Side, ns, providerID, nam
 			issued = true
 		}
 	case !apierrors.IsNotFound(err):
-		return nil, false, c.Explain(err, "reading ResourceSlice "+name)
+		return nil, false, "", c.Explain(err, "reading ResourceSlice "+name)
 	}
 	user := authn.SliceUserName(name, c.ClusterID)
 	for _, src := range sources {
@@ -471,7 +476,7 @@ func SliceRevocationCredential(ctx context.Context, c *Side, ns, providerID, nam
 			creds = append(creds, cfg)
 		}
 	}
-	return creds, issued, nil
+	return creds, issued, named, nil
 }
 
 // WaitSliceIdentity waits until the consumer's controllers created the Identity of slice

@@ -187,10 +187,10 @@ func printPlan(ctx context.Context, g *cli.Global, p *handshake.Pair, st *handsh
 		c.Report.Info("Already authenticated with cluster %q: nothing would change", pr.ClusterID)
 		return nil
 	}
-	if err := p.CheckProxy(ctx); err != nil {
+	cTN, pTN := p.PlannedNamespaces(ctx)
+	if err := p.CheckPins(ctx, pTN); err != nil {
 		return err
 	}
-	cTN, pTN := wire.TenantNamespaceName(pr.ClusterID), wire.TenantNamespaceName(c.ClusterID)
 	c.Report.Info("Would ensure tenant namespace %s", cTN)
 	pr.Report.Info("Would ensure tenant namespace %s", pTN)
 	if !st.TenantAccepted {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,24 +98,24 @@ func (o *Options) Run(ctx context.Context) error {
 	if remoteTN == "" {
 		remoteTN = wire.TenantNamespaceName(s.ClusterID)
 	}
-	if checkErr := checkIdentityNamespace(ctx, s, tn, o.RemoteClusterID, remoteTN); checkErr != nil {
+	if checkErr := checkIdentityNamespace(ctx, s, tn, o.RemoteClusterID, remoteTN, o.RemoteTenantNamespace != ""); checkErr != nil {
 		return checkErr
 	}
-	if o.ExpectFingerprint != "" {
-		if pinCAFingerprintErr := handshake.PinCAFingerprint(ctx, s, o.RemoteClusterID, o.ExpectFingerprint, "--expect-fingerprint gives "+o.ExpectFingerprint); pinCAFingerprintErr != nil {
-			return pinCAFingerprintErr
+	if o.ExpectFingerprint == "" {
+		if warnErr := o.warnUnpinnedCA(ctx, s); warnErr != nil {
+			return warnErr
 		}
-		s.Report.Info("Provider CA %s pinned", o.ExpectFingerprint)
-	} else if warnErr := o.warnUnpinnedCA(ctx, s); warnErr != nil {
-		return warnErr
 	}
 	// This cluster's way to the provider is its own choice: the Identity the provider's
 	// administrator hands back is refused with any other (whoever may write the Tenant
-	// there may change its proxy meanwhile).
-	// So is its tenant namespace there: where its slices' copies are, whatever an
-	// Identity writer names later.
-	if pinProxyErr := handshake.PinProxy(ctx, s, o.RemoteClusterID, o.ProxyURL, remoteTN); pinProxyErr != nil {
-		return pinProxyErr
+	// there may change its proxy meanwhile). So is its tenant namespace there: where its
+	// slices' copies are, whatever an Identity writer names later. All in one write, after
+	// every check: a run refused for one pins none of the others.
+	if pinErr := handshake.PinProxy(ctx, s, o.RemoteClusterID, o.ExpectFingerprint, "--expect-fingerprint gives "+o.ExpectFingerprint, o.ProxyURL, remoteTN); pinErr != nil {
+		return pinErr
+	}
+	if o.ExpectFingerprint != "" {
+		s.Report.Info("Provider CA %s pinned", o.ExpectFingerprint)
 	}
 	s.Report.Info("Pinned %s to reach provider %q", cluster.DescribeProxy(o.ProxyURL), o.RemoteClusterID)
 	ctrls := authmanager.NewInProcess(o.Global)
@@ -166,13 +165,18 @@ func (o *Options) warnUnpinnedCA(ctx context.Context, s *handshake.Side) error {
 }
 
 // checkIdentityNamespace refuses to pin remoteTN as this cluster's tenant namespace on
-// provider providerID while its control-plane Identity (in tn), accepted by the identity
-// controller, names another there and no handshake pinned one yet (a peering older than
-// the pin): the pin would send its slices' copies, and their removal, where they are not
-// (helper-44's F1). The advice names no command built from the Identity's namespace, which
-// whoever may write Identities may have written (helper-45's F1): the provider's
-// administrator says which it is (liqoctl create nonce prints it).
-func checkIdentityNamespace(ctx context.Context, s *handshake.Side, tn, providerID, remoteTN string) error {
+// provider providerID where no handshake pinned one yet (a peering older than the pin) and
+// this cluster's Identities of that provider (in tn) say otherwise: the pin would send its
+// slices' copies, and their removal and its proof, where they are not (helper-44's F1).
+// With remoteTN the default (explicit false), any of them, control-plane or slice, in any
+// state, that names another namespace there refuses it (helper-46's F1: an Identity writer
+// who had the control-plane one refused for a moment, or deleted it, skipped a check of
+// the accepted one alone); with remoteTN given (the provider's administrator's word), an
+// accepted control-plane Identity that names another still does. The advice names no
+// command built from an Identity's namespace, which whoever may write Identities may have
+// written (helper-45's F1): the provider's administrator says which it is (liqoctl create
+// nonce prints it), or liqoctl authenticate reads it from the provider.
+func checkIdentityNamespace(ctx context.Context, s *handshake.Side, tn, providerID, remoteTN string, explicit bool) error {
 	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, providerID)
 	if err != nil {
 		return s.Explain(err, "reading the tenant record")
@@ -180,17 +184,25 @@ func checkIdentityNamespace(ctx context.Context, s *handshake.Side, tn, provider
 	if rec != nil && rec.ProviderTenantNamespace != "" {
 		return rec.CheckProviderNamespace(remoteTN)
 	}
-	var id authv1beta1.Identity
-	switch err := s.Client.Get(ctx, client.ObjectKey{Namespace: tn, Name: wire.IdentityName(providerID)}, &id); {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return s.Explain(err, "reading the control-plane Identity")
+	var ids authv1beta1.IdentityList
+	if err := s.Client.List(ctx, &ids, client.InNamespace(tn)); err != nil {
+		return s.Explain(err, "reading this cluster's Identities of the provider")
 	}
-	named := ptr.Deref(id.Spec.Namespace, "")
-	if named == "" || named == remoteTN || !meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) {
-		return nil
+	for i := range ids.Items {
+		id := &ids.Items[i]
+		named := ptr.Deref(id.Spec.Namespace, "")
+		if named == "" || named == remoteTN {
+			continue
+		}
+		controlPlane := id.Name == wire.IdentityName(providerID)
+		switch {
+		case !explicit:
+			return fmt.Errorf("this cluster holds Identities of provider %q from a handshake older than the tenant namespace pin, and one of them (%s) names another tenant namespace there than %q, the default (whoever may write Identities may have moved it): pass --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it), or run liqoctl authenticate with both kubeconfigs, which reads it from the provider",
+				providerID, id.Name, remoteTN)
+		case controlPlane && meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady):
+			return fmt.Errorf("this cluster's Identity of provider %q, accepted before any tenant namespace was pinned, names another tenant namespace there than %q (whoever may write Identities may have moved it): confirm with the provider's administrator which namespace the provider keeps for this cluster (liqoctl create nonce prints the --remote-tenant-namespace to pass), or run liqoctl unauthenticate --remote-cluster-id %s first",
+				providerID, remoteTN, providerID)
+		}
 	}
-	return fmt.Errorf("this cluster's Identity of provider %q, accepted before any tenant namespace was pinned, names another tenant namespace there than %q (whoever may write Identities may have moved it): confirm with the provider's administrator which namespace the provider keeps for this cluster (liqoctl create nonce prints the --remote-tenant-namespace to pass), or run liqoctl unauthenticate --remote-cluster-id %s first",
-		providerID, remoteTN, providerID)
+	return nil
 }
