@@ -44,6 +44,7 @@ const (
 	recordKeyMoveKey      = "keyMove"
 	recordProxyKey        = "proxyURL"
 	recordProviderNSKey   = "providerTenantNamespace"
+	recordPinnedOnceKey   = "pinnedOnce"
 )
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
@@ -114,6 +115,13 @@ type TenantRecord struct {
 	// controller writes copies, and a slice's deletion proves the revocation, where this
 	// says (handshake.ProviderNamespace).
 	ProviderTenantNamespace string
+	// PinnedOnce is, on a consumer, that a handshake pinned this record's proxy and tenant
+	// namespace, or its administrator forgot them (ForgetProxy), at least once: the
+	// manager's pin of a peering a Peering made before the pins existed (a one-time
+	// migration) never applies to it again, whatever was forgotten since (helper-47's F1:
+	// an Identity writer who put back an Identity after unauthenticate had the manager pin
+	// again what the administrator had forgotten).
+	PinnedOnce bool
 	// Peering is, on a consumer, the Peering that declared the peering with the remote
 	// cluster, and the bootstrap credentials it consumed: what its manager decides from,
 	// where a Peering's status writer cannot reach.
@@ -351,7 +359,8 @@ func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, 
 	r := &TenantRecord{RemoteID: remoteID, Namespace: cm.Data[recordNamespaceKey],
 		NamespaceUID: types.UID(cm.Data[recordNamespaceUIDKey]), CAFingerprint: cm.Data[recordCAKey], State: cm.Data[recordStateKey],
 		PublishedCAFingerprint: cm.Data[recordPubCAKey], PublishedAPIServer: cm.Data[recordPubServerKey], RenewSerial: cm.Data[recordRenewKey],
-		PublishedCertificate: cm.Data[recordPubCertKey], PublishedForTenant: cm.Data[recordPubTenantKey], ProviderTenantNamespace: cm.Data[recordProviderNSKey]}
+		PublishedCertificate: cm.Data[recordPubCertKey], PublishedForTenant: cm.Data[recordPubTenantKey], ProviderTenantNamespace: cm.Data[recordProviderNSKey],
+		PinnedOnce: cm.Data[recordPinnedOnceKey] == "true"}
 	for key, into := range r.jsonFields() {
 		if v := cm.Data[key]; v != "" {
 			if err := json.Unmarshal([]byte(v), into); err != nil {
@@ -367,6 +376,9 @@ func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
 	cm.Data = map[string]string{recordNamespaceKey: r.Namespace, recordNamespaceUIDKey: string(r.NamespaceUID), recordCAKey: r.CAFingerprint, recordStateKey: r.State,
 		recordPubCAKey: r.PublishedCAFingerprint, recordPubServerKey: r.PublishedAPIServer, recordRenewKey: r.RenewSerial, recordPubCertKey: r.PublishedCertificate,
 		recordPubTenantKey: r.PublishedForTenant, recordProviderNSKey: r.ProviderTenantNamespace}
+	if r.PinnedOnce {
+		cm.Data[recordPinnedOnceKey] = "true"
+	}
 	for key, v := range r.jsonFields() {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -800,11 +812,11 @@ func (r *TenantRecord) PinnedProxy() string {
 // when none is pinned.
 func ForgetProxy(ctx context.Context, c client.Client, liqoNS, providerID string) error {
 	rec, err := GetTenantRecord(ctx, c, liqoNS, providerID)
-	if err != nil || rec == nil || rec.ProxyURL == nil && rec.ProviderTenantNamespace == "" {
+	if err != nil || rec == nil || rec.ProxyURL == nil && rec.ProviderTenantNamespace == "" && rec.PinnedOnce {
 		return err
 	}
 	return UpdateTenantRecord(ctx, c, c, liqoNS, providerID, false, func(r *TenantRecord) error {
-		r.ProxyURL, r.ProviderTenantNamespace = nil, ""
+		r.ProxyURL, r.ProviderTenantNamespace, r.PinnedOnce = nil, "", true
 		return nil
 	})
 }

@@ -736,6 +736,9 @@ func pinUnset(r *cluster.TenantRecord, fp string, proxy *string, providerNS stri
 	if r.ProviderTenantNamespace == "" {
 		r.ProviderTenantNamespace = providerNS
 	}
+	if proxy != nil || providerNS != "" {
+		r.PinnedOnce = true
+	}
 }
 
 // caPinMismatch is the refusal of CA fingerprint fp (source says where it comes from) on

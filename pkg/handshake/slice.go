@@ -22,6 +22,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authn"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/revocation"
 )
 
@@ -82,14 +83,17 @@ var ErrRevocationUnproven = errors.New("revocation not proven")
 // DeleteSlice deletes the consumer's slice name in ns and waits until the consumer's
 // controllers let it go (having removed its copy on the provider, when they reach it);
 // then, with the slice identity's own certificates (creds, read before), it proves that
-// identity lost its access on the provider's tenant namespaces: those named (first the one
-// a handshake pinned in this cluster's tenant record, ProviderNamespace, where the copy is;
-// then the control-plane Identity's and the slice Identity's, Identity writers' fields)
-// and the one the protocol names for this cluster (wire.TenantNamespaceName). With no
-// creds, issued says the slice was issued a certificate valid now: the revocation cannot
-// be proven (ErrRevocationUnproven), after the slice is deleted all the same (giving an
-// access up is never refused).
-func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Config, issued bool, named ...string) error {
+// identity lost its access on the provider's tenant namespaces: pinned, the one a
+// handshake pinned in this cluster's tenant record (or the provider's own record names),
+// where the copy is; those named (the control-plane Identity's and the slice Identity's,
+// Identity writers' fields); and the one the protocol names for this cluster
+// (wire.TenantNamespaceName). With no creds, issued says the slice was issued a
+// certificate valid now: the revocation cannot be proven (ErrRevocationUnproven), after
+// the slice is deleted all the same (giving an access up is never refused). With no pin
+// ("") nor provider's word, where the copy is is only what Identities say, whose writers
+// may have moved them all (helper-47): a proof that finds nothing left does not say
+// "verified" either (ErrRevocationUnproven).
+func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Config, issued bool, pinned string, named ...string) error {
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := c.Client.Delete(ctx, rs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -133,7 +137,7 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 		// local slice go and the copy, with its grant, stays. Only the proof says which.
 		c.Report.Info("ResourceSlice %s deleted here, and its Identity", name)
 	}
-	namespaces := sliceProofNamespaces(c, named...)
+	namespaces := sliceProofNamespaces(c, append([]string{pinned}, named...)...)
 	removeCopy := func(where string) string {
 		return fmt.Sprintf("its copy on the provider is likely left, with its grant (the consumer's controllers remove it only when they reach the provider): its administrator removes it with kubectl delete resourceslices.%s -n %s %s",
 			authv1beta1.GroupVersion.Group, where, name)
@@ -153,6 +157,10 @@ func DeleteSlice(ctx context.Context, c *Side, ns, name string, creds []*rest.Co
 	if len(left) > 0 {
 		return ScopedErrorf(Remote, "%w: the identity of ResourceSlice %s may still: %s; %s",
 			ErrAccessNotRevoked, name, strings.Join(inWords(left), "; "), removeCopy(leftIn(left, namespaces)))
+	}
+	if pinned == "" {
+		return ScopedErrorf(Remote, "%w: the identity of ResourceSlice %s may do nothing in %s, but this cluster pinned no tenant namespace on the provider (a peering older than the pin, or its pins forgotten) and its copy may be elsewhere, where its Identities do not say (whoever may write Identities may have moved them): liqoctl authenticate with both kubeconfigs pins the namespace the provider keeps, and the provider's administrator can check that no ResourceSlice %s is left for this cluster",
+			ErrRevocationUnproven, name, strings.Join(namespaces, ", "), name)
 	}
 	c.Report.Info("Access of the slice's identity revoked: verified with its own certificate")
 	return nil
@@ -307,14 +315,38 @@ func CertificateExpiry(rs *authv1beta1.ResourceSlice) string {
 // others: every such failure is returned at the end, joined (OnlyProofsFailed says so);
 // any other error stops at that slice, joined to the proofs that failed before it.
 func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...string) error {
+	return deleteSlices(ctx, s, ns, providerID, "", names)
+}
+
+// DeleteSlicesWithProvider is DeleteSlices with the provider's side pr at hand (both
+// kubeconfigs): where no tenant namespace is pinned here, the one the provider's own
+// record names for this cluster is its word, where the proofs ask and may say "verified".
+func DeleteSlicesWithProvider(ctx context.Context, c, pr *Side, ns string, names ...string) error {
+	word, err := pr.TenantNamespace(ctx, c.ClusterID)
+	if err != nil {
+		word = "" // none recorded, or not readable: the pin alone decides
+	}
+	return deleteSlices(ctx, c, ns, pr.ClusterID, word, names)
+}
+
+// deleteSlices is DeleteSlices; providerWord is the tenant namespace the provider's own
+// record names for this cluster ("" when not at hand). With neither a pin nor that word,
+// where the copies are is only what Identities say, whose writers may have moved them all
+// (helper-47): a proof that finds nothing left there does not say "verified", it says so
+// (ErrRevocationUnproven).
+func deleteSlices(ctx context.Context, s *Side, ns, providerID, providerWord string, names []string) error {
 	remoteNS := ""
 	var id authv1beta1.Identity
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: wire.IdentityName(providerID)}, &id); err == nil {
 		remoteNS = ptr.Deref(id.Spec.Namespace, "")
 	}
-	pinned, err := ProviderNamespace(ctx, s, providerID, "")
+	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, providerID)
 	if err != nil {
-		return err
+		return s.Explain(err, "reading the tenant record of provider "+providerID)
+	}
+	pinned := rec.ProviderNamespaceOr(providerWord)
+	if pinned == "" && s.Controllers().Liqo() {
+		pinned = wire.TenantNamespaceName(s.ClusterID) // a Liqo consumer keeps no pin
 	}
 	failed := &SliceProofsFailed{}
 	for _, name := range names {
@@ -322,6 +354,7 @@ func DeleteSlices(ctx context.Context, s *Side, ns, providerID string, names ...
 		if err == nil {
 			err = DeleteSlice(ctx, s, ns, name, creds, issued, pinned, remoteNS, sliceNS)
 		}
+
 		switch {
 		case err == nil:
 		case proofFailed(err):

@@ -14,8 +14,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,6 +45,16 @@ func TestAttack80PeeringOlderThanThePinIsPinned(t *testing.T) {
 	pTN := wire.TenantNamespaceName(c.id)
 	require.Equal(t, pTN, a77Pin(t, c, p), "setup: a Peering's handshake pins the namespace it used")
 	a77Unpin(t, c, p)
+	// A record as a release before the pins wrote it has no pinnedOnce either.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cm corev1.ConfigMap
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: wire.TenantRecordName(p.id)}, &cm); err != nil {
+			return err
+		}
+		delete(cm.Data, "pinnedOnce")
+		delete(cm.Data, "proxyURL")
+		return c.client.Update(ctx, &cm)
+	}))
 
 	write := a77IdentityWriter(t, c, p, "identity-writer-a80")
 	write(func(id *authv1beta1.Identity) { id.Spec.Namespace = ptr.To("default") })
@@ -58,6 +70,7 @@ func TestAttack80PeeringOlderThanThePinIsPinned(t *testing.T) {
 	})
 	t.Logf("refusal: %s: %s", ready.Reason, ready.Message)
 	assert.Equal(t, pTN, a77Pin(t, c, p), "the manager pinned the namespace the Peering's handshake used")
+	assert.Equal(t, "true", a81Record(t, c, p)["pinnedOnce"], "once: an unpin or unauthenticate later is never undone by the manager")
 	eventually(t, 10*time.Second, "the Peering says it was pinned", func(context.Context) (bool, error) {
 		return strings.Contains(strings.Join(peeringEvents(t, c.client, pe.Name), "\n"), "is pinned to what its handshake used: tenant namespace "+pTN), nil
 	})

@@ -208,7 +208,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		// A slice deleted whose proof failed is said at the end: the control plane's
 		// access is revoked all the same.
-		if slicesErr = handshake.DeleteSlices(ctx, c, slices[0].Namespace, pr.ClusterID, names...); slicesErr != nil && !handshake.OnlyProofsFailed(slicesErr) {
+		if slicesErr = handshake.DeleteSlicesWithProvider(ctx, c, pr, slices[0].Namespace, names...); slicesErr != nil && !handshake.OnlyProofsFailed(slicesErr) {
 			return slicesErr
 		}
 	}

@@ -106,15 +106,19 @@ func (r *Reconciler) handshake(ctx context.Context, in *input, rec events.EventR
 // declares none). Unpinned, the consumer's slice controller and a slice's deletion would
 // take an Identity writer's spec.namespace; pinned, the identity controller refuses an
 // Identity that names another (TenantNamespaceNotPinned), which only such a writer can
-// have done. What a handshake pinned already is left as it is.
+// have done. It is a one-time migration: a record a handshake pinned, or whose pins its
+// administrator forgot, at least once (PinnedOnce) is never pinned here, nor again.
 func (r *Reconciler) pinLegacy(ctx context.Context, in *input, rec events.EventRecorder) error {
-	if in.owned.ProviderTenantNamespace != "" && in.owned.ProxyURL != nil {
+	if in.owned.PinnedOnce {
 		return nil
 	}
 	ns := wire.TenantNamespaceName(r.ClusterID)
 	var pinned []string
 	err := r.updateRecord(ctx, in.owned.RemoteID, func(tr *cluster.TenantRecord) {
 		pinned = nil
+		if tr.PinnedOnce {
+			return
+		}
 		if tr.ProviderTenantNamespace == "" {
 			tr.ProviderTenantNamespace = ns
 			pinned = append(pinned, "tenant namespace "+ns)
@@ -123,7 +127,8 @@ func (r *Reconciler) pinLegacy(ctx context.Context, in *input, rec events.EventR
 			tr.ProxyURL = new(string)
 			pinned = append(pinned, "no proxy")
 		}
-		in.owned.ProviderTenantNamespace, in.owned.ProxyURL = tr.ProviderTenantNamespace, tr.ProxyURL
+		tr.PinnedOnce = true
+		in.owned.ProviderTenantNamespace, in.owned.ProxyURL, in.owned.PinnedOnce = tr.ProviderTenantNamespace, tr.ProxyURL, true
 	})
 	if err != nil {
 		return err

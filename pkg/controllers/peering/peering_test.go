@@ -153,7 +153,7 @@ func (w *world) handshake(ctx context.Context, p *handshake.Pair) (*authv1beta1.
 		r.Namespace, r.NamespaceUID = ns.Name, ns.UID
 		// What the handshake pins (handshake.pinProviderOnce): this cluster's tenant
 		// namespace on the provider, and no proxy.
-		r.ProviderTenantNamespace, r.ProxyURL = wire.TenantNamespaceName(testSelf), new(string)
+		r.ProviderTenantNamespace, r.ProxyURL, r.PinnedOnce = wire.TenantNamespaceName(testSelf), new(string), true
 		return nil
 	}); err != nil {
 		return nil, err
@@ -395,16 +395,21 @@ func TestPeeringOlderThanThePinsIsPinned(t *testing.T) {
 		unpin     func(r *cluster.TenantRecord)
 		wantNS    string
 		wantProxy string
+		noProxy   bool // none pinned
 		event     bool
 	}{
-		{name: "neither pinned", unpin: func(r *cluster.TenantRecord) { r.ProviderTenantNamespace, r.ProxyURL = "", nil },
+		{name: "neither pinned", unpin: func(r *cluster.TenantRecord) { r.ProviderTenantNamespace, r.ProxyURL, r.PinnedOnce = "", nil, false },
 			wantNS: wire.TenantNamespaceName(testSelf), event: true},
-		{name: "the proxy only", unpin: func(r *cluster.TenantRecord) { r.ProxyURL = nil },
+		{name: "the proxy only", unpin: func(r *cluster.TenantRecord) { r.ProxyURL, r.PinnedOnce = nil, false },
 			wantNS: wire.TenantNamespaceName(testSelf), event: true},
 		{name: "a handshake's pins are kept", unpin: func(r *cluster.TenantRecord) {
-			r.ProviderTenantNamespace, r.ProxyURL = "elsewhere", ptr.To("http://proxy:3128")
+			r.ProviderTenantNamespace, r.ProxyURL, r.PinnedOnce = "elsewhere", ptr.To("http://proxy:3128"), false
 		},
 			wantNS: "elsewhere", wantProxy: "http://proxy:3128"},
+		{name: "forgotten by the administrator: never again (helper-47's F1)", unpin: func(r *cluster.TenantRecord) {
+			r.ProviderTenantNamespace, r.ProxyURL = "", nil // as cluster.ForgetProxy leaves it
+		},
+			noProxy: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, peering(nil))
@@ -419,7 +424,7 @@ func TestPeeringOlderThanThePinsIsPinned(t *testing.T) {
 			res, p, _, events := w.reconcile(peeringKey)
 			wantReady(t, p, res, authv1beta1.PeeringPeered, authv1beta1.ReasonPeered, identityRecheck)
 			rec := w.record(testProvider)
-			if rec.ProviderTenantNamespace != tc.wantNS || rec.ProxyURL == nil || *rec.ProxyURL != tc.wantProxy {
+			if rec.ProviderTenantNamespace != tc.wantNS || (rec.ProxyURL == nil) != tc.noProxy || rec.PinnedProxy() != tc.wantProxy || !rec.PinnedOnce {
 				t.Errorf("pinned namespace %q, proxy %v; want %q, %q", rec.ProviderTenantNamespace, rec.ProxyURL, tc.wantNS, tc.wantProxy)
 			}
 			if got := hasEvent(events, corev1.EventTypeNormal, authv1beta1.ReasonPeeringPinned); got != tc.event {

@@ -165,17 +165,17 @@ func (o *Options) warnUnpinnedCA(ctx context.Context, s *handshake.Side) error {
 }
 
 // checkIdentityNamespace refuses to pin remoteTN as this cluster's tenant namespace on
-// provider providerID where no handshake pinned one yet (a peering older than the pin) and
-// this cluster's Identities of that provider (in tn) say otherwise: the pin would send its
-// slices' copies, and their removal and its proof, where they are not (helper-44's F1).
-// With remoteTN the default (explicit false), any of them, control-plane or slice, in any
-// state, that names another namespace there refuses it (helper-46's F1: an Identity writer
-// who had the control-plane one refused for a moment, or deleted it, skipped a check of
-// the accepted one alone); with remoteTN given (the provider's administrator's word), an
-// accepted control-plane Identity that names another still does. The advice names no
-// command built from an Identity's namespace, which whoever may write Identities may have
-// written (helper-45's F1): the provider's administrator says which it is (liqoctl create
-// nonce prints it), or liqoctl authenticate reads it from the provider.
+// provider providerID where no handshake pinned one yet and this cluster holds a peering
+// with it older than the pin: the pin would send its slices' copies, and their removal and
+// its proof, where they are not (helper-44's F1). An Identity's spec.namespace is its
+// writers' and says nothing either way (helper-46's F1: one had the control-plane Identity
+// refused for a moment, helper-47's F2: one moved them all to the default). So with
+// remoteTN the default (explicit false), any Identity or ResourceSlice of the provider here
+// refuses it: the provider's administrator's word is needed (--remote-tenant-namespace, as
+// liqoctl create nonce prints it), or liqoctl authenticate, which reads it from the
+// provider. With remoteTN given, an accepted control-plane Identity that names another
+// still refuses it. The advice names no command built from an Identity's namespace
+// (helper-45's F1).
 func checkIdentityNamespace(ctx context.Context, s *handshake.Side, tn, providerID, remoteTN string, explicit bool) error {
 	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, providerID)
 	if err != nil {
@@ -188,18 +188,25 @@ func checkIdentityNamespace(ctx context.Context, s *handshake.Side, tn, provider
 	if err := s.Client.List(ctx, &ids, client.InNamespace(tn)); err != nil {
 		return s.Explain(err, "reading this cluster's Identities of the provider")
 	}
+	if !explicit {
+		held := len(ids.Items) > 0
+		if !held {
+			var rss authv1beta1.ResourceSliceList
+			if err := s.Client.List(ctx, &rss, client.InNamespace(tn), client.Limit(1)); err != nil {
+				return s.Explain(err, "reading this cluster's ResourceSlices of the provider")
+			}
+			held = len(rss.Items) > 0
+		}
+		if held {
+			return fmt.Errorf("this cluster holds Identities or ResourceSlices of provider %q in %s from an earlier handshake, and no tenant namespace there is pinned (a peering older than the pin, or one whose pins were forgotten): which one the provider keeps for this cluster is the provider's word, not theirs (whoever may write Identities may have moved them): pass --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it), or run liqoctl authenticate with both kubeconfigs, which reads it from the provider",
+				providerID, tn)
+		}
+		return nil
+	}
 	for i := range ids.Items {
 		id := &ids.Items[i]
 		named := ptr.Deref(id.Spec.Namespace, "")
-		if named == "" || named == remoteTN {
-			continue
-		}
-		controlPlane := id.Name == wire.IdentityName(providerID)
-		switch {
-		case !explicit:
-			return fmt.Errorf("this cluster holds Identities of provider %q from a handshake older than the tenant namespace pin, and one of them (%s) names another tenant namespace there than %q, the default (whoever may write Identities may have moved it): pass --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it), or run liqoctl authenticate with both kubeconfigs, which reads it from the provider",
-				providerID, id.Name, remoteTN)
-		case controlPlane && meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady):
+		if id.Name == wire.IdentityName(providerID) && named != "" && named != remoteTN && meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) {
 			return fmt.Errorf("this cluster's Identity of provider %q, accepted before any tenant namespace was pinned, names another tenant namespace there than %q (whoever may write Identities may have moved it): confirm with the provider's administrator which namespace the provider keeps for this cluster (liqoctl create nonce prints the --remote-tenant-namespace to pass), or run liqoctl unauthenticate --remote-cluster-id %s first",
 				providerID, remoteTN, providerID)
 		}
