@@ -95,6 +95,7 @@ var (
 		"TestAttack67IdentityWriterMovesTheSlicesRevocationProof", "TestAttack76IdentityWriterHidesACustomTenantNamespaceFromTheSlicesProof",
 		"TestAttack77LeaveAfterIdentityWriterMovedTheNamespace", "TestAttack77ReauthenticatePinsAnUnpinnedNamespace", "TestAttack77FollowingTheRefusalReopensTheMove", "TestAttack77RefusalAdviceReopensF7WithACustomNamespace",
 		"TestAttack79NotReadyIdentityDisarmsGenerateTenantsNamespaceCheck", "TestAttack80PeeringOlderThanThePinIsPinned",
+		"TestAttack81GenerateTenantTrustsIdentitiesMovedToTheDefault", "TestAttack81PlantedIdentityRepinsAnUnauthenticatedPeering",
 		"TestAttack67IdentityWriterDeletesTheControlPlaneIdentityBeforeASlicesDeletion",
 		"TestAttack68IdentityWriterDeletesBothIdentitiesBeforeASlicesDeletion", "TestAttack68IdentityWriterPutsTheControlPlaneCertificateInTheSlicesIdentity",
 		"TestAttack68IdentityWriterPutsASlicesCertificateInTheControlPlaneIdentity",
@@ -150,7 +151,8 @@ func CommandReads() []CommandRead {
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "tenants", Where: "the tenant namespace, by name", Writers: []Writer{tenantWriter, peeringUserTenant, statusTenants, tenantLeaves}},
 		{Command: "unauthenticate --remote-cluster-id", Group: g, Resource: "resourceslices", Where: "the tenant namespace", Writers: []Writer{tenantSlices, sliceWriter, statusSlices}},
 		{Command: "unauthenticate, unauthenticate --leave", Group: g, Resource: "resourceslices", Where: "the provider's tenant namespace: every slice there but the provider's copies given to it, whatever its labels", Writers: []Writer{sliceWriter, statusSlices}},
-		{Command: "generate tenant", Group: g, Resource: "identities", Where: "the tenant namespace, every Identity, where no tenant namespace on the provider is pinned: the namespace each names there (and whether the control plane's is accepted), which refuses a pin, never chooses one", Writers: []Writer{identityWriter, statusIDs}},
+		{Command: "generate tenant", Group: g, Resource: "identities", Where: "the tenant namespace, every Identity and whether a ResourceSlice is there, where no tenant namespace on the provider is pinned: any refuses the default without --remote-tenant-namespace; with it, an accepted control-plane Identity naming another refuses it; none chooses one", Writers: []Writer{identityWriter, statusIDs}},
+		{Command: "generate tenant", Group: g, Resource: "resourceslices", Where: "the tenant namespace, whether any is there, where no tenant namespace on the provider is pinned: one refuses the default without --remote-tenant-namespace", Writers: []Writer{sliceWriter}},
 		{Command: "delete resourceslice, unauthenticate --delete-resourceslices", Group: g, Resource: "identities", Where: "the slice's Identity, by name: the certificate its revocation is proven with, taken only when of the slice's user and this cluster's key, issued by the pinned CA", Writers: []Writer{identityWriter, statusIDs}},
 		{Command: "delete resourceslice, unauthenticate --delete-resourceslices", Group: g, Resource: "resourceslices", Where: "the slice, by name: its status's certificate where its Identity holds none of the slice's, and whether one was issued", Writers: []Writer{sliceWriter, statusSlices}},
 	}
