@@ -808,11 +808,14 @@ func (r *TenantRecord) PinnedProxy() string {
 
 // ForgetProxy forgets the proxy and the tenant namespace pinned for providerID, once the
 // peering's control-plane Identity is removed: they were that peering's way to the
-// provider and its place there, and a new peering chooses its own. Nothing is written
-// when none is pinned.
+// provider and its place there, and a new peering chooses its own. The record is marked
+// PinnedOnce, so that the manager never pins it again as a Peering's legacy peering;
+// nothing is written when none is pinned and no Peering claimed it, or it is marked.
 func ForgetProxy(ctx context.Context, c client.Client, liqoNS, providerID string) error {
 	rec, err := GetTenantRecord(ctx, c, liqoNS, providerID)
-	if err != nil || rec == nil || rec.ProxyURL == nil && rec.ProviderTenantNamespace == "" && rec.PinnedOnce {
+	// With nothing pinned, only a record a Peering claimed takes the marker: the manager
+	// pins no other (pinLegacy).
+	if err != nil || rec == nil || rec.ProxyURL == nil && rec.ProviderTenantNamespace == "" && (rec.PinnedOnce || rec.Peering == nil) {
 		return err
 	}
 	return UpdateTenantRecord(ctx, c, c, liqoNS, providerID, false, func(r *TenantRecord) error {
