@@ -96,6 +96,7 @@ var (
 		"TestAttack77LeaveAfterIdentityWriterMovedTheNamespace", "TestAttack77ReauthenticatePinsAnUnpinnedNamespace", "TestAttack77FollowingTheRefusalReopensTheMove", "TestAttack77RefusalAdviceReopensF7WithACustomNamespace",
 		"TestAttack79NotReadyIdentityDisarmsGenerateTenantsNamespaceCheck", "TestAttack80PeeringOlderThanThePinIsPinned",
 		"TestAttack81GenerateTenantTrustsIdentitiesMovedToTheDefault", "TestAttack81PlantedIdentityRepinsAnUnauthenticatedPeering",
+		"TestAttack82LegacyPinTakesAHandMadePeeringForThePeerings",
 		"TestAttack67IdentityWriterDeletesTheControlPlaneIdentityBeforeASlicesDeletion",
 		"TestAttack68IdentityWriterDeletesBothIdentitiesBeforeASlicesDeletion", "TestAttack68IdentityWriterPutsTheControlPlaneCertificateInTheSlicesIdentity",
 		"TestAttack68IdentityWriterPutsASlicesCertificateInTheControlPlaneIdentity",

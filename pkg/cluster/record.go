@@ -45,6 +45,7 @@ const (
 	recordProxyKey        = "proxyURL"
 	recordProviderNSKey   = "providerTenantNamespace"
 	recordPinnedOnceKey   = "pinnedOnce"
+	recordManagerPinKey   = "pinnedByManager"
 )
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
@@ -122,6 +123,13 @@ type TenantRecord struct {
 	// an Identity writer who put back an Identity after unauthenticate had the manager pin
 	// again what the administrator had forgotten).
 	PinnedOnce bool
+	// PinnedByManager is, on a consumer, that the tenant namespace and proxy pinned are the
+	// manager's pin of a Peering's legacy peering, not a handshake's: the manager cannot
+	// tell that the Identity it saw was the Peering's (helper-48: a peering made by hand
+	// since, elsewhere). The identity controller holds Identities to it all the same, but
+	// no proof says "verified" on its word alone, and liqoctl authenticate, which reads the
+	// namespace from the provider, replaces it.
+	PinnedByManager bool
 	// Peering is, on a consumer, the Peering that declared the peering with the remote
 	// cluster, and the bootstrap credentials it consumed: what its manager decides from,
 	// where a Peering's status writer cannot reach.
@@ -360,7 +368,7 @@ func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, 
 		NamespaceUID: types.UID(cm.Data[recordNamespaceUIDKey]), CAFingerprint: cm.Data[recordCAKey], State: cm.Data[recordStateKey],
 		PublishedCAFingerprint: cm.Data[recordPubCAKey], PublishedAPIServer: cm.Data[recordPubServerKey], RenewSerial: cm.Data[recordRenewKey],
 		PublishedCertificate: cm.Data[recordPubCertKey], PublishedForTenant: cm.Data[recordPubTenantKey], ProviderTenantNamespace: cm.Data[recordProviderNSKey],
-		PinnedOnce: cm.Data[recordPinnedOnceKey] == "true"}
+		PinnedOnce: cm.Data[recordPinnedOnceKey] == "true", PinnedByManager: cm.Data[recordManagerPinKey] == "true"}
 	for key, into := range r.jsonFields() {
 		if v := cm.Data[key]; v != "" {
 			if err := json.Unmarshal([]byte(v), into); err != nil {
@@ -378,6 +386,9 @@ func (r *TenantRecord) writeTo(cm *corev1.ConfigMap) error {
 		recordPubTenantKey: r.PublishedForTenant, recordProviderNSKey: r.ProviderTenantNamespace}
 	if r.PinnedOnce {
 		cm.Data[recordPinnedOnceKey] = "true"
+	}
+	if r.PinnedByManager {
+		cm.Data[recordManagerPinKey] = "true"
 	}
 	for key, v := range r.jsonFields() {
 		b, err := json.Marshal(v)
@@ -819,7 +830,7 @@ func ForgetProxy(ctx context.Context, c client.Client, liqoNS, providerID string
 		return err
 	}
 	return UpdateTenantRecord(ctx, c, c, liqoNS, providerID, false, func(r *TenantRecord) error {
-		r.ProxyURL, r.ProviderTenantNamespace, r.PinnedOnce = nil, "", true
+		r.ProxyURL, r.ProviderTenantNamespace, r.PinnedOnce, r.PinnedByManager = nil, "", true, false
 		return nil
 	})
 }

@@ -150,7 +150,8 @@ func (p *Pair) complete(ctx context.Context, st *State) (bool, error) {
 }
 
 // pinsMissing says whether the consumer's tenant record pins no proxy or no tenant
-// namespace on the provider (a peering older than the pins, an unpin): the pair is then
+// namespace on the provider (a peering older than the pins, an unpin), or only the
+// manager's guess of them (PinnedByManager): the pair is then
 // not done, and Authenticate pins the run's, without which the consumer's controllers and
 // proofs take no proxy (cluster.TenantRecord.CheckIdentityProxy) and the Identity's
 // namespace, an Identity writer's field (helper-43's F1, F2). The record is the one this
@@ -168,7 +169,7 @@ func (p *Pair) pinsMissing(ctx context.Context) (bool, error) {
 			return false, c.Explain(err, "reading the tenant record")
 		}
 	}
-	return rec == nil || rec.ProxyURL == nil || rec.ProviderTenantNamespace == "", nil
+	return rec == nil || rec.ProxyURL == nil || rec.ProviderTenantNamespace == "" || rec.PinnedByManager, nil
 }
 
 // readTenant is Inspect's read of the consumer's Tenant on the provider into st.Tenant
@@ -394,6 +395,9 @@ func (p *Pair) CheckPins(ctx context.Context, pTN string) error {
 
 // checkPins is CheckPins with the record as read (nil: none, or a Liqo consumer's).
 func (p *Pair) checkPins(noted *cluster.TenantRecord, pTN string) error {
+	if noted != nil && noted.PinnedByManager {
+		return nil // the manager's guess, which this run replaces (pinProviderOnce)
+	}
 	if err := noted.CheckPinnedProxy(p.Consumer.Namespace, p.ProxyURL); err != nil {
 		return fmt.Errorf("%s%w", p.Consumer.prefix(), err)
 	}
@@ -637,12 +641,13 @@ func pinProviderOnce(ctx context.Context, c *Side, providerID string, ca []byte,
 	case noted == nil:
 	case noted.CAFingerprint != "" && noted.CAFingerprint != fp:
 		return caPinMismatch(c, providerID, noted.CAFingerprint, fp, source)
+	case noted.PinnedByManager:
 	case providerNS != "" && noted.CheckProviderNamespace(providerNS) != nil:
 		return fmt.Errorf("%s%w", c.prefix(), noted.CheckProviderNamespace(providerNS))
 	case noted.CAFingerprint == fp && noted.ProxyURL != nil && *noted.ProxyURL == proxy && noted.ProviderTenantNamespace == providerNS:
 		return nil
 	}
-	return pinRecord(ctx, c, providerID, fp, source, &proxy, providerNS, noted)
+	return pinRecordReplacing(ctx, c, providerID, fp, source, &proxy, providerNS, noted, true)
 }
 
 // PinProxy records proxy ("" for none) as the only proxy an Identity of provider
@@ -681,9 +686,19 @@ func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp, source strin
 // record as the command read it (noted; nil: read it now), and a refusal is decided again
 // on a live read.
 func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, proxy *string, providerNS string, noted *cluster.TenantRecord) error {
+	return pinRecordReplacing(ctx, c, providerID, fp, source, proxy, providerNS, noted, false)
+}
+
+// pinRecordReplacing is pinRecord; with replace (liqoctl authenticate, which has the
+// provider's own word for the namespace), a tenant namespace and proxy the manager pinned
+// for a Peering's legacy peering (PinnedByManager) are replaced rather than checked.
+func pinRecordReplacing(ctx context.Context, c *Side, providerID, fp, source string, proxy *string, providerNS string, noted *cluster.TenantRecord, replace bool) error {
 	var pinned string
 	err := cluster.UpdateTenantRecordAsRead(ctx, c.Client, noted, c.Namespace, providerID, false, func(r *cluster.TenantRecord) error {
 		pinned = r.CAFingerprint
+		if replace && r.PinnedByManager && proxy != nil && providerNS != "" {
+			r.ProxyURL, r.ProviderTenantNamespace, r.PinnedByManager = nil, "", false
+		}
 		if err := checkPins(c.Namespace, r, fp, proxy, providerNS); err != nil {
 			return err
 		}

@@ -69,3 +69,31 @@ func TestRefusedPinWritesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestManagerPinIsReplacedByAuthenticateOnly: the manager's pin of a Peering's legacy
+// peering (PinnedByManager) is a guess: authenticate, which has the provider's word,
+// replaces it; generate tenant's pin (no replace) is refused by it as by any pin.
+func TestManagerPinIsReplacedByAuthenticateOnly(t *testing.T) {
+	for _, replace := range []bool{true, false} {
+		ctx := context.Background()
+		c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+		if err := cluster.UpdateTenantRecord(ctx, c, c, "liqo", "cl-p", true, func(r *cluster.TenantRecord) error {
+			r.ProviderTenantNamespace, r.ProxyURL, r.PinnedOnce, r.PinnedByManager = "liqo-tenant-cl-c", ptr.To(""), true, true
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		s := &Side{Scope: Local, Client: c, Namespace: "liqo", ClusterID: "cl-c", Report: &lines{}}
+		err := pinRecordReplacing(ctx, s, "cl-p", "", "", ptr.To("http://p:3128"), "ns-n", nil, replace)
+		rec, getErr := cluster.GetTenantRecord(ctx, c, "liqo", "cl-p")
+		if getErr != nil {
+			t.Fatal(getErr)
+		}
+		switch {
+		case replace && (err != nil || rec.ProviderTenantNamespace != "ns-n" || rec.PinnedProxy() != "http://p:3128" || rec.PinnedByManager):
+			t.Errorf("authenticate's pin: %v; record pins %q, %q, by the manager %v", err, rec.ProviderTenantNamespace, rec.PinnedProxy(), rec.PinnedByManager)
+		case !replace && (!errors.Is(err, cluster.ErrTenantNamespaceNotPinned) || rec.ProviderTenantNamespace != "liqo-tenant-cl-c" || !rec.PinnedByManager):
+			t.Errorf("generate tenant's pin: %v; record pins %q, by the manager %v", err, rec.ProviderTenantNamespace, rec.PinnedByManager)
+		}
+	}
+}

@@ -344,7 +344,12 @@ func deleteSlices(ctx context.Context, s *Side, ns, providerID, providerWord str
 	if err != nil {
 		return s.Explain(err, "reading the tenant record of provider "+providerID)
 	}
-	pinned := rec.ProviderNamespaceOr(providerWord)
+	pinned, guessed := rec.ProviderNamespaceOr(providerWord), ""
+	if rec != nil && rec.PinnedByManager {
+		// The manager's guess for a Peering's legacy peering (helper-48): asked, never
+		// taken as where the copy is.
+		guessed, pinned = pinned, providerWord
+	}
 	if pinned == "" && s.Controllers().Liqo() {
 		pinned = wire.TenantNamespaceName(s.ClusterID) // a Liqo consumer keeps no pin
 	}
@@ -352,7 +357,7 @@ func deleteSlices(ctx context.Context, s *Side, ns, providerID, providerWord str
 	for _, name := range names {
 		creds, issued, sliceNS, err := SliceRevocationCredential(ctx, s, ns, providerID, name, time.Now())
 		if err == nil {
-			err = DeleteSlice(ctx, s, ns, name, creds, issued, pinned, remoteNS, sliceNS)
+			err = DeleteSlice(ctx, s, ns, name, creds, issued, pinned, guessed, remoteNS, sliceNS)
 		}
 
 		switch {
@@ -360,7 +365,7 @@ func deleteSlices(ctx context.Context, s *Side, ns, providerID, providerWord str
 		case proofFailed(err):
 			var again func(context.Context) ([]stillAllowed, error)
 			if errors.Is(err, ErrAccessNotRevoked) {
-				namespaces := sliceProofNamespaces(s, pinned, remoteNS, sliceNS)
+				namespaces := sliceProofNamespaces(s, pinned, guessed, remoteNS, sliceNS)
 				again = func(ctx context.Context) ([]stillAllowed, error) {
 					// A certificate that expired since answers 401, which a proof reads
 					// as "may do nothing": only those valid now are asked again.

@@ -127,7 +127,7 @@ func (r *Reconciler) pinLegacy(ctx context.Context, in *input, rec events.EventR
 			tr.ProxyURL = new(string)
 			pinned = append(pinned, "no proxy")
 		}
-		tr.PinnedOnce = true
+		tr.PinnedOnce, tr.PinnedByManager = true, len(pinned) > 0
 		in.owned.ProviderTenantNamespace, in.owned.ProxyURL, in.owned.PinnedOnce = tr.ProviderTenantNamespace, tr.ProxyURL, true
 	})
 	if err != nil {

@@ -427,6 +427,9 @@ func TestPeeringOlderThanThePinsIsPinned(t *testing.T) {
 			if rec.ProviderTenantNamespace != tc.wantNS || (rec.ProxyURL == nil) != tc.noProxy || rec.PinnedProxy() != tc.wantProxy || !rec.PinnedOnce {
 				t.Errorf("pinned namespace %q, proxy %v; want %q, %q", rec.ProviderTenantNamespace, rec.ProxyURL, tc.wantNS, tc.wantProxy)
 			}
+			if rec.PinnedByManager != tc.event {
+				t.Errorf("pinnedByManager %v, want %v: only what the manager pinned is its guess", rec.PinnedByManager, tc.event)
+			}
 			if got := hasEvent(events, corev1.EventTypeNormal, authv1beta1.ReasonPeeringPinned); got != tc.event {
 				t.Errorf("a %s Event: %v, want %v (%v)", authv1beta1.ReasonPeeringPinned, got, tc.event, events)
 			}
