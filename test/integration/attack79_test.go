@@ -28,7 +28,6 @@ import (
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
@@ -72,25 +71,10 @@ func a79WaitRefused(t *testing.T, c *site, idKey client.ObjectKey) *metav1.Condi
 func TestAttack79NotReadyIdentityDisarmsGenerateTenantsNamespaceCheck(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
-	ctx := context.Background()
 	const n, name = "a79-consumer-space", "slice-a79"
-	startManager(t, p)
-	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: cluster.TenantNamespaceLabels(c.id)}}))
-	mustCLI(t, "create", "nonce", "--remote-cluster-id", c.id, "--adopt-tenant-namespace", "--kubeconfig", p.cp.Kubeconfig)
-	mustCLI(t, pairArgs("authenticate", c, p)...)
-	startControllers(t, c, authmanager.Consumer)
-	require.Equal(t, n, a77Pin(t, c, p), "setup: authenticate pinned %s", n)
+	kc := pinAdoptedPeering(t, c, p, n, name)
 	cTN := wire.TenantNamespaceName(p.id)
 	idKey := client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}
-	require.NoError(t, c.client.Create(ctx, localSlice(c, p, name, "", "1")))
-	kc := sliceKubeconfig(t, c, p, name)
-	require.True(t, a76ReadsCopyIn(t, kc, n, name), "setup: the slice identity reads its copy in %s", n)
-	t.Cleanup(func() {
-		var left authv1beta1.ResourceSlice
-		if p.client.Get(context.Background(), client.ObjectKey{Namespace: n, Name: name}, &left) == nil {
-			_ = p.client.Delete(context.Background(), &left)
-		}
-	})
 	// A record as a release before the pin wrote it.
 	a77Unpin(t, c, p)
 
@@ -112,15 +96,7 @@ func TestAttack79NotReadyIdentityDisarmsGenerateTenantsNamespaceCheck(t *testing
 		id.Spec.AuthParams.ProxyURL = nil
 		id.Spec.Namespace = ptr.To("default")
 	})
-	_, errOut, err := runCLI(t, "delete", "resourceslice", name, "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id, "--timeout", "30s")
-	t.Logf("delete resourceslice: err=%v\n%s", err, errOut)
-	copyLeft := p.client.Get(ctx, client.ObjectKey{Namespace: n, Name: name}, &authv1beta1.ResourceSlice{}) == nil
-	stillReads := a76ReadsCopyIn(t, kc, n, name)
-	t.Logf("after delete resourceslice: copy left in %s: %v; the slice identity still reads it: %v", n, copyLeft, stillReads)
-	if stillReads {
-		assert.Error(t, err, "delete resourceslice succeeded while the slice identity still reads its copy in %s", n)
-		assert.NotContains(t, errOut, "Access of the slice's identity revoked: verified", "verified while the copy in %s keeps its grant", n)
-	}
+	pinDeleteSliceNeverFalselyVerified(t, c, p, n, name, kc)
 }
 
 // TestAttack79DryRunAndLatePinRefusal: no attacker needed, an attacker's pin made worse.

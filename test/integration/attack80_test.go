@@ -13,11 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,27 +31,9 @@ import (
 func TestAttack80PeeringOlderThanThePinIsPinned(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
-	startManager(t, p, "--api-server-url", p.cp.URL)
-	startManager(t, c)
-	ctx := context.Background()
-	kubeconfig, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
-	pe, s := declaredPeering("a80", "a80-bootstrap", []byte(kubeconfig), p.id)
-	require.NoError(t, c.client.Create(ctx, s))
-	require.NoError(t, c.client.Create(ctx, pe))
-	waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 60*time.Second)
+	pe := pinPeeredByAPeering(t, c, p, "a80")
 	pTN := wire.TenantNamespaceName(c.id)
-	require.Equal(t, pTN, a77Pin(t, c, p), "setup: a Peering's handshake pins the namespace it used")
-	a77Unpin(t, c, p)
-	// A record as a release before the pins wrote it has no pinnedOnce either.
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cm corev1.ConfigMap
-		if err := c.client.Get(ctx, client.ObjectKey{Namespace: wire.DefaultLiqoNamespace, Name: wire.TenantRecordName(p.id)}, &cm); err != nil {
-			return err
-		}
-		delete(cm.Data, "pinnedOnce")
-		delete(cm.Data, "proxyURL")
-		return c.client.Update(ctx, &cm)
-	}))
+	pinLegacyRecord(t, c, p)
 
 	write := a77IdentityWriter(t, c, p, "identity-writer-a80")
 	write(func(id *authv1beta1.Identity) { id.Spec.Namespace = ptr.To("default") })

@@ -18,14 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // a81Record is c's tenant record of p, as its data.
@@ -53,46 +50,14 @@ func TestAttack81GenerateTenantTrustsIdentitiesMovedToTheDefault(t *testing.T) {
 	c, p := cliSites(t)
 	ctx := context.Background()
 	const n, name = "a81-consumer-space", "slice-a81"
-	startManager(t, p)
-	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: cluster.TenantNamespaceLabels(c.id)}}))
-	mustCLI(t, "create", "nonce", "--remote-cluster-id", c.id, "--adopt-tenant-namespace", "--kubeconfig", p.cp.Kubeconfig)
-	mustCLI(t, pairArgs("authenticate", c, p)...)
-	startControllers(t, c, authmanager.Consumer)
-	require.Equal(t, n, a77Pin(t, c, p), "setup: authenticate pinned %s", n)
+	kc := pinAdoptedPeering(t, c, p, n, name)
 	cTN := wire.TenantNamespaceName(p.id)
-	require.NoError(t, c.client.Create(ctx, localSlice(c, p, name, "", "1")))
-	kc := sliceKubeconfig(t, c, p, name)
-	require.True(t, a76ReadsCopyIn(t, kc, n, name), "setup: the slice identity reads its copy in %s", n)
-	t.Cleanup(func() {
-		var left authv1beta1.ResourceSlice
-		if p.client.Get(context.Background(), client.ObjectKey{Namespace: n, Name: name}, &left) == nil {
-			_ = p.client.Delete(context.Background(), &left)
-		}
-	})
 	// A record as a release before the pin wrote it.
 	a77Unpin(t, c, p)
 
 	// The Identity writer: every Identity of the provider now names the default.
 	def := wire.TenantNamespaceName(c.id)
-	writer := principal(t, c, "identity-writer-a81", cTN, rule(authv1beta1.GroupVersion.Group, "identities", "get", "list", "update"))
-	moveAll := func() {
-		var ids authv1beta1.IdentityList
-		require.NoError(t, writer.List(ctx, &ids, client.InNamespace(cTN)))
-		for i := range ids.Items {
-			key := client.ObjectKeyFromObject(&ids.Items[i])
-			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				var id authv1beta1.Identity
-				if err := writer.Get(ctx, key, &id); err != nil {
-					return err
-				}
-				if ptr.Deref(id.Spec.Namespace, "") == def {
-					return nil
-				}
-				id.Spec.Namespace = ptr.To(def)
-				return writer.Update(ctx, &id)
-			}))
-		}
-	}
+	moveAll := pinMoveAllIdentities(t, c, p, "identity-writer-a81", def)
 	moveAll()
 	idKey := client.ObjectKey{Namespace: cTN, Name: wire.IdentityName(p.id)}
 	eventually(t, 30*time.Second, "the moved control-plane Identity is decided", func(ctx context.Context) (bool, error) {
@@ -118,15 +83,7 @@ func TestAttack81GenerateTenantTrustsIdentitiesMovedToTheDefault(t *testing.T) {
 	t.Logf("pin after generate tenant: %q (the provider keeps this cluster in %q)", pinned, n)
 	assert.False(t, genErr == nil && pinned != n, "generate tenant pinned %q while the provider keeps this cluster in %q: an Identity writer moved every Identity to the default, and the check took them at their word", pinned, n)
 
-	_, errOut, err := runCLI(t, "delete", "resourceslice", name, "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id, "--timeout", "30s")
-	t.Logf("delete resourceslice: err=%v\n%s", err, errOut)
-	copyLeft := p.client.Get(ctx, client.ObjectKey{Namespace: n, Name: name}, &authv1beta1.ResourceSlice{}) == nil
-	stillReads := a76ReadsCopyIn(t, kc, n, name)
-	t.Logf("after delete resourceslice: copy left in %s: %v; the slice identity still reads it: %v", n, copyLeft, stillReads)
-	if stillReads {
-		assert.Error(t, err, "delete resourceslice succeeded while the slice identity still reads its copy in %s", n)
-		assert.NotContains(t, errOut, "Access of the slice's identity revoked: verified", "verified while the copy in %s keeps its grant", n)
-	}
+	pinDeleteSliceNeverFalselyVerified(t, c, p, n, name, kc)
 }
 
 // TestAttack81PlantedIdentityRepinsAnUnauthenticatedPeering (3f9c7b7). The consumer peered
@@ -140,15 +97,8 @@ func TestAttack81GenerateTenantTrustsIdentitiesMovedToTheDefault(t *testing.T) {
 func TestAttack81PlantedIdentityRepinsAnUnauthenticatedPeering(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
-	startManager(t, p, "--api-server-url", p.cp.URL)
-	startManager(t, c)
 	ctx := context.Background()
-	kubeconfig, _ := mustCLI(t, "generate", "peering-user", "--kubeconfig", p.cp.Kubeconfig, "--consumer-cluster-id", c.id)
-	pe, s := declaredPeering("a81", "a81-bootstrap", []byte(kubeconfig), p.id)
-	require.NoError(t, c.client.Create(ctx, s))
-	require.NoError(t, c.client.Create(ctx, pe))
-	waitPeering(t, c.client, pe.Name, authv1beta1.ReasonPeered, 60*time.Second)
-	require.Equal(t, wire.TenantNamespaceName(c.id), a77Pin(t, c, p), "setup: the Peering's handshake pinned its namespace")
+	pe := pinPeeredByAPeering(t, c, p, "a81")
 
 	cTN := wire.TenantNamespaceName(p.id)
 	writer := principal(t, c, "identity-writer-a81b", cTN, rule(authv1beta1.GroupVersion.Group, "identities", "get", "create"))
