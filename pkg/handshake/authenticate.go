@@ -647,7 +647,7 @@ func pinProviderOnce(ctx context.Context, c *Side, providerID string, ca []byte,
 	case noted.CAFingerprint == fp && noted.ProxyURL != nil && *noted.ProxyURL == proxy && noted.ProviderTenantNamespace == providerNS:
 		return nil
 	}
-	return pinRecordReplacing(ctx, c, providerID, fp, source, &proxy, providerNS, noted, true)
+	return pinRecord(ctx, c, providerID, fp, source, &proxy, providerNS, noted, true)
 }
 
 // PinProxy records proxy ("" for none) as the only proxy an Identity of provider
@@ -662,7 +662,7 @@ func PinProxy(ctx context.Context, c *Side, providerID, fp, source, proxy, provi
 			return err
 		}
 	}
-	return pinRecord(ctx, c, providerID, fp, source, &proxy, providerNS, nil)
+	return pinRecord(ctx, c, providerID, fp, source, &proxy, providerNS, nil, false)
 }
 
 // PinCAFingerprint records fp as the only CA fingerprint an Identity of provider
@@ -675,7 +675,7 @@ func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp, source strin
 	if err := authn.ValidateFingerprint(fp); err != nil {
 		return err
 	}
-	return pinRecord(ctx, c, providerID, fp, source, nil, "", nil)
+	return pinRecord(ctx, c, providerID, fp, source, nil, "", nil, false)
 }
 
 // pinRecord pins, in one write of the consumer's tenant record of providerID, the CA
@@ -685,14 +685,10 @@ func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp, source strin
 // refused run changes nothing; source says where fp comes from). The write starts from the
 // record as the command read it (noted; nil: read it now), and a refusal is decided again
 // on a live read.
-func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, proxy *string, providerNS string, noted *cluster.TenantRecord) error {
-	return pinRecordReplacing(ctx, c, providerID, fp, source, proxy, providerNS, noted, false)
-}
-
-// pinRecordReplacing is pinRecord; with replace (liqoctl authenticate, which has the
-// provider's own word for the namespace), a tenant namespace and proxy the manager pinned
-// for a Peering's legacy peering (PinnedByManager) are replaced rather than checked.
-func pinRecordReplacing(ctx context.Context, c *Side, providerID, fp, source string, proxy *string, providerNS string, noted *cluster.TenantRecord, replace bool) error {
+// With replace (liqoctl authenticate, which has the provider's own word for the
+// namespace), a tenant namespace and proxy the manager pinned for a Peering's legacy
+// peering (PinnedByManager) are replaced rather than checked.
+func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, proxy *string, providerNS string, noted *cluster.TenantRecord, replace bool) error {
 	var pinned string
 	err := cluster.UpdateTenantRecordAsRead(ctx, c.Client, noted, c.Namespace, providerID, false, func(r *cluster.TenantRecord) error {
 		pinned = r.CAFingerprint

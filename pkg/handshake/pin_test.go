@@ -35,7 +35,7 @@ func TestRefusedPinWritesNothing(t *testing.T) {
 			want: cluster.ErrTenantNamespaceNotPinned, say: `not "ns-b"`},
 		{name: "another CA", pinned: func(r *cluster.TenantRecord) { r.CAFingerprint = fpA },
 			pin: func(ctx context.Context, s *Side) error {
-				return pinRecord(ctx, s, "cl-p", fpB, "the provider now presents CA "+fpB, ptr.To(""), "ns-b", nil)
+				return pinRecord(ctx, s, "cl-p", fpB, "the provider now presents CA "+fpB, ptr.To(""), "ns-b", nil, false)
 			},
 			say: fpB},
 	} {
@@ -84,7 +84,7 @@ func TestManagerPinIsReplacedByAuthenticateOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &Side{Scope: Local, Client: c, Namespace: "liqo", ClusterID: "cl-c", Report: &lines{}}
-		err := pinRecordReplacing(ctx, s, "cl-p", "", "", ptr.To("http://p:3128"), "ns-n", nil, replace)
+		err := pinRecord(ctx, s, "cl-p", "", "", ptr.To("http://p:3128"), "ns-n", nil, replace)
 		rec, getErr := cluster.GetTenantRecord(ctx, c, "liqo", "cl-p")
 		if getErr != nil {
 			t.Fatal(getErr)
