@@ -253,7 +253,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	var counters *metrics.Metrics
 	if o.Metrics != nil {
 		counters = metrics.New()
-		if err := counters.Register(o.Metrics, mgr.GetCache(), o.Namespace, o.ClusterID, o.Role.Has(Provider), o.Role.Has(Consumer), time.Now); err != nil {
+		if err := counters.Register(o.Metrics, c, o.Namespace, o.ClusterID, o.Role.Has(Provider), o.Role.Has(Consumer), time.Now); err != nil {
 			return fmt.Errorf("registering the metrics: %w", err)
 		}
 	}

@@ -92,7 +92,8 @@ func (m *Metrics) Certificate(kind, outcome string) {
 }
 
 // Register registers the counters and a collector of the gauges with reg. The gauges are
-// read from c, the manager's cache, at each scrape: as a provider (Tenants, the slices it
+// read from c at each scrape, the manager's client (its cache; a nonce the cache kept
+// stripped is read whole through it, see collectNonces): as a provider (Tenants, the slices it
 // gave, its nonces) when provider is set, as a consumer (Identities) when consumer is.
 // Registering again in the same registry (several managers in one process) keeps the
 // first counters and adds nothing.
@@ -249,10 +250,28 @@ func (g *gauges) collectNonces(ctx context.Context, out *emitter, known *peers) 
 	}
 	now := g.now()
 	for i := range nonces.Items {
-		if peer, ok := unusedNonce(&nonces.Items[i], known); ok {
-			out.emit(nonceAgeDesc, now.Sub(nonces.Items[i].CreationTimestamp.Time).Seconds(), peer)
+		s := g.whole(ctx, &nonces.Items[i], known)
+		if peer, ok := unusedNonce(s, known); ok {
+			out.emit(nonceAgeDesc, now.Sub(s.CreationTimestamp.Time).Seconds(), peer)
 		}
 	}
+}
+
+// whole returns nonce s as its content reads: s itself, or, when the cache kept it
+// stripped (it reached the cache a moment before the record of its namespace, and stays
+// so until it changes), what the reader reads of it by name, which the manager's client
+// reads live once per version. Only the nonce Secret of a designated namespace is read
+// again, one per peer: no Secret writer adds reads with Secrets of their own. A failed
+// read leaves s as it is: an empty nonce, reported as none.
+func (g *gauges) whole(ctx context.Context, s *corev1.Secret, known *peers) *corev1.Secret {
+	if s.Annotations[wire.StrippedAnnotation] != "true" || s.Name != wire.NonceSecretName || !known.designated(s.Labels[wire.RemoteClusterIDLabel], s.Namespace) {
+		return s
+	}
+	var w corev1.Secret
+	if err := g.reader.Get(ctx, client.ObjectKeyFromObject(s), &w); err != nil {
+		return s
+	}
+	return &w
 }
 
 // peers are what the collector reports from: the tenant records, by peer, and the

@@ -30,6 +30,7 @@ import (
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
+	"github.com/liqo-auth/liqo-auth/pkg/authn"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 	"github.com/liqo-auth/liqo-auth/pkg/controllers/tenant"
 	"github.com/liqo-auth/liqo-auth/pkg/metrics"
@@ -485,4 +486,26 @@ func TestMetricsSeriesComeOnlyFromPeers(t *testing.T) {
 		_, ok := sample(body, metrics.NonceAgeName, "peer", "cl-real")
 		require.True(t, ok, "a Secret writer's annotations do not hide the unused nonce")
 	}
+
+	// The administrator made the tenant namespace and its nonce before the record (by
+	// hand, then liqoctl create nonce, which keeps the young nonce): the cache got the
+	// Secret while no record named its namespace, and keeps it stripped until it changes,
+	// which an unused nonce with its issue time never does (the same happens to one the
+	// command makes, when the Secret's event reaches the cache before the record's). It is
+	// reported all the same.
+	early := wire.TenantNamespaceName("cl-early")
+	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: early,
+		Labels: map[string]string{wire.TenantNamespaceLabel: "true", wire.RemoteClusterIDLabel: "cl-early"}}}))
+	value, err := authn.NewNonce()
+	require.NoError(t, err)
+	require.NoError(t, p.client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: early, Name: wire.NonceSecretName,
+		Labels:      map[string]string{wire.NonceLabel: "true", wire.RemoteClusterIDLabel: "cl-early"},
+		Annotations: map[string]string{wire.NonceIssuedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}},
+		Data: map[string][]byte{wire.NonceField: []byte(value)}}))
+	time.Sleep(time.Second) // the cache takes it in, stripped
+	_, out := mustCLI(t, "create", "nonce", "--kubeconfig", p.cp.Kubeconfig, "--remote-cluster-id", "cl-early")
+	var kept corev1.Secret
+	require.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: early, Name: wire.NonceSecretName}, &kept))
+	require.Equal(t, value, string(kept.Data[wire.NonceField]), "the young nonce is kept: %s", out)
+	waitSample(t, addr, "the nonce the cache got before its record", atLeast(0), metrics.NonceAgeName, "peer", "cl-early")
 }
