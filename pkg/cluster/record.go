@@ -856,6 +856,10 @@ func (r *TenantRecord) CheckProviderNamespace(ns string) error {
 	if r == nil || r.ProviderTenantNamespace == "" || r.ProviderTenantNamespace == ns {
 		return nil
 	}
+	if r.PinnedByManager {
+		return fmt.Errorf("%w: this cluster's manager pinned tenant namespace %q on provider %q for a Peering's peering older than the pins (the only one a peering user reaches), not %q: liqoctl authenticate with both kubeconfigs replaces it with the one the provider keeps, as does liqoctl generate tenant with --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it there)",
+			ErrTenantNamespaceNotPinned, r.ProviderTenantNamespace, r.RemoteID, ns)
+	}
 	return fmt.Errorf("%w: this cluster pinned tenant namespace %q on provider %q at an earlier handshake, not %q: confirm which is right with the provider's administrator (liqoctl create nonce prints it there); if the pin is wrong, or the namespace moved, liqoctl unauthenticate --remote-cluster-id %s forgets it (with the peering, if there is one), then run the handshake again",
 		ErrTenantNamespaceNotPinned, r.ProviderTenantNamespace, r.RemoteID, ns, r.RemoteID)
 }

@@ -655,14 +655,17 @@ func pinProviderOnce(ctx context.Context, c *Side, providerID string, ca []byte,
 // this cluster's tenant namespace there and, when fp is not "" (source says where it comes
 // from), fp as the only provider CA fingerprint, in one write; a different pin already
 // there of any of them is refused before anything is written (ErrProxyChanged,
-// cluster.ErrTenantNamespaceNotPinned, another CA).
-func PinProxy(ctx context.Context, c *Side, providerID, fp, source, proxy, providerNS string) error {
+// cluster.ErrTenantNamespaceNotPinned, another CA). With replace (providerNS is the
+// provider's administrator's word: liqoctl generate tenant --remote-tenant-namespace), a
+// tenant namespace and proxy the manager pinned as its guess (PinnedByManager) are
+// replaced, as liqoctl authenticate replaces them with the provider's own.
+func PinProxy(ctx context.Context, c *Side, providerID, fp, source, proxy, providerNS string, replace bool) error {
 	if fp != "" {
 		if err := authn.ValidateFingerprint(fp); err != nil {
 			return err
 		}
 	}
-	return pinRecord(ctx, c, providerID, fp, source, &proxy, providerNS, nil, false)
+	return pinRecord(ctx, c, providerID, fp, source, &proxy, providerNS, nil, replace)
 }
 
 // PinCAFingerprint records fp as the only CA fingerprint an Identity of provider
@@ -686,7 +689,7 @@ func PinCAFingerprint(ctx context.Context, c *Side, providerID, fp, source strin
 // record as the command read it (noted; nil: read it now), and a refusal is decided again
 // on a live read.
 // With replace (liqoctl authenticate, which has the provider's own word for the
-// namespace), a tenant namespace and proxy the manager pinned for a Peering's legacy
+// namespace, or generate tenant with its administrator's), a tenant namespace and proxy the manager pinned for a Peering's legacy
 // peering (PinnedByManager) are replaced rather than checked.
 func pinRecord(ctx context.Context, c *Side, providerID, fp, source string, proxy *string, providerNS string, noted *cluster.TenantRecord, replace bool) error {
 	var pinned string

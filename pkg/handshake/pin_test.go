@@ -27,11 +27,11 @@ func TestRefusedPinWritesNothing(t *testing.T) {
 	}{
 		{name: "another proxy", pinned: func(r *cluster.TenantRecord) { r.ProxyURL = ptr.To("http://a:3128") },
 			pin: func(ctx context.Context, s *Side) error {
-				return PinProxy(ctx, s, "cl-p", "", "", "http://b:3128", "ns-b")
+				return PinProxy(ctx, s, "cl-p", "", "", "http://b:3128", "ns-b", false)
 			},
 			want: ErrProxyChanged, say: `not proxy "http://b:3128"`},
 		{name: "another tenant namespace", pinned: func(r *cluster.TenantRecord) { r.ProviderTenantNamespace = "ns-a" },
-			pin:  func(ctx context.Context, s *Side) error { return PinProxy(ctx, s, "cl-p", "", "", "", "ns-b") },
+			pin:  func(ctx context.Context, s *Side) error { return PinProxy(ctx, s, "cl-p", "", "", "", "ns-b", false) },
 			want: cluster.ErrTenantNamespaceNotPinned, say: `not "ns-b"`},
 		{name: "another CA", pinned: func(r *cluster.TenantRecord) { r.CAFingerprint = fpA },
 			pin: func(ctx context.Context, s *Side) error {
@@ -70,10 +70,12 @@ func TestRefusedPinWritesNothing(t *testing.T) {
 	}
 }
 
-// TestManagerPinIsReplacedByAuthenticateOnly: the manager's pin of a Peering's legacy
-// peering (PinnedByManager) is a guess: authenticate, which has the provider's word,
-// replaces it; generate tenant's pin (no replace) is refused by it as by any pin.
-func TestManagerPinIsReplacedByAuthenticateOnly(t *testing.T) {
+// TestManagerPinIsReplacedByTheProvidersWordOnly: the manager's pin of a Peering's legacy
+// peering (PinnedByManager) is a guess: authenticate, which has the provider's word, and
+// generate tenant --remote-tenant-namespace, its administrator's, replace it; a pin
+// without that word (no replace: generate tenant's default) is refused by it as by any
+// pin, with the way to give it.
+func TestManagerPinIsReplacedByTheProvidersWordOnly(t *testing.T) {
 	for _, replace := range []bool{true, false} {
 		ctx := context.Background()
 		c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
@@ -92,7 +94,8 @@ func TestManagerPinIsReplacedByAuthenticateOnly(t *testing.T) {
 		switch {
 		case replace && (err != nil || rec.ProviderTenantNamespace != "ns-n" || rec.PinnedProxy() != "http://p:3128" || rec.PinnedByManager):
 			t.Errorf("authenticate's pin: %v; record pins %q, %q, by the manager %v", err, rec.ProviderTenantNamespace, rec.PinnedProxy(), rec.PinnedByManager)
-		case !replace && (!errors.Is(err, cluster.ErrTenantNamespaceNotPinned) || rec.ProviderTenantNamespace != "liqo-tenant-cl-c" || !rec.PinnedByManager):
+		case !replace && (!errors.Is(err, cluster.ErrTenantNamespaceNotPinned) || !strings.Contains(err.Error(), "--remote-tenant-namespace") ||
+			rec.ProviderTenantNamespace != "liqo-tenant-cl-c" || !rec.PinnedByManager):
 			t.Errorf("generate tenant's pin: %v; record pins %q, by the manager %v", err, rec.ProviderTenantNamespace, rec.PinnedByManager)
 		}
 	}

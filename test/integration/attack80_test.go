@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -53,4 +54,43 @@ func TestAttack80PeeringOlderThanThePinIsPinned(t *testing.T) {
 	eventually(t, 10*time.Second, "the Peering says it was pinned", func(context.Context) (bool, error) {
 		return strings.Contains(strings.Join(peeringEvents(t, c.client, pe.Name), "\n"), "is pinned to what its handshake used: tenant namespace "+pTN), nil
 	})
+}
+
+// TestGenerateTenantWithTheProvidersNamespaceReplacesTheManagersGuess: the manager pinned a
+// Peering's peering older than the pins to liqo-tenant-<consumer>, as its guess
+// (pinnedByManager): no proof says "verified" on it. The consumer's administrator runs the
+// manual flow with --remote-tenant-namespace as the provider's administrator gives it.
+// Another namespace than the one its accepted Identity names is still refused, and
+// changes nothing; the same one replaces the guess with the administrator's word, as
+// liqoctl authenticate replaces it with the provider's (before: generate tenant kept the
+// record marked as the manager's guess, and only authenticate could ever replace it).
+func TestGenerateTenantWithTheProvidersNamespaceReplacesTheManagersGuess(t *testing.T) {
+	t.Parallel()
+	c, p := cliSites(t)
+	pinPeeredByAPeering(t, c, p, "a80g")
+	pTN := wire.TenantNamespaceName(c.id)
+	pinLegacyRecord(t, c, p)
+	eventually(t, 30*time.Second, "the manager pins its guess", func(context.Context) (bool, error) {
+		return a81Record(t, c, p)["pinnedByManager"] == "true", nil
+	})
+	require.Equal(t, pTN, a77Pin(t, c, p))
+
+	C, P := []string{"--kubeconfig", c.cp.Kubeconfig}, []string{"--kubeconfig", p.cp.Kubeconfig}
+	mustCLI(t, append([]string{"create", "nonce", "--remote-cluster-id", c.id}, P...)...)
+	nonce, _ := mustCLI(t, append([]string{"get", "nonce", "--remote-cluster-id", c.id}, P...)...)
+	generate := func(ns string) (string, error) {
+		_, errOut, err := runCLI(t, append([]string{"generate", "tenant", "--remote-cluster-id", p.id, "--nonce", strings.TrimSpace(nonce), "--remote-tenant-namespace", ns}, C...)...)
+		return errOut, err
+	}
+
+	errOut, err := generate("elsewhere")
+	require.Error(t, err, "a namespace other than the one the accepted Identity names")
+	assert.Contains(t, errOut, "names another tenant namespace there than")
+	assert.Equal(t, pTN, a77Pin(t, c, p), "a refused run changes nothing")
+	assert.Equal(t, "true", a81Record(t, c, p)["pinnedByManager"], "a refused run changes nothing")
+
+	errOut, err = generate(pTN)
+	require.NoError(t, err, errOut)
+	assert.Equal(t, pTN, a77Pin(t, c, p))
+	assert.NotEqual(t, "true", a81Record(t, c, p)["pinnedByManager"], "the administrator's word replaced the manager's guess")
 }

@@ -111,7 +111,8 @@ func (o *Options) Run(ctx context.Context) error {
 	// there may change its proxy meanwhile). So is its tenant namespace there: where its
 	// slices' copies are, whatever an Identity writer names later. All in one write, after
 	// every check: a run refused for one pins none of the others.
-	if pinErr := handshake.PinProxy(ctx, s, o.RemoteClusterID, o.ExpectFingerprint, "--expect-fingerprint gives "+o.ExpectFingerprint, o.ProxyURL, remoteTN); pinErr != nil {
+	// A tenant namespace the provider's administrator gives replaces the manager's guess.
+	if pinErr := handshake.PinProxy(ctx, s, o.RemoteClusterID, o.ExpectFingerprint, "--expect-fingerprint gives "+o.ExpectFingerprint, o.ProxyURL, remoteTN, o.RemoteTenantNamespace != ""); pinErr != nil {
 		return pinErr
 	}
 	if o.ExpectFingerprint != "" {
@@ -175,13 +176,15 @@ func (o *Options) warnUnpinnedCA(ctx context.Context, s *handshake.Side) error {
 // liqoctl create nonce prints it), or liqoctl authenticate, which reads it from the
 // provider. With remoteTN given, an accepted control-plane Identity that names another
 // still refuses it. The advice names no command built from an Identity's namespace
-// (helper-45's F1).
+// (helper-45's F1). A namespace the manager pinned as its guess (PinnedByManager) is held
+// against the default, and given way to by remoteTN given, the provider administrator's
+// word, under the same check of the accepted Identity.
 func checkIdentityNamespace(ctx context.Context, s *handshake.Side, tn, providerID, remoteTN string, explicit bool) error {
 	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, providerID)
 	if err != nil {
 		return s.Explain(err, "reading the tenant record")
 	}
-	if rec != nil && rec.ProviderTenantNamespace != "" {
+	if rec != nil && rec.ProviderTenantNamespace != "" && (!rec.PinnedByManager || !explicit) {
 		return rec.CheckProviderNamespace(remoteTN)
 	}
 	var ids authv1beta1.IdentityList
@@ -189,27 +192,33 @@ func checkIdentityNamespace(ctx context.Context, s *handshake.Side, tn, provider
 		return s.Explain(err, "reading this cluster's Identities of the provider")
 	}
 	if !explicit {
-		held := len(ids.Items) > 0
-		if !held {
-			var rss authv1beta1.ResourceSliceList
-			if err := s.Client.List(ctx, &rss, client.InNamespace(tn), client.Limit(1)); err != nil {
-				return s.Explain(err, "reading this cluster's ResourceSlices of the provider")
-			}
-			held = len(rss.Items) > 0
-		}
-		if held {
-			return fmt.Errorf("this cluster holds Identities or ResourceSlices of provider %q in %s from an earlier handshake, and no tenant namespace there is pinned (a peering older than the pin, or one whose pins were forgotten): which one the provider keeps for this cluster is the provider's word, not theirs (whoever may write Identities may have moved them): pass --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it), or run liqoctl authenticate with both kubeconfigs, which reads it from the provider",
-				providerID, tn)
-		}
-		return nil
+		return refuseDefaultWhenHeld(ctx, s, tn, providerID, len(ids.Items) > 0)
 	}
 	for i := range ids.Items {
 		id := &ids.Items[i]
 		named := ptr.Deref(id.Spec.Namespace, "")
 		if id.Name == wire.IdentityName(providerID) && named != "" && named != remoteTN && meta.IsStatusConditionTrue(id.Status.Conditions, authv1beta1.ConditionReady) {
-			return fmt.Errorf("this cluster's Identity of provider %q, accepted before any tenant namespace was pinned, names another tenant namespace there than %q (whoever may write Identities may have moved it): confirm with the provider's administrator which namespace the provider keeps for this cluster (liqoctl create nonce prints the --remote-tenant-namespace to pass), or run liqoctl unauthenticate --remote-cluster-id %s first",
+			return fmt.Errorf("this cluster's Identity of provider %q, accepted before a handshake pinned a tenant namespace, names another tenant namespace there than %q (whoever may write Identities may have moved it): confirm with the provider's administrator which namespace the provider keeps for this cluster (liqoctl create nonce prints the --remote-tenant-namespace to pass), or run liqoctl unauthenticate --remote-cluster-id %s first",
 				providerID, remoteTN, providerID)
 		}
+	}
+	return nil
+}
+
+// refuseDefaultWhenHeld refuses the default tenant namespace, with no pin and no
+// --remote-tenant-namespace, when this cluster holds Identities (held) or ResourceSlices of
+// the provider in tn: a peering older than the pin, whose namespace is the provider's word.
+func refuseDefaultWhenHeld(ctx context.Context, s *handshake.Side, tn, providerID string, held bool) error {
+	if !held {
+		var rss authv1beta1.ResourceSliceList
+		if err := s.Client.List(ctx, &rss, client.InNamespace(tn), client.Limit(1)); err != nil {
+			return s.Explain(err, "reading this cluster's ResourceSlices of the provider")
+		}
+		held = len(rss.Items) > 0
+	}
+	if held {
+		return fmt.Errorf("this cluster holds Identities or ResourceSlices of provider %q in %s from an earlier handshake, and no tenant namespace there is pinned (a peering older than the pin, or one whose pins were forgotten): which one the provider keeps for this cluster is the provider's word, not theirs (whoever may write Identities may have moved them): pass --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it), or run liqoctl authenticate with both kubeconfigs, which reads it from the provider",
+			providerID, tn)
 	}
 	return nil
 }
