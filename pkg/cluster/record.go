@@ -123,12 +123,14 @@ type TenantRecord struct {
 	// an Identity writer who put back an Identity after unauthenticate had the manager pin
 	// again what the administrator had forgotten).
 	PinnedOnce bool
-	// PinnedByManager is, on a consumer, that the tenant namespace and proxy pinned are the
-	// manager's pin of a Peering's legacy peering, not a handshake's: the manager cannot
-	// tell that the Identity it saw was the Peering's (helper-48: a peering made by hand
-	// since, elsewhere). The identity controller holds Identities to it all the same, but
-	// no proof says "verified" on its word alone, and liqoctl authenticate, which reads the
-	// namespace from the provider, replaces it.
+	// PinnedByManager is, on a consumer, that the tenant namespace pinned (and the proxy
+	// with it) is the manager's pin of a Peering's legacy peering, not a handshake's: the
+	// manager cannot tell that the Identity it saw was the Peering's (helper-48: a peering
+	// made by hand since, elsewhere). The identity controller holds Identities to it all the
+	// same, but no proof says "verified" on its word alone, and liqoctl authenticate, which
+	// reads the namespace from the provider, replaces it, as generate tenant does with
+	// --remote-tenant-namespace. A namespace a handshake pinned is never marked, even when
+	// the manager pins the proxy beside it.
 	PinnedByManager bool
 	// Peering is, on a consumer, the Peering that declared the peering with the remote
 	// cluster, and the bootstrap credentials it consumed: what its manager decides from,

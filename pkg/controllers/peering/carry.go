@@ -119,7 +119,8 @@ func (r *Reconciler) pinLegacy(ctx context.Context, in *input, rec events.EventR
 		if tr.PinnedOnce {
 			return
 		}
-		if tr.ProviderTenantNamespace == "" {
+		guessed := tr.ProviderTenantNamespace == ""
+		if guessed {
 			tr.ProviderTenantNamespace = ns
 			pinned = append(pinned, "tenant namespace "+ns)
 		}
@@ -127,7 +128,10 @@ func (r *Reconciler) pinLegacy(ctx context.Context, in *input, rec events.EventR
 			tr.ProxyURL = new(string)
 			pinned = append(pinned, "no proxy")
 		}
-		tr.PinnedOnce, tr.PinnedByManager = true, len(pinned) > 0
+		// Marked as the manager's guess only when it chose the namespace: one a handshake
+		// pinned (a record whose proxy pin alone was removed by hand) stays the
+		// handshake's word, which proofs take.
+		tr.PinnedOnce, tr.PinnedByManager = true, tr.PinnedByManager || guessed
 		in.owned.ProviderTenantNamespace, in.owned.ProxyURL, in.owned.PinnedOnce = tr.ProviderTenantNamespace, tr.ProxyURL, true
 	})
 	if err != nil {
