@@ -2,11 +2,14 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,9 +39,44 @@ func principal(t testing.TB, s *site, user, ns string, rules ...rbacv1.PolicyRul
 		require.NoError(t, s.client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}}))
 	}
+	waitGranted(t, s, user, ns, rules)
 	cfg := rest.CopyConfig(s.cp.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return newClient(t, cfg)
+}
+
+// waitGranted waits until the API server's authorizer, which follows RBAC through its
+// informers, grants user the first verb of each rule (in ns, "" cluster-wide): a
+// principal's first request, made the moment its binding is created, was refused on a
+// loaded machine (TestAttack47TenantDeletedWhileAccessIsGranted: "tenant-writer cannot
+// create resource tenants"), which would read as an attack refused.
+func waitGranted(t testing.TB, s *site, user, ns string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	for _, r := range rules {
+		spec := authorizationv1.SubjectAccessReviewSpec{User: user}
+		switch {
+		case len(r.Verbs) == 0:
+			continue
+		case len(r.NonResourceURLs) > 0:
+			spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: r.NonResourceURLs[0], Verb: r.Verbs[0]}
+		case len(r.APIGroups) > 0 && len(r.Resources) > 0:
+			res := &authorizationv1.ResourceAttributes{Namespace: ns, Verb: r.Verbs[0], Group: r.APIGroups[0]}
+			res.Resource, res.Subresource, _ = strings.Cut(r.Resources[0], "/")
+			if len(r.ResourceNames) > 0 {
+				res.Name = r.ResourceNames[0]
+			}
+			spec.ResourceAttributes = res
+		default:
+			continue
+		}
+		eventually(t, 20*time.Second, fmt.Sprintf("%s granted %v", user, r), func(ctx context.Context) (bool, error) {
+			sar := &authorizationv1.SubjectAccessReview{Spec: spec}
+			if err := s.client.Create(ctx, sar); err != nil {
+				return false, err
+			}
+			return sar.Status.Allowed, nil
+		})
+	}
 }
 
 // tenantSpecWriter is a Tenant writer of namespace ns on s (tenants get, update): it may
