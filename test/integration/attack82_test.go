@@ -7,19 +7,12 @@ package integration
 // which handshake made the Identity that is there now.
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
 
 // TestAttack82LegacyPinTakesAHandMadePeeringForThePeerings. The consumer peered through a
@@ -37,35 +30,10 @@ import (
 func TestAttack82LegacyPinTakesAHandMadePeeringForThePeerings(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
-	ctx := context.Background()
 	const n, name = "a82-consumer-space", "slice-a82"
 
-	// A peering a Peering made, ended by the administrator with liqoctl (the Peering stays).
-	pe := pinPeeredByAPeering(t, c, p, "a82")
+	pe, kc := pinHandMadeAfterAPeering(t, c, p, "a82", n, name)
 	def := wire.TenantNamespaceName(c.id)
-	mustCLI(t, pairArgs("unauthenticate", c, p)...)
-	require.NotEmpty(t, a81Record(t, c, p)["peering"], "setup: the record still says which Peering peered")
-
-	// The provider's administrator keeps this consumer in N from now on.
-	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: cluster.TenantNamespaceLabels(c.id)}}))
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var old corev1.Namespace
-		if err := p.client.Get(ctx, client.ObjectKey{Name: def}, &old); err != nil {
-			return err
-		}
-		delete(old.Labels, wire.TenantNamespaceLabel)
-		delete(old.Labels, wire.RemoteClusterIDLabel)
-		return p.client.Update(ctx, &old)
-	}))
-	mustCLI(t, "create", "nonce", "--remote-cluster-id", c.id, "--adopt-tenant-namespace", "--kubeconfig", p.cp.Kubeconfig)
-
-	// The consumer's administrator peers again, by hand, and asks a slice.
-	mustCLI(t, pairArgs("authenticate", c, p)...)
-	require.Equal(t, n, a77Pin(t, c, p), "setup: authenticate pinned %s", n)
-	kc := pinSliceIn(t, c, p, n, name)
-
-	// A record as a release before the pins wrote it: no pins, no pinnedOnce.
-	pinLegacyRecord(t, c, p)
 
 	// The Identity writer: every Identity of the provider now names the default.
 	moveAll := pinMoveAllIdentities(t, c, p, "identity-writer-a82", def)

@@ -129,3 +129,36 @@ func pinPeeredByAPeering(t *testing.T, c, p *site, name string) *authv1beta1.Pee
 	require.Equal(t, wire.TenantNamespaceName(c.id), a77Pin(t, c, p), "setup: the Peering's handshake pinned its namespace")
 	return pe
 }
+
+// pinHandMadeAfterAPeering is the setting of attack 82: c peered with p through a Peering
+// (name), its administrator ended that peering with liqoctl unauthenticate (the Peering
+// stays, and the record still names it), p's administrator keeps c in namespace n from
+// then on (adopted), and c's administrator peered again by hand (authenticate, which
+// pinned n) and asked slice, whose copy is in n; c's record is then made one a release
+// before the pins wrote. It returns the Peering and the slice's kubeconfig.
+func pinHandMadeAfterAPeering(t *testing.T, c, p *site, name, n, slice string) (*authv1beta1.Peering, []byte) {
+	t.Helper()
+	ctx := context.Background()
+	pe := pinPeeredByAPeering(t, c, p, name)
+	def := wire.TenantNamespaceName(c.id)
+	mustCLI(t, pairArgs("unauthenticate", c, p)...)
+	require.NotEmpty(t, a81Record(t, c, p)["peering"], "setup: the record still says which Peering peered")
+
+	require.NoError(t, p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: cluster.TenantNamespaceLabels(c.id)}}))
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var old corev1.Namespace
+		if err := p.client.Get(ctx, client.ObjectKey{Name: def}, &old); err != nil {
+			return err
+		}
+		delete(old.Labels, wire.TenantNamespaceLabel)
+		delete(old.Labels, wire.RemoteClusterIDLabel)
+		return p.client.Update(ctx, &old)
+	}))
+	mustCLI(t, "create", "nonce", "--remote-cluster-id", c.id, "--adopt-tenant-namespace", "--kubeconfig", p.cp.Kubeconfig)
+
+	mustCLI(t, pairArgs("authenticate", c, p)...)
+	require.Equal(t, n, a77Pin(t, c, p), "setup: authenticate pinned %s", n)
+	kc := pinSliceIn(t, c, p, n, slice)
+	pinLegacyRecord(t, c, p)
+	return pe, kc
+}

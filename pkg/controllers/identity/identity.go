@@ -321,12 +321,12 @@ func (r *Reconciler) checkPinnedNamespace(ctx context.Context, id *authv1beta1.I
 		// Advised: the handshake again, which applies the Identity with the pinned
 		// namespace; never the pin's removal, after which any Identity would be taken
 		// (helper-43's F1).
-		who := "a handshake pinned"
+		msg = fmt.Sprintf("the Identity names %q as this cluster's tenant namespace on provider %q, but a handshake pinned %q (%v): whoever may write Identities may have moved it; liqoctl authenticate (or applying the Identity the provider's administrator generates) puts the pinned one back",
+			got, provider, rec.ProviderTenantNamespace, cluster.ErrTenantNamespaceNotPinned)
 		if rec.PinnedByManager {
-			who = "this cluster's manager pinned, for a Peering's peering older than the pins,"
+			msg = fmt.Sprintf("the Identity names %q as this cluster's tenant namespace on provider %q, but this cluster's manager pinned %q (%v), its guess for a Peering's peering older than the pins: whoever may write Identities may have moved it, or the guess is wrong; liqoctl authenticate with both kubeconfigs replaces the guess with the namespace the provider keeps, as does liqoctl generate tenant --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it there)",
+				got, provider, rec.ProviderTenantNamespace, cluster.ErrTenantNamespaceNotPinned)
 		}
-		msg = fmt.Sprintf("the Identity names %q as this cluster's tenant namespace on provider %q, but %s %q (%v): whoever may write Identities may have moved it; liqoctl authenticate (or applying the Identity the provider's administrator generates) puts the pinned one back",
-			got, provider, who, rec.ProviderTenantNamespace, cluster.ErrTenantNamespaceNotPinned)
 		return string(authn.ReasonTenantNamespaceNotPinned), msg, nil
 	}
 	return "", "", nil

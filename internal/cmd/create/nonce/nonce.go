@@ -95,13 +95,10 @@ func (o *Options) Run(ctx context.Context) error {
 		return fmt.Errorf("the CA of %s handed to consumers is not valid: %w", server, err)
 	}
 	s.Report.Info("Consumers reach %s, whose CA fingerprint is %s", server, caFP)
-	// The consumer pins its tenant namespace here too: a namespace other than the
-	// protocol's is named, or the consumer would pin the protocol's.
-	remoteTN := ""
-	if tn != wire.TenantNamespaceName(o.RemoteClusterID) {
-		remoteTN = " --remote-tenant-namespace " + tn
-	}
-	s.Report.Info("Next, on the consumer, before %s: liqoctl generate tenant --remote-cluster-id %s --nonce <nonce> --expect-fingerprint %s%s", expires, s.ClusterID, caFP, remoteTN)
+	// The consumer pins its tenant namespace here too: named always, the protocol's
+	// included, as the consumer's refusals ask for it by this line (a consumer with a
+	// peering older than the pin, or the manager's guess of one, takes only this word).
+	s.Report.Info("Next, on the consumer, before %s: liqoctl generate tenant --remote-cluster-id %s --nonce <nonce> --expect-fingerprint %s --remote-tenant-namespace %s", expires, s.ClusterID, caFP, tn)
 	if o.Output.Format() == "" {
 		return nil
 	}

@@ -178,13 +178,20 @@ func (o *Options) warnUnpinnedCA(ctx context.Context, s *handshake.Side) error {
 // still refuses it. The advice names no command built from an Identity's namespace
 // (helper-45's F1). A namespace the manager pinned as its guess (PinnedByManager) is held
 // against the default, and given way to by remoteTN given, the provider administrator's
-// word, under the same check of the accepted Identity.
+// word, with no Identity's say.
 func checkIdentityNamespace(ctx context.Context, s *handshake.Side, tn, providerID, remoteTN string, explicit bool) error {
 	rec, err := cluster.GetTenantRecord(ctx, s.Client, s.Namespace, providerID)
 	if err != nil {
 		return s.Explain(err, "reading the tenant record")
 	}
-	if rec != nil && rec.ProviderTenantNamespace != "" && (!rec.PinnedByManager || !explicit) {
+	switch {
+	case rec != nil && rec.ProviderTenantNamespace != "" && rec.PinnedByManager && explicit:
+		// The administrator's word replaces the manager's guess. No Identity says
+		// otherwise: the identity controller accepts only those that name the guess,
+		// whoever moved them there (helper-50's F1: an Identity writer's move refused the
+		// provider's word).
+		return nil
+	case rec != nil && rec.ProviderTenantNamespace != "":
 		return rec.CheckProviderNamespace(remoteTN)
 	}
 	var ids authv1beta1.IdentityList
