@@ -787,6 +787,11 @@ func (r *TenantRecord) CheckPinnedProxy(liqoNS, proxy string) error {
 	if r == nil || r.ProxyURL == nil || *r.ProxyURL == proxy {
 		return nil
 	}
+	if r.PinnedByManager {
+		// No command built from proxy: an Identity writer may have chosen it.
+		return fmt.Errorf("%w: this cluster's manager pinned %s for provider %q, its guess for a Peering's peering older than the pins, not %s: if this cluster reaches the provider otherwise, liqoctl authenticate with both kubeconfigs and --tenant-proxy-url set to that proxy replaces the guess, as does liqoctl generate tenant with it and --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it there)",
+			ErrProxyNotPinned, DescribeProxy(*r.ProxyURL), r.RemoteID, DescribeProxy(proxy))
+	}
 	return fmt.Errorf("%w: this cluster pinned %s for provider %q at an earlier handshake, not %s: if this cluster should now reach it otherwise, forget the pin with %s (liqoctl unauthenticate forgets it too) and authenticate again",
 		ErrProxyNotPinned, DescribeProxy(*r.ProxyURL), r.RemoteID, DescribeProxy(proxy), UnpinProxyCommand(liqoNS, r.RemoteID))
 }
@@ -859,7 +864,7 @@ func (r *TenantRecord) CheckProviderNamespace(ns string) error {
 		return nil
 	}
 	if r.PinnedByManager {
-		return fmt.Errorf("%w: this cluster's manager pinned tenant namespace %q on provider %q for a Peering's peering older than the pins (the only one a peering user reaches), not %q: liqoctl authenticate with both kubeconfigs replaces it with the one the provider keeps, as does liqoctl generate tenant with --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it there)",
+		return fmt.Errorf("%w: this cluster's manager pinned tenant namespace %q on provider %q, its guess for a Peering's peering older than the pins (the only one a peering user reaches), not %q: liqoctl authenticate with both kubeconfigs replaces it with the one the provider keeps, as does liqoctl generate tenant with --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it there)",
 			ErrTenantNamespaceNotPinned, r.ProviderTenantNamespace, r.RemoteID, ns)
 	}
 	return fmt.Errorf("%w: this cluster pinned tenant namespace %q on provider %q at an earlier handshake, not %q: confirm which is right with the provider's administrator (liqoctl create nonce prints it there); if the pin is wrong, or the namespace moved, liqoctl unauthenticate --remote-cluster-id %s forgets it (with the peering, if there is one), then run the handshake again",

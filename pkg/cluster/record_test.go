@@ -169,3 +169,26 @@ func TestPinnedProxy(t *testing.T) {
 	assert.NoError(t, none.CheckIdentityProxy("liqo", "cl-p", ""))
 	assert.ErrorIs(t, none.CheckIdentityProxy("liqo", "cl-p", proxy), ErrProxyNotPinned)
 }
+
+// TestManagersGuessRefusalsNameTheWaysToReplaceIt: a tenant namespace and proxy the
+// manager pinned as its guess (PinnedByManager) refuse others as any pin does, but their
+// advice is the provider's word that replaces the guess (authenticate, or generate tenant
+// --remote-tenant-namespace), never a hand unpin, and names no command built from the
+// proxy asked for (an Identity writer may have chosen it).
+func TestManagersGuessRefusalsNameTheWaysToReplaceIt(t *testing.T) {
+	const attacker = "http://proxy.attacker.example:3128"
+	guess := &TenantRecord{RemoteID: "cl-p", ProviderTenantNamespace: "liqo-tenant-cl-c", ProxyURL: ptr.To(""), PinnedByManager: true}
+	assert.NoError(t, guess.CheckProviderNamespace("liqo-tenant-cl-c"), "the guess itself")
+	for what, err := range map[string]error{
+		"a handshake's proxy": guess.CheckPinnedProxy("liqo", attacker),
+		"an Identity's proxy": guess.CheckIdentityProxy("liqo", "cl-p", attacker),
+		"another namespace":   guess.CheckProviderNamespace("elsewhere"),
+	} {
+		require.Error(t, err, what)
+		assert.ErrorContains(t, err, "guess", what)
+		assert.ErrorContains(t, err, "liqoctl authenticate", what)
+		assert.ErrorContains(t, err, "--remote-tenant-namespace", what)
+		assert.NotContains(t, err.Error(), UnpinProxyCommand("liqo", "cl-p"), what)
+		assert.NotContains(t, err.Error(), "--tenant-proxy-url "+attacker, what)
+	}
+}
