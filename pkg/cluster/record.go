@@ -789,7 +789,7 @@ func (r *TenantRecord) CheckPinnedProxy(liqoNS, proxy string) error {
 	}
 	if r.PinnedByManager {
 		// No command built from proxy: an Identity writer may have chosen it.
-		return fmt.Errorf("%w: this cluster's manager pinned %s for provider %q, its guess for a Peering's peering older than the pins, not %s: if this cluster reaches the provider otherwise, liqoctl authenticate with both kubeconfigs and --tenant-proxy-url set to that proxy replaces the guess, as does liqoctl generate tenant with it and --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it there)",
+		return fmt.Errorf("%w: this cluster's manager pinned %s for provider %q, its guess for a Peering's peering older than the pins, not %s: if this cluster reaches the provider otherwise, liqoctl authenticate with both kubeconfigs and --tenant-proxy-url set to the proxy this cluster reaches it through replaces the guess, as does liqoctl generate tenant with that flag and --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it there)",
 			ErrProxyNotPinned, DescribeProxy(*r.ProxyURL), r.RemoteID, DescribeProxy(proxy))
 	}
 	return fmt.Errorf("%w: this cluster pinned %s for provider %q at an earlier handshake, not %s: if this cluster should now reach it otherwise, forget the pin with %s (liqoctl unauthenticate forgets it too) and authenticate again",

@@ -68,6 +68,7 @@ func TestCLIBadInputs(t *testing.T) {
 	fails([]string{"liqoctl create nonce"}, "get", "nonce", "--kubeconfig", b, "--remote-cluster-id", "cl-a")
 	fails([]string{"--nonce", "get nonce prints it"}, "generate", "tenant", "--kubeconfig", a, "--remote-cluster-id", "cl-b", "--nonce", "not-a-nonce")
 	fails([]string{"--expect-fingerprint"}, "generate", "tenant", "--kubeconfig", a, "--remote-cluster-id", "cl-b", "--nonce", strings.Repeat("A", 86)+"==", "--expect-fingerprint", "md5:x")
+	fails([]string{"--remote-tenant-namespace \"Tenant_B\" is not a namespace name", "create nonce prints it"}, "generate", "tenant", "--kubeconfig", a, "--remote-cluster-id", "cl-b", "--nonce", strings.Repeat("A", 86)+"==", "--remote-tenant-namespace", "Tenant_B")
 	fails([]string{"liqoctl create nonce"}, "generate", "identity", "--kubeconfig", b, "--remote-cluster-id", "cl-a", "--timeout", "5s")
 
 	// A wrong nonce (well formed, but not the provider's): the provider refuses the

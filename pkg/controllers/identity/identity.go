@@ -324,7 +324,7 @@ func (r *Reconciler) checkPinnedNamespace(ctx context.Context, id *authv1beta1.I
 		msg = fmt.Sprintf("the Identity names %q as this cluster's tenant namespace on provider %q, but a handshake pinned %q (%v): whoever may write Identities may have moved it; liqoctl authenticate (or applying the Identity the provider's administrator generates) puts the pinned one back",
 			got, provider, rec.ProviderTenantNamespace, cluster.ErrTenantNamespaceNotPinned)
 		if rec.PinnedByManager {
-			msg = fmt.Sprintf("the Identity names %q as this cluster's tenant namespace on provider %q, but this cluster's manager pinned %q (%v), its guess for a Peering's peering older than the pins: whoever may write Identities may have moved it, or the guess is wrong; liqoctl authenticate with both kubeconfigs replaces the guess with the namespace the provider keeps, as does liqoctl generate tenant --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it there)",
+			msg = fmt.Sprintf("the Identity names %q as this cluster's tenant namespace on provider %q, but this cluster's manager pinned %q (%v), its guess for a Peering's peering older than the pins: whoever may write Identities may have moved it; if the provider keeps this cluster elsewhere, liqoctl authenticate with both kubeconfigs replaces the guess with the namespace the provider keeps, as does liqoctl generate tenant --remote-tenant-namespace as the provider's administrator gives it (liqoctl create nonce prints it there; not the namespace this Identity names)",
 				got, provider, rec.ProviderTenantNamespace, cluster.ErrTenantNamespaceNotPinned)
 		}
 		return string(authn.ReasonTenantNamespaceNotPinned), msg, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -81,6 +82,11 @@ func (o *Options) Validate() error {
 	}
 	if err := authn.ValidateProxyURL(o.ProxyURL); err != nil {
 		return fmt.Errorf("--tenant-proxy-url: %w", err)
+	}
+	if o.RemoteTenantNamespace != "" {
+		if errs := validation.IsDNS1123Label(o.RemoteTenantNamespace); len(errs) > 0 {
+			return fmt.Errorf("--remote-tenant-namespace %q is not a namespace name: %s; pass it as liqoctl create nonce prints it on the provider", o.RemoteTenantNamespace, errs[0])
+		}
 	}
 	return o.Output.Validate()
 }
