@@ -23,7 +23,7 @@ FUZZTIME     ?= 1000x
 # every test ran alone, 52 on an evening when the same machine ran everything two and a
 # half times slower): the go test deadline leaves room for a much slower machine, and make
 # test (about 35 minutes) stays well inside CI's 90.
-TEST_TIMEOUT ?= 65m
+TEST_TIMEOUT ?= 75m
 # How many integration tests run at once (test/integration/doc.go): at 3 the two CPUs are
 # about three quarters busy, at 1 a quarter.
 TEST_PARALLEL ?= 3
