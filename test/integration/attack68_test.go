@@ -99,11 +99,7 @@ func TestAttack68IdentityWriterPutsASlicesCertificateInTheControlPlaneIdentity(t
 	mustCLI(t, "delete", "resourceslice", "slice-a68c", "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id)
 
 	// The provider's administrator granted the consumer's user more than unauthenticate knows of.
-	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"},
-		Rules: []rbacv1.PolicyRule{rule("authentication.liqo.io", "resourceslices", "get")}}))
-	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: c.id}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "left-behind"}}))
+	grantLeftBehind(t, p, c.id)
 
 	writer := principal(t, c, "identity-writer", cTN, rule(authv1beta1.GroupVersion.Group, "identities", "get", "update"))
 	var cp authv1beta1.Identity

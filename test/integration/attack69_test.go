@@ -122,11 +122,7 @@ func TestAttack69IdentityWriterForgesTheControlPlaneCertificate(t *testing.T) {
 	pu := peeringUserKubeconfig(t, c, p)
 	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
 
-	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"},
-		Rules: []rbacv1.PolicyRule{rule("authentication.liqo.io", "resourceslices", "get")}}))
-	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: c.id}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "left-behind"}}))
+	grantLeftBehind(t, p, c.id)
 
 	cTN := wire.TenantNamespaceName(p.id)
 	writer := principal(t, c, "identity-writer", cTN, rule(authv1beta1.GroupVersion.Group, "identities", "get", "update"))

@@ -67,6 +67,8 @@ func TestConnectionFlagsOnBothSides(t *testing.T) {
 			require.NoError(t, side.s.client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "operator"},
 				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "operator", Namespace: "default"}},
 				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}))
+			// The command's first request may not come before the authorizer knows the binding.
+			waitGranted(t, side.s, "system:serviceaccount:default:operator", "", []rbacv1.PolicyRule{rule("", "namespaces", "get")})
 			cfg, err := side.s.cp.ServiceAccountConfig(ctx, "default", "operator")
 			require.NoError(t, err)
 			ca := filepath.Join(dir, side.prefix+"ca.crt")

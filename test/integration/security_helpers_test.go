@@ -175,3 +175,18 @@ func rewrite[T any, PT interface {
 	}))
 	return obj
 }
+
+// grantLeftBehind is the provider's administrator granting user more than a peering knows
+// of (ClusterRoleBinding "left-behind": resourceslices get, cluster-wide), which
+// unauthenticate's proof must find; it returns once the API server's authorizer grants it,
+// so that a proof made at once cannot miss it for RBAC's informers alone.
+func grantLeftBehind(t testing.TB, p *site, user string) {
+	t.Helper()
+	ctx := context.Background()
+	rules := []rbacv1.PolicyRule{rule("authentication.liqo.io", "resourceslices", "get")}
+	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"}, Rules: rules}))
+	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "left-behind"}}))
+	waitGranted(t, p, user, "", rules)
+}

@@ -299,11 +299,7 @@ func TestRevocationProofTrustsTheIdentity(t *testing.T) {
 	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
 
 	// A grant of the consumer's user that unauthenticate does not know of.
-	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"},
-		Rules: []rbacv1.PolicyRule{rule("authentication.liqo.io", "resourceslices", "get")}}))
-	require.NoError(t, p.client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: c.id}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "left-behind"}}))
+	grantLeftBehind(t, p, c.id)
 
 	impostor := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`, http.StatusUnauthorized)
