@@ -143,7 +143,7 @@ func a74BindingsOf(t *testing.T, p *site, ns, user string) []string {
 }
 
 // a74AssertHeldWithoutGrant asserts what the teardown left: the consumer's slice and its
-// Identity gone on c; on p, the copy still there, deleted and held by the tenant's
+// Identity gone on c, with a Warning Event on the slice that says its copy is held; on p, the copy still there, deleted and held by the tenant's
 // finalizer only (the provider's finalize done: the attack really held it), and nothing of
 // its grant: no Role or RoleBinding of the slice, a SubjectAccessReview of the slice's
 // user denied, its own certificate unable to read the copy.
@@ -156,6 +156,8 @@ func a74AssertHeldWithoutGrant(t *testing.T, c, p *site, kc []byte, name string)
 	assert.True(t, apierrors.IsNotFound(err), "the consumer's slice is gone: %v", err)
 	err = c.client.Get(ctx, client.ObjectKey{Namespace: cTN, Name: wire.SliceIdentityName(name)}, &authv1beta1.Identity{})
 	assert.True(t, apierrors.IsNotFound(err), "the slice's Identity is gone: %v", err)
+	// The consumer is told where its slice's copy stays, and who lets it go (helper-41).
+	waitEvent(t, c, cTN, name, authv1beta1.ReasonSliceCopyHeld)
 
 	var cp authv1beta1.ResourceSlice
 	if assert.NoError(t, p.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: name}, &cp), "the tenant's finalizer holds the copy") {

@@ -23,6 +23,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -520,7 +522,14 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		case err == nil:
 			// Being deleted, the provider's finalize done (its grant removed): a finalizer
 			// of someone else's (the tenant writes its copies) holds the copy, not its
-			// access, and never this slice's deletion (helper-39's F1).
+			// access, and never this slice's deletion (helper-39's F1). It is said, once,
+			// as the slice goes: the copy stays on the provider until its administrator
+			// lets it go (helper-41).
+			if len(cp.Finalizers) > 0 {
+				r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceCopyHeld, "DeleteResourceSlice",
+					"the slice's copy %s/%s on provider %q grants nothing any more (the provider's finalize is done) but stays there, held by %s: the provider's administrator removes them",
+					ns, rs.Name, rs.Labels[wire.RemoteClusterIDLabel], describeFinalizers(cp.Finalizers))
+			}
 		case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err):
 			return err
 		}
@@ -563,4 +572,24 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, rs *authv1beta1.Resour
 	patch := client.MergeFrom(rs.DeepCopy())
 	controllerutil.RemoveFinalizer(rs, wire.ConsumerSliceFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, rs, patch))
+}
+
+// describeFinalizers names the finalizers that hold a copy, for an Event: whoever writes the
+// copy chose them, so a few are quoted and the rest counted.
+func describeFinalizers(fs []string) string {
+	const shown = 3
+	q := make([]string, 0, shown)
+	for i, f := range fs {
+		if i == shown {
+			break
+		}
+		q = append(q, strconv.Quote(f))
+	}
+	switch {
+	case len(fs) == 1:
+		return "finalizer " + q[0]
+	case len(fs) > shown:
+		return fmt.Sprintf("finalizers %s and %d more", strings.Join(q, ", "), len(fs)-shown)
+	}
+	return "finalizers " + strings.Join(q, ", ")
 }

@@ -397,6 +397,7 @@ func TestDeletingLetsGoOfACopyHeldByAnother(t *testing.T) {
 	if err := remote.Get(context.Background(), client.ObjectKeyFromObject(cp), cp); err != nil || cp.DeletionTimestamp == nil {
 		t.Fatalf("copy %+v, %v", cp.ObjectMeta, err)
 	}
+	wantEvents(t, e.events())                    // nothing to say while the provider finalizes
 	cp.Finalizers = []string{"example.com/hold"} // the provider's finalize is done
 	if err := remote.Update(context.Background(), cp); err != nil {
 		t.Fatal(err)
@@ -406,5 +407,31 @@ func TestDeletingLetsGoOfACopyHeldByAnother(t *testing.T) {
 	}
 	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(rs), &authv1beta1.ResourceSlice{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the slice is kept: %v", err)
+	}
+	// The copy that stays is said, with who holds it and who lets it go (helper-41).
+	got := e.events()
+	wantEvents(t, got, "Warning "+authv1beta1.ReasonSliceCopyHeld)
+	for _, want := range []string{remoteNS + "/" + sliceName, `"` + providerID + `"`, `finalizer "example.com/hold"`, "grants nothing", "the provider's administrator removes"} {
+		if !strings.Contains(got[0], want) {
+			t.Errorf("event %q does not say %q", got[0], want)
+		}
+	}
+}
+
+// TestDescribeFinalizers: the finalizers a copy's writer chose are quoted, a few of them.
+func TestDescribeFinalizers(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"a.io/x"}, `finalizer "a.io/x"`},
+		{[]string{"a.io/x", "b.io/y"}, `finalizers "a.io/x", "b.io/y"`},
+		{[]string{"a.io/x", "b.io/y", "c.io/z"}, `finalizers "a.io/x", "b.io/y", "c.io/z"`},
+		{[]string{"a.io/x", "b.io/y", "c.io/z", "d.io/w", "e.io/v"}, `finalizers "a.io/x", "b.io/y", "c.io/z" and 2 more`},
+		{[]string{"a.io/x\nINFO forged"}, `finalizer "a.io/x\nINFO forged"`}, // a newline shown, not printed
+	} {
+		if got := describeFinalizers(tc.in); got != tc.want {
+			t.Errorf("describeFinalizers(%q) = %s; want %s", tc.in, got, tc.want)
+		}
 	}
 }

@@ -120,6 +120,10 @@ const (
 	// ReasonSliceCertificateRefused: the provider's answer carries a certificate this
 	// cluster does not take (not issued by the pinned CA to the slice's user for its key).
 	ReasonSliceCertificateRefused = "ResourceSliceCertificateRefused"
+	// ReasonSliceCopyHeld: the slice is let go while its copy on the provider stays, being
+	// deleted and granting nothing (the provider's finalize is done), held there by
+	// finalizers of someone else's, which the provider's administrator removes.
+	ReasonSliceCopyHeld = "ResourceSliceCopyHeld"
 )
 
 // Reasons of the provider's Events on a Renew.
