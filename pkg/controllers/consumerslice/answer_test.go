@@ -95,7 +95,7 @@ func TestAnswerCertificateIsChecked(t *testing.T) {
 			if tc.answer.caInStatus != nil {
 				caInStatus = tc.answer.caInStatus
 			}
-			cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName}, Spec: rs.Spec,
+			cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName, Labels: copyLabels(consumerID)}, Spec: rs.Spec,
 				Status: authv1beta1.ResourceSliceStatus{Conditions: decided(authv1beta1.ResourceSliceAccepted, authv1beta1.ResourceSliceAccepted),
 					AuthParams:  &authv1beta1.AuthParams{APIServer: "https://provider.example:6443", CA: caInStatus.pem, SignedCRT: crt},
 					Certificate: issuer.CertificateInfo(cert, 10*time.Minute)}}

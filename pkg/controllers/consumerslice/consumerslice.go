@@ -67,6 +67,9 @@ const (
 	// providerRetry: writing the slice to the provider failed (unreachable, refused); each
 	// failure records a Warning Event too.
 	providerRetry = 2 * time.Second
+	// nameTakenRetry: the slice's name is taken on the provider by a slice that is not a
+	// copy; it is looked at again, slowly, in case that slice goes.
+	nameTakenRetry = 30 * time.Second
 	// answerPoll: the provider decides a new slice and has its certificate signed within
 	// milliseconds, while liqoctl waits for the answer.
 	answerPoll = 50 * time.Millisecond
@@ -211,6 +214,11 @@ func (r *Reconciler) prepare(ctx context.Context, rs *authv1beta1.ResourceSlice,
 // local slice's status, and turns an accepted one into the slice's Identity.
 func (r *Reconciler) request(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, remote client.Client, remoteNS string, ks cluster.KeySet) (ctrl.Result, error) {
 	answer, err := r.sync(ctx, rs, remote, remoteNS)
+	if errors.Is(err, errNotACopy) {
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceNameTaken, "RequestResourceSlice",
+			"ResourceSlice %s/%s on provider %q %v: nothing is written to it; ask under another name", remoteNS, rs.Name, provider, err)
+		return ctrl.Result{RequeueAfter: nameTakenRetry}, nil
+	}
 	if err != nil {
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonProviderUnreachable, "RequestResourceSlice", "writing the slice to provider %s: %v", provider, err)
 		return ctrl.Result{RequeueAfter: providerRetry}, nil
@@ -434,19 +442,41 @@ func kubeconfigKey(ks cluster.KeySet, kubeconfig []byte) crypto.Signer {
 	return ks.Current
 }
 
+// errNotACopy says that the slice of that name in the provider's tenant namespace is not a
+// copy (no label liqo.io/replicated=true): the provider's own request of this cluster in a
+// two-way peering, the two made at once under one name before either copy arrived (as two
+// GitOps repositories may), or a copy relabelled there. It is neither written to nor read
+// as the provider's answer, nor deleted with the slice.
+var errNotACopy = errors.New("is not this cluster's copy: it carries no label " + wire.ReplicationStatusLabel + "=true (the provider's own request of this cluster in a two-way peering, or a copy relabelled there)")
+
+// isCopy says whether the provider takes o for a consumer's copy: the label its slice
+// controller decides by (a request of its own has none).
+func isCopy(o client.Object) bool {
+	return o.GetLabels()[wire.ReplicationStatusLabel] == "true"
+}
+
+// copyLabels are the labels of the copy consumer makes of its slice on the provider, as
+// Liqo's replicator labels what it copies: replicated, from consumer, not a request there.
+func copyLabels(consumer string) map[string]string {
+	return map[string]string{wire.RemoteClusterIDLabel: consumer, wire.ReplicationRequestedLabel: "false",
+		wire.ReplicationStatusLabel: "true", wire.ReplicationOriginLabel: consumer}
+}
+
 // sync writes the slice's spec into the provider's tenant namespace (creating it there),
-// as Liqo's replicator does, and returns the provider's copy.
+// as Liqo's replicator does, and returns the provider's copy; a slice of that name there
+// that is not a copy is left alone (errNotACopy).
 func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, remote client.Client, ns string) (*authv1beta1.ResourceSlice, error) {
-	labels := map[string]string{wire.RemoteClusterIDLabel: r.ClusterID, wire.ReplicationRequestedLabel: "false",
-		wire.ReplicationStatusLabel: "true", wire.ReplicationOriginLabel: r.ClusterID}
 	cp := &authv1beta1.ResourceSlice{}
 	err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
 	if apierrors.IsNotFound(err) {
-		cp = &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rs.Name, Labels: labels}, Spec: *rs.Spec.DeepCopy()}
+		cp = &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rs.Name, Labels: copyLabels(r.ClusterID)}, Spec: *rs.Spec.DeepCopy()}
 		return cp, remote.Create(ctx, cp)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !isCopy(cp) {
+		return nil, errNotACopy
 	}
 	if !equality.Semantic.DeepEqual(cp.Spec, rs.Spec) {
 		cp.Spec = *rs.Spec.DeepCopy()
@@ -509,28 +539,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		return nil
 	}
 	if remoteErr == nil {
-		cp := &authv1beta1.ResourceSlice{}
-		err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
-		switch {
-		case err == nil && cp.DeletionTimestamp == nil:
-			if deleteErr := remote.Delete(ctx, cp); client.IgnoreNotFound(deleteErr) != nil {
-				return deleteErr
-			}
-			return errProviderRemoving
-		case err == nil && controllerutil.ContainsFinalizer(cp, wire.ProviderSliceFinalizer):
-			return errProviderRemoving
-		case err == nil:
-			// Being deleted, the provider's finalize done (its grant removed): a finalizer
-			// of someone else's (the tenant writes its copies) holds the copy, not its
-			// access, and never this slice's deletion (helper-39's F1). It is said, once,
-			// as the slice goes: the copy stays on the provider until its administrator
-			// lets it go (helper-41).
-			if len(cp.Finalizers) > 0 {
-				r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceCopyHeld, "DeleteResourceSlice",
-					"the slice's copy %s/%s on provider %q grants nothing any more (the provider's finalize is done) but stays there, held by %s: the provider's administrator removes them",
-					ns, rs.Name, rs.Labels[wire.RemoteClusterIDLabel], describeFinalizers(cp.Finalizers))
-			}
-		case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err):
+		if err := r.removeCopy(ctx, rs, remote, ns); err != nil {
 			return err
 		}
 	} else {
@@ -542,6 +551,41 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		return err
 	}
 	return r.removeFinalizer(ctx, rs)
+}
+
+// removeCopy deletes the slice's copy in the provider's tenant namespace ns: nil once it
+// grants nothing (gone, or held by someone else's finalizer after the provider's
+// finalize, or none of this cluster's there), errProviderRemoving while the provider
+// finalizes it.
+func (r *Reconciler) removeCopy(ctx context.Context, rs *authv1beta1.ResourceSlice, remote client.Client, ns string) error {
+	cp := &authv1beta1.ResourceSlice{}
+	err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
+	switch {
+	case err == nil && !isCopy(cp) && !controllerutil.ContainsFinalizer(cp, wire.ProviderSliceFinalizer):
+		// Not a copy, nor one the provider still finalizes (relabelled after its grant):
+		// someone else's slice of that name, never deleted from here.
+	case err == nil && cp.DeletionTimestamp == nil:
+		if deleteErr := remote.Delete(ctx, cp); client.IgnoreNotFound(deleteErr) != nil {
+			return deleteErr
+		}
+		return errProviderRemoving
+	case err == nil && controllerutil.ContainsFinalizer(cp, wire.ProviderSliceFinalizer):
+		return errProviderRemoving
+	case err == nil:
+		// Being deleted, the provider's finalize done (its grant removed): a finalizer of
+		// someone else's (the tenant writes its copies) holds the copy, not its access, and
+		// never this slice's deletion (helper-39's F1). It is said, once, as the slice
+		// goes: the copy stays on the provider until its administrator lets it go
+		// (helper-41).
+		if len(cp.Finalizers) > 0 {
+			r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceCopyHeld, "DeleteResourceSlice",
+				"the slice's copy %s/%s on provider %q grants nothing any more (the provider's finalize is done) but stays there, held by %s: the provider's administrator removes them",
+				ns, rs.Name, rs.Labels[wire.RemoteClusterIDLabel], describeFinalizers(cp.Finalizers))
+		}
+	case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err):
+		return err
+	}
+	return nil
 }
 
 // deleting finalizes a deleted slice, or waits for the provider to remove its copy.

@@ -291,7 +291,7 @@ func TestRequest(t *testing.T) {
 			e := setup(t, true, rs)
 			var objs []client.Object
 			if tc.answer != nil {
-				cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName}, Spec: rs.Spec,
+				cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName, Labels: copyLabels(consumerID)}, Spec: rs.Spec,
 					Status: authv1beta1.ResourceSliceStatus{Conditions: tc.answer}}
 				objs = append(objs, cp)
 			}
@@ -356,7 +356,7 @@ func TestDeletingWaitsForTheProvider(t *testing.T) {
 	rs.Finalizers = []string{wire.ConsumerSliceFinalizer}
 	rs.DeletionTimestamp = &metav1.Time{Time: now}
 	e := setup(t, true, rs)
-	cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName, Finalizers: []string{wire.ProviderSliceFinalizer}}}
+	cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName, Labels: copyLabels(consumerID), Finalizers: []string{wire.ProviderSliceFinalizer}}}
 	remote, _ := provider(t, nil, cp)
 	for range 2 { // deleted, then still there
 		res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil)
@@ -389,7 +389,7 @@ func TestDeletingLetsGoOfACopyHeldByAnother(t *testing.T) {
 	rs.Finalizers = []string{wire.ConsumerSliceFinalizer}
 	rs.DeletionTimestamp = &metav1.Time{Time: now}
 	e := setup(t, true, rs)
-	cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName, Finalizers: []string{"example.com/hold", wire.ProviderSliceFinalizer}}}
+	cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName, Labels: copyLabels(consumerID), Finalizers: []string{"example.com/hold", wire.ProviderSliceFinalizer}}}
 	remote, _ := provider(t, nil, cp)
 	if res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil); err != nil || res.RequeueAfter != providerRemovalPoll {
 		t.Fatalf("result %+v, %v; want a requeue after %v while the provider finalizes its copy", res, err, providerRemovalPoll)
@@ -433,5 +433,94 @@ func TestDescribeFinalizers(t *testing.T) {
 		if got := describeFinalizers(tc.in); got != tc.want {
 			t.Errorf("describeFinalizers(%q) = %s; want %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestProvidersOwnRequestUnderTheNameIsLeftAlone (helper-36's F3): in a two-way peering the
+// provider's tenant namespace of this cluster holds the provider's own requests of it too.
+// One made under the slice's name before the copy arrived (both sides asking at once, as
+// two GitOps repositories may) is not written to, not read as the answer, and not deleted
+// with the slice; the slice says its name is taken. A copy relabelled after its grant (the
+// provider still finalizes it) is deleted all the same.
+func TestProvidersOwnRequestUnderTheNameIsLeftAlone(t *testing.T) {
+	theirs := func() *authv1beta1.ResourceSlice {
+		return &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName,
+			Labels:     map[string]string{wire.ReplicationRequestedLabel: "true", wire.RemoteClusterIDLabel: consumerID},
+			Finalizers: []string{wire.ConsumerSliceFinalizer}},
+			Spec: authv1beta1.ResourceSliceSpec{Class: authv1beta1.ResourceSliceClass("theirs")},
+			Status: authv1beta1.ResourceSliceStatus{Conditions: decided(authv1beta1.ResourceSliceAccepted, authv1beta1.ResourceSliceAccepted),
+				AuthParams: &authv1beta1.AuthParams{SignedCRT: []byte("their certificate")}}}
+	}
+
+	t.Run("asked", func(t *testing.T) {
+		rs := request(sliceName, time.Second)
+		rs.Spec.Class = authv1beta1.ResourceSliceClass("mine")
+		e := setup(t, true, rs)
+		remote, rn := provider(t, nil, theirs())
+		res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key})
+		if err != nil || res.RequeueAfter != nameTakenRetry {
+			t.Fatalf("result %+v, %v; want a requeue after %v", res, err, nameTakenRetry)
+		}
+		evs := e.events()
+		wantEvents(t, evs, "Warning "+authv1beta1.ReasonSliceNameTaken)
+		for _, want := range []string{remoteNS + "/" + sliceName, `"` + providerID + `"`, "is not this cluster's copy", "ask under another name"} {
+			if !strings.Contains(evs[0], want) {
+				t.Errorf("event %q does not say %q", evs[0], want)
+			}
+		}
+		got := &authv1beta1.ResourceSlice{}
+		if err := remote.Get(context.Background(), client.ObjectKey{Namespace: remoteNS, Name: sliceName}, got); err != nil {
+			t.Fatal(err)
+		}
+		if rn.total() != 0 || got.Spec.Class != "theirs" {
+			t.Fatalf("the provider's request was written: %d writes, class %q", rn.total(), got.Spec.Class)
+		}
+		if e.n.status != 0 || rs.Status.AuthParams != nil {
+			t.Fatalf("their status read as the answer: %d status writes, %+v", e.n.status, rs.Status)
+		}
+	})
+
+	for _, tc := range []struct {
+		name    string
+		cp      func() *authv1beta1.ResourceSlice
+		deleted bool
+	}{
+		{"deleted", theirs, false},
+		{"deleted, a copy relabelled after its grant", func() *authv1beta1.ResourceSlice {
+			cp := theirs()
+			cp.Finalizers = []string{wire.ProviderSliceFinalizer}
+			return cp
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := request(sliceName, 0)
+			rs.Finalizers = []string{wire.ConsumerSliceFinalizer}
+			rs.DeletionTimestamp = &metav1.Time{Time: now}
+			e := setup(t, true, rs)
+			remote, _ := provider(t, nil, tc.cp())
+			res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := &authv1beta1.ResourceSlice{}
+			if err := remote.Get(context.Background(), client.ObjectKey{Namespace: remoteNS, Name: sliceName}, got); err != nil {
+				t.Fatal(err)
+			}
+			if deleted := got.DeletionTimestamp != nil; deleted != tc.deleted {
+				t.Fatalf("the provider's slice deleted: %v; want %v", deleted, tc.deleted)
+			}
+			if tc.deleted {
+				if res.RequeueAfter != providerRemovalPoll {
+					t.Fatalf("result %+v; want a wait for the provider's finalize", res)
+				}
+				return
+			}
+			if res != (ctrl.Result{}) {
+				t.Fatalf("result %+v; want the slice let go", res)
+			}
+			if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(rs), &authv1beta1.ResourceSlice{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("the slice is kept: %v", err)
+			}
+		})
 	}
 }

@@ -124,6 +124,10 @@ const (
 	// deleted and granting nothing (the provider's finalize is done), held there by
 	// finalizers of someone else's, which the provider's administrator removes.
 	ReasonSliceCopyHeld = "ResourceSliceCopyHeld"
+	// ReasonSliceNameTaken: a slice of that name in the provider's tenant namespace is not
+	// a copy (the provider's own request of this cluster, in a two-way peering): nothing is
+	// written to it; the slice is asked for under another name.
+	ReasonSliceNameTaken = "ResourceSliceNameTaken"
 )
 
 // Reasons of the provider's Events on a Renew.
