@@ -449,10 +449,11 @@ func kubeconfigKey(ks cluster.KeySet, kubeconfig []byte) crypto.Signer {
 // as the provider's answer, nor deleted with the slice.
 var errNotACopy = errors.New("is not this cluster's copy: it carries no label " + wire.ReplicationStatusLabel + "=true (the provider's own request of this cluster in a two-way peering, or a copy relabelled there)")
 
-// isCopy says whether the provider takes o for a consumer's copy: the label its slice
-// controller decides by (a request of its own has none).
-func isCopy(o client.Object) bool {
-	return o.GetLabels()[wire.ReplicationStatusLabel] == "true"
+// isCopy says whether the provider takes rs for a consumer's copy, as its slice
+// controller decides (access.SliceConsumer: the label; a request of its own has none).
+func isCopy(rs *authv1beta1.ResourceSlice) bool {
+	_, providerCopy := access.SliceConsumer(rs)
+	return providerCopy
 }
 
 // copyLabels are the labels of the copy consumer makes of its slice on the provider, as
