@@ -341,5 +341,5 @@ func ourAnnotation(key string) bool {
 }
 
 // Stripped reports whether the cache kept obj without its content: a controller that
-// needs it reads it live.
-func Stripped(obj metav1.Object) bool { return obj.GetAnnotations()[wire.StrippedAnnotation] == "true" }
+// needs it reads it live (wire.Stripped, which the metrics collector reads by too).
+func Stripped(obj metav1.Object) bool { return wire.Stripped(obj) }

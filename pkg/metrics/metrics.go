@@ -264,7 +264,7 @@ func (g *gauges) collectNonces(ctx context.Context, out *emitter, known *peers) 
 // again, one per peer: no Secret writer adds reads with Secrets of their own. A failed
 // read leaves s as it is: an empty nonce, reported as none.
 func (g *gauges) whole(ctx context.Context, s *corev1.Secret, known *peers) *corev1.Secret {
-	if s.Annotations[wire.StrippedAnnotation] != "true" || s.Name != wire.NonceSecretName || !known.designated(s.Labels[wire.RemoteClusterIDLabel], s.Namespace) {
+	if !wire.Stripped(s) || s.Name != wire.NonceSecretName || !known.designated(s.Labels[wire.RemoteClusterIDLabel], s.Namespace) {
 		return s
 	}
 	var w corev1.Secret

@@ -210,3 +210,9 @@ const (
 	RotateKeyAnnotation  = "liqo-auth.io/rotate-key"
 	KeyRotatedAnnotation = "liqo-auth.io/key-rotated"
 )
+
+// Stripped reports whether the manager's cache kept obj without its content
+// (StrippedAnnotation): every reader of that cache that needs the content reads it live.
+func Stripped(obj interface{ GetAnnotations() map[string]string }) bool {
+	return obj.GetAnnotations()[StrippedAnnotation] == "true"
+}
