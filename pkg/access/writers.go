@@ -86,7 +86,7 @@ var (
 	nsCreatorSlices = Writer{Principal: NamespaceCreator, Writes: "ResourceSlices in namespaces it creates, claiming any consumer or provider"}
 	sliceWriter     = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestH50SliceWriterAloneRefusesTheDefaultWithAWorkableWayOut", "TestConsumerSliceOutsideTenantNamespace",
 		"TestRelabelledSliceIsNotForgotten", "TestAttack69SliceWriterRelabelsASliceBeforeUnauthenticate", "TestAttack69SliceWriterRelabelsASliceBeforeLeave", "TestUnauthenticateGoesOnPastASlicesFailedProof", "TestAttack75HeldSliceKeepsNoIdentity",
-		"TestSliceNameTakenByTheProvidersOwnRequest"}}
+		"TestSliceNameTakenByTheProvidersOwnRequest", "TestH52UpdateOnlyWriterKeepsCopyPastDeletion"}}
 	statusSlices   = Writer{Principal: StatusWriter, Writes: "ResourceSlice status in every namespace (verdict, resources, certificate, published server and proxy)", Tests: []string{"TestResourceSliceStatusIsNotTrusted", "TestAttack60SliceStatusWriterPublishesAProxy", "TestAttack72ProviderStatusWriterForgesTheSlicesCertificate"}}
 	nsCreatorIDs   = Writer{Principal: NamespaceCreator, Writes: "Identities in namespaces it creates, naming any provider"}
 	identityWriter = Writer{Principal: IdentityWriter, Writes: "the Identities of the tenant namespace: spec (server, CA, proxy, certificate, the provider's namespace) and metadata", Tests: []string{"TestH50IdentityWriterBlocksTheProvidersWordWithTheManagersGuess", "TestAdversarialConsumer", "TestAttack60bIdentityWriterRoutesSlicesThroughItsProxy",

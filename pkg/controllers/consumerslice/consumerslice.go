@@ -442,18 +442,34 @@ func kubeconfigKey(ks cluster.KeySet, kubeconfig []byte) crypto.Signer {
 	return ks.Current
 }
 
-// errNotACopy says that the slice of that name in the provider's tenant namespace is not a
-// copy (no label liqo.io/replicated=true): the provider's own request of this cluster in a
-// two-way peering, the two made at once under one name before either copy arrived (as two
-// GitOps repositories may), or a copy relabelled there. It is neither written to nor read
-// as the provider's answer, nor deleted with the slice.
-var errNotACopy = errors.New("is not this cluster's copy: it carries no label " + wire.ReplicationStatusLabel + "=true (the provider's own request of this cluster in a two-way peering, or a copy relabelled there)")
+// errNotACopy says that the slice of that name in the provider's tenant namespace is
+// not this cluster's copy: not labelled as a copy (liqo.io/replicated=true), and not the
+// one its controller made (SliceCopyAnnotation). It is the provider's own request of this
+// cluster in a two-way peering, the two made at once under one name before either copy
+// arrived (as two GitOps repositories may): neither written to, nor read as the
+// provider's answer, nor deleted with the slice.
+var errNotACopy = errors.New("is not this cluster's copy: it carries no label " + wire.ReplicationStatusLabel + "=true and is not the copy this cluster made (the provider's own request of this cluster in a two-way peering)")
 
 // isCopy says whether the provider takes rs for a consumer's copy, as its slice
 // controller decides (access.SliceConsumer: the label; a request of its own has none).
 func isCopy(rs *authv1beta1.ResourceSlice) bool {
 	_, providerCopy := access.SliceConsumer(rs)
 	return providerCopy
+}
+
+// madeCopy says whether cp is the copy of rs this cluster's controller made or took on
+// the provider, by its UID (SliceCopyAnnotation): whatever its labels say now, a writer
+// there who took the label off may put it back, and the provider then grants it again.
+func madeCopy(rs, cp *authv1beta1.ResourceSlice) bool {
+	uid := rs.Annotations[wire.SliceCopyAnnotation]
+	return uid != "" && uid == string(cp.UID)
+}
+
+// ours says whether cp, of rs's name in the provider's tenant namespace, is this cluster's
+// to write, read and delete: a copy, one the provider still finalizes, or the one this
+// cluster made.
+func ours(rs, cp *authv1beta1.ResourceSlice) bool {
+	return isCopy(cp) || controllerutil.ContainsFinalizer(cp, wire.ProviderSliceFinalizer) || madeCopy(rs, cp)
 }
 
 // copyLabels are the labels of the copy consumer makes of its slice on the provider, as
@@ -464,26 +480,48 @@ func copyLabels(consumer string) map[string]string {
 }
 
 // sync writes the slice's spec into the provider's tenant namespace (creating it there),
-// as Liqo's replicator does, and returns the provider's copy; a slice of that name there
-// that is not a copy is left alone (errNotACopy).
+// as Liqo's replicator does, records the copy's UID on the slice, and returns the
+// provider's copy; a slice of that name there that is not this cluster's is left alone
+// (errNotACopy).
 func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, remote client.Client, ns string) (*authv1beta1.ResourceSlice, error) {
 	cp := &authv1beta1.ResourceSlice{}
 	err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
 	if apierrors.IsNotFound(err) {
 		cp = &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rs.Name, Labels: copyLabels(r.ClusterID)}, Spec: *rs.Spec.DeepCopy()}
-		return cp, remote.Create(ctx, cp)
+		if createErr := remote.Create(ctx, cp); createErr != nil {
+			return cp, createErr
+		}
+		return cp, r.recordCopy(ctx, rs, cp)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !isCopy(cp) {
+	if !ours(rs, cp) {
 		return nil, errNotACopy
+	}
+	if recordErr := r.recordCopy(ctx, rs, cp); recordErr != nil {
+		return nil, recordErr
 	}
 	if !equality.Semantic.DeepEqual(cp.Spec, rs.Spec) {
 		cp.Spec = *rs.Spec.DeepCopy()
 		err = remote.Update(ctx, cp)
 	}
 	return cp, err
+}
+
+// recordCopy keeps the UID of the copy cp on the slice rs (SliceCopyAnnotation), when it
+// is not what rs holds: the copy made, or a copy of that name there since (the tenant
+// may delete and make its copies again).
+func (r *Reconciler) recordCopy(ctx context.Context, rs, cp *authv1beta1.ResourceSlice) error {
+	if cp.UID == "" || rs.Annotations[wire.SliceCopyAnnotation] == string(cp.UID) {
+		return nil
+	}
+	orig := rs.DeepCopy()
+	if rs.Annotations == nil {
+		rs.Annotations = map[string]string{}
+	}
+	rs.Annotations[wire.SliceCopyAnnotation] = string(cp.UID)
+	return r.Client.Patch(ctx, rs, client.MergeFrom(orig))
 }
 
 // ensureIdentity turns an accepted answer into the slice's Identity, controlled by the
@@ -562,8 +600,9 @@ func (r *Reconciler) removeCopy(ctx context.Context, rs *authv1beta1.ResourceSli
 	cp := &authv1beta1.ResourceSlice{}
 	err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
 	switch {
-	case err == nil && !isCopy(cp) && !controllerutil.ContainsFinalizer(cp, wire.ProviderSliceFinalizer):
-		// Not a copy, nor one the provider still finalizes (relabelled after its grant):
+	case err == nil && !ours(rs, cp):
+		// Not a copy, nor one the provider still finalizes, nor the one this cluster made
+		// (relabelled after its grant, which the label put back would grant again):
 		// someone else's slice of that name, never deleted from here.
 	case err == nil && cp.DeletionTimestamp == nil:
 		if deleteErr := remote.Delete(ctx, cp); client.IgnoreNotFound(deleteErr) != nil {

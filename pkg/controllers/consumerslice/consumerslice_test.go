@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -483,19 +484,32 @@ func TestProvidersOwnRequestUnderTheNameIsLeftAlone(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		cp      func() *authv1beta1.ResourceSlice
+		made    string // the copy's UID the slice recorded
 		deleted bool
 	}{
-		{"deleted", theirs, false},
-		{"deleted, a copy relabelled after its grant", func() *authv1beta1.ResourceSlice {
+		{"deleted", theirs, "", false},
+		{"deleted, after another copy was recorded", theirs, "another-uid", false},
+		{"deleted, a copy relabelled while the provider finalizes it", func() *authv1beta1.ResourceSlice {
 			cp := theirs()
 			cp.Finalizers = []string{wire.ProviderSliceFinalizer}
 			return cp
-		}, true},
+		}, "", true},
+		// helper-52: a writer there took the label off (the provider then finalized it) and
+		// would put it back once the slice is deleted: the provider would grant it again.
+		{"deleted, the copy this cluster made, relabelled after the provider's finalize", func() *authv1beta1.ResourceSlice {
+			cp := theirs()
+			cp.UID = "copy-uid"
+			cp.Finalizers = nil
+			return cp
+		}, "copy-uid", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := request(sliceName, 0)
 			rs.Finalizers = []string{wire.ConsumerSliceFinalizer}
 			rs.DeletionTimestamp = &metav1.Time{Time: now}
+			if tc.made != "" {
+				rs.Annotations = map[string]string{wire.SliceCopyAnnotation: tc.made}
+			}
 			e := setup(t, true, rs)
 			remote, _ := provider(t, nil, tc.cp())
 			res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil)
@@ -503,7 +517,9 @@ func TestProvidersOwnRequestUnderTheNameIsLeftAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := &authv1beta1.ResourceSlice{}
-			if err := remote.Get(context.Background(), client.ObjectKey{Namespace: remoteNS, Name: sliceName}, got); err != nil {
+			if err := remote.Get(context.Background(), client.ObjectKey{Namespace: remoteNS, Name: sliceName}, got); apierrors.IsNotFound(err) {
+				got.DeletionTimestamp = &metav1.Time{Time: now} // gone at once: no finalizer held it
+			} else if err != nil {
 				t.Fatal(err)
 			}
 			if deleted := got.DeletionTimestamp != nil; deleted != tc.deleted {
@@ -522,5 +538,45 @@ func TestProvidersOwnRequestUnderTheNameIsLeftAlone(t *testing.T) {
 				t.Fatalf("the slice is kept: %v", err)
 			}
 		})
+	}
+}
+
+// TestCopyIsKnownByItsUID: the slice records the UID of its copy on the provider
+// (SliceCopyAnnotation), and that copy stays its own whatever its labels say: a writer
+// there who took the label off is written over and answered as before, not taken for
+// the provider's own request (helper-52).
+func TestCopyIsKnownByItsUID(t *testing.T) {
+	rs := request(sliceName, time.Second)
+	e := setup(t, true, rs)
+	cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName, UID: "copy-uid", Labels: copyLabels(consumerID)}}
+	remote, _ := provider(t, nil, cp)
+	if res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || res.RequeueAfter != answerPoll {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	got := &authv1beta1.ResourceSlice{}
+	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(rs), got); err != nil || got.Annotations[wire.SliceCopyAnnotation] != "copy-uid" {
+		t.Fatalf("annotations %v, %v; want the copy's UID recorded", got.Annotations, err)
+	}
+	e.n.reset()
+	if _, err := e.r.request(context.Background(), got, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || e.n.patch != 0 {
+		t.Fatalf("%v, %d patches; want the UID recorded once", err, e.n.patch)
+	}
+
+	// The label taken off there: still this cluster's copy.
+	if err := remote.Get(context.Background(), client.ObjectKeyFromObject(cp), cp); err != nil {
+		t.Fatal(err)
+	}
+	delete(cp.Labels, wire.ReplicationStatusLabel)
+	cp.Spec.Resources = nil
+	if err := remote.Update(context.Background(), cp); err != nil {
+		t.Fatal(err)
+	}
+	got.Spec.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	if res, err := e.r.request(context.Background(), got, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || res.RequeueAfter == nameTakenRetry {
+		t.Fatalf("result %+v, %v; the copy made is taken for someone else's", res, err)
+	}
+	wantEvents(t, e.events())
+	if err := remote.Get(context.Background(), client.ObjectKeyFromObject(cp), cp); err != nil || cp.Spec.Resources.Cpu().String() != "1" {
+		t.Fatalf("copy spec %+v, %v; want the slice's", cp.Spec, err)
 	}
 }
