@@ -30,14 +30,21 @@ func a67SliceStillReadsItsCopy(t *testing.T, c *site, kc []byte, name string) bo
 	return err == nil
 }
 
+// peerForSlices peers c with p directly, through a peering user of p's manager, and runs
+// c's controllers in-process: c's slices are asked of p from then on.
+func peerForSlices(t *testing.T, c, p *site) {
+	t.Helper()
+	pu := peeringUserKubeconfig(t, c, p)
+	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
+	startControllers(t, c, authmanager.Consumer)
+}
+
 // a67Slice peers c with p directly (no proxy, a peering user of p's manager; c's
 // controllers in-process), has slice name accepted and returns its identity's kubeconfig,
 // checked to read the copy on the provider.
 func a67Slice(t *testing.T, c, p *site, name string) []byte {
 	t.Helper()
-	pu := peeringUserKubeconfig(t, c, p)
-	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
-	startControllers(t, c, authmanager.Consumer)
+	peerForSlices(t, c, p)
 	rs := localSlice(c, p, name, "", "1")
 	require.NoError(t, c.client.Create(context.Background(), rs))
 	kc := sliceKubeconfig(t, c, p, name)

@@ -14,7 +14,6 @@ import (
 
 	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
-	"github.com/liqo-auth/liqo-auth/pkg/authmanager"
 )
 
 // TestSliceNameTakenByTheProvidersOwnRequest (helper-36's F3): in a two-way peering the
@@ -31,9 +30,7 @@ func TestSliceNameTakenByTheProvidersOwnRequest(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
-	pu := peeringUserKubeconfig(t, c, p)
-	mustCLI(t, "authenticate", "--kubeconfig", c.cp.Kubeconfig, "--remote-kubeconfig", pu)
-	startControllers(t, c, authmanager.Consumer)
+	peerForSlices(t, c, p)
 
 	const name = "slice-taken"
 	pTN, cTN := wire.TenantNamespaceName(c.id), wire.TenantNamespaceName(p.id)
