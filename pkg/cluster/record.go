@@ -46,6 +46,7 @@ const (
 	recordProviderNSKey   = "providerTenantNamespace"
 	recordPinnedOnceKey   = "pinnedOnce"
 	recordManagerPinKey   = "pinnedByManager"
+	recordSliceCopiesKey  = "sliceCopies"
 )
 
 // TenantRecord is this cluster's own account of one remote cluster. It lives in a
@@ -146,6 +147,12 @@ type TenantRecord struct {
 	// KeyRotation is, on a provider, the remote cluster's rotation of its key, once proven
 	// (nil: none): written only by the manager.
 	KeyRotation *KeyRotation
+	// SliceCopies is, on a consumer, the UID of the copy its slice controller made (or took
+	// for its slice's) on the remote provider, by slice name, until the slice is let go.
+	// The labels of a copy are the provider's writers' to take off and put back, and the
+	// slice's own metadata its writers': the copy a slice made is known here, and deleted
+	// with the slice whatever its labels say then.
+	SliceCopies map[string]types.UID
 
 	// from is the ConfigMap GetTenantRecord read the record from (nil otherwise), for
 	// UpdateTenantRecordAsRead to write over that version without reading it again.
@@ -362,7 +369,8 @@ func (r *TenantRecord) AddCertificate(c IssuedCertificate, now time.Time) {
 // jsonFields are the fields of the record kept as JSON, by key, as pointers to them.
 func (r *TenantRecord) jsonFields() map[string]any {
 	return map[string]any{recordCertsKey: &r.Certificates, recordLimitsKey: &r.SliceLimits, recordNonceKey: &r.ConsumedNonce, recordPeeringUserKey: &r.PeeringUser,
-		recordPeeringKey: &r.Peering, recordApprovalKey: &r.Approval, recordKeyMoveKey: &r.KeyMove, recordRotationKey: &r.KeyRotation, recordProxyKey: &r.ProxyURL}
+		recordPeeringKey: &r.Peering, recordApprovalKey: &r.Approval, recordKeyMoveKey: &r.KeyMove, recordRotationKey: &r.KeyRotation, recordProxyKey: &r.ProxyURL,
+		recordSliceCopiesKey: &r.SliceCopies}
 }
 
 func recordFromConfigMap(remoteID string, cm *corev1.ConfigMap) (*TenantRecord, error) {

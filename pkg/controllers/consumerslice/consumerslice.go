@@ -33,6 +33,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -213,7 +214,7 @@ func (r *Reconciler) prepare(ctx context.Context, rs *authv1beta1.ResourceSlice,
 // request writes the slice to the provider, reads the provider's answer back into the
 // local slice's status, and turns an accepted one into the slice's Identity.
 func (r *Reconciler) request(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, remote client.Client, remoteNS string, ks cluster.KeySet) (ctrl.Result, error) {
-	answer, err := r.sync(ctx, rs, remote, remoteNS)
+	answer, err := r.sync(ctx, rs, provider, remote, remoteNS)
 	if errors.Is(err, errNotACopy) {
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceNameTaken, "RequestResourceSlice",
 			"ResourceSlice %s/%s on provider %q %v: nothing is written to it; ask under another name", remoteNS, rs.Name, provider, err)
@@ -443,11 +444,12 @@ func kubeconfigKey(ks cluster.KeySet, kubeconfig []byte) crypto.Signer {
 }
 
 // errNotACopy says that the slice of that name in the provider's tenant namespace is
-// not this cluster's copy: not labelled as a copy (liqo.io/replicated=true), and not the
-// one its controller made (SliceCopyAnnotation). It is the provider's own request of this
-// cluster in a two-way peering, the two made at once under one name before either copy
-// arrived (as two GitOps repositories may): neither written to, nor read as the
-// provider's answer, nor deleted with the slice.
+// not this cluster's copy: not labelled as a copy (liqo.io/replicated=true), not
+// finalized by the provider, and not the copy this cluster made (its tenant record's
+// SliceCopies). It is the provider's own request of this cluster in a two-way peering,
+// the two made at once under one name before either copy arrived (as two GitOps
+// repositories may): neither written to, nor read as the provider's answer, nor deleted
+// with the slice.
 var errNotACopy = errors.New("is not this cluster's copy: it carries no label " + wire.ReplicationStatusLabel + "=true and is not the copy this cluster made (the provider's own request of this cluster in a two-way peering)")
 
 // isCopy says whether the provider takes rs for a consumer's copy, as its slice
@@ -457,19 +459,16 @@ func isCopy(rs *authv1beta1.ResourceSlice) bool {
 	return providerCopy
 }
 
-// madeCopy says whether cp is the copy of rs this cluster's controller made or took on
-// the provider, by its UID (SliceCopyAnnotation): whatever its labels say now, a writer
-// there who took the label off may put it back, and the provider then grants it again.
-func madeCopy(rs, cp *authv1beta1.ResourceSlice) bool {
-	uid := rs.Annotations[wire.SliceCopyAnnotation]
-	return uid != "" && uid == string(cp.UID)
-}
-
-// ours says whether cp, of rs's name in the provider's tenant namespace, is this cluster's
-// to write, read and delete: a copy, one the provider still finalizes, or the one this
-// cluster made.
-func ours(rs, cp *authv1beta1.ResourceSlice) bool {
-	return isCopy(cp) || controllerutil.ContainsFinalizer(cp, wire.ProviderSliceFinalizer) || madeCopy(rs, cp)
+// ours says whether cp, of slice name's name in the provider's tenant namespace, is this
+// cluster's to write, read and delete: a copy, one the provider still finalizes, or the
+// copy this cluster made (rec.SliceCopies, by UID), whatever its labels say now: a writer
+// there who took the label off may put it back once the slice is gone, and the provider
+// would grant it again (helper-52).
+func ours(name string, cp *authv1beta1.ResourceSlice, rec *cluster.TenantRecord) bool {
+	if isCopy(cp) || controllerutil.ContainsFinalizer(cp, wire.ProviderSliceFinalizer) {
+		return true
+	}
+	return rec != nil && cp.UID != "" && rec.SliceCopies[name] == cp.UID
 }
 
 // copyLabels are the labels of the copy consumer makes of its slice on the provider, as
@@ -480,10 +479,10 @@ func copyLabels(consumer string) map[string]string {
 }
 
 // sync writes the slice's spec into the provider's tenant namespace (creating it there),
-// as Liqo's replicator does, records the copy's UID on the slice, and returns the
-// provider's copy; a slice of that name there that is not this cluster's is left alone
-// (errNotACopy).
-func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, remote client.Client, ns string) (*authv1beta1.ResourceSlice, error) {
+// as Liqo's replicator does, records the copy in the tenant record of provider, and
+// returns the provider's copy; a slice of that name there that is not this cluster's is
+// left alone (errNotACopy).
+func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, remote client.Client, ns string) (*authv1beta1.ResourceSlice, error) {
 	cp := &authv1beta1.ResourceSlice{}
 	err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
 	if apierrors.IsNotFound(err) {
@@ -491,16 +490,22 @@ func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, re
 		if createErr := remote.Create(ctx, cp); createErr != nil {
 			return cp, createErr
 		}
-		return cp, r.recordCopy(ctx, rs, cp)
+		return cp, r.recordCopy(ctx, provider, rs.Name, cp.UID)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !ours(rs, cp) {
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
+	if err != nil {
+		return nil, err
+	}
+	if !ours(rs.Name, cp, rec) {
 		return nil, errNotACopy
 	}
-	if recordErr := r.recordCopy(ctx, rs, cp); recordErr != nil {
-		return nil, recordErr
+	if rec == nil || rec.SliceCopies[rs.Name] != cp.UID {
+		if recordErr := r.recordCopy(ctx, provider, rs.Name, cp.UID); recordErr != nil {
+			return nil, recordErr
+		}
 	}
 	if !equality.Semantic.DeepEqual(cp.Spec, rs.Spec) {
 		cp.Spec = *rs.Spec.DeepCopy()
@@ -509,19 +514,21 @@ func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, re
 	return cp, err
 }
 
-// recordCopy keeps the UID of the copy cp on the slice rs (SliceCopyAnnotation), when it
-// is not what rs holds: the copy made, or a copy of that name there since (the tenant
-// may delete and make its copies again).
-func (r *Reconciler) recordCopy(ctx context.Context, rs, cp *authv1beta1.ResourceSlice) error {
-	if cp.UID == "" || rs.Annotations[wire.SliceCopyAnnotation] == string(cp.UID) {
+// recordCopy keeps uid as the copy of slice name on provider in its tenant record
+// (SliceCopies): the copy made, or a copy of that name there since (the tenant may
+// delete and make its copies again). An empty uid forgets the slice's.
+func (r *Reconciler) recordCopy(ctx context.Context, provider, name string, uid types.UID) error {
+	return cluster.UpdateTenantRecord(ctx, r.Client, r.Client, r.Placement.LiqoNamespace, provider, false, func(rec *cluster.TenantRecord) error {
+		if uid == "" {
+			delete(rec.SliceCopies, name)
+			return nil
+		}
+		if rec.SliceCopies == nil {
+			rec.SliceCopies = map[string]types.UID{}
+		}
+		rec.SliceCopies[name] = uid
 		return nil
-	}
-	orig := rs.DeepCopy()
-	if rs.Annotations == nil {
-		rs.Annotations = map[string]string{}
-	}
-	rs.Annotations[wire.SliceCopyAnnotation] = string(cp.UID)
-	return r.Client.Patch(ctx, rs, client.MergeFrom(orig))
+	})
 }
 
 // ensureIdentity turns an accepted answer into the slice's Identity, controlled by the
@@ -577,8 +584,13 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 	if !controllerutil.ContainsFinalizer(rs, wire.ConsumerSliceFinalizer) {
 		return nil
 	}
+	provider := rs.Labels[wire.RemoteClusterIDLabel]
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
+	if err != nil {
+		return err
+	}
 	if remoteErr == nil {
-		if err := r.removeCopy(ctx, rs, remote, ns); err != nil {
+		if err := r.removeCopy(ctx, rs, rec, remote, ns); err != nil {
 			return err
 		}
 	} else {
@@ -589,6 +601,11 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 	if err := ownedrbac.DeleteControlled(ctx, r.Client, r.Client, rs, []client.Object{id}); err != nil {
 		return err
 	}
+	if rec != nil && rec.SliceCopies[rs.Name] != "" {
+		if err := r.recordCopy(ctx, provider, rs.Name, ""); err != nil {
+			return err
+		}
+	}
 	return r.removeFinalizer(ctx, rs)
 }
 
@@ -596,11 +613,11 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 // grants nothing (gone, or held by someone else's finalizer after the provider's
 // finalize, or none of this cluster's there), errProviderRemoving while the provider
 // finalizes it.
-func (r *Reconciler) removeCopy(ctx context.Context, rs *authv1beta1.ResourceSlice, remote client.Client, ns string) error {
+func (r *Reconciler) removeCopy(ctx context.Context, rs *authv1beta1.ResourceSlice, rec *cluster.TenantRecord, remote client.Client, ns string) error {
 	cp := &authv1beta1.ResourceSlice{}
 	err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
 	switch {
-	case err == nil && !ours(rs, cp):
+	case err == nil && !ours(rs.Name, cp, rec):
 		// Not a copy, nor one the provider still finalizes, nor the one this cluster made
 		// (relabelled after its grant, which the label put back would grant again):
 		// someone else's slice of that name, never deleted from here.

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -507,10 +508,10 @@ func TestProvidersOwnRequestUnderTheNameIsLeftAlone(t *testing.T) {
 			rs := request(sliceName, 0)
 			rs.Finalizers = []string{wire.ConsumerSliceFinalizer}
 			rs.DeletionTimestamp = &metav1.Time{Time: now}
-			if tc.made != "" {
-				rs.Annotations = map[string]string{wire.SliceCopyAnnotation: tc.made}
-			}
 			e := setup(t, true, rs)
+			if tc.made != "" {
+				e.recordCopy(t, types.UID(tc.made))
+			}
 			remote, _ := provider(t, nil, tc.cp())
 			res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil)
 			if err != nil {
@@ -537,14 +538,41 @@ func TestProvidersOwnRequestUnderTheNameIsLeftAlone(t *testing.T) {
 			if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(rs), &authv1beta1.ResourceSlice{}); !apierrors.IsNotFound(err) {
 				t.Fatalf("the slice is kept: %v", err)
 			}
+			if got := e.copies(t); len(got) != 0 {
+				t.Fatalf("the record keeps copies %v of a slice let go", got)
+			}
 		})
 	}
 }
 
-// TestCopyIsKnownByItsUID: the slice records the UID of its copy on the provider
-// (SliceCopyAnnotation), and that copy stays its own whatever its labels say: a writer
-// there who took the label off is written over and answered as before, not taken for
-// the provider's own request (helper-52).
+// recordCopy records uid as the copy of sliceName in providerID's tenant record, as the
+// controller does when it makes it.
+func (e *env) recordCopy(t *testing.T, uid types.UID) {
+	t.Helper()
+	if err := cluster.UpdateTenantRecord(context.Background(), e.c, e.c, liqoNS, providerID, false, func(r *cluster.TenantRecord) error {
+		r.SliceCopies = map[string]types.UID{sliceName: uid}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.n.reset()
+}
+
+// copies are the slice copies providerID's tenant record holds.
+func (e *env) copies(t *testing.T) map[string]types.UID {
+	t.Helper()
+	rec, err := cluster.GetTenantRecord(context.Background(), e.c, liqoNS, providerID)
+	if err != nil || rec == nil {
+		t.Fatalf("record %+v, %v", rec, err)
+	}
+	return rec.SliceCopies
+}
+
+// TestCopyIsKnownByItsUID: the tenant record keeps the UID of the slice's copy on the
+// provider (SliceCopies), and that copy stays the slice's own whatever its labels say: a
+// writer there who took the label off is written over and answered as before, not taken
+// for the provider's own request (helper-52). The slice's own metadata says nothing
+// (helper-53: its writers could forget a copy, or name the provider's request).
 func TestCopyIsKnownByItsUID(t *testing.T) {
 	rs := request(sliceName, time.Second)
 	e := setup(t, true, rs)
@@ -553,13 +581,12 @@ func TestCopyIsKnownByItsUID(t *testing.T) {
 	if res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || res.RequeueAfter != answerPoll {
 		t.Fatalf("result %+v, %v", res, err)
 	}
-	got := &authv1beta1.ResourceSlice{}
-	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(rs), got); err != nil || got.Annotations[wire.SliceCopyAnnotation] != "copy-uid" {
-		t.Fatalf("annotations %v, %v; want the copy's UID recorded", got.Annotations, err)
+	if got := e.copies(t); got[sliceName] != "copy-uid" {
+		t.Fatalf("copies %v; want the copy's UID recorded", got)
 	}
 	e.n.reset()
-	if _, err := e.r.request(context.Background(), got, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || e.n.patch != 0 {
-		t.Fatalf("%v, %d patches; want the UID recorded once", err, e.n.patch)
+	if _, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || e.n.total() != 0 {
+		t.Fatalf("%v, writes %+v; want the UID recorded once", err, e.n)
 	}
 
 	// The label taken off there: still this cluster's copy.
@@ -571,12 +598,28 @@ func TestCopyIsKnownByItsUID(t *testing.T) {
 	if err := remote.Update(context.Background(), cp); err != nil {
 		t.Fatal(err)
 	}
-	got.Spec.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
-	if res, err := e.r.request(context.Background(), got, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || res.RequeueAfter == nameTakenRetry {
+	rs.Spec.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	if res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || res.RequeueAfter == nameTakenRetry {
 		t.Fatalf("result %+v, %v; the copy made is taken for someone else's", res, err)
 	}
 	wantEvents(t, e.events())
 	if err := remote.Get(context.Background(), client.ObjectKeyFromObject(cp), cp); err != nil || cp.Spec.Resources.Cpu().String() != "1" {
 		t.Fatalf("copy spec %+v, %v; want the slice's", cp.Spec, err)
 	}
+
+	// Another object under the name, unlabelled: not the copy made, whatever the slice's
+	// metadata says.
+	other := cp.DeepCopy()
+	other.UID, other.ResourceVersion = "their-uid", ""
+	if err := remote.Delete(context.Background(), cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Create(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	rs.Annotations = map[string]string{"liqo.io/resourceslice-copy-uid": "their-uid"}
+	if res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || res.RequeueAfter != nameTakenRetry {
+		t.Fatalf("result %+v, %v; want the name taken", res, err)
+	}
+	wantEvents(t, e.events(), "Warning "+authv1beta1.ReasonSliceNameTaken)
 }

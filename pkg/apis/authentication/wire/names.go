@@ -103,10 +103,6 @@ const (
 	SliceNameLabel = "liqo.io/resourceslice-name"
 	// SliceAnnotation names the ResourceSlice ("namespace/name") a CSR is for.
 	SliceAnnotation = "liqo.io/resourceslice"
-	// SliceCopyAnnotation holds, on a slice the consumer asks for, the UID of the copy its
-	// controller made of it (or took for its own) on the provider: labels there are the
-	// provider's writers' to change, a UID is not.
-	SliceCopyAnnotation = "liqo.io/resourceslice-copy-uid"
 	// ProviderSliceFinalizer lets the provider remove what a slice caused (its access and
 	// certificate requests); ConsumerSliceFinalizer lets the consumer remove the slice's
 	// copy on the provider and its Identity.
