@@ -215,6 +215,11 @@ func (r *Reconciler) prepare(ctx context.Context, rs *authv1beta1.ResourceSlice,
 // local slice's status, and turns an accepted one into the slice's Identity.
 func (r *Reconciler) request(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, remote client.Client, remoteNS string, ks cluster.KeySet) (ctrl.Result, error) {
 	answer, err := r.sync(ctx, rs, provider, remote, remoteNS)
+	if errors.Is(err, errTooManyCopies) {
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceTooMany, "RequestResourceSlice",
+			"no copy of the slice is made on provider %q: %v", provider, err)
+		return ctrl.Result{RequeueAfter: nameTakenRetry}, nil
+	}
 	if errors.Is(err, errNotACopy) {
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceNameTaken, "RequestResourceSlice",
 			"ResourceSlice %s/%s on provider %q %v: nothing is written to it; ask under another name", remoteNS, rs.Name, provider, err)
@@ -452,6 +457,15 @@ func kubeconfigKey(ks cluster.KeySet, kubeconfig []byte) crypto.Signer {
 // with the slice.
 var errNotACopy = errors.New("is not this cluster's copy: it carries no label " + wire.ReplicationStatusLabel + "=true and is not the copy this cluster made (the provider's own request of this cluster in a two-way peering)")
 
+// MaxSliceCopies is the most slices whose copies on one provider the tenant record keeps
+// (about 110 bytes each): a slice writer asking for more is refused before a copy is
+// made, so that no number of slices fills the record, which holds this cluster's pins of
+// that provider too. The provider grants a tenant's slices far below it (64 by default).
+const MaxSliceCopies = 1024
+
+// errTooManyCopies refuses a slice's copy when the tenant record keeps MaxSliceCopies.
+var errTooManyCopies = fmt.Errorf("this cluster keeps the copies of at most %d slices per provider: delete the slices no longer needed", MaxSliceCopies)
+
 // isCopy says whether the provider takes rs for a consumer's copy, as its slice
 // controller decides (access.SliceConsumer: the label; a request of its own has none).
 func isCopy(rs *authv1beta1.ResourceSlice) bool {
@@ -483,19 +497,22 @@ func copyLabels(consumer string) map[string]string {
 // returns the provider's copy; a slice of that name there that is not this cluster's is
 // left alone (errNotACopy).
 func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, remote client.Client, ns string) (*authv1beta1.ResourceSlice, error) {
+	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
+	if err != nil {
+		return nil, err
+	}
 	cp := &authv1beta1.ResourceSlice{}
-	err := remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
+	err = remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
 	if apierrors.IsNotFound(err) {
+		if rec != nil && len(rec.SliceCopies) >= MaxSliceCopies && rec.SliceCopies[rs.Name] == "" {
+			return nil, errTooManyCopies
+		}
 		cp = &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rs.Name, Labels: copyLabels(r.ClusterID)}, Spec: *rs.Spec.DeepCopy()}
 		if createErr := remote.Create(ctx, cp); createErr != nil {
 			return cp, createErr
 		}
 		return cp, r.recordCopy(ctx, provider, rs.Name, cp.UID)
 	}
-	if err != nil {
-		return nil, err
-	}
-	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
 	if err != nil {
 		return nil, err
 	}

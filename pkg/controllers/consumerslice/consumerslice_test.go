@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -622,4 +623,34 @@ func TestCopyIsKnownByItsUID(t *testing.T) {
 		t.Fatalf("result %+v, %v; want the name taken", res, err)
 	}
 	wantEvents(t, e.events(), "Warning "+authv1beta1.ReasonSliceNameTaken)
+}
+
+// TestSliceCopiesAreBounded: a slice writer's thousands of slices do not fill the tenant
+// record, which holds the pins of the provider too: past MaxSliceCopies no copy is made,
+// and the slice says why; a slice whose copy is recorded already goes on.
+func TestSliceCopiesAreBounded(t *testing.T) {
+	rs := request(sliceName, time.Second)
+	e := setup(t, true, rs)
+	if err := cluster.UpdateTenantRecord(context.Background(), e.c, e.c, liqoNS, providerID, false, func(r *cluster.TenantRecord) error {
+		r.SliceCopies = map[string]types.UID{}
+		for i := range MaxSliceCopies {
+			r.SliceCopies[fmt.Sprintf("other-%d", i)] = types.UID(fmt.Sprintf("uid-%d", i))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	remote, rn := provider(t, nil)
+	res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key})
+	if err != nil || res.RequeueAfter != nameTakenRetry || rn.made != 0 {
+		t.Fatalf("result %+v, %v, %d copies made; want none, and a look again after %v", res, err, rn.made, nameTakenRetry)
+	}
+	evs := e.events()
+	wantEvents(t, evs, "Warning "+authv1beta1.ReasonSliceTooMany)
+	if !strings.Contains(evs[0], "delete the slices no longer needed") {
+		t.Errorf("event %q does not say what to do", evs[0])
+	}
+	if got := e.copies(t); len(got) != MaxSliceCopies {
+		t.Fatalf("%d copies recorded", len(got))
+	}
 }

@@ -128,6 +128,9 @@ const (
 	// a copy (the provider's own request of this cluster, in a two-way peering): nothing is
 	// written to it; the slice is asked for under another name.
 	ReasonSliceNameTaken = "ResourceSliceNameTaken"
+	// ReasonSliceTooMany: this cluster keeps the copies of so many slices on the provider
+	// that no more is made (consumerslice.MaxSliceCopies).
+	ReasonSliceTooMany = "TooManyResourceSlices"
 )
 
 // Reasons of the provider's Events on a Renew.
