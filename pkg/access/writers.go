@@ -87,7 +87,8 @@ var (
 	sliceWriter     = Writer{Principal: SliceWriter, Writes: "ResourceSlices of a tenant namespace on the consumer: spec and metadata (a request to that provider is this writer's to make)", Tests: []string{"TestH50SliceWriterAloneRefusesTheDefaultWithAWorkableWayOut", "TestConsumerSliceOutsideTenantNamespace",
 		"TestRelabelledSliceIsNotForgotten", "TestAttack69SliceWriterRelabelsASliceBeforeUnauthenticate", "TestAttack69SliceWriterRelabelsASliceBeforeLeave", "TestUnauthenticateGoesOnPastASlicesFailedProof", "TestAttack75HeldSliceKeepsNoIdentity",
 		"TestSliceNameTakenByTheProvidersOwnRequest", "TestH52UpdateOnlyWriterKeepsCopyPastDeletion", "TestH53SliceWriterForgetsTheCopyProviderWriterRelabels",
-		"TestH53SliceWriterAdoptsTheProvidersOwnRequest", "TestH53UpdateOnlyWriterHoldsAndStripsTheCopy"}}
+		"TestH53SliceWriterAdoptsTheProvidersOwnRequest", "TestH53UpdateOnlyWriterHoldsAndStripsTheCopy", "TestH54CopyMadeButNotRecorded",
+		"TestH54UpdateOnlyWriterHasTheProvidersRequestAdoptedThenDeleted", "TestH54SliceWriterMovesItsSliceToAnotherProvider"}}
 	statusSlices   = Writer{Principal: StatusWriter, Writes: "ResourceSlice status in every namespace (verdict, resources, certificate, published server and proxy)", Tests: []string{"TestResourceSliceStatusIsNotTrusted", "TestAttack60SliceStatusWriterPublishesAProxy", "TestAttack72ProviderStatusWriterForgesTheSlicesCertificate", "TestH53StatusWriterCannotWriteTheCopyUID"}}
 	nsCreatorIDs   = Writer{Principal: NamespaceCreator, Writes: "Identities in namespaces it creates, naming any provider"}
 	identityWriter = Writer{Principal: IdentityWriter, Writes: "the Identities of the tenant namespace: spec (server, CA, proxy, certificate, the provider's namespace) and metadata", Tests: []string{"TestH50IdentityWriterBlocksTheProvidersWordWithTheManagersGuess", "TestAdversarialConsumer", "TestAttack60bIdentityWriterRoutesSlicesThroughItsProxy",

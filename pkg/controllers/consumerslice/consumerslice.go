@@ -34,7 +34,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,6 +113,8 @@ type Reconciler struct {
 	// it and the hash of the kubeconfig and pinned CA it was checked with: polls reuse it,
 	// a renewed kubeconfig or another pin replaces it.
 	clients sync.Map
+	// recordLocks serializes, per provider, this controller's writes of its tenant record.
+	recordLocks sync.Map
 }
 
 type providerClient struct {
@@ -493,9 +497,9 @@ func copyLabels(consumer string) map[string]string {
 }
 
 // sync writes the slice's spec into the provider's tenant namespace (creating it there),
-// as Liqo's replicator does, records the copy in the tenant record of provider, and
-// returns the provider's copy; a slice of that name there that is not this cluster's is
-// left alone (errNotACopy).
+// as Liqo's replicator does, and returns the provider's copy; a copy it creates is
+// recorded in the tenant record of provider (or deleted again when it cannot be). A slice
+// of that name there that is not this cluster's is left alone (errNotACopy).
 func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, remote client.Client, ns string) (*authv1beta1.ResourceSlice, error) {
 	rec, err := cluster.GetTenantRecord(ctx, r.Client, r.Placement.LiqoNamespace, provider)
 	if err != nil {
@@ -504,25 +508,13 @@ func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, pr
 	cp := &authv1beta1.ResourceSlice{}
 	err = remote.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Name}, cp)
 	if apierrors.IsNotFound(err) {
-		if rec != nil && len(rec.SliceCopies) >= MaxSliceCopies && rec.SliceCopies[rs.Name] == "" {
-			return nil, errTooManyCopies
-		}
-		cp = &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rs.Name, Labels: copyLabels(r.ClusterID)}, Spec: *rs.Spec.DeepCopy()}
-		if createErr := remote.Create(ctx, cp); createErr != nil {
-			return cp, createErr
-		}
-		return cp, r.recordCopy(ctx, provider, rs.Name, cp.UID)
+		return r.createCopy(ctx, rs, rec, provider, remote, ns)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if !ours(rs.Name, cp, rec) {
 		return nil, errNotACopy
-	}
-	if rec == nil || rec.SliceCopies[rs.Name] != cp.UID {
-		if recordErr := r.recordCopy(ctx, provider, rs.Name, cp.UID); recordErr != nil {
-			return nil, recordErr
-		}
 	}
 	if !equality.Semantic.DeepEqual(cp.Spec, rs.Spec) {
 		cp.Spec = *rs.Spec.DeepCopy()
@@ -531,20 +523,91 @@ func (r *Reconciler) sync(ctx context.Context, rs *authv1beta1.ResourceSlice, pr
 	return cp, err
 }
 
+// createCopy makes the copy of rs in the provider's tenant namespace ns and records its
+// UID in the tenant record of provider (rec, as read): only a copy this cluster created
+// is recorded, never one it found there, whose labels whoever may write it there chose
+// for a moment (helper-54: the provider's own request, labelled as a copy once, was then
+// deleted with the slice). A copy that cannot be recorded is deleted again, by its UID:
+// none stays unrecorded, which a writer there could unlabel to keep past the slice.
+func (r *Reconciler) createCopy(ctx context.Context, rs *authv1beta1.ResourceSlice, rec *cluster.TenantRecord, provider string, remote client.Client, ns string) (*authv1beta1.ResourceSlice, error) {
+	live, err := r.liveSlices(ctx, rs.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if n := countLive(rec, live); n >= MaxSliceCopies && (rec == nil || rec.SliceCopies[rs.Name] == "") {
+		return nil, errTooManyCopies
+	}
+	cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rs.Name, Labels: copyLabels(r.ClusterID)}, Spec: *rs.Spec.DeepCopy()}
+	if err := remote.Create(ctx, cp); err != nil {
+		return cp, err
+	}
+	if err := r.recordCopy(ctx, provider, rs.Name, cp.UID, live); err != nil {
+		uid := cp.UID
+		undo := remote.Delete(ctx, cp, client.Preconditions{UID: &uid})
+		return nil, fmt.Errorf("recording the copy in the tenant record of %q: %w", provider, errors.Join(err, client.IgnoreNotFound(undo)))
+	}
+	return cp, nil
+}
+
+// liveSlices are the names of the slices of tenant namespace ns.
+func (r *Reconciler) liveSlices(ctx context.Context, ns string) (map[string]bool, error) {
+	var list authv1beta1.ResourceSliceList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	live := make(map[string]bool, len(list.Items))
+	for i := range list.Items {
+		live[list.Items[i].Name] = true
+	}
+	return live, nil
+}
+
+// countLive counts the copies rec keeps of slices that are still there: an entry whose
+// slice went without its finalize (its finalizer stripped, its provider label changed)
+// counts for nothing, and is dropped at the next record.
+func countLive(rec *cluster.TenantRecord, live map[string]bool) int {
+	if rec == nil {
+		return 0
+	}
+	n := 0
+	for name := range rec.SliceCopies {
+		if live[name] {
+			n++
+		}
+	}
+	return n
+}
+
+// recordBackoff bounds recordCopy's retries: the tenant record is one object per
+// provider, which the slice controller's workers (a slice writer's many slices at once)
+// and the pins write at once, each read from a cache that may lag the last write.
+var recordBackoff = wait.Backoff{Steps: 12, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5, Cap: 2 * time.Second}
+
 // recordCopy keeps uid as the copy of slice name on provider in its tenant record
-// (SliceCopies): the copy made, or a copy of that name there since (the tenant may
-// delete and make its copies again). An empty uid forgets the slice's.
-func (r *Reconciler) recordCopy(ctx context.Context, provider, name string, uid types.UID) error {
-	return cluster.UpdateTenantRecord(ctx, r.Client, r.Client, r.Placement.LiqoNamespace, provider, false, func(rec *cluster.TenantRecord) error {
-		if uid == "" {
-			delete(rec.SliceCopies, name)
+// (SliceCopies), dropping the entries of slices no longer in live (nil: none dropped); an
+// empty uid forgets the slice's. Writes of the record by the slice controller's workers
+// are serialized per provider, and a conflict is retried along recordBackoff.
+func (r *Reconciler) recordCopy(ctx context.Context, provider, name string, uid types.UID, live map[string]bool) error {
+	mu, _ := r.recordLocks.LoadOrStore(provider, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	return retry.OnError(recordBackoff, apierrors.IsConflict, func() error {
+		return cluster.UpdateTenantRecord(ctx, r.Client, r.Client, r.Placement.LiqoNamespace, provider, false, func(rec *cluster.TenantRecord) error {
+			for n := range rec.SliceCopies {
+				if live != nil && !live[n] && n != name {
+					delete(rec.SliceCopies, n)
+				}
+			}
+			if uid == "" {
+				delete(rec.SliceCopies, name)
+				return nil
+			}
+			if rec.SliceCopies == nil {
+				rec.SliceCopies = map[string]types.UID{}
+			}
+			rec.SliceCopies[name] = uid
 			return nil
-		}
-		if rec.SliceCopies == nil {
-			rec.SliceCopies = map[string]types.UID{}
-		}
-		rec.SliceCopies[name] = uid
-		return nil
+		})
 	})
 }
 
@@ -619,7 +682,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		return err
 	}
 	if rec != nil && rec.SliceCopies[rs.Name] != "" {
-		if err := r.recordCopy(ctx, provider, rs.Name, ""); err != nil {
+		if err := r.recordCopy(ctx, provider, rs.Name, "", nil); err != nil {
 			return err
 		}
 	}

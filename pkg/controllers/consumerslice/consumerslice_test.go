@@ -569,16 +569,32 @@ func (e *env) copies(t *testing.T) map[string]types.UID {
 	return rec.SliceCopies
 }
 
-// TestCopyIsKnownByItsUID: the tenant record keeps the UID of the slice's copy on the
-// provider (SliceCopies), and that copy stays the slice's own whatever its labels say: a
-// writer there who took the label off is written over and answered as before, not taken
-// for the provider's own request (helper-52). The slice's own metadata says nothing
-// (helper-53: its writers could forget a copy, or name the provider's request).
+// uidOnCreate is a provider whose API server gives what is created without one the UID uid.
+func uidOnCreate(t *testing.T, uid types.UID, objs ...client.Object) client.Client {
+	t.Helper()
+	n := &counts{}
+	f := counting(n, nil)
+	create := f.Create
+	f.Create = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if obj.GetUID() == "" {
+			obj.SetUID(uid)
+		}
+		return create(ctx, c, obj, opts...)
+	}
+	return fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&authv1beta1.ResourceSlice{}).
+		WithObjects(objs...).WithInterceptorFuncs(f).Build()
+}
+
+// TestCopyIsKnownByItsUID: the tenant record keeps the UID of the copy the slice's
+// controller created on the provider (SliceCopies), and that copy stays the slice's own
+// whatever its labels say: a writer there who took the label off is written over and
+// answered as before, not taken for the provider's own request (helper-52). The slice's
+// own metadata says nothing (helper-53), and a copy found there is never recorded, only
+// one created (helper-54).
 func TestCopyIsKnownByItsUID(t *testing.T) {
 	rs := request(sliceName, time.Second)
 	e := setup(t, true, rs)
-	cp := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: sliceName, UID: "copy-uid", Labels: copyLabels(consumerID)}}
-	remote, _ := provider(t, nil, cp)
+	remote := uidOnCreate(t, "copy-uid")
 	if res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || res.RequeueAfter != answerPoll {
 		t.Fatalf("result %+v, %v", res, err)
 	}
@@ -591,7 +607,8 @@ func TestCopyIsKnownByItsUID(t *testing.T) {
 	}
 
 	// The label taken off there: still this cluster's copy.
-	if err := remote.Get(context.Background(), client.ObjectKeyFromObject(cp), cp); err != nil {
+	cp := &authv1beta1.ResourceSlice{}
+	if err := remote.Get(context.Background(), client.ObjectKey{Namespace: remoteNS, Name: sliceName}, cp); err != nil {
 		t.Fatal(err)
 	}
 	delete(cp.Labels, wire.ReplicationStatusLabel)
@@ -608,21 +625,67 @@ func TestCopyIsKnownByItsUID(t *testing.T) {
 		t.Fatalf("copy spec %+v, %v; want the slice's", cp.Spec, err)
 	}
 
-	// Another object under the name, unlabelled: not the copy made, whatever the slice's
-	// metadata says.
+	// Another object under the name, labelled as a copy for now: written and answered as a
+	// copy while it is one, never recorded; unlabelled, not the copy made, whatever the
+	// slice's metadata says.
 	other := cp.DeepCopy()
-	other.UID, other.ResourceVersion = "their-uid", ""
+	other.UID, other.ResourceVersion, other.Labels = "their-uid", "", copyLabels(consumerID)
 	if err := remote.Delete(context.Background(), cp); err != nil {
 		t.Fatal(err)
 	}
 	if err := remote.Create(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
-	rs.Annotations = map[string]string{"liqo.io/resourceslice-copy-uid": "their-uid"}
+	if err := remote.Get(context.Background(), client.ObjectKeyFromObject(other), other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.copies(t); got[sliceName] != "copy-uid" {
+		t.Fatalf("copies %v; a copy found there was recorded", got)
+	}
+	delete(other.Labels, wire.ReplicationStatusLabel)
+	if err := remote.Update(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	rs.Annotations = map[string]string{"liqo.io/resourceslice-copy-uid": string(other.UID)}
 	if res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || res.RequeueAfter != nameTakenRetry {
 		t.Fatalf("result %+v, %v; want the name taken", res, err)
 	}
 	wantEvents(t, e.events(), "Warning "+authv1beta1.ReasonSliceNameTaken)
+}
+
+// TestUnrecordedCopyIsDeletedAgain: a copy whose UID the tenant record cannot take is
+// deleted again, by its UID, and the slice says why (helper-54: many slices at once
+// conflicted on the record, and copies stayed unrecorded).
+func TestUnrecordedCopyIsDeletedAgain(t *testing.T) {
+	rs := request(sliceName, time.Second)
+	e := setup(t, true, rs)
+	e.r.Client = interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if _, ok := obj.(*corev1.ConfigMap); ok {
+				return apierrors.NewConflict(corev1.Resource("configmaps"), obj.GetName(), errors.New("the object has been modified"))
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	old := recordBackoff
+	recordBackoff.Steps = 2
+	t.Cleanup(func() { recordBackoff = old })
+	remote := uidOnCreate(t, "copy-uid")
+	res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key})
+	if err != nil || res.RequeueAfter != providerRetry {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	evs := e.events()
+	wantEvents(t, evs, "Warning "+authv1beta1.ReasonProviderUnreachable)
+	if !strings.Contains(evs[0], "recording the copy in the tenant record") {
+		t.Errorf("event %q does not say the record failed", evs[0])
+	}
+	if err := remote.Get(context.Background(), client.ObjectKey{Namespace: remoteNS, Name: sliceName}, &authv1beta1.ResourceSlice{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the unrecorded copy stays: %v", err)
+	}
 }
 
 // TestSliceCopiesAreBounded: a slice writer's thousands of slices do not fill the tenant
@@ -630,7 +693,11 @@ func TestCopyIsKnownByItsUID(t *testing.T) {
 // and the slice says why; a slice whose copy is recorded already goes on.
 func TestSliceCopiesAreBounded(t *testing.T) {
 	rs := request(sliceName, time.Second)
-	e := setup(t, true, rs)
+	objs := []client.Object{rs}
+	for i := range MaxSliceCopies {
+		objs = append(objs, request(fmt.Sprintf("other-%d", i), time.Second))
+	}
+	e := setup(t, true, objs...)
 	if err := cluster.UpdateTenantRecord(context.Background(), e.c, e.c, liqoNS, providerID, false, func(r *cluster.TenantRecord) error {
 		r.SliceCopies = map[string]types.UID{}
 		for i := range MaxSliceCopies {
@@ -652,5 +719,29 @@ func TestSliceCopiesAreBounded(t *testing.T) {
 	}
 	if got := e.copies(t); len(got) != MaxSliceCopies {
 		t.Fatalf("%d copies recorded", len(got))
+	}
+}
+
+// TestStaleCopiesAreDropped: entries of slices gone without their finalize (a slice writer
+// stripped the finalizer, or moved the slice to another provider: helper-54) count for
+// nothing against MaxSliceCopies and are dropped at the next copy recorded.
+func TestStaleCopiesAreDropped(t *testing.T) {
+	rs := request(sliceName, time.Second)
+	e := setup(t, true, rs, request("kept", time.Second))
+	if err := cluster.UpdateTenantRecord(context.Background(), e.c, e.c, liqoNS, providerID, false, func(r *cluster.TenantRecord) error {
+		r.SliceCopies = map[string]types.UID{"kept": "kept-uid"}
+		for i := range MaxSliceCopies {
+			r.SliceCopies[fmt.Sprintf("gone-%d", i)] = types.UID(fmt.Sprintf("uid-%d", i))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	remote := uidOnCreate(t, "copy-uid")
+	if res, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil || res.RequeueAfter != answerPoll {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if got := e.copies(t); len(got) != 2 || got["kept"] != "kept-uid" || got[sliceName] != "copy-uid" {
+		t.Fatalf("copies %v; want the live slices' only", got)
 	}
 }

@@ -1,0 +1,68 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/liqo-auth/liqo-auth/pkg/apis/authentication/v1beta1"
+	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
+	"github.com/liqo-auth/liqo-auth/pkg/cluster"
+)
+
+// TestH54UpdateOnlyWriterHasTheProvidersRequestAdoptedThenDeleted: the setup of
+// TestSliceNameTakenByTheProvidersOwnRequest. The provider's update-only slice writer
+// (get, update: no delete) labels the provider's own request replicated=true for a
+// moment: the consumer took it for its copy and recorded its UID (1cefc78); the label
+// comes off again. What must hold: once it is no copy again, the consumer's slice deletion does not
+// delete the provider's own request (before SliceCopies, the label gone released it).
+func TestH54UpdateOnlyWriterHasTheProvidersRequestAdoptedThenDeleted(t *testing.T) {
+	c, p := cliSites(t)
+	ctx := context.Background()
+	peerForSlices(t, c, p)
+	const name = "slice-h54b"
+	pTN, cTN := wire.TenantNamespaceName(c.id), wire.TenantNamespaceName(p.id)
+	writer := principal(t, p, "provider-slice-writer", pTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "create", "get"))
+	pw := principal(t, p, "h54-p-slice-updater", pTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "get", "update"))
+	theirs := localSlice(p, c, name, "", "3")
+	require.NoError(t, writer.Create(ctx, theirs), "setup: the provider's own request of the consumer")
+	mine := localSlice(c, p, name, "", "1")
+	require.NoError(t, c.client.Create(ctx, mine))
+	waitEvent(t, c, cTN, name, authv1beta1.ReasonSliceNameTaken)
+
+	key := client.ObjectKeyFromObject(theirs)
+	require.NoError(t, h52Relabel(ctx, pw, key, "true"))
+	// wake the consumer's slice (its NameTaken retry is 30 s)
+	require.NoError(t, c.client.Patch(ctx, mine, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"h54-wake":"1"}}}`))))
+	// While labelled it is a copy, which the consumer writes (the writer could as well):
+	// once it did, it never records it as the copy it made.
+	eventually(t, 40*time.Second, "the consumer writes the labelled request as a copy", func(ctx context.Context) (bool, error) {
+		var got authv1beta1.ResourceSlice
+		if err := p.client.Get(ctx, key, &got); err != nil {
+			return false, err
+		}
+		return got.Spec.Resources.Cpu().String() == "1", nil
+	})
+	rec, err := cluster.GetTenantRecord(ctx, c.client, wire.DefaultLiqoNamespace, p.id)
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	assert.Empty(t, rec.SliceCopies[name], "a copy found on the provider was recorded as the one the consumer made")
+	require.NoError(t, h52Relabel(ctx, pw, key, ""))
+	time.Sleep(2 * time.Second)
+	require.NoError(t, c.client.Delete(ctx, mine))
+	eventually(t, 20*time.Second, "the consumer's slice goes", func(ctx context.Context) (bool, error) {
+		err := c.client.Get(ctx, client.ObjectKeyFromObject(mine), &authv1beta1.ResourceSlice{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	var got authv1beta1.ResourceSlice
+	err = p.client.Get(ctx, key, &got)
+	if assert.NoError(t, err, "BROKEN: the provider's own request (no label then) was deleted with the consumer's slice, by an update-only writer's label of a moment") {
+		assert.Nil(t, got.DeletionTimestamp, "BROKEN: the provider's request is being deleted")
+	}
+}
