@@ -49,8 +49,8 @@ func TestH54UpdateOnlyWriterHasTheProvidersRequestAdoptedThenDeleted(t *testing.
 		}
 		return got.Spec.Resources.Cpu().String() == "1", nil
 	})
-	rec, err := cluster.GetTenantRecord(ctx, c.client, wire.DefaultLiqoNamespace, p.id)
-	require.NoError(t, err)
+	rec, recErr := cluster.GetTenantRecord(ctx, c.client, wire.DefaultLiqoNamespace, p.id)
+	require.NoError(t, recErr)
 	require.NotNil(t, rec)
 	assert.Empty(t, rec.SliceCopies[name], "a copy found on the provider was recorded as the one the consumer made")
 	require.NoError(t, h52Relabel(ctx, pw, key, ""))
@@ -61,7 +61,7 @@ func TestH54UpdateOnlyWriterHasTheProvidersRequestAdoptedThenDeleted(t *testing.
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 	var got authv1beta1.ResourceSlice
-	err = p.client.Get(ctx, key, &got)
+	err := p.client.Get(ctx, key, &got)
 	if assert.NoError(t, err, "BROKEN: the provider's own request (no label then) was deleted with the consumer's slice, by an update-only writer's label of a moment") {
 		assert.Nil(t, got.DeletionTimestamp, "BROKEN: the provider's request is being deleted")
 	}
