@@ -541,7 +541,7 @@ func (r *Reconciler) createCopy(ctx context.Context, rs *authv1beta1.ResourceSli
 	if err := remote.Create(ctx, cp); err != nil {
 		return cp, err
 	}
-	if err := r.recordCopy(ctx, provider, rs.Name, cp.UID, live); err != nil {
+	if err := r.recordCopy(ctx, provider, rs.Namespace, rs.Name, cp.UID); err != nil {
 		uid := cp.UID
 		undo := remote.Delete(ctx, cp, client.Preconditions{UID: &uid})
 		return nil, fmt.Errorf("recording the copy in the tenant record of %q: %w", provider, errors.Join(err, client.IgnoreNotFound(undo)))
@@ -580,27 +580,37 @@ func countLive(rec *cluster.TenantRecord, live map[string]bool) int {
 
 // recordBackoff bounds recordCopy's retries: the tenant record is one object per
 // provider, which the slice controller's workers (a slice writer's many slices at once)
-// and the pins write at once, each read from a cache that may lag the last write.
-var recordBackoff = wait.Backoff{Steps: 12, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5, Cap: 2 * time.Second}
+// and the pins write at once, each read from a cache that may lag the last write. About
+// two seconds at most, while the provider's lock is held.
+var recordBackoff = wait.Backoff{Steps: 8, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5, Cap: time.Second}
 
 // recordCopy keeps uid as the copy of slice name on provider in its tenant record
-// (SliceCopies), dropping the entries of slices no longer in live (nil: none dropped); an
-// empty uid forgets the slice's. Writes of the record by the slice controller's workers
-// are serialized per provider, and a conflict is retried along recordBackoff.
-func (r *Reconciler) recordCopy(ctx context.Context, provider, name string, uid types.UID, live map[string]bool) error {
+// (SliceCopies), dropping the entries of slices no longer in tenant namespace ns; an empty
+// uid forgets the slice's, and drops nothing. Writes of the record by the slice
+// controller's workers are serialized per provider, and a conflict is retried along
+// recordBackoff. The slices there are listed inside the lock, at each try: a list read
+// before another worker recorded its new slice would drop that slice's entry (helper-55).
+func (r *Reconciler) recordCopy(ctx context.Context, provider, ns, name string, uid types.UID) error {
 	mu, _ := r.recordLocks.LoadOrStore(provider, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
 	return retry.OnError(recordBackoff, apierrors.IsConflict, func() error {
-		return cluster.UpdateTenantRecord(ctx, r.Client, r.Client, r.Placement.LiqoNamespace, provider, false, func(rec *cluster.TenantRecord) error {
-			for n := range rec.SliceCopies {
-				if live != nil && !live[n] && n != name {
-					delete(rec.SliceCopies, n)
-				}
+		var live map[string]bool
+		if uid != "" {
+			var err error
+			if live, err = r.liveSlices(ctx, ns); err != nil {
+				return err
 			}
+		}
+		return cluster.UpdateTenantRecord(ctx, r.Client, r.Client, r.Placement.LiqoNamespace, provider, false, func(rec *cluster.TenantRecord) error {
 			if uid == "" {
 				delete(rec.SliceCopies, name)
 				return nil
+			}
+			for n := range rec.SliceCopies {
+				if !live[n] && n != name {
+					delete(rec.SliceCopies, n)
+				}
 			}
 			if rec.SliceCopies == nil {
 				rec.SliceCopies = map[string]types.UID{}
@@ -682,7 +692,7 @@ func (r *Reconciler) finalize(ctx context.Context, rs *authv1beta1.ResourceSlice
 		return err
 	}
 	if rec != nil && rec.SliceCopies[rs.Name] != "" {
-		if err := r.recordCopy(ctx, provider, rs.Name, "", nil); err != nil {
+		if err := r.recordCopy(ctx, provider, rs.Namespace, rs.Name, ""); err != nil {
 			return err
 		}
 	}

@@ -511,7 +511,7 @@ func TestProvidersOwnRequestUnderTheNameIsLeftAlone(t *testing.T) {
 			rs.DeletionTimestamp = &metav1.Time{Time: now}
 			e := setup(t, true, rs)
 			if tc.made != "" {
-				e.recordCopy(t, types.UID(tc.made))
+				e.recordCopy(t, sliceName, types.UID(tc.made))
 			}
 			remote, _ := provider(t, nil, tc.cp())
 			res, err := e.r.deleting(context.Background(), rs, remote, remoteNS, nil)
@@ -546,12 +546,15 @@ func TestProvidersOwnRequestUnderTheNameIsLeftAlone(t *testing.T) {
 	}
 }
 
-// recordCopy records uid as the copy of sliceName in providerID's tenant record, as the
+// recordCopy records uid as the copy of slice name in providerID's tenant record, as the
 // controller does when it makes it.
-func (e *env) recordCopy(t *testing.T, uid types.UID) {
+func (e *env) recordCopy(t *testing.T, name string, uid types.UID) {
 	t.Helper()
 	if err := cluster.UpdateTenantRecord(context.Background(), e.c, e.c, liqoNS, providerID, false, func(r *cluster.TenantRecord) error {
-		r.SliceCopies = map[string]types.UID{sliceName: uid}
+		if r.SliceCopies == nil {
+			r.SliceCopies = map[string]types.UID{}
+		}
+		r.SliceCopies[name] = uid
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -743,5 +746,31 @@ func TestStaleCopiesAreDropped(t *testing.T) {
 	}
 	if got := e.copies(t); len(got) != 2 || got["kept"] != "kept-uid" || got[sliceName] != "copy-uid" {
 		t.Fatalf("copies %v; want the live slices' only", got)
+	}
+}
+
+// TestRecordKeepsTheEntryOfASliceMadeMeanwhile: while one worker makes its copy on the
+// provider, another makes slice X's and records it; the first worker's record then keeps
+// X's entry (helper-55: the slices listed before its copy was made did not hold X, and
+// its record dropped X's entry, leaving X's copy unrecorded).
+func TestRecordKeepsTheEntryOfASliceMadeMeanwhile(t *testing.T) {
+	rs := request(sliceName, time.Second)
+	e := setup(t, true, rs)
+	n := &counts{}
+	f := counting(n, nil)
+	f.Create = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if err := e.c.Create(ctx, request("slice-x", time.Second)); err != nil {
+			return err
+		}
+		e.recordCopy(t, "slice-x", "x-uid")
+		obj.SetUID("copy-uid")
+		return c.Create(ctx, obj, opts...)
+	}
+	remote := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&authv1beta1.ResourceSlice{}).WithInterceptorFuncs(f).Build()
+	if _, err := e.r.request(context.Background(), rs, providerID, remote, remoteNS, cluster.KeySet{Current: e.key}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.copies(t); got[sliceName] != "copy-uid" || got["slice-x"] != "x-uid" {
+		t.Fatalf("copies %v; want both slices' copies", got)
 	}
 }
