@@ -93,20 +93,11 @@ func TestH53SliceWriterAdoptsTheProvidersOwnRequest(t *testing.T) {
 	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
-	peerForSlices(t, c, p)
-
-	const name = "slice-h53b"
+	theirs, mine, _ := nameTaken(t, c, p, "slice-h53b")
+	want := theirs.DeepCopy()
 	pTN, cTN := wire.TenantNamespaceName(c.id), wire.TenantNamespaceName(p.id)
-	writer := principal(t, p, "provider-slice-writer", pTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "create", "get"))
 	reader := principal(t, p, "h53-p-slice-reader", pTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "get"))
 	cw := principal(t, c, "h53-c-slice-writer", cTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "get", "update", "patch"))
-	theirs := localSlice(p, c, name, "", "3")
-	require.NoError(t, writer.Create(ctx, theirs), "setup: the provider's own request of the consumer")
-	want := theirs.DeepCopy()
-
-	mine := localSlice(c, p, name, "", "1")
-	require.NoError(t, c.client.Create(ctx, mine))
-	waitEvent(t, c, cTN, name, authv1beta1.ReasonSliceNameTaken)
 
 	var got authv1beta1.ResourceSlice
 	require.NoError(t, reader.Get(ctx, client.ObjectKeyFromObject(theirs), &got))
@@ -118,11 +109,7 @@ func TestH53SliceWriterAdoptsTheProvidersOwnRequest(t *testing.T) {
 	require.NoError(t, c.client.Get(ctx, client.ObjectKeyFromObject(mine), mine))
 	t.Logf("the consumer's slice status: %+v", mine.Status.Conditions)
 
-	require.NoError(t, c.client.Delete(ctx, mine))
-	eventually(t, 20*time.Second, "the consumer's slice goes", func(ctx context.Context) (bool, error) {
-		err := c.client.Get(ctx, client.ObjectKeyFromObject(mine), &authv1beta1.ResourceSlice{})
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-	})
+	deleteSliceAndWait(t, c, mine)
 	err := reader.Get(ctx, client.ObjectKeyFromObject(theirs), &got)
 	if assert.NoError(t, err, "BROKEN: the provider's request was deleted with the consumer's slice") {
 		assert.Nil(t, got.DeletionTimestamp, "BROKEN: the provider's request is being deleted")

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,16 +24,9 @@ import (
 func TestH54UpdateOnlyWriterHasTheProvidersRequestAdoptedThenDeleted(t *testing.T) {
 	c, p := cliSites(t)
 	ctx := context.Background()
-	peerForSlices(t, c, p)
 	const name = "slice-h54b"
-	pTN, cTN := wire.TenantNamespaceName(c.id), wire.TenantNamespaceName(p.id)
-	writer := principal(t, p, "provider-slice-writer", pTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "create", "get"))
-	pw := principal(t, p, "h54-p-slice-updater", pTN, rule(authv1beta1.GroupVersion.Group, "resourceslices", "get", "update"))
-	theirs := localSlice(p, c, name, "", "3")
-	require.NoError(t, writer.Create(ctx, theirs), "setup: the provider's own request of the consumer")
-	mine := localSlice(c, p, name, "", "1")
-	require.NoError(t, c.client.Create(ctx, mine))
-	waitEvent(t, c, cTN, name, authv1beta1.ReasonSliceNameTaken)
+	theirs, mine, _ := nameTaken(t, c, p, name)
+	pw := principal(t, p, "h54-p-slice-updater", wire.TenantNamespaceName(c.id), rule(authv1beta1.GroupVersion.Group, "resourceslices", "get", "update"))
 
 	key := client.ObjectKeyFromObject(theirs)
 	require.NoError(t, h52Relabel(ctx, pw, key, "true"))
@@ -55,11 +47,7 @@ func TestH54UpdateOnlyWriterHasTheProvidersRequestAdoptedThenDeleted(t *testing.
 	assert.Empty(t, rec.SliceCopies[name], "a copy found on the provider was recorded as the one the consumer made")
 	require.NoError(t, h52Relabel(ctx, pw, key, ""))
 	time.Sleep(2 * time.Second)
-	require.NoError(t, c.client.Delete(ctx, mine))
-	eventually(t, 20*time.Second, "the consumer's slice goes", func(ctx context.Context) (bool, error) {
-		err := c.client.Get(ctx, client.ObjectKeyFromObject(mine), &authv1beta1.ResourceSlice{})
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-	})
+	deleteSliceAndWait(t, c, mine)
 	var got authv1beta1.ResourceSlice
 	err := p.client.Get(ctx, key, &got)
 	if assert.NoError(t, err, "BROKEN: the provider's own request (no label then) was deleted with the consumer's slice, by an update-only writer's label of a moment") {
