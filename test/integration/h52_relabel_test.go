@@ -48,14 +48,7 @@ func h52StripThenDelete(t *testing.T, c, p *site, writer func() client.Client, n
 	pTN := wire.TenantNamespaceName(c.id)
 	key := client.ObjectKey{Namespace: pTN, Name: name}
 	require.NoError(t, h52Relabel(ctx, w, key, ""), "the attacker strips the replicated label")
-	eventually(t, 20*time.Second, "the provider finalizes the relabelled copy", func(ctx context.Context) (bool, error) {
-		var rs authv1beta1.ResourceSlice
-		if err := p.client.Get(ctx, key, &rs); err != nil {
-			return false, err
-		}
-		err := p.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.SliceAccessName(name)}, &rbacv1.RoleBinding{})
-		return !controllerutil.ContainsFinalizer(&rs, wire.ProviderSliceFinalizer) && apierrors.IsNotFound(err), nil
-	})
+	waitProviderFinalized(t, p, key)
 	t.Logf("before the teardown: %s", a73CopyState(t, c, p, name))
 
 	errOut, took, err := a74Run(t, "delete", "resourceslice", name, "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id)
@@ -101,4 +94,18 @@ func TestH52UpdateOnlyWriterKeepsCopyPastDeletion(t *testing.T) {
 			rule(authv1beta1.GroupVersion.Group, "resourceslices", "get", "update"))
 	}, name)
 	h52AssertNoRegrant(t, c, p, w, kc, name)
+}
+
+// waitProviderFinalized waits until p's slice controller has finalized the copy at key
+// (relabelled: no longer a copy): its finalizer off and the slice's RoleBinding gone.
+func waitProviderFinalized(t *testing.T, p *site, key client.ObjectKey) {
+	t.Helper()
+	eventually(t, 20*time.Second, "the provider finalizes the relabelled copy", func(ctx context.Context) (bool, error) {
+		var rs authv1beta1.ResourceSlice
+		if err := p.client.Get(ctx, key, &rs); err != nil {
+			return false, err
+		}
+		err := p.client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: wire.SliceAccessName(key.Name)}, &rbacv1.RoleBinding{})
+		return !controllerutil.ContainsFinalizer(&rs, wire.ProviderSliceFinalizer) && apierrors.IsNotFound(err), nil
+	})
 }

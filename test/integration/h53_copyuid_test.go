@@ -9,9 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,14 +59,7 @@ func TestH53SliceWriterForgetsTheCopyProviderWriterRelabels(t *testing.T) {
 	t.Logf("the consumer's slice records: %q", mine.Annotations[h53CopyAnnotation])
 
 	require.NoError(t, h52Relabel(ctx, pw, pkey, ""), "the provider's writer strips the replicated label")
-	eventually(t, 20*time.Second, "the provider finalizes the relabelled copy", func(ctx context.Context) (bool, error) {
-		var rs authv1beta1.ResourceSlice
-		if err := p.client.Get(ctx, pkey, &rs); err != nil {
-			return false, err
-		}
-		err := p.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.SliceAccessName(name)}, &rbacv1.RoleBinding{})
-		return !controllerutil.ContainsFinalizer(&rs, wire.ProviderSliceFinalizer) && apierrors.IsNotFound(err), nil
-	})
+	waitProviderFinalized(t, p, pkey)
 	require.NoError(t, h53SetCopyUID(ctx, cw, ckey, nil), "the consumer's slice writer removes the copy's UID")
 	time.Sleep(2 * time.Second) // the consumer's controller reconciles the update
 	require.NoError(t, cw.Get(ctx, ckey, &mine))
@@ -143,14 +134,7 @@ func TestH53UpdateOnlyWriterHoldsAndStripsTheCopy(t *testing.T) {
 	controllerutil.AddFinalizer(&rs, hold)
 	delete(rs.Labels, wire.ReplicationStatusLabel)
 	require.NoError(t, pw.Update(ctx, &rs))
-	eventually(t, 20*time.Second, "the provider finalizes the relabelled copy", func(ctx context.Context) (bool, error) {
-		var rs authv1beta1.ResourceSlice
-		if err := p.client.Get(ctx, pkey, &rs); err != nil {
-			return false, err
-		}
-		err := p.client.Get(ctx, client.ObjectKey{Namespace: pTN, Name: wire.SliceAccessName(name)}, &rbacv1.RoleBinding{})
-		return !controllerutil.ContainsFinalizer(&rs, wire.ProviderSliceFinalizer) && apierrors.IsNotFound(err), nil
-	})
+	waitProviderFinalized(t, p, pkey)
 	errOut, took, err := a74Run(t, "delete", "resourceslice", name, "--kubeconfig", c.cp.Kubeconfig, "--remote-cluster-id", p.id)
 	require.NoError(t, err, "delete resourceslice (took %v)\n%s", took, errOut)
 	t.Logf("after the teardown: %s", a73CopyState(t, c, p, name))
