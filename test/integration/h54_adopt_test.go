@@ -22,6 +22,7 @@ import (
 // comes off again. What must hold: once it is no copy again, the consumer's slice deletion does not
 // delete the provider's own request (before SliceCopies, the label gone released it).
 func TestH54UpdateOnlyWriterHasTheProvidersRequestAdoptedThenDeleted(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	const name = "slice-h54b"

@@ -22,6 +22,7 @@ import (
 // deleted (liqoctl delete resourceslice), and its entry in SliceCopies is forgotten (no
 // leaked entry counts toward MaxSliceCopies).
 func TestH54SliceWriterMovesItsSliceToAnotherProvider(t *testing.T) {
+	t.Parallel()
 	c, p := cliSites(t)
 	ctx := context.Background()
 	const name = "slice-h54m"
