@@ -6,12 +6,9 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-)
 
-// memoryLimitShare is the part of the container's memory limit the Go heap may use before
-// the collector works harder: the rest is for stacks, the binary's pages and what the
-// runtime keeps outside the heap.
-const memoryLimitShare = 0.9
+	"github.com/liqo-auth/liqo-auth/internal/sizing"
+)
 
 // containerMemoryLimit reads the memory limit of the cgroup the process sees at root
 // (/sys/fs/cgroup): cgroup v2's memory.max, else v1's memory.limit_in_bytes. It returns 0
@@ -44,7 +41,7 @@ func setMemoryLimit(root string) int64 {
 	if limit == 0 {
 		return 0
 	}
-	soft := int64(float64(limit) * memoryLimitShare)
+	soft := int64(float64(limit) * sizing.MemoryLimitShare)
 	debug.SetMemoryLimit(soft)
 	return soft
 }

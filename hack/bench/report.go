@@ -38,6 +38,7 @@ func (r *report) markdown() string {
 	if r.stopped != "" {
 		fmt.Fprintf(&b, "**This run stopped early**: %s. The sections below hold what it measured before; the rest did not run.\n\n", r.stopped)
 	}
+	r.goalsMarkdown(&b)
 
 	r.latencyMarkdown(&b)
 

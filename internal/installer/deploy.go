@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-auth/liqo-auth/internal/sizing"
 	"github.com/liqo-auth/liqo-auth/pkg/apis/authentication/wire"
 	"github.com/liqo-auth/liqo-auth/pkg/cluster"
 )
@@ -63,9 +64,9 @@ func ForgeManagerObjects(ns, image string, args []string) []client.Object {
 							Resources: corev1.ResourceRequirements{
 								Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 								// About 20 KiB of live heap per consumer (docs/operations.md, "Sizing a
-								// provider"): 320Mi holds 10,000 consumers under the manager's Go memory
-								// limit (90 % of this one), with room for its collector.
-								Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("320Mi")}},
+								// provider"): the limit holds over 10,000 consumers under the manager's
+								// Go memory limit, with room for its collector (sizing.ManagerFleet).
+								Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(sizing.ManagerMemoryLimit)}},
 						}},
 						Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 							Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: selector}},
