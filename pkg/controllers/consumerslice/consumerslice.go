@@ -219,19 +219,14 @@ func (r *Reconciler) prepare(ctx context.Context, rs *authv1beta1.ResourceSlice,
 // local slice's status, and turns an accepted one into the slice's Identity.
 func (r *Reconciler) request(ctx context.Context, rs *authv1beta1.ResourceSlice, provider string, remote client.Client, remoteNS string, ks cluster.KeySet) (ctrl.Result, error) {
 	answer, err := r.sync(ctx, rs, provider, remote, remoteNS)
-	if errors.Is(err, errTooManyCopies) {
-		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceTooMany, "RequestResourceSlice",
-			"no copy of the slice is made on provider %q: %v", provider, err)
-		return ctrl.Result{RequeueAfter: nameTakenRetry}, nil
-	}
-	if errors.Is(err, errNotACopy) {
-		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonSliceNameTaken, "RequestResourceSlice",
+	switch {
+	case errors.Is(err, errTooManyCopies):
+		return r.retryLater(rs, authv1beta1.ReasonSliceTooMany, nameTakenRetry, "no copy of the slice is made on provider %q: %v", provider, err)
+	case errors.Is(err, errNotACopy):
+		return r.retryLater(rs, authv1beta1.ReasonSliceNameTaken, nameTakenRetry,
 			"ResourceSlice %s/%s on provider %q %v: nothing is written to it; ask under another name", remoteNS, rs.Name, provider, err)
-		return ctrl.Result{RequeueAfter: nameTakenRetry}, nil
-	}
-	if err != nil {
-		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, authv1beta1.ReasonProviderUnreachable, "RequestResourceSlice", "writing the slice to provider %s: %v", provider, err)
-		return ctrl.Result{RequeueAfter: providerRetry}, nil
+	case err != nil:
+		return r.retryLater(rs, authv1beta1.ReasonProviderUnreachable, providerRetry, "writing the slice to provider %s: %v", provider, err)
 	}
 	if answer.Status.AuthParams.HasCertificate() {
 		refused, err := r.refusedCertificate(ctx, rs.Name, answer.Status.AuthParams, provider, ks)
@@ -265,6 +260,13 @@ func (r *Reconciler) request(ctx context.Context, rs *authv1beta1.ResourceSlice,
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.recheck(rs, answer)}, nil
+}
+
+// retryLater says with a Warning Event (reason) why the slice's request cannot go on now,
+// and looks at it again after pace.
+func (r *Reconciler) retryLater(rs *authv1beta1.ResourceSlice, reason string, pace time.Duration, format string, args ...any) (ctrl.Result, error) {
+	r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, reason, "RequestResourceSlice", format, args...)
+	return ctrl.Result{RequeueAfter: pace}, nil
 }
 
 // refusedCertificate says why the certificate of the provider's answer ap is refused (nil:
