@@ -146,7 +146,7 @@ func (r *report) scaleFloorMarkdown(b *strings.Builder) {
 // sliceScaleMarkdown is the slice scale section, when it ran.
 func (r *report) sliceScaleMarkdown(b *strings.Builder) {
 	if s := r.sliceScale; s != nil {
-		fmt.Fprintf(b, "\n## Slice scale\n\n%d consumers (virtual, authenticated beforehand) each ask the provider for %d ResourceSlices at once; its liqo-auth-manager decides each and has each slice identity's certificate issued; then every slice is deleted.\n\n", s.consumers, s.perConsumer)
+		fmt.Fprintf(b, "\n## Slice scale\n\n%d consumers (virtual, authenticated beforehand) each ask the provider for %d ResourceSlices at once, once its liqo-auth-manager (started for this run) is at rest; it decides each and has each slice identity's certificate issued; then every slice is deleted. The manager's CPU is what it spent on the slices.\n\n", s.consumers, s.perConsumer)
 		b.WriteString("| slices | total | slices/s | p50 per slice | p95 per slice | failed | manager peak RSS | manager CPU | teardown |\n|---|---|---|---|---|---|---|---|---|\n")
 		n := s.consumers * s.perConsumer
 		fmt.Fprintf(b, "| %d | %s | %.1f | %s | %s | %d | %.0f MiB | %.1f s | %s |\n", n, ms(s.total), float64(n)/s.total.Seconds(),
