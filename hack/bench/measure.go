@@ -812,7 +812,8 @@ func liveHeapMiB(ctx context.Context, addr string) (float64, error) {
 	return 0, fmt.Errorf("no HeapAlloc in the manager's heap profile")
 }
 
-// waitIdle returns once process pid spent less than 20 ms of CPU in a second, or after 30 s.
+// waitIdle returns once process pid spent less than 20 ms of CPU in a second, or after 30 s
+// (and says so).
 func waitIdle(ctx context.Context, pid int) {
 	_, last := usage(pid)
 	for range 30 {
@@ -827,4 +828,5 @@ func waitIdle(ctx context.Context, pid int) {
 		}
 		last = now
 	}
+	log(fmt.Sprintf("  process %d still busy after 30 s: measuring anyway", pid))
 }
