@@ -42,6 +42,7 @@ const (
 	scheme  = "pkg/apis/scheme"
 	version = "internal/version"
 	startup = "internal/startup"
+	sizing  = "internal/sizing"
 )
 
 // room is one row of the table: the packages it holds (a name, or a prefix ending in
@@ -70,11 +71,12 @@ func rooms() []room {
 		{pkg: scheme, may: []string{types, crds}, why: "the scheme"},
 		{pkg: version, why: "build information"},
 		{pkg: startup, why: "start-up tuning, imported first"},
+		{pkg: sizing, why: "the manager's memory limit and the fleet it holds are numbers"},
 		{pkg: "pkg/authn", may: []string{wire}, why: "pure protocol code, no client"},
 		{pkg: "pkg/access", may: []string{wire, types}, why: "access rules are data"},
 		{pkg: "pkg/revocation", may: []string{wire}, why: "proofs stand alone"},
 		{pkg: "pkg/cluster", may: []string{"pkg/access", "pkg/authn", wire, types}, why: "a cluster's own state"},
-		{pkg: "internal/installer", may: []string{"pkg/access", "pkg/cluster", "pkg/authn", wire, types, crds}, why: "making a cluster able to take part"},
+		{pkg: "internal/installer", may: []string{"pkg/access", "pkg/cluster", "pkg/authn", wire, types, crds, sizing}, why: "making a cluster able to take part"},
 		{pkg: "pkg/issuer", may: []string{"pkg/authn", wire, types}, why: "a library"},
 		{pkg: "pkg/metrics", may: []string{"pkg/access", "pkg/cluster", wire, types}, why: "metrics read the cache and the records, and decide nothing"},
 		{pkg: "pkg/controllers/shared/*", may: []string{"pkg/controllers/shared/*", "pkg/access", "pkg/cluster", "pkg/authn", "pkg/issuer", wire, types}, why: "what reconcilers share, one package per job"},
@@ -89,7 +91,7 @@ func rooms() []room {
 			extra: []string{"internal/cmd/install=internal/installer", "internal/cmd/uninstall=internal/installer"}},
 		{pkg: "internal/testenv", may: []string{"pkg/handshake", "pkg/authn", wire, types}, why: "control planes for tests, demos and benchmarks"},
 		{pkg: "cmd/liqoctl", may: []string{"internal/cli", "internal/cmd/root", startup}, why: "main calls one Run"},
-		{pkg: "cmd/liqo-auth-manager", may: []string{wire, scheme, "pkg/authmanager", "pkg/authn", "pkg/cluster", "pkg/controllers/providerslice", version}, why: "the manager's flags and Start"},
+		{pkg: "cmd/liqo-auth-manager", may: []string{wire, scheme, "pkg/authmanager", "pkg/authn", "pkg/cluster", "pkg/controllers/providerslice", version, sizing}, why: "the manager's flags and Start"},
 		{pkg: "cmd/devclusters", may: []string{"pkg/cluster", "internal/testenv"}, why: "local clusters"},
 		{pkg: "hack/*", may: []string{"*"}, why: "build and measurement tools"},
 	}
