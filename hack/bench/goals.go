@@ -110,9 +110,9 @@ func (r *report) scaleGoals() []goal {
 		// come out too low, and the fleet too large.
 		fleetGoal.measured = fmt.Sprintf("not judged: %d handshakes failed", largest.failed)
 	} else {
-		perConsumer := (largest.heapMiB - largest.heapIdleMiB) * (1 << 20) / float64(largest.n)
-		fleet := sizing.ManagerFleet(largest.heapIdleMiB*(1<<20), perConsumer)
-		fleetGoal.measured, fleetGoal.met = fmt.Sprintf("%d (%.1f KiB each)", fleet, perConsumer/1024), fleet >= goalFleet
+		perConsumerKiB := largest.heapPerConsumerKiB()
+		fleet := sizing.ManagerFleet(largest.heapIdleMiB*(1<<20), perConsumerKiB*(1<<10))
+		fleetGoal.measured, fleetGoal.met = fmt.Sprintf("%d (%.1f KiB each)", fleet, perConsumerKiB), fleet >= goalFleet
 	}
 	return append(g, fleetGoal)
 }

@@ -217,6 +217,11 @@ type scaleResult struct {
 	queueWait map[string]time.Duration
 }
 
+// heapPerConsumerKiB is how much the manager's live heap grew per consumer of the run.
+func (s *scaleResult) heapPerConsumerKiB() float64 {
+	return (s.heapMiB - s.heapIdleMiB) * 1024 / float64(s.n)
+}
+
 // cpuProcesses are the processes whose CPU a scale run reports: the provider's control
 // plane, its manager, and this benchmark, which plays the consumers.
 var cpuProcesses = []string{"kube-apiserver", "etcd", "kube-controller-manager", "liqo-auth-manager", "consumers (bench)"}

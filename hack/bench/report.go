@@ -108,7 +108,7 @@ func (r *report) scaleMarkdown(b *strings.Builder) {
 	for _, s := range r.scale {
 		fmt.Fprintf(b, "| %d | %s | %.1f | %s | %s | %d | %d | %.0f MiB | %.1f MiB | %.1f KiB | %.1f s | %s | %s |\n", s.n, ms(s.total), float64(s.n)/s.total.Seconds(),
 			ms(percentile(s.perHandshake, .5)), ms(percentile(s.perHandshake, .95)), s.failed, s.retries, s.peakRSSMiB, s.heapMiB,
-			(s.heapMiB-s.heapIdleMiB)*1024/float64(s.n), s.cpuS, ms(s.leaseMax), ms(s.teardown))
+			s.heapPerConsumerKiB(), s.cpuS, ms(s.leaseMax), ms(s.teardown))
 		if len(s.queueWait) > 0 {
 			var waits []string
 			for _, level := range slices.Sorted(maps.Keys(s.queueWait)) {
